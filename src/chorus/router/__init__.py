@@ -1,0 +1,1 @@
+"""Chorus router layer."""

@@ -1,0 +1,1 @@
+"""Chorus store layer."""
