@@ -1,1 +1,35 @@
-"""Chorus bodies layer."""
+"""Bodies: the agent CLIs, each behind a transport and a sans-I/O codec."""
+
+from chorus.bodies._body import PERMISSION_MODES, TERMINAL_TYPES, Body, BodyOptions, crash_error
+from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
+from chorus.bodies._permissions import (
+    PermissionAnswer,
+    PermissionAsk,
+    PermissionCallback,
+    allow_all,
+    rule_callback,
+)
+from chorus.bodies._tools import normalize_tool
+from chorus.bodies._transport import ProcessTransport, RawTap, SpawnSpec
+
+__all__ = [
+    "MAX_LINE_BYTES",
+    "PERMISSION_MODES",
+    "TERMINAL_TYPES",
+    "Body",
+    "BodyOptions",
+    "Capabilities",
+    "LineFramer",
+    "PermissionAnswer",
+    "PermissionAsk",
+    "PermissionCallback",
+    "ProcessTransport",
+    "RawTap",
+    "SpawnSpec",
+    "Support",
+    "allow_all",
+    "crash_error",
+    "normalize_tool",
+    "rule_callback",
+]

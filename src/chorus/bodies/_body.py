@@ -1,0 +1,155 @@
+"""The Body contract: one running agent CLI behind the canonical event model.
+
+A body owns a transport and a codec. Its reader task feeds stdout lines to the
+codec and puts the resulting events on one bounded queue; :meth:`Body.turn`
+sends a prompt and yields events until the turn's terminal event
+(:class:`TurnCompleted`, :class:`TurnFailed` or :class:`SessionEnded`).
+Controls (interrupt, set_model, ...) may be called from another task while a
+turn is streaming. A control the body cannot do raises
+:class:`UnsupportedControlError`, never silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+from chorus._errors import UnsupportedControlError
+from chorus.bodies._capabilities import Capabilities
+from chorus.bodies._permissions import PermissionCallback, allow_all
+from chorus.bodies._transport import RawTap
+from chorus.events import (
+    ErrorCode,
+    ErrorInfo,
+    Event,
+    SessionEnded,
+    TurnCompleted,
+    TurnFailed,
+)
+
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+TERMINAL_TYPES = (TurnCompleted, TurnFailed, SessionEnded)
+
+
+@dataclass(frozen=True, slots=True)
+class BodyOptions:
+    """How to start a body. ``env`` is the child's whole environment when given
+    (tests pass an offline env); otherwise the parent's environment is used."""
+
+    cwd: Path
+    model: str | None = None
+    permission_mode: str = "default"
+    resume: str | None = None
+    env: Mapping[str, str] | None = None
+    executable: Path | None = None
+    extra_args: tuple[str, ...] = ()
+    permission_callback: PermissionCallback = allow_all
+    raw_tap: RawTap | None = None
+    control_timeout: float = 15.0
+    interrupt_timeout: float = 5.0
+    turn_timeout: float = 900.0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def child_env(self) -> dict[str, str]:
+        return dict(self.env) if self.env is not None else dict(os.environ)
+
+
+def crash_error(exit_code: int | None, stderr_tail: str) -> ErrorInfo:
+    """The :class:`ErrorInfo` for a body process that died mid-session."""
+    tail = stderr_tail[-2000:]
+    return ErrorInfo(
+        code=ErrorCode.BODY_CRASHED,
+        message=f"agent process exited with code {exit_code}",
+        retryable=True,
+        native={"exit_code": exit_code, "stderr_tail": tail},
+    )
+
+
+class Body(ABC):
+    """Base class of every body. Subclasses set ``name`` and ``capabilities``."""
+
+    name: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+    #: Bound on queued events; a stalled consumer pauses the reader (back-pressure).
+    max_queued_events: ClassVar[int] = 10_000
+
+    def __init__(self, options: BodyOptions) -> None:
+        self.options = options
+        self.native_session_id: str | None = options.resume
+        self.model: str | None = options.model
+        self.permission_mode = options.permission_mode
+        self._events: asyncio.Queue[Event] = asyncio.Queue(self.max_queued_events)
+        self._closed = False
+
+    # -- lifecycle -------------------------------------------------------------
+
+    @abstractmethod
+    async def start(self) -> None:
+        """Spawn the CLI and do any handshake. Call once before :meth:`turn`."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Shut the CLI down (bounded, escalating). Idempotent."""
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- turns -------------------------------------------------------------------
+
+    @abstractmethod
+    async def _send_prompt(self, prompt: str) -> None:
+        """Write the user turn to the CLI (or spawn a one-shot process)."""
+
+    async def turn(self, prompt: str) -> AsyncIterator[Event]:
+        """Send ``prompt`` and yield events up to and including the terminal one."""
+        await self._send_prompt(prompt)
+        async for event in self.stream():
+            yield event
+            if isinstance(event, TERMINAL_TYPES):
+                return
+
+    async def stream(self) -> AsyncIterator[Event]:
+        """Yield queued events as they arrive (no end of its own)."""
+        while True:
+            yield await self._events.get()
+
+    async def _emit(self, event: Event) -> None:
+        await self._events.put(event.model_copy(update={"body": self.name}))
+
+    # -- controls (override where supported) ---------------------------------------
+
+    def _unsupported(self, control: str, detail: str = "") -> UnsupportedControlError:
+        return UnsupportedControlError(self.name, control, detail)
+
+    async def interrupt(self) -> None:
+        raise self._unsupported("interrupt")
+
+    async def set_model(self, model: str | None) -> None:
+        raise self._unsupported("set_model")
+
+    async def set_permission_mode(self, mode: str) -> None:
+        raise self._unsupported("set_permission_mode")
+
+    async def set_max_thinking_tokens(self, tokens: int | None) -> None:
+        raise self._unsupported("set_max_thinking_tokens")
+
+    async def steer(self, text: str) -> None:
+        raise self._unsupported("steer")
+
+    async def mcp_status(self) -> dict[str, Any]:
+        raise self._unsupported("mcp_status")

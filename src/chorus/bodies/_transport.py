@@ -1,0 +1,220 @@
+"""The process transport every body shares: spawn, frame, read, write, shut down.
+
+It only moves lines. It never interprets them (that is the codec's job) and
+never decides what to write (that is the session's). Stdout and stderr are read
+concurrently; stderr is kept as a bounded tail for error messages.
+
+Shutdown is bounded and escalating: close stdin, wait, SIGTERM the process
+group, wait, SIGKILL the group, reap. Every step has a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from chorus._errors import BodyCrashedError, LineTooLongError
+from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
+
+#: Called with ("stdout" | "stderr" | "stdin", line) for every line moved.
+RawTap = Callable[[str, str], None]
+
+_EOF = object()
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnSpec:
+    """What to run. ``stdin_devnull`` is for CLIs that block until EOF (codex exec)."""
+
+    argv: Sequence[str]
+    cwd: Path
+    env: Mapping[str, str]
+    stdin_devnull: bool = False
+    max_line_bytes: int = MAX_LINE_BYTES
+    stderr_tail_lines: int = 200
+
+
+class ProcessTransport:
+    """One agent process. Use :meth:`start`, then :meth:`lines` / :meth:`write_line`,
+    then :meth:`close` (idempotent; safe after the process died by itself)."""
+
+    def __init__(self, spec: SpawnSpec, tap: RawTap | None = None) -> None:
+        self.spec = spec
+        self._tap = tap
+        self._proc: asyncio.subprocess.Process | None = None
+        self._stdout_q: asyncio.Queue[object] = asyncio.Queue(maxsize=10_000)
+        self._stderr: deque[str] = deque(maxlen=spec.stderr_tail_lines)
+        self._readers: list[asyncio.Task[None]] = []
+        self._write_lock = asyncio.Lock()
+        self._closed = False
+        self._pgid: int | None = None
+        self.oversized_lines = 0
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def start(self) -> None:
+        """Spawn the process in its own session (so signals reach the whole group)."""
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.spec.argv,
+                cwd=str(self.spec.cwd),
+                env=dict(self.spec.env),
+                stdin=asyncio.subprocess.DEVNULL
+                if self.spec.stdin_devnull
+                else asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                limit=1 << 16,
+            )
+        except OSError as exc:
+            raise BodyCrashedError(
+                f"could not start {self.spec.argv[0]}: {exc}", exit_code=None, stderr_tail=""
+            ) from exc
+        self._pgid = self._proc.pid
+        assert self._proc.stdout is not None
+        assert self._proc.stderr is not None
+        self._readers = [
+            asyncio.create_task(self._read_stdout(self._proc.stdout)),
+            asyncio.create_task(self._read_stderr(self._proc.stderr)),
+        ]
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode if self._proc else None
+
+    @property
+    def stderr_tail(self) -> str:
+        return "\n".join(self._stderr)
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    # -- reading ---------------------------------------------------------------
+
+    async def _read_stdout(self, stream: asyncio.StreamReader) -> None:
+        framer = LineFramer(self.spec.max_line_bytes)
+        try:
+            while chunk := await stream.read(1 << 16):
+                try:
+                    lines = framer.feed(chunk)
+                except LineTooLongError:
+                    self.oversized_lines += 1
+                    continue
+                for line in lines:
+                    self._emit("stdout", line)
+                    await self._stdout_q.put(line)
+            last = framer.flush()
+            if last:
+                self._emit("stdout", last)
+                await self._stdout_q.put(last)
+        finally:
+            await self._stdout_q.put(_EOF)
+
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        framer = LineFramer(1 << 20)
+        while chunk := await stream.read(1 << 16):
+            with contextlib.suppress(LineTooLongError):
+                for line in framer.feed(chunk):
+                    self._stderr.append(line)
+                    self._emit("stderr", line)
+        last = framer.flush()
+        if last:
+            self._stderr.append(last)
+
+    def _emit(self, stream: str, line: str) -> None:
+        if self._tap is not None:
+            self._tap(stream, line)
+
+    async def lines(self) -> AsyncIterator[str]:
+        """Yield stdout lines until the process closes stdout."""
+        while True:
+            item = await self._stdout_q.get()
+            if item is _EOF:
+                # Leave the sentinel for any other reader.
+                self._stdout_q.put_nowait(_EOF)
+                return
+            assert isinstance(item, str)
+            yield item
+
+    async def wait(self, timeout: float | None = None) -> int | None:  # noqa: ASYNC109
+        """Wait for exit (and for stderr to drain); ``None`` on timeout."""
+        if self._proc is None:
+            return None
+        try:
+            code = await asyncio.wait_for(self._proc.wait(), timeout)
+        except TimeoutError:
+            return None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*self._readers), 2.0)
+        return code
+
+    # -- writing ---------------------------------------------------------------
+
+    async def write_line(self, line: str) -> None:
+        """Write one line plus ``\\n``. Raises :class:`BodyCrashedError` if the pipe is gone."""
+        if "\n" in line:
+            raise ValueError("a line written to a body must not contain a newline")
+        proc = self._proc
+        if proc is None or proc.stdin is None or proc.returncode is not None:
+            raise BodyCrashedError(
+                "agent process is not running",
+                exit_code=self.returncode,
+                stderr_tail=self.stderr_tail,
+            )
+        async with self._write_lock:
+            self._emit("stdin", line)
+            try:
+                proc.stdin.write(line.encode("utf-8") + b"\n")
+                await proc.stdin.drain()
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise BodyCrashedError(
+                    f"agent stdin closed: {exc}",
+                    exit_code=self.returncode,
+                    stderr_tail=self.stderr_tail,
+                ) from exc
+
+    # -- signals and shutdown -----------------------------------------------------
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the process group (Gemini ignores it on the launcher alone)."""
+        if self._proc is None or self._proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, sig)
+
+    async def close(self, *, grace: float = 2.0, term_wait: float = 3.0) -> int | None:
+        """Close stdin, then SIGTERM, then SIGKILL the group, each after a bounded wait."""
+        if self._proc is None:
+            return None
+        if not self._closed:
+            self._closed = True
+            if self._proc.stdin is not None and not self._proc.stdin.is_closing():
+                with contextlib.suppress(OSError):
+                    self._proc.stdin.close()
+        code = await self.wait(grace)
+        if code is None:
+            self.signal_group(signal.SIGTERM)
+            code = await self.wait(term_wait)
+        if code is None:
+            self.signal_group(signal.SIGKILL)
+            code = await self.wait(5.0)
+        # The group may outlive its leader (e.g. a shell the agent started).
+        if self._pgid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._pgid, signal.SIGKILL)
+        for task in self._readers:
+            task.cancel()
+        await asyncio.gather(*self._readers, return_exceptions=True)
+        return code

@@ -1,0 +1,193 @@
+"""UCP v1: the control envelope shared with Claude Code's stdio control protocol.
+
+Frames a brain sends: ``control_request`` ``{request_id, request: {subtype, ...}}``,
+``user`` messages, ``keep_alive``, and ``control_response`` (to answer a
+permission ask). Frames Chorus sends: ``control_response``
+``{response: {subtype: success|error, request_id, ...}}``, ``event`` frames
+carrying a canonical event with its ``seq``, and ``keep_alive``.
+
+Known request subtypes have typed models; the envelope itself accepts any
+subtype string so that an unknown one can be answered with an ``error`` response
+(code ``unsupported``) instead of a parse failure.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from chorus.events._json import MAX_EVENT_BYTES, validate_json
+from chorus.events._model import Event, JsonDict
+
+UCP_VERSION = 1
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class InitializeRequest(_Request):
+    subtype: Literal["initialize"] = "initialize"
+    body: str | None = None
+    model: str | None = None
+    cwd: str | None = None
+    permission_mode: str | None = None
+    resume: str | None = None
+    last_seq: int | None = None
+
+
+class SetModelRequest(_Request):
+    subtype: Literal["set_model"] = "set_model"
+    model: str | None = None
+
+
+class SetPermissionModeRequest(_Request):
+    subtype: Literal["set_permission_mode"] = "set_permission_mode"
+    mode: str
+
+
+class SetMaxThinkingTokensRequest(_Request):
+    subtype: Literal["set_max_thinking_tokens"] = "set_max_thinking_tokens"
+    max_thinking_tokens: int | None = None
+
+
+class InterruptRequest(_Request):
+    subtype: Literal["interrupt"] = "interrupt"
+
+
+class McpStatusRequest(_Request):
+    subtype: Literal["mcp_status"] = "mcp_status"
+
+
+class SteerRequest(_Request):
+    subtype: Literal["steer"] = "steer"
+    text: str
+
+
+class StatusRequest(_Request):
+    subtype: Literal["status"] = "status"
+
+
+KnownRequest = Annotated[
+    InitializeRequest
+    | SetModelRequest
+    | SetPermissionModeRequest
+    | SetMaxThinkingTokensRequest
+    | InterruptRequest
+    | McpStatusRequest
+    | SteerRequest
+    | StatusRequest,
+    Field(discriminator="subtype"),
+]
+KNOWN_REQUEST_ADAPTER: TypeAdapter[KnownRequest] = TypeAdapter(KnownRequest)
+KNOWN_SUBTYPES = frozenset(
+    {
+        "initialize",
+        "set_model",
+        "set_permission_mode",
+        "set_max_thinking_tokens",
+        "interrupt",
+        "mcp_status",
+        "steer",
+        "status",
+    }
+)
+
+
+class RequestBody(_Request):
+    """Any request body: a subtype plus free fields (validated per subtype later)."""
+
+    subtype: str = Field(min_length=1, max_length=128)
+
+
+class ControlRequest(_Frame):
+    type: Literal["control_request"] = "control_request"
+    request_id: str = Field(min_length=1, max_length=256)
+    request: RequestBody
+
+
+class SuccessBody(_Frame):
+    subtype: Literal["success"] = "success"
+    request_id: str
+    response: JsonDict = Field(default_factory=dict)
+
+
+class ErrorBody(_Frame):
+    subtype: Literal["error"] = "error"
+    request_id: str
+    error: str
+    error_code: str
+
+
+class ControlResponse(_Frame):
+    type: Literal["control_response"] = "control_response"
+    response: Annotated[SuccessBody | ErrorBody, Field(discriminator="subtype")]
+
+
+class UserContent(_Frame):
+    role: Literal["user"] = "user"
+    content: str | list[JsonDict]
+
+
+class UserMessage(_Frame):
+    type: Literal["user"] = "user"
+    message: UserContent
+    session_id: str = ""
+    parent_tool_use_id: str | None = None
+
+
+class KeepAlive(_Frame):
+    type: Literal["keep_alive"] = "keep_alive"
+
+
+class EventFrame(_Frame):
+    type: Literal["event"] = "event"
+    seq: int = Field(ge=0)
+    event: Event
+
+
+InboundFrame = Annotated[
+    ControlRequest | ControlResponse | UserMessage | KeepAlive,
+    Field(discriminator="type"),
+]
+OutboundFrame = Annotated[
+    ControlResponse | EventFrame | KeepAlive,
+    Field(discriminator="type"),
+]
+INBOUND_ADAPTER: TypeAdapter[InboundFrame] = TypeAdapter(InboundFrame)
+OUTBOUND_ADAPTER: TypeAdapter[OutboundFrame] = TypeAdapter(OutboundFrame)
+
+
+def parse_inbound(data: str | bytes, *, max_bytes: int = MAX_EVENT_BYTES) -> InboundFrame:
+    """Parse a frame from a brain. Raises :class:`chorus.EventError`."""
+    return validate_json(INBOUND_ADAPTER, data, max_bytes=max_bytes)
+
+
+def parse_outbound(data: str | bytes, *, max_bytes: int = MAX_EVENT_BYTES) -> OutboundFrame:
+    """Parse a frame Chorus sent (used by clients and tests)."""
+    return validate_json(OUTBOUND_ADAPTER, data, max_bytes=max_bytes)
+
+
+def success(request_id: str, response: JsonDict | None = None) -> ControlResponse:
+    return ControlResponse(response=SuccessBody(request_id=request_id, response=response or {}))
+
+
+def error(request_id: str, message: str, code: str) -> ControlResponse:
+    return ControlResponse(
+        response=ErrorBody(request_id=request_id, error=message, error_code=code)
+    )
+
+
+def ucp_json_schema() -> dict[str, Any]:
+    """JSON Schema of inbound and outbound UCP v1 frames and known requests."""
+    return {
+        "version": UCP_VERSION,
+        "inbound": INBOUND_ADAPTER.json_schema(),
+        "outbound": OUTBOUND_ADAPTER.json_schema(),
+        "requests": KNOWN_REQUEST_ADAPTER.json_schema(),
+    }
