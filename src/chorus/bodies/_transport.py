@@ -54,7 +54,7 @@ class ProcessTransport:
         self._write_lock = asyncio.Lock()
         self._closed = False
         self._pgid: int | None = None
-        self.oversized_lines = 0
+        self._framer = LineFramer(spec.max_line_bytes)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -98,21 +98,21 @@ class ProcessTransport:
         return "\n".join(self._stderr)
 
     @property
+    def oversized_lines(self) -> int:
+        """How many stdout lines were dropped for exceeding the size cap."""
+        return self._framer.dropped
+
+    @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 
     # -- reading ---------------------------------------------------------------
 
     async def _read_stdout(self, stream: asyncio.StreamReader) -> None:
-        framer = LineFramer(self.spec.max_line_bytes)
+        framer = self._framer
         try:
             while chunk := await stream.read(1 << 16):
-                try:
-                    lines = framer.feed(chunk)
-                except LineTooLongError:
-                    self.oversized_lines += 1
-                    continue
-                for line in lines:
+                for line in framer.feed(chunk):
                     self._emit("stdout", line)
                     await self._stdout_q.put(line)
             last = framer.flush()
@@ -125,10 +125,9 @@ class ProcessTransport:
     async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
         framer = LineFramer(1 << 20)
         while chunk := await stream.read(1 << 16):
-            with contextlib.suppress(LineTooLongError):
-                for line in framer.feed(chunk):
-                    self._stderr.append(line)
-                    self._emit("stderr", line)
+            for line in framer.feed(chunk):
+                self._stderr.append(line)
+                self._emit("stderr", line)
         last = framer.flush()
         if last:
             self._stderr.append(last)
@@ -166,6 +165,8 @@ class ProcessTransport:
         """Write one line plus ``\\n``. Raises :class:`BodyCrashedError` if the pipe is gone."""
         if "\n" in line:
             raise ValueError("a line written to a body must not contain a newline")
+        if len(line) > self.spec.max_line_bytes:
+            raise LineTooLongError(self.spec.max_line_bytes)
         proc = self._proc
         if proc is None or proc.stdin is None or proc.returncode is not None:
             raise BodyCrashedError(
