@@ -72,6 +72,7 @@ class _EventBase(_Frozen):
     body: str = ""
     native_session_id: str | None = None
     turn_id: str | None = None
+    job_id: str | None = None
 
     def stamp(self, *, session_id: str, seq: int, body: str | None = None) -> Any:
         """Return a copy with the session's id and sequence number filled in."""

@@ -1,1 +1,22 @@
-"""Chorus router layer."""
+"""Routing between bodies, provider health, and the failover handoff bundle."""
+
+from chorus.router._classify import Classification, TaskKind, TaskLoad, classify
+from chorus.router._handoff import HandoffBundle, Step, TouchedFile, build_bundle
+from chorus.router._health import CooldownPolicy, HealthBook, ProviderHealth
+from chorus.router._router import DEFAULT_MATRIX, Router
+
+__all__ = [
+    "DEFAULT_MATRIX",
+    "Classification",
+    "CooldownPolicy",
+    "HandoffBundle",
+    "HealthBook",
+    "ProviderHealth",
+    "Router",
+    "Step",
+    "TaskKind",
+    "TaskLoad",
+    "TouchedFile",
+    "build_bundle",
+    "classify",
+]

@@ -1,0 +1,112 @@
+"""Start, find and stop the daemon process.
+
+Exactly one daemon runs per ``CHORUS_HOME``: it holds an exclusive ``flock`` on
+``run/daemon.lock`` for its whole life, so a second one exits at once. The
+socket is created with mode 0600 (the file mode is the authentication).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from chorus._errors import ChorusError
+from chorus.daemon._paths import lock_path, log_path, pid_path, socket_path
+
+
+class DaemonError(ChorusError):
+    """The daemon could not be started, reached or stopped."""
+
+
+def acquire_lock() -> int | None:
+    """Take the per-home lock; return its fd, or ``None`` if another daemon holds it."""
+    fd = os.open(lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def read_pid() -> int | None:
+    try:
+        return int(pid_path().read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def is_responding(timeout: float = 1.0) -> bool:
+    """True if a daemon answers ``GET /status`` on the socket."""
+    sock = socket_path()
+    if not sock.exists():
+        return False
+    transport = httpx.HTTPTransport(uds=str(sock))
+    try:
+        with httpx.Client(transport=transport, base_url="http://chorus", timeout=timeout) as c:
+            return c.get("/status").status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def spawn_daemon(*, wait: float = 20.0) -> int:
+    """Start a detached daemon for this ``CHORUS_HOME`` and wait until it answers.
+
+    Idempotent: returns the running daemon's pid if one already answers.
+    """
+    if is_responding():
+        return read_pid() or 0
+    log = log_path().open("ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chorus.daemon"],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+        close_fds=True,
+    )
+    log.close()
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if is_responding(0.5):
+            return proc.pid
+        if proc.poll() is not None and not is_responding(0.5):
+            raise DaemonError(f"daemon exited with code {proc.returncode}; see {log_path()}")
+        time.sleep(0.05)
+    raise DaemonError(f"daemon did not answer within {wait:.0f}s; see {log_path()}")
+
+
+def stop_daemon(*, wait: float = 15.0) -> bool:
+    """SIGTERM the daemon and wait for it to go; SIGKILL after ``wait``. False if none ran."""
+    pid = read_pid()
+    if pid is None or not _alive(pid):
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

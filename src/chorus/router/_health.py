@@ -1,0 +1,120 @@
+"""Provider health per body and credential: success rate, cooldown, reset, quota.
+
+Pure state with an explicit clock so it can be tested and persisted as JSON.
+A failure with ``quota_exhausted`` or ``rate_limited`` puts the provider in a
+cooldown that grows exponentially (``base * multiplier**(n-1)``, capped at
+``max``); a structured reset time, when the CLI gives one, wins if later.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from chorus.events import ErrorCode, ErrorInfo
+
+_COOLING = {ErrorCode.QUOTA_EXHAUSTED, ErrorCode.RATE_LIMITED, ErrorCode.AUTH}
+
+
+@dataclass(frozen=True, slots=True)
+class CooldownPolicy:
+    base_s: float = 30.0
+    max_s: float = 3600.0
+    multiplier: float = 2.0
+    window: int = 20
+
+
+@dataclass(slots=True)
+class ProviderHealth:
+    """Health of one provider key (``body`` or ``body:credential``)."""
+
+    key: str
+    outcomes: deque[bool] = field(default_factory=lambda: deque(maxlen=20))
+    consecutive_failures: int = 0
+    cooldown_until: float = 0.0
+    quota_state: str = "ok"  # ok | rate_limited | exhausted
+    last_error: str | None = None
+
+    @property
+    def success_rate(self) -> float:
+        return sum(self.outcomes) / len(self.outcomes) if self.outcomes else 1.0
+
+    def healthy(self, now: float) -> bool:
+        return now >= self.cooldown_until
+
+    def record_success(self) -> None:
+        self.outcomes.append(True)
+        self.consecutive_failures = 0
+        self.quota_state = "ok"
+        self.cooldown_until = 0.0
+
+    def record_failure(self, error: ErrorInfo, now: float, policy: CooldownPolicy) -> None:
+        self.outcomes.append(False)
+        self.last_error = str(error.code)
+        if error.code not in _COOLING:
+            return
+        self.consecutive_failures += 1
+        backoff = policy.base_s * policy.multiplier ** (self.consecutive_failures - 1)
+        until = now + min(backoff, policy.max_s)
+        if error.retry_after_s is not None:
+            until = max(until, now + error.retry_after_s)
+        self.cooldown_until = max(self.cooldown_until, until)
+        self.quota_state = (
+            "exhausted" if error.code == ErrorCode.QUOTA_EXHAUSTED else "rate_limited"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "outcomes": list(self.outcomes),
+            "consecutive_failures": self.consecutive_failures,
+            "cooldown_until": self.cooldown_until,
+            "quota_state": self.quota_state,
+            "last_error": self.last_error,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], window: int = 20) -> ProviderHealth:
+        return cls(
+            key=str(data["key"]),
+            outcomes=deque((bool(x) for x in data.get("outcomes", [])), maxlen=window),
+            consecutive_failures=int(data.get("consecutive_failures", 0)),
+            cooldown_until=float(data.get("cooldown_until", 0.0)),
+            quota_state=str(data.get("quota_state", "ok")),
+            last_error=data.get("last_error"),
+        )
+
+
+class HealthBook:
+    """All providers' health, keyed by provider key."""
+
+    def __init__(self, policy: CooldownPolicy | None = None) -> None:
+        self.policy = policy or CooldownPolicy()
+        self._by_key: dict[str, ProviderHealth] = {}
+
+    def get(self, key: str) -> ProviderHealth:
+        if key not in self._by_key:
+            self._by_key[key] = ProviderHealth(key, deque(maxlen=self.policy.window))
+        return self._by_key[key]
+
+    def success(self, key: str) -> None:
+        self.get(key).record_success()
+
+    def failure(self, key: str, error: ErrorInfo, now: float) -> None:
+        self.get(key).record_failure(error, now, self.policy)
+
+    def healthy(self, key: str, now: float) -> bool:
+        return self.get(key).healthy(now)
+
+    def earliest_reset(self, keys: list[str]) -> float:
+        """The soonest time one of ``keys`` leaves its cooldown."""
+        return min(self.get(k).cooldown_until for k in keys)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [h.to_json() for h in self._by_key.values()]
+
+    def load(self, rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            health = ProviderHealth.from_json(row, self.policy.window)
+            self._by_key[health.key] = health
