@@ -10,10 +10,12 @@ from chorus.bodies._permissions import (
     allow_all,
     rule_callback,
 )
+from chorus.bodies._registry import CLI_OF, body_class, body_names, create_body
 from chorus.bodies._tools import normalize_tool
 from chorus.bodies._transport import ProcessTransport, RawTap, SpawnSpec
 
 __all__ = [
+    "CLI_OF",
     "MAX_LINE_BYTES",
     "PERMISSION_MODES",
     "TERMINAL_TYPES",
@@ -29,7 +31,10 @@ __all__ = [
     "SpawnSpec",
     "Support",
     "allow_all",
+    "body_class",
+    "body_names",
     "crash_error",
+    "create_body",
     "normalize_tool",
     "rule_callback",
 ]

@@ -9,15 +9,19 @@ from rich.text import Text as RichText
 
 from chorus.events import (
     CompatibilityWarning,
+    ControlRequestEvent,
+    ControlResponseEvent,
     Event,
     FileChange,
     Handoff,
+    JobEnded,
     Notice,
     PermissionDecision,
     PermissionRequest,
     RetryNotice,
     SessionEnded,
     SessionStarted,
+    StatusChanged,
     Text,
     TextDelta,
     Thinking,
@@ -44,8 +48,16 @@ def describe(event: Event) -> RichText | None:
         case SessionStarted():
             tail = f"model={event.model} cwd={event.cwd}"
             return RichText.from_markup(f"{seq}[cyan]session[/cyan] {event.body} {tail}")
-        case TextDelta() | ToolOutputDelta():
+        case TextDelta() | ToolOutputDelta() | StatusChanged():
             return None
+        case ControlRequestEvent() | ControlResponseEvent():
+            return None
+        case JobEnded():
+            colour = {"succeeded": "green", "cancelled": "yellow"}.get(event.state, "red")
+            why = f": {event.error.code}: {_short(event.error.message)}" if event.error else ""
+            return RichText.from_markup(f"{seq}[{colour}]job {event.state}[/{colour}]") + RichText(
+                why
+            )
         case Text():
             return RichText.from_markup(seq + "[bold]assistant[/bold] ") + RichText(event.text)
         case Thinking():

@@ -31,6 +31,8 @@ class AgentConfig(_Strict):
 
 class DaemonConfig(_Strict):
     max_parallel_jobs: int = Field(default=3, ge=1, le=64)
+    #: How many times a job restarts a crashed body (native resume) before failing.
+    max_body_restarts: int = Field(default=2, ge=0, le=10)
     notifications: bool = True
 
 

@@ -278,6 +278,16 @@ class SessionEnded(_EventBase):
     error: ErrorInfo | None = None
 
 
+class JobEnded(_EventBase):
+    """The daemon finished a job (the last event of that job in the log)."""
+
+    type: Literal["job_ended"] = "job_ended"
+    state: str
+    result: str | None = None
+    error: ErrorInfo | None = None
+    attempts: int = 1
+
+
 class Unknown(_EventBase):
     """A native message no codec rule matched; ``raw`` is the line as received."""
 
@@ -312,6 +322,7 @@ Event = Annotated[
     | ControlResponseEvent
     | Handoff
     | SessionEnded
+    | JobEnded
     | Unknown,
     Field(discriminator="type"),
 ]
@@ -344,5 +355,6 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     ControlResponseEvent,
     Handoff,
     SessionEnded,
+    JobEnded,
     Unknown,
 )

@@ -1,0 +1,5 @@
+"""``python -m chorus`` runs the CLI."""
+
+from chorus.cli import main
+
+main()

@@ -1,0 +1,156 @@
+"""``chorus sessions list|show`` and ``chorus replay``: reading the durable log."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from chorus.cli._app import app
+from chorus.events import Event
+from chorus.store import (
+    NoReplayCodecError,
+    ReplayReport,
+    SessionRecord,
+    SqliteStore,
+    Store,
+    UnknownSessionError,
+    replay,
+)
+
+T = TypeVar("T")
+
+sessions_app = typer.Typer(help="Inspect recorded sessions.", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
+console = Console()
+err_console = Console(stderr=True)
+
+#: ``chorus replay`` exit codes.
+EXIT_MATCH, EXIT_DIVERGED, EXIT_UNKNOWN = 0, 1, 2
+
+
+def _with_store(use: Callable[[Store], Awaitable[T]]) -> T:
+    """Open the store under CHORUS_HOME, run ``use`` on it, close it."""
+
+    async def run() -> T:
+        async with SqliteStore() as store:
+            return await use(store)
+
+    return asyncio.run(run())
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    err_console.print(f"[red]error:[/red] {escape(message)}")
+    return typer.Exit(code)
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds")
+
+
+def _session_json(session: SessionRecord) -> dict[str, Any]:
+    return dataclasses.asdict(session)
+
+
+@sessions_app.command("list")
+def list_sessions(
+    limit: int = typer.Option(50, help="Show at most this many sessions, newest first."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON array instead of a table."),
+) -> None:
+    """List recorded sessions, newest first."""
+    sessions = _with_store(lambda store: store.list_sessions(limit=limit))
+    if as_json:
+        typer.echo(json.dumps([_session_json(s) for s in sessions], ensure_ascii=False))
+        return
+    if not sessions:
+        console.print("no sessions recorded")
+        return
+    table = Table("id", "body", "model", "state", "events", "created", "updated")
+    for s in sessions:
+        table.add_row(
+            s.id,
+            s.body,
+            s.model or "-",
+            s.state,
+            str(s.last_seq),
+            _when(s.created_at),
+            _when(s.updated_at),
+        )
+    console.print(table)
+
+
+@sessions_app.command("show")
+def show_session(
+    session_id: str = typer.Argument(..., help="The session id."),
+    as_json: bool = typer.Option(
+        False, "--json", help='One JSON object: {"session": ..., "events": [...]}.'
+    ),
+) -> None:
+    """Show one session and its events (exit 2 if it does not exist)."""
+
+    async def load(store: Store) -> tuple[SessionRecord, list[Event]]:
+        return await store.get_session(session_id), await store.read_events(session_id)
+
+    try:
+        session, events = _with_store(load)
+    except UnknownSessionError as exc:
+        raise _fail(str(exc), EXIT_UNKNOWN) from exc
+    if as_json:
+        document = {
+            "session": _session_json(session),
+            "events": [e.model_dump(mode="json") for e in events],
+        }
+        typer.echo(json.dumps(document, ensure_ascii=False))
+        return
+    _print_session(session, events)
+
+
+def _print_session(session: SessionRecord, events: list[Event]) -> None:
+    console.print(f"[bold]session[/bold] {escape(session.id)}")
+    for label, value in (
+        ("body", session.body),
+        ("model", session.model),
+        ("state", session.state),
+        ("cwd", session.cwd),
+        ("native id", session.native_session_id),
+        ("created", _when(session.created_at)),
+        ("updated", _when(session.updated_at)),
+        ("events", str(session.last_seq)),
+    ):
+        console.print(f"  {label:10} {escape(value or '-')}")
+    for event in events:
+        console.print(f"{event.seq:>6} {_when(event.ts)} {event.type:22} {escape(_summary(event))}")
+
+
+def _summary(event: Event, width: int = 100) -> str:
+    """One line describing the event: its own fields, without the stamped ones."""
+    data = event.model_dump(mode="json", exclude_none=True)
+    for key in ("type", "session_id", "seq", "ts", "body"):
+        data.pop(key, None)
+    text = json.dumps(data, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@app.command("replay")
+def replay_session(
+    session_id: str = typer.Argument(..., help="The session id."),
+) -> None:
+    """Re-run a session's recorded stdout through its body's codec and compare with
+    the log. Exit 0 on a match, 1 on a divergence, 2 for an unknown session or body."""
+    try:
+        report: ReplayReport = _with_store(lambda store: replay(store, session_id))
+    except (UnknownSessionError, NoReplayCodecError) as exc:
+        raise _fail(str(exc), EXIT_UNKNOWN) from exc
+    if report.ok:
+        console.print(f"[green]ok[/green] {escape(report.describe())}")
+        raise typer.Exit(EXIT_MATCH)
+    err_console.print(f"[red]diverged[/red] {escape(report.describe())}")
+    raise typer.Exit(EXIT_DIVERGED)

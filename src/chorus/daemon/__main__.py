@@ -1,0 +1,5 @@
+"""``python -m chorus.daemon``: run the daemon in the foreground."""
+
+from chorus.daemon._server import main
+
+main()

@@ -1,0 +1,177 @@
+"""The daemon's ASGI app: REST for jobs and sessions, SSE for event streams.
+
+Errors are JSON ``{"error": message, "code": code}``: 400 for bad input (nothing
+is written), 404 for unknown ids. Event streams are ``text/event-stream`` with
+one canonical event as JSON per ``data:`` line; a job's stream ends after its
+:class:`JobEnded` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from chorus._errors import ChorusError, UserError
+from chorus.daemon._supervisor import JobRequest, Supervisor
+from chorus.events import JobEnded, event_to_json
+from chorus.store import JobRecord, JobState, SessionRecord, StoreError, UnknownRecordError
+
+Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
+
+
+def _job_json(job: JobRecord) -> dict[str, Any]:
+    data = asdict(job)
+    data["state"] = str(job.state)
+    return data
+
+
+def _session_json(session: SessionRecord) -> dict[str, Any]:
+    return asdict(session)
+
+
+def _error(message: str, code: str, status: int) -> JSONResponse:
+    return JSONResponse({"error": message, "code": code}, status_code=status)
+
+
+def _fail(exc: Exception) -> JSONResponse:
+    """Map Chorus errors to HTTP: user errors 400, unknown records 404, others 500."""
+    name = type(exc).__name__
+    if isinstance(exc, UnknownRecordError):
+        return _error(str(exc), name, 404)
+    if isinstance(exc, UserError):
+        return _error(str(exc), name, 400)
+    return _error(str(exc), name, 500)
+
+
+def build_app(sup: Supervisor, lifespan: Lifespan | None = None) -> Starlette:
+    """The app around a running :class:`Supervisor`."""
+
+    async def status(request: Request) -> Response:
+        jobs = await sup.store.list_jobs()
+        counts: dict[str, int] = {}
+        for job in jobs:
+            counts[str(job.state)] = counts.get(str(job.state), 0) + 1
+        return JSONResponse({**sup.status(), "jobs": counts})
+
+    async def shutdown(request: Request) -> Response:
+        asyncio.get_running_loop().call_later(0.1, os.kill, os.getpid(), signal.SIGTERM)
+        return JSONResponse({"stopping": True})
+
+    async def create_job(request: Request) -> Response:
+        try:
+            payload = await request.json()
+            req = JobRequest(**{k: v for k, v in payload.items() if v is not None})
+        except (ValueError, TypeError) as exc:
+            return _error(f"bad job request: {exc}", "bad_request", 400)
+        try:
+            job = await sup.submit(req)
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        return JSONResponse(_job_json(job), status_code=201)
+
+    async def list_jobs(request: Request) -> Response:
+        state = request.query_params.get("state")
+        try:
+            wanted = JobState(state) if state else None
+        except ValueError:
+            return _error(f"unknown state {state!r}", "bad_request", 400)
+        jobs = await sup.store.list_jobs(state=wanted)
+        return JSONResponse([_job_json(j) for j in jobs])
+
+    async def get_job(request: Request) -> Response:
+        try:
+            job = await sup.store.get_job(request.path_params["job_id"])
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        return JSONResponse(_job_json(job))
+
+    async def interrupt(request: Request) -> Response:
+        try:
+            what = await sup.interrupt(request.path_params["job_id"])
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        return JSONResponse({"result": what})
+
+    async def job_events(request: Request) -> Response:
+        job_id = request.path_params["job_id"]
+        try:
+            job = await sup.store.get_job(job_id)
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        from_seq = int(request.query_params.get("from_seq", "1"))
+        follow = request.query_params.get("follow", "1") != "0"
+        stream = _job_stream(sup, job, from_seq, follow)
+        return StreamingResponse(stream, media_type="text/event-stream")
+
+    async def list_sessions(request: Request) -> Response:
+        sessions = await sup.store.list_sessions()
+        return JSONResponse([_session_json(s) for s in sessions])
+
+    async def get_session(request: Request) -> Response:
+        try:
+            session = await sup.store.get_session(request.path_params["session_id"])
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        data = _session_json(session)
+        data["busy"] = sup.is_busy(session.id)
+        return JSONResponse(data)
+
+    async def pause(request: Request) -> Response:
+        sid = request.path_params["session_id"]
+        try:
+            await sup.store.get_session(sid)
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        if request.path_params["action"] == "pause":
+            if sup.is_busy(sid):
+                return _error("the session is running a job; wait or interrupt it", "busy", 409)
+            sup.pause(sid)
+        else:
+            sup.resume(sid)
+        return JSONResponse({"session_id": sid, "paused": request.path_params["action"] == "pause"})
+
+    return Starlette(
+        lifespan=lifespan,
+        routes=[
+            Route("/status", status),
+            Route("/shutdown", shutdown, methods=["POST"]),
+            Route("/jobs", create_job, methods=["POST"]),
+            Route("/jobs", list_jobs),
+            Route("/jobs/{job_id}", get_job),
+            Route("/jobs/{job_id}/interrupt", interrupt, methods=["POST"]),
+            Route("/jobs/{job_id}/events", job_events),
+            Route("/sessions", list_sessions),
+            Route("/sessions/{session_id}", get_session),
+            Route("/sessions/{session_id}/{action:str}", pause, methods=["POST"]),
+        ],
+    )
+
+
+async def _job_stream(
+    sup: Supervisor, job: JobRecord, from_seq: int, follow: bool
+) -> AsyncIterator[str]:
+    """The job's events from ``from_seq``; with ``follow``, live until its JobEnded."""
+    sid = job.session_id or ""
+    if not follow:
+        for event in await sup.store.read_events(sid, from_seq=from_seq):
+            if event.job_id == job.id:
+                yield f"data: {event_to_json(event)}\n\n"
+        return
+    sub = await sup.store.subscribe(sid, from_seq=from_seq)
+    async with sub:
+        async for event in sub:
+            if event.job_id != job.id:
+                continue
+            yield f"data: {event_to_json(event)}\n\n"
+            if isinstance(event, JobEnded):
+                return

@@ -1,0 +1,90 @@
+"""The daemon process: one ASGI app on a 0600 unix socket, one per CHORUS_HOME."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator, Callable
+
+import uvicorn
+from starlette.applications import Starlette
+
+from chorus.config import load_config
+from chorus.daemon._api import build_app
+from chorus.daemon._lifecycle import acquire_lock
+from chorus.daemon._paths import pid_path, socket_path
+from chorus.daemon._supervisor import Supervisor, notify_desktop
+from chorus.store import SqliteStore, Store
+
+log = logging.getLogger("chorus.daemon")
+Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
+
+
+def _lifespan(store: Store, sup: Supervisor) -> Lifespan:
+    """Run the supervisor for the app's life; close the store after it."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        task = asyncio.create_task(sup.run(), name="supervisor")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await store.close()
+
+    return lifespan
+
+
+async def serve() -> int:
+    """Run until SIGTERM/SIGINT. Returns the process exit code."""
+    lock = acquire_lock()
+    if lock is None:
+        print("chorus daemon: another daemon already runs for this CHORUS_HOME", file=sys.stderr)
+        return 0
+    config = load_config()
+    store = SqliteStore()
+    await store.start()
+    sup = Supervisor(store, config)
+    if config.daemon.notifications:
+        sup.outcome_hooks.append(notify_desktop)
+    app = build_app(sup, lifespan=_lifespan(store, sup))
+    listener = _bind_private_socket()
+    try:
+        # uvicorn's own ``uds=`` would chmod the socket 0666; hand it our 0600 one.
+        server = uvicorn.Server(
+            uvicorn.Config(app, fd=listener.fileno(), log_level="warning", lifespan="on")
+        )
+        pid_path().write_text(str(os.getpid()))
+        await server.serve()
+    finally:
+        listener.close()
+        socket_path().unlink(missing_ok=True)
+        pid_path().unlink(missing_ok=True)
+        os.close(lock)
+    return 0
+
+
+def _bind_private_socket() -> socket.socket:
+    """A listening unix socket with mode 0600: its file mode is the authentication."""
+    path = socket_path()
+    path.unlink(missing_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    sys.exit(asyncio.run(serve()))
