@@ -1,0 +1,73 @@
+"""Fixtures for daemon tests: a CHORUS_HOME whose config points the real CLIs at the
+scripted model server, a ``chorus`` runner, and a daemon stopped at teardown."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from chorus.daemon import DaemonClient, stop_daemon
+from chorus.testing import ModelServer, claude_env
+
+
+@dataclass
+class Chorus:
+    home: Path
+    work: Path
+    server: ModelServer
+
+    def run(self, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+        """Run the real ``chorus`` CLI in a subprocess (it autostarts the daemon)."""
+        return subprocess.run(
+            [sys.executable, "-m", "chorus", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=os.environ.copy(),
+            cwd=self.work,
+        )
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "chorus", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=self.work,
+        )
+
+    @property
+    def client(self) -> DaemonClient:
+        return DaemonClient()
+
+
+def write_config(home: Path, agents: dict[str, dict[str, str]], extra: str = "") -> None:
+    lines = ["[daemon]", "notifications = false", extra]
+    for name, env in agents.items():
+        lines.append(f"[agents.{name}.env]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in env.items()]
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def chorus(chorus_home: Path, tmp_path: Path) -> Iterator[Chorus]:
+    """A configured CHORUS_HOME with Claude pointed at a fresh scripted server."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with ModelServer() as server:
+        env = claude_env(tmp_path / "claude-home", server.url)
+        write_config(chorus_home, {"claude": env})
+        yield Chorus(chorus_home, work, server)
+        stop_daemon()
+    assert server.errors == []
+
+
+Wait = Callable[[Callable[[], bool], float], None]
