@@ -21,7 +21,13 @@ err_console = Console(stderr=True)
 
 def _register() -> None:
     # Imported for their side effect of adding commands to ``app``.
-    from chorus.cli import _agents_cmd, _daemon_cmd, _schema_cmd, _store_cmd  # noqa: F401
+    from chorus.cli import (  # noqa: F401
+        _agents_cmd,
+        _daemon_cmd,
+        _demo_cmd,
+        _schema_cmd,
+        _store_cmd,
+    )
 
 
 def main() -> None:
