@@ -1,14 +1,63 @@
-"""Shared fixtures: every test runs with its own temporary CHORUS_HOME."""
+"""Shared fixtures: an isolated CHORUS_HOME for every test, the fake model server,
+and offline environments for the real agent CLIs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from chorus._errors import AgentNotFoundError
+from chorus.agents import find_agent
+from chorus.testing import Cli, ModelServer, OfflineCli, prepare_cli
+
 
 @pytest.fixture(autouse=True)
 def chorus_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own CHORUS_HOME so nothing touches the developer's state."""
     home = tmp_path / "chorus-home"
     monkeypatch.setenv("CHORUS_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def model_server() -> Iterator[ModelServer]:
+    """A started fake model server with an empty scenario; script it with ``.script()``.
+
+    Teardown fails the test if the server raised while handling a request.
+    """
+    with ModelServer() as server:
+        yield server
+    assert server.errors == []
+
+
+def agent_or_skip(cli: Cli) -> Path:
+    """The installed CLI's path, or skip the test when it is not installed."""
+    try:
+        return find_agent(cli)
+    except AgentNotFoundError as exc:
+        pytest.skip(f"{cli} CLI not installed: {exc}")
+
+
+@pytest.fixture
+def offline_cli(tmp_path: Path, model_server: ModelServer) -> Callable[..., OfflineCli]:
+    """Factory ``offline_cli(cli, max_retries=0, lane="default")`` -> :class:`OfflineCli`.
+
+    Each call gets fresh ``home`` and ``work`` dirs under ``tmp_path`` and points
+    the CLI at ``model_server`` (skips when the CLI is not installed).
+    """
+    counter = iter(range(1_000_000))
+
+    def make(cli: Cli, *, max_retries: int | None = 0, lane: str = "default") -> OfflineCli:
+        executable = agent_or_skip(cli)
+        root = tmp_path / f"{cli}-{next(counter)}"
+        return prepare_cli(
+            cli,
+            root,
+            model_server.lane_url(lane),
+            executable=executable,
+            max_retries=max_retries,
+        )
+
+    return make

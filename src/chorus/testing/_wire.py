@@ -91,3 +91,36 @@ def text_of(value: Any) -> str:
         parts = [text_of(v.get("text") if isinstance(v, dict) else v) for v in value]
         return "".join(parts)
     return dumps(value)
+
+
+@dataclass(frozen=True, slots=True)
+class SseMessage:
+    """One parsed server-sent event: its ``event:`` name (or ``None``) and JSON ``data``."""
+
+    event: str | None
+    data: Any
+
+
+def parse_sse(stream: bytes | str) -> list[SseMessage]:
+    """Parse an SSE body into messages, accepting ``\\n`` or ``\\r\\n`` line ends.
+
+    ``data`` is the JSON-decoded payload (the raw string if it is not JSON).
+    """
+    text = stream.decode() if isinstance(stream, bytes) else stream
+    messages: list[SseMessage] = []
+    for block in re.split(r"\r?\n\r?\n", text.replace("\r\n", "\n")):
+        event: str | None = None
+        data_lines: list[str] = []
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                event = line[len("event:") :].strip()
+            elif line.startswith("data:"):
+                data_lines.append(line[len("data:") :].lstrip())
+        if not data_lines:
+            continue
+        raw = "\n".join(data_lines)
+        try:
+            messages.append(SseMessage(event, json.loads(raw)))
+        except ValueError:
+            messages.append(SseMessage(event, raw))
+    return messages

@@ -1,0 +1,133 @@
+"""Numbered schema migrations for the SQLite store.
+
+``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``. Each runs in
+its own ``BEGIN IMMEDIATE`` transaction together with the ``schema_version``
+row that records it, so a crash leaves the database at one version or the next,
+never in between. Never edit a released migration: append a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+
+from chorus.store._errors import SchemaVersionError
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    description: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "sessions, events, raw lines, control requests, jobs",
+        (
+            """CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                body TEXT NOT NULL,
+                model TEXT,
+                cwd TEXT,
+                native_session_id TEXT,
+                transport TEXT NOT NULL DEFAULT '{}',
+                state TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+            "CREATE INDEX sessions_by_created ON sessions(created_at)",
+            """CREATE TABLE events (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                seq INTEGER NOT NULL CHECK (seq >= 1),
+                ts REAL NOT NULL,
+                type TEXT NOT NULL,
+                origin TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                UNIQUE (session_id, seq)
+            )""",
+            """CREATE TABLE raw_lines (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                n INTEGER NOT NULL CHECK (n >= 1),
+                stream TEXT NOT NULL CHECK (stream IN ('stdout', 'stderr', 'stdin')),
+                line TEXT NOT NULL,
+                ts REAL NOT NULL,
+                UNIQUE (session_id, n)
+            )""",
+            """CREATE TABLE control_requests (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                request_id TEXT NOT NULL,
+                subtype TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                status TEXT NOT NULL,
+                response TEXT,
+                requested_at REAL NOT NULL,
+                responded_at REAL,
+                PRIMARY KEY (session_id, request_id)
+            )""",
+            """CREATE TABLE jobs (
+                id TEXT PRIMARY KEY,
+                session_id TEXT REFERENCES sessions(id),
+                body TEXT,
+                prompt TEXT NOT NULL,
+                state TEXT NOT NULL,
+                options TEXT NOT NULL DEFAULT '{}',
+                result TEXT,
+                error TEXT,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                started_at REAL,
+                ended_at REAL
+            )""",
+            # rowid breaks ties between jobs created in the same clock tick.
+            "CREATE INDEX jobs_by_state ON jobs(state, created_at)",
+            "CREATE INDEX jobs_by_session ON jobs(session_id)",
+        ),
+    ),
+)
+
+LATEST_VERSION = len(MIGRATIONS)
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    """The schema version recorded in ``conn`` (0 for an empty database)."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version ("
+        "version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at REAL NOT NULL)"
+    )
+    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+    return int(row[0])
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply pending migrations to ``conn`` (autocommit mode); return the version.
+
+    Safe when several processes open the same database: the version is re-read
+    under the write lock before each step. Raises :class:`SchemaVersionError`
+    when the database is newer than :data:`LATEST_VERSION`.
+    """
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = current_version(conn)
+            if version >= LATEST_VERSION:
+                conn.execute("COMMIT")
+                if version > LATEST_VERSION:
+                    raise SchemaVersionError(version, LATEST_VERSION)
+                return version
+            _apply(conn, version + 1, MIGRATIONS[version])
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _apply(conn: sqlite3.Connection, version: int, migration: Migration) -> None:
+    for statement in migration.statements:
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
+        (version, migration.description, time.time()),
+    )

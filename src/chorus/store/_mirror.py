@@ -1,0 +1,79 @@
+"""The JSONL mirror: ``CHORUS_HOME/sessions/<session_id>.jsonl``, one event per line.
+
+It is written by the store's writer thread after each commit, with exactly the
+(redacted) JSON stored in the ``events`` table, so ``cat`` shows what the log
+holds. The database is the source of truth: the mirror may lag it by the last
+batch after a crash, and :meth:`JsonlMirror.rebuild` rewrites it. Each batch is
+appended with ``O_APPEND`` writes of whole lines, so readers never see a line
+from two batches interleaved.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from chorus.store._interface import check_id
+
+
+class JsonlMirror:
+    """Appends serialized events to per-session files under ``directory``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def path(self, session_id: str) -> Path:
+        """The mirror file of a session (the id is checked, so it cannot escape)."""
+        return self.directory / f"{check_id(session_id, 'session id')}.jsonl"
+
+    def append(self, lines_by_session: Mapping[str, Sequence[str]]) -> None:
+        """Append each session's lines (JSON without newline). Raises ``OSError``."""
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for session_id, lines in lines_by_session.items():
+            if lines:
+                _append_bytes(self.path(session_id), _encode(lines))
+
+    def rebuild(self, session_id: str, lines: Iterable[str]) -> None:
+        """Replace the session's mirror atomically (write aside, then rename)."""
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        target = self.path(session_id)
+        temp = target.with_suffix(".jsonl.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            for chunk in _chunks(lines, 1000):
+                _write_all(fd, _encode(chunk))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, target)
+
+
+def _encode(lines: Sequence[str]) -> bytes:
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def _chunks(lines: Iterable[str], size: int) -> Iterable[list[str]]:
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _append_bytes(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

@@ -1,0 +1,307 @@
+"""The SQLite store: appends, stamping, group commit, threads, migrations, mirror."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from chorus._errors import EventTooLargeError
+from chorus.events import ControlRequestEvent, Text, ToolCall, parse_event
+from chorus.store import (
+    LATEST_VERSION,
+    ORIGIN_CHORUS,
+    WRITER_THREAD_NAME,
+    ControlAnsweredError,
+    ControlStatus,
+    DuplicateRecordError,
+    InvalidIdError,
+    Redactor,
+    SchemaVersionError,
+    SessionExistsError,
+    SessionRecord,
+    SqliteStore,
+    StoreClosedError,
+    StoreQueueFullError,
+    UnknownControlRequestError,
+    UnknownSessionError,
+)
+
+
+def text(i: int) -> Text:
+    return Text(text=f"text {i}")
+
+
+def db_rows(path: Path, sql: str) -> list[tuple[object, ...]]:
+    """Read the database directly, as an outside process would (test thread only)."""
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+# -- appends ------------------------------------------------------------------------
+
+
+async def test_concurrent_appends_get_gap_free_seqs(
+    store: SqliteStore, session: SessionRecord
+) -> None:
+    stamped = await asyncio.gather(*(store.append(session.id, text(i)) for i in range(200)))
+    assert sorted(e.seq for e in stamped) == list(range(1, 201))
+    assert {e.session_id for e in stamped} == {session.id}
+    assert {e.body for e in stamped} == {"testbody"}  # filled from the session row
+    logged = await store.read_events(session.id)
+    assert [e.seq for e in logged] == list(range(1, 201))
+    assert await store.last_seq(session.id) == 200
+
+
+async def test_append_returns_the_event_as_stored(
+    store: SqliteStore, session: SessionRecord
+) -> None:
+    event = ToolCall(call_id="c1", tool="shell", native_tool="Bash", input={"cmd": "ls"})
+    stamped = await store.append(session.id, event)
+    assert stamped.model_copy(update={"session_id": "", "seq": 0, "body": ""}) == event
+    assert await store.read_events(session.id) == [stamped]
+
+
+async def test_a_failing_append_fails_alone_in_its_batch(
+    store: SqliteStore, session: SessionRecord
+) -> None:
+    results = await asyncio.gather(
+        store.append(session.id, text(1)),
+        store.append("nope", text(2)),
+        store.append(session.id, text(3)),
+        return_exceptions=True,
+    )
+    assert isinstance(results[1], UnknownSessionError)
+    assert [e.text for e in await store.read_events(session.id)] == ["text 1", "text 3"]
+
+
+async def test_append_many_is_all_or_nothing(chorus_home: Path) -> None:
+    async with SqliteStore(redactor=Redactor(), max_event_bytes=2000) as store:
+        sid = (await store.create_session("b")).id
+        with pytest.raises(EventTooLargeError):
+            await store.append_many(sid, [text(1), Text(text="x" * 5000)])
+        assert await store.last_seq(sid) == 0
+        stamped = await store.append_many(sid, [text(1), text(2)])
+        assert [e.seq for e in stamped] == [1, 2]
+
+
+async def test_origin_is_recorded_and_filterable(
+    store: SqliteStore, session: SessionRecord
+) -> None:
+    await store.append(session.id, text(1))
+    request = ControlRequestEvent(request_id="r1", subtype="interrupt")
+    await store.append(session.id, request, origin=ORIGIN_CHORUS)
+    assert [e.type for e in await store.read_events(session.id, origin="codec")] == ["text"]
+    assert [e.seq for e in await store.read_events(session.id, origin=ORIGIN_CHORUS)] == [2]
+    assert [e.seq for e in await store.read_events(session.id, from_seq=2)] == [2]
+
+
+async def test_sequence_continues_after_reopen(chorus_home: Path) -> None:
+    async with SqliteStore(redactor=Redactor()) as store:
+        sid = (await store.create_session("b")).id
+        await store.append_many(sid, [text(1), text(2)])
+    async with SqliteStore(redactor=Redactor()) as store:
+        assert (await store.append(sid, text(3))).seq == 3
+
+
+# -- threads, queue, lifecycle --------------------------------------------------------
+
+
+async def test_no_sqlite_call_runs_on_the_event_loop_thread(chorus_home: Path) -> None:
+    calls: list[tuple[int, str, str]] = []
+
+    def trace(statement: str) -> None:
+        thread = threading.current_thread()
+        calls.append((thread.ident or 0, thread.name, statement))
+
+    async with SqliteStore(redactor=Redactor(), sql_trace=trace) as store:
+        sid = (await store.create_session("b")).id
+        await asyncio.gather(*(store.append(sid, text(i)) for i in range(20)))
+        await store.append_raw(sid, "stdout", "{}")
+        job = await store.create_job("do it")
+        await store.claim_next_job()
+        await store.update_job(job.id, result={"ok": True})
+        await store.list_sessions()
+        await store.read_events(sid)
+        sub = await store.subscribe(sid, from_seq=1)
+        assert (await anext(sub)).seq == 1
+        await sub.aclose()
+    loop_thread = threading.get_ident()
+    assert calls, "the trace hook saw no statements"
+    assert all(ident != loop_thread for ident, _, _ in calls)
+    writers = {name for _, name, sql in calls if sql.lstrip().upper().startswith(("INSERT", "UPDATE"))}
+    assert writers == {WRITER_THREAD_NAME}
+
+
+async def test_full_writer_queue_raises_a_named_error(chorus_home: Path) -> None:
+    async with SqliteStore(redactor=Redactor(), max_queue=1) as store:
+        sid = (await store.create_session("b")).id
+        # record_raw enqueues without yielding, so the writer cannot keep up.
+        with pytest.raises(StoreQueueFullError) as caught:
+            for i in range(100_000):
+                store.record_raw(sid, "stdout", f"line {i}")
+        assert caught.value.limit == 1
+
+
+async def test_a_closed_store_refuses_work(chorus_home: Path) -> None:
+    store = SqliteStore(redactor=Redactor())
+    with pytest.raises(StoreClosedError):
+        await store.list_sessions()
+    await store.start()
+    sid = (await store.create_session("b")).id
+    await store.close()
+    await store.close()  # idempotent
+    with pytest.raises(StoreClosedError):
+        await store.append(sid, text(1))
+    with pytest.raises(StoreClosedError):
+        store.record_raw(sid, "stdout", "x")
+
+
+# -- schema ------------------------------------------------------------------------------
+
+
+async def test_database_is_wal_with_recorded_migrations(store: SqliteStore) -> None:
+    assert await store.integrity_check() == ["ok"]
+    mode = await asyncio.to_thread(db_rows, store.path, "PRAGMA journal_mode")
+    assert mode == [("wal",)]
+    versions = await asyncio.to_thread(db_rows, store.path, "SELECT version FROM schema_version")
+    assert versions == [(v,) for v in range(1, LATEST_VERSION + 1)]
+
+
+async def test_a_newer_schema_is_refused(chorus_home: Path) -> None:
+    async with SqliteStore(redactor=Redactor()) as store:
+        path = store.path
+
+    def bump() -> None:
+        conn = sqlite3.connect(path)
+        with conn:
+            conn.execute("INSERT INTO schema_version VALUES (99, 'future', 0)")
+        conn.close()
+
+    await asyncio.to_thread(bump)
+    with pytest.raises(SchemaVersionError) as caught:
+        await SqliteStore(path, redactor=Redactor()).start()
+    assert caught.value.found == 99
+
+
+# -- mirror ----------------------------------------------------------------------------
+
+
+async def test_mirror_holds_the_stored_json(store: SqliteStore, session: SessionRecord) -> None:
+    await asyncio.gather(*(store.append(session.id, text(i)) for i in range(50)))
+    assert store.mirror is not None
+    mirror = store.mirror.path(session.id)
+    lines = mirror.read_text(encoding="utf-8").splitlines()
+    payloads = await asyncio.to_thread(
+        db_rows, store.path, "SELECT payload FROM events ORDER BY seq"
+    )
+    assert lines == [p for (p,) in payloads]
+    assert [parse_event(line).seq for line in lines] == list(range(1, 51))
+    assert mirror.stat().st_mode & 0o777 == 0o600
+
+
+async def test_rebuild_mirror_restores_a_short_file(
+    store: SqliteStore, session: SessionRecord
+) -> None:
+    await store.append_many(session.id, [text(i) for i in range(5)])
+    assert store.mirror is not None
+    mirror = store.mirror.path(session.id)
+    full = mirror.read_bytes()
+    mirror.write_bytes(full[: len(full) // 2])  # as a crash between commit and mirror could
+    await store.rebuild_mirror(session.id)
+    assert mirror.read_bytes() == full
+
+
+# -- sessions ----------------------------------------------------------------------------
+
+
+async def test_session_lifecycle(store: SqliteStore) -> None:
+    created = await store.create_session(
+        "claude", session_id="abc", model="opus", cwd="/w", transport={"pid": 42}
+    )
+    assert (created.state, created.last_seq, created.transport) == ("created", 0, {"pid": 42})
+    await store.append(created.id, text(1))
+    updated = await store.update_session("abc", state="running", native_session_id="n-1")
+    assert (updated.state, updated.native_session_id, updated.model) == ("running", "n-1", "opus")
+    assert updated.last_seq == 1
+    assert updated.updated_at >= created.updated_at
+    assert await store.get_session("abc") == updated
+
+
+async def test_session_errors(store: SqliteStore, session: SessionRecord) -> None:
+    with pytest.raises(SessionExistsError):
+        await store.create_session("b", session_id=session.id)
+    with pytest.raises(InvalidIdError):
+        await store.create_session("b", session_id="../etc")
+    with pytest.raises(UnknownSessionError):
+        await store.get_session("nope")
+    with pytest.raises(UnknownSessionError):
+        await store.update_session("nope", state="x")
+
+
+async def test_list_sessions_newest_first_with_filters(store: SqliteStore) -> None:
+    for name, body in (("a", "claude"), ("b", "codex"), ("c", "claude")):
+        await store.create_session(body, session_id=name)
+    await store.update_session("a", state="ended")
+    assert [s.id for s in await store.list_sessions()] == ["c", "b", "a"]
+    assert [s.id for s in await store.list_sessions(body="claude")] == ["c", "a"]
+    assert [s.id for s in await store.list_sessions(state="ended")] == ["a"]
+    assert [s.id for s in await store.list_sessions(limit=1)] == ["c"]
+
+
+# -- raw lines ----------------------------------------------------------------------------
+
+
+async def test_raw_lines_are_numbered_per_session(
+    store: SqliteStore, session: SessionRecord
+) -> None:
+    tap = store.raw_tap(session.id)
+    tap("stdin", '{"type":"user"}')
+    tap("stdout", '{"type":"assistant"}')
+    tap("bogus", "ignored: not a stream")
+    n = await store.append_raw(session.id, "stderr", "warning")  # FIFO: the tap's lines are in
+    assert n == 3
+    lines = await store.read_raw(session.id)
+    assert [(r.n, r.stream) for r in lines] == [(1, "stdin"), (2, "stdout"), (3, "stderr")]
+    only_out = await store.read_raw(session.id, streams=["stdout"])
+    assert [r.line for r in only_out] == ['{"type":"assistant"}']
+
+
+# -- control requests ------------------------------------------------------------------------
+
+
+async def test_control_request_gets_exactly_one_response(
+    store: SqliteStore, session: SessionRecord
+) -> None:
+    pending = await store.record_control_request(session.id, "r1", "set_model", {"model": "x"})
+    assert (pending.status, pending.response) == (ControlStatus.PENDING, None)
+    answered = await store.record_control_response(
+        session.id, "r1", status=ControlStatus.OK, response={"model": "x"}
+    )
+    assert answered.status is ControlStatus.OK
+    assert answered.responded_at is not None
+    with pytest.raises(ControlAnsweredError):
+        await store.record_control_response(session.id, "r1", status=ControlStatus.ERROR)
+    with pytest.raises(DuplicateRecordError):
+        await store.record_control_request(session.id, "r1", "interrupt")
+    with pytest.raises(UnknownControlRequestError):
+        await store.record_control_response(session.id, "r9", status=ControlStatus.OK)
+    with pytest.raises(UnknownSessionError):
+        await store.record_control_request("nope", "r1", "interrupt")
+    await store.record_control_request(session.id, "r2", "interrupt")
+    pending_now = await store.list_control_requests(session.id, status=ControlStatus.PENDING)
+    assert [r.request_id for r in pending_now] == ["r2"]
+    assert await store.get_control_request(session.id, "r1") == answered
+
+
+async def test_record_fields_are_stored_as_json(store: SqliteStore) -> None:
+    await store.create_session("b", session_id="j", transport={"argv": ["claude", "-p"]})
+    rows = await asyncio.to_thread(db_rows, store.path, "SELECT transport FROM sessions")
+    assert json.loads(str(rows[0][0])) == {"argv": ["claude", "-p"]}
