@@ -10,7 +10,13 @@ from chorus.bodies._permissions import (
     allow_all,
     rule_callback,
 )
-from chorus.bodies._registry import CLI_OF, body_class, body_names, create_body
+from chorus.bodies._registry import (
+    CLI_OF,
+    body_class,
+    body_names,
+    check_installed,
+    create_body,
+)
 from chorus.bodies._tools import normalize_tool
 from chorus.bodies._transport import ProcessTransport, RawTap, SpawnSpec
 
@@ -33,6 +39,7 @@ __all__ = [
     "allow_all",
     "body_class",
     "body_names",
+    "check_installed",
     "crash_error",
     "create_body",
     "normalize_tool",

@@ -18,7 +18,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
     "codex": ("chorus.bodies.codex", "CodexBody"),
     "codex-exec": ("chorus.bodies.codex", "CodexExecBody"),
     "gemini": ("chorus.bodies.gemini", "GeminiAcpBody"),
-    "gemini-headless": ("chorus.bodies.gemini", "GeminiHeadlessBody"),
+    "gemini-headless": ("chorus.bodies.gemini", "GeminiBody"),
 }
 #: The binary each built-in body runs (for lookup and env from ``[agents.<cli>]``).
 CLI_OF: dict[str, str] = {
@@ -31,7 +31,9 @@ CLI_OF: dict[str, str] = {
 
 
 def _acp_names(config: ChorusConfig) -> list[str]:
-    return [n for n, a in config.agents.items() if a.protocol == "acp" and n not in _BUILTIN]
+    """ACP agents (built-in entries such as codex-acp, and config entries)."""
+    acp: Any = importlib.import_module("chorus.bodies.acp")
+    return [n for n in acp.acp_agents(config) if n not in _BUILTIN]
 
 
 def body_names(config: ChorusConfig | None = None) -> list[str]:
@@ -60,5 +62,21 @@ def create_body(name: str, options: BodyOptions, config: ChorusConfig | None = N
     cls = body_class(name, config)
     if name in _BUILTIN:
         return cls(options)
-    factory: Any = importlib.import_module("chorus.bodies.acp")
-    return factory.acp_body_from_config(name, config.agents[name], options)  # type: ignore[no-any-return]
+    acp: Any = importlib.import_module("chorus.bodies.acp")
+    return acp.open_acp_body(name, options, config=config)  # type: ignore[no-any-return]
+
+
+def check_installed(name: str, config: ChorusConfig | None = None) -> None:
+    """Raise :class:`UnknownBodyError` or :class:`AgentNotFoundError` unless body
+    ``name`` can start here (its CLI or ACP agent program is found)."""
+    from chorus.agents import find_agent
+
+    config = config or load_config()
+    if name in _BUILTIN:
+        find_agent(CLI_OF[name])
+        return
+    if name not in _acp_names(config):
+        known = ", ".join(body_names(config))
+        raise UnknownBodyError(f"unknown body {name!r}; known bodies: {known}")
+    acp: Any = importlib.import_module("chorus.bodies.acp")
+    acp.acp_agent(name, config).executable()

@@ -29,16 +29,12 @@ EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 3
 
 def _validate(body: str | None, cwd: str | None) -> str:
     """Check the config, the body name, its CLI and the folder; return the cwd."""
-    from chorus.agents import find_agent
-    from chorus.bodies import CLI_OF, body_names
+    from chorus.bodies import check_installed
     from chorus.config import load_config
 
     config = load_config()
     if body is not None:
-        known = body_names(config)
-        if body not in known:
-            raise UserError(f"unknown body {body!r}; known bodies: {', '.join(known)}")
-        find_agent(CLI_OF.get(body, body)) if body in CLI_OF else None
+        check_installed(body, config)
     folder = Path(cwd or os.getcwd()).expanduser().resolve()
     if not folder.is_dir():
         raise UserError(f"working directory {folder} does not exist")

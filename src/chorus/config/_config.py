@@ -36,11 +36,35 @@ class DaemonConfig(_Strict):
     notifications: bool = True
 
 
+class RouterConfig(_Strict):
+    """Routing and failover (issue 10). Cooldowns back off exponentially per provider."""
+
+    #: smart, round_robin, or ``<body>_only``.
+    strategy: str = "smart"
+    #: Bodies the router may pick and fail over between, in default preference order.
+    bodies: list[str] = Field(default_factory=lambda: ["claude", "codex", "gemini"])
+    #: Overrides of the routing matrix: class name → bodies in preference order.
+    matrix: dict[str, list[str]] = Field(default_factory=dict)
+    failover: bool = True
+    cooldown_base_s: float = Field(default=30.0, gt=0)
+    cooldown_max_s: float = Field(default=3600.0, gt=0)
+    cooldown_multiplier: float = Field(default=2.0, ge=1.0)
+    #: Chorus-level retries of a rate-limited turn on the same body before failover.
+    rate_limit_retries: int = Field(default=1, ge=0, le=10)
+    rate_limit_delay_s: float = Field(default=2.0, ge=0)
+    #: Longest a job waits for a cooldown to end when no body is healthy.
+    max_wait_s: float = Field(default=3600.0, ge=0)
+    #: Token budget of the handoff bundle's trimmed history.
+    handoff_tokens: int = Field(default=4000, ge=100)
+    notify_on_failover: bool = True
+
+
 class ChorusConfig(_Strict):
     """The whole config file. Unknown keys are errors, not silently ignored."""
 
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    router: RouterConfig = Field(default_factory=RouterConfig)
     redact_patterns: list[str] = Field(default_factory=list)
 
 

@@ -17,7 +17,7 @@ from chorus.config import load_config
 from chorus.daemon._api import build_app
 from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._paths import pid_path, socket_path
-from chorus.daemon._supervisor import Supervisor, notify_desktop
+from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
 from chorus.store import SqliteStore, Store
 
 log = logging.getLogger("chorus.daemon")
@@ -53,6 +53,8 @@ async def serve() -> int:
     sup = Supervisor(store, config)
     if config.daemon.notifications:
         sup.outcome_hooks.append(notify_desktop)
+    if config.router.notify_on_failover:
+        sup.failover_hooks.append(notify_failover)
     app = build_app(sup, lifespan=_lifespan(store, sup))
     listener = _bind_private_socket()
     try:

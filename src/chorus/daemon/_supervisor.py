@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -27,11 +28,11 @@ import signal
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chorus._errors import UnknownBodyError, UserError
+from chorus._errors import UserError
 from chorus.bodies import (
     CLI_OF,
     Body,
@@ -39,19 +40,22 @@ from chorus.bodies import (
     PermissionCallback,
     allow_all,
     body_names,
+    check_installed,
     create_body,
 )
-from chorus.config import ChorusConfig
+from chorus.config import ChorusConfig, chorus_home
 from chorus.events import (
     ErrorCode,
     ErrorInfo,
     Event,
+    Handoff,
     JobEnded,
     Notice,
     SessionEnded,
     TurnCompleted,
     TurnFailed,
 )
+from chorus.router import CooldownPolicy, HealthBook, Router, build_bundle
 from chorus.store import JobRecord, JobState, SessionRecord, Store
 
 log = logging.getLogger("chorus.daemon")
@@ -59,6 +63,8 @@ log = logging.getLogger("chorus.daemon")
 BodyFactory = Callable[[str, BodyOptions], Body]
 #: Hook run on every job outcome: (job, final event) → None (notifications, health).
 OutcomeHook = Callable[[JobRecord, JobEnded], Awaitable[None]]
+#: Hook run on every failover: (job, handoff event) → None (audit, notifications).
+FailoverHook = Callable[[JobRecord, Handoff], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +90,20 @@ class Supervisor:
         *,
         body_factory: BodyFactory | None = None,
         permission_callback: PermissionCallback = allow_all,
-        choose_body: Callable[[str], str] | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self._factory = body_factory or (lambda name, opts: create_body(name, opts, config))
         self._permission = permission_callback
-        self._choose = choose_body or (lambda prompt: "claude")
+        rc = config.router
+        known = body_names(config)
+        self.router = Router(
+            [b for b in rc.bodies if b in known], strategy=rc.strategy, matrix=rc.matrix
+        )
+        self.health = HealthBook(
+            CooldownPolicy(rc.cooldown_base_s, rc.cooldown_max_s, rc.cooldown_multiplier)
+        )
+        self.health.load(_load_health())
         self._wake = asyncio.Event()
         self._busy: set[str] = set()
         self._paused: set[str] = set()
@@ -98,6 +111,7 @@ class Supervisor:
         self._interrupted: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.outcome_hooks: list[OutcomeHook] = []
+        self.failover_hooks: list[FailoverHook] = []
         self.started_at = time.time()
 
     # -- submitting and controlling -------------------------------------------------
@@ -122,18 +136,28 @@ class Supervisor:
             if req.body and req.body != session.body:
                 raise UserError(f"session {session.id} belongs to body {session.body!r}")
             return session
-        body = req.body or self._choose(req.prompt)
-        if body not in body_names(self.config):
-            known = ", ".join(body_names(self.config))
-            raise UnknownBodyError(f"unknown body {body!r}; known bodies: {known}")
+        body = req.body or self._route(req.prompt)
+        check_installed(body, self.config)
         cwd = _checked_dir(req.cwd)
-        self._check_cli(body)
         return await self.store.create_session(body, model=req.model, cwd=str(cwd))
 
-    def _check_cli(self, body: str) -> None:
-        from chorus.agents import find_agent
+    def _route(self, prompt: str) -> str:
+        """The router's pick for a job without ``--body``: healthy and preferred."""
+        choice = self.router.choose(prompt, self.health, time.time())
+        if choice is None:
+            prefs = self.router.preferences(prompt)
+            if not prefs:
+                raise UserError("no body is configured for routing ([router] bodies)")
+            choice = prefs[0]  # all cooling down: queue on the first, it will wait
+        return choice
 
-        find_agent(self._cli_name(body))
+    def _health_success(self, body: str) -> None:
+        self.health.success(body)
+        _save_health(self.health)
+
+    def _health_failure(self, body: str, error: ErrorInfo) -> None:
+        self.health.failure(body, error, time.time())
+        _save_health(self.health)
 
     def _cli_name(self, body: str) -> str:
         if body in CLI_OF:
@@ -172,6 +196,7 @@ class Supervisor:
             "busy_sessions": sorted(self._busy),
             "paused_sessions": sorted(self._paused),
             "max_parallel_jobs": self.config.daemon.max_parallel_jobs,
+            "health": self.health.to_json(),
         }
 
     # -- the scheduling loop ------------------------------------------------------------
@@ -239,25 +264,94 @@ class Supervisor:
         await self._finish(job, final)
 
     async def _attempts(self, job: JobRecord) -> Event:
-        restarts = self.config.daemon.max_body_restarts
-        prompt = job.prompt
-        if job.attempts > 1:
-            prompt = _continue_prompt(job.prompt)
-        final: Event | None = None
-        for attempt in range(restarts + 1):
-            final = await self._one_attempt(job, prompt)
-            crashed = isinstance(final, TurnFailed) and final.error.code == ErrorCode.BODY_CRASHED
-            if not crashed or job.id in self._interrupted or attempt == restarts:
-                break
-            msg = f"body crashed; resuming natively (restart {attempt + 1} of {restarts})"
-            await self._append(job, Notice(message=msg, kind="recovery"))
-            prompt = _continue_prompt(job.prompt)
-        assert final is not None
-        return final
-
-    async def _one_attempt(self, job: JobRecord, prompt: str) -> Event:
+        """Run the job's turn until it ends for good: restart crashed bodies, retry
+        rate limits, fail over on quota, wait for a cooldown when nothing is healthy."""
         session = await self.store.get_session(job.session_id or "")
-        body = self._factory(session.body, self._options(job, session))
+        run = _Run(body=_active_body(session), original=_active_body(session))
+        run.prompt = job.prompt if job.attempts <= 1 else _continue_prompt(job.prompt)
+        while True:
+            final = await self._one_attempt(job, run.body, run.prompt)
+            if not isinstance(final, TurnFailed) or job.id in self._interrupted:
+                if isinstance(final, TurnCompleted):
+                    self._health_success(run.body)
+                return final
+            if not await self._recover(job, run, final.error):
+                return final
+
+    async def _recover(self, job: JobRecord, run: _Run, error: ErrorInfo) -> bool:
+        """Decide what to do after a failed turn; False means the job fails with it."""
+        router = self.config.router
+        if error.code == ErrorCode.BODY_CRASHED:
+            if run.crashes >= self.config.daemon.max_body_restarts:
+                return False
+            run.crashes += 1
+            limit = self.config.daemon.max_body_restarts
+            msg = f"body crashed; resuming natively (restart {run.crashes} of {limit})"
+            await self._append(job, Notice(message=msg, kind="recovery"))
+            run.prompt = _continue_prompt(job.prompt)
+            return True
+        if error.code not in (ErrorCode.RATE_LIMITED, ErrorCode.QUOTA_EXHAUSTED):
+            return False
+        if error.code == ErrorCode.RATE_LIMITED and run.rate_retries < router.rate_limit_retries:
+            run.rate_retries += 1
+            delay = error.retry_after_s or router.rate_limit_delay_s
+            msg = f"{run.body} is rate limited; retrying in {delay:.1f}s before any failover"
+            await self._append(job, Notice(message=msg, kind="retry"))
+            await asyncio.sleep(delay)
+            run.prompt = _continue_prompt(job.prompt)
+            return True
+        self._health_failure(run.body, error)
+        if not router.failover or run.waits >= _MAX_WAITS:
+            return False
+        return await self._failover(job, run, error)
+
+    async def _failover(self, job: JobRecord, run: _Run, error: ErrorInfo) -> bool:
+        """Hand the job to the next healthy body, or wait for the earliest reset."""
+        now = time.time()
+        nxt = self.router.choose(job.prompt, self.health, now, exclude=run.tried)
+        if nxt is None:
+            return await self._wait_for_reset(job, run)
+        session = await self.store.get_session(job.session_id or "")
+        events = [e for e in await self.store.read_events(session.id) if e.job_id == job.id]
+        bundle = build_bundle(
+            task=job.prompt,
+            from_body=run.body,
+            failure=error,
+            events=events,
+            cwd=Path(session.cwd or "."),
+            token_budget=self.config.router.handoff_tokens,
+        )
+        prompt = bundle.render()
+        handoff = Handoff(from_body=run.body, to_body=nxt, reason=error, bundle_chars=len(prompt))
+        await self._append(job, handoff)
+        await self._set_active_body(session, nxt)
+        for hook in self.failover_hooks:
+            with contextlib.suppress(Exception):
+                await hook(job, handoff)
+        run.body, run.prompt = nxt, prompt
+        run.tried.append(nxt)
+        return True
+
+    async def _wait_for_reset(self, job: JobRecord, run: _Run) -> bool:
+        """No body is healthy: wait until the earliest reset, then resume natively
+        on the original body."""
+        candidates = [b for b in self.router.bodies] or [run.original]
+        wake = self.health.earliest_reset(candidates)
+        delay = max(0.0, min(wake - time.time(), self.config.router.max_wait_s))
+        msg = f"no healthy body; waiting {delay:.1f}s for the earliest reset"
+        await self._append(job, Notice(message=msg, kind="waiting"))
+        await asyncio.sleep(delay)
+        session = await self.store.get_session(job.session_id or "")
+        await self._set_active_body(session, run.original)
+        run.waits += 1
+        run.body = run.original
+        run.tried = [run.original]
+        run.prompt = _continue_prompt(job.prompt)
+        return True
+
+    async def _one_attempt(self, job: JobRecord, body_name: str, prompt: str) -> Event:
+        session = await self.store.get_session(job.session_id or "")
+        body = self._factory(body_name, self._options(job, session, body_name))
         self._live[job.id] = body
         final: Event | None = None
         try:
@@ -265,24 +359,26 @@ class Supervisor:
             await self._note_pid(session, body)
             async for event in body.turn(prompt):
                 await self._append(job, event)
-                await self._sync_native_id(session, body)
+                await self._sync_native_id(session.id, body_name, body)
                 final = event
         finally:
             with contextlib.suppress(Exception):
                 await body.close()
-        await self._sync_native_id(session, body)
+        await self._sync_native_id(session.id, body_name, body)
         return final or SessionEnded(reason="body produced no terminal event")
 
-    def _options(self, job: JobRecord, session: SessionRecord) -> BodyOptions:
-        agent = self.config.agents.get(self._cli_name(session.body))
+    def _options(self, job: JobRecord, session: SessionRecord, body_name: str) -> BodyOptions:
+        agent = self.config.agents.get(self._cli_name(body_name))
         env = dict(os.environ)
         if agent is not None:
             env.update(agent.env)
         return BodyOptions(
             cwd=Path(session.cwd or os.getcwd()),
-            model=job.options.get("model") or session.model,
+            model=(job.options.get("model") or session.model)
+            if body_name == session.body
+            else None,
             permission_mode=job.options.get("permission_mode") or "default",
-            resume=session.native_session_id,
+            resume=_native_ids(session).get(body_name),
             env=env,
             permission_callback=self._permission,
             raw_tap=self.store.raw_tap(session.id),
@@ -292,16 +388,28 @@ class Supervisor:
         tagged = event.model_copy(update={"job_id": job.id})
         return await self.store.append(job.session_id or "", tagged)
 
-    async def _sync_native_id(self, session: SessionRecord, body: Body) -> None:
+    async def _sync_native_id(self, session_id: str, body_name: str, body: Body) -> None:
+        """Persist the body's native session id once the CLI has confirmed it."""
         native = body.native_session_id
-        if native and native != session.native_session_id:
-            await self.store.update_session(session.id, native_session_id=native)
-            object.__setattr__(session, "native_session_id", native)
+        session = await self.store.get_session(session_id)
+        ids = _native_ids(session)
+        if not native or ids.get(body_name) == native:
+            return
+        transport = {**session.transport, "native_ids": {**ids, body_name: native}}
+        primary = native if body_name == session.body else None
+        await self.store.update_session(session_id, transport=transport, native_session_id=primary)
+
+    async def _set_active_body(self, session: SessionRecord, body: str) -> None:
+        fresh = await self.store.get_session(session.id)
+        await self.store.update_session(
+            session.id, transport={**fresh.transport, "active_body": body}
+        )
 
     async def _note_pid(self, session: SessionRecord, body: Body) -> None:
         pid = getattr(body, "pid", None)
         if isinstance(pid, int):
-            transport = {**session.transport, "pgid": pid}
+            fresh = await self.store.get_session(session.id)
+            transport = {**fresh.transport, "pgid": pid}
             await self.store.update_session(session.id, transport=transport, state="active")
 
     # -- outcomes -------------------------------------------------------------------------
@@ -337,6 +445,59 @@ class Supervisor:
                 log.exception("outcome hook failed")
 
 
+_MAX_WAITS = 5
+
+
+def _health_path() -> Path:
+    return chorus_home() / "health.json"
+
+
+def _load_health() -> list[dict[str, Any]]:
+    try:
+        data = json.loads(_health_path().read_text())
+    except (OSError, ValueError):
+        return []
+    return data if isinstance(data, list) else []
+
+
+def _save_health(book: HealthBook) -> None:
+    """Persist provider health atomically (write a temp file, then rename)."""
+    path = _health_path()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(book.to_json()))
+    os.replace(tmp, path)
+
+
+@dataclass(slots=True)
+class _Run:
+    """Where one job's attempts stand."""
+
+    body: str
+    original: str
+    prompt: str = ""
+    crashes: int = 0
+    rate_retries: int = 0
+    waits: int = 0
+    tried: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.tried = [self.body]
+
+
+def _active_body(session: SessionRecord) -> str:
+    """The body a session runs on now (it moves on failover)."""
+    active = session.transport.get("active_body")
+    return active if isinstance(active, str) else session.body
+
+
+def _native_ids(session: SessionRecord) -> dict[str, str]:
+    ids = session.transport.get("native_ids")
+    out = dict(ids) if isinstance(ids, dict) else {}
+    if session.native_session_id and session.body not in out:
+        out[session.body] = session.native_session_id
+    return out
+
+
 def _error_of(final: Event) -> ErrorInfo:
     if isinstance(final, TurnFailed):
         return final.error
@@ -359,10 +520,8 @@ def _continue_prompt(prompt: str) -> str:
     )
 
 
-async def notify_desktop(job: JobRecord, ended: JobEnded) -> None:
-    """Desktop notification where the platform has one (notify-send, osascript)."""
-    title = f"Chorus job {ended.state}"
-    body = job.prompt[:120]
+async def _notify(title: str, body: str) -> None:
+    """A desktop notification where the platform has one (notify-send, osascript)."""
     if shutil.which("notify-send"):
         argv = ["notify-send", title, body]
     elif shutil.which("osascript"):
@@ -375,3 +534,14 @@ async def notify_desktop(job: JobRecord, ended: JobEnded) -> None:
         )
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), 5)
+
+
+async def notify_desktop(job: JobRecord, ended: JobEnded) -> None:
+    """Outcome hook: tell the desktop a job ended."""
+    await _notify(f"Chorus job {ended.state}", job.prompt[:120])
+
+
+async def notify_failover(job: JobRecord, handoff: Handoff) -> None:
+    """Failover hook: tell the desktop a job moved to another body."""
+    title = f"Chorus failover: {handoff.from_body} → {handoff.to_body}"
+    await _notify(title, f"{handoff.reason.code}: {job.prompt[:100]}")

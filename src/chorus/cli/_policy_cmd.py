@@ -1,0 +1,288 @@
+"""``chorus audit``, ``chorus secret``, ``chorus policy``, ``chorus flags`` / ``chorus flag``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Literal
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from chorus.bodies import PermissionAsk
+from chorus.cli._app import app
+from chorus.policy import (
+    AuditLog,
+    FlagBoard,
+    PolicyEngine,
+    SecretStore,
+    dangerous_flags,
+    load_policy,
+    policy_path,
+    scan_for_leaks,
+)
+
+console = Console()
+
+audit_app = typer.Typer(
+    help="Show and verify the audit log (a hash chain).", invoke_without_command=True
+)
+secret_app = typer.Typer(
+    help="Store secrets encrypted; bodies get them as env.", no_args_is_help=True
+)
+policy_app = typer.Typer(help="Show and check policy.toml.", no_args_is_help=True)
+flag_app = typer.Typer(help="Answer a pending permission flag.", no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
+app.add_typer(secret_app, name="secret")
+app.add_typer(policy_app, name="policy")
+app.add_typer(flag_app, name="flag")
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_since(text: str, *, now: float | None = None) -> float:
+    """``10m``, ``2h``, ``3d`` ago, or an ISO date/time (local time if no zone) -> Unix time."""
+    now = time.time() if now is None else now
+    match = _DURATION.match(text.strip())
+    if match:
+        return now - float(match.group(1)) * _UNITS[match.group(2)]
+    try:
+        return dt.datetime.fromisoformat(text.strip()).timestamp()
+    except ValueError:
+        raise typer.BadParameter(f"{text!r}: use 30s, 10m, 2h, 3d, 1w or an ISO date") from None
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _summary(data: dict[str, object]) -> str:
+    keys = ("decision", "tool", "rule", "reason", "name", "subtype", "flag", "summary")
+    parts = [f"{k}={data[k]}" for k in keys if data.get(k) not in (None, "")]
+    text = " ".join(parts) or json.dumps(data, ensure_ascii=False)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+# -- audit ---------------------------------------------------------------------------
+
+
+@audit_app.callback()
+def audit(
+    ctx: typer.Context,
+    since: str | None = typer.Option(None, help="Only entries since: 10m, 2h, 3d or a date."),
+    kind: str | None = typer.Option(None, help="Only entries of this kind."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON entry per line."),
+) -> None:
+    """List audit entries (oldest first)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    start = parse_since(since) if since else None
+    entries = [e for e in AuditLog().entries(since=start) if kind is None or e.kind == kind]
+    if as_json:
+        for entry in entries:
+            typer.echo(json.dumps(entry.to_dict(), ensure_ascii=False))
+        return
+    table = Table("seq", "time", "kind", "session", "summary")
+    for entry in entries:
+        table.add_row(
+            str(entry.seq),
+            _when(entry.ts),
+            entry.kind,
+            entry.session_id or "-",
+            _summary(entry.data),
+        )
+    console.print(table)
+
+
+@audit_app.command("verify")
+def audit_verify() -> None:
+    """Check the hash chain; exit 1 and name the first bad entry if it was tampered with."""
+    log = AuditLog()
+    result = log.verify()
+    if result.ok:
+        console.print(f"ok: {result.entries} entries, chain intact ({log.path})")
+        return
+    where = f" (line {result.line})" if result.line else ""
+    console.print(
+        f"[red]TAMPERED[/red]: {result.problem}{where}; {result.entries} entries verified before it"
+    )
+    raise typer.Exit(1)
+
+
+# -- secrets ---------------------------------------------------------------------------
+
+
+def _read_value(value: str | None) -> str:
+    if value is not None:
+        return value
+    if sys.stdin.isatty():
+        return getpass.getpass("value: ")
+    return sys.stdin.read().rstrip("\r\n")
+
+
+@secret_app.command("set")
+def secret_set(
+    name: str = typer.Argument(..., help="Name, also the env var a body gets (e.g. GITHUB_TOKEN)."),
+    value: str | None = typer.Option(None, help="The value; read from stdin when omitted."),
+) -> None:
+    """Store (or replace) a secret, encrypted with AES-256-GCM."""
+    store = SecretStore()
+    info = store.set(name, _read_value(value))
+    AuditLog().append("secret_set", {"name": info.name})
+    console.print(f"stored {info.name} ({store.key_source.description})")
+
+
+@secret_app.command("list")
+def secret_list() -> None:
+    """List secret names and dates (never values)."""
+    table = Table("name", "created", "updated")
+    for info in SecretStore().entries():
+        table.add_row(info.name, _when(info.created), _when(info.updated))
+    console.print(table)
+
+
+@secret_app.command("rm")
+def secret_rm(name: str) -> None:
+    """Remove a secret."""
+    SecretStore().rm(name)
+    AuditLog().append("secret_removed", {"name": name})
+    console.print(f"removed {name}")
+
+
+@secret_app.command("scan")
+def secret_scan() -> None:
+    """Search every file under CHORUS_HOME for secret values; exit 1 on a leak."""
+    store = SecretStore()
+    leaks = scan_for_leaks(store.items(), store.home)
+    for leak in leaks:
+        console.print(f"[red]LEAK[/red] {leak.name} ({leak.form}) in {leak.path}")
+    if leaks:
+        raise typer.Exit(1)
+    console.print(f"no secret found in the clear under {store.home}")
+
+
+# -- policy ------------------------------------------------------------------------------
+
+
+@policy_app.command("show")
+def policy_show(
+    as_json: bool = typer.Option(False, "--json", help="The effective policy as JSON."),
+) -> None:
+    """Show the effective policy (generating the default file on first run)."""
+    policy = load_policy()
+    if as_json:
+        typer.echo(policy.model_dump_json(indent=2))
+        return
+    console.print(f"file: {policy_path()}")
+    console.print(
+        f"mode: {policy.mode}   authority: {policy.risk.authority}   "
+        f"environment: {policy.risk.environment}"
+    )
+    fs, shell, net = policy.filesystem, policy.shell, policy.network
+    console.print(
+        f"filesystem: allowed {fs.allowed_paths}, read-only {fs.read_only_paths}, "
+        f"{len(fs.denied_paths)} denied patterns"
+    )
+    console.print(
+        f"shell: {shell.mode}, {len(shell.denied_commands)} denied, "
+        f"{len(shell.allowed_commands)} allowed, timeout {shell.timeout_s:g}s"
+    )
+    console.print(f"network: allowed {net.allowed_domains or 'any'}, denied {net.denied_domains}")
+    console.print(
+        f"mcp: {policy.mcp.allowed_servers or 'none'}   "
+        f"ask: {policy.ask.default} after {policy.ask.timeout_s:g}s"
+    )
+    table = Table("body", "dangerous flag", "allowed by native_flags.toml", "why")
+    for flag in dangerous_flags():
+        table.add_row(flag.body, flag.flag, "yes" if flag.allowed else "no", flag.why)
+    console.print(table)
+    console.print(f"native.allow_dangerous = {str(policy.native.allow_dangerous).lower()}")
+
+
+@policy_app.command("check")
+def policy_check(
+    command: str | None = typer.Option(None, help="Decide this shell command."),
+    path: str | None = typer.Option(None, help="Decide a file access to this path."),
+    write: bool = typer.Option(False, help="With --path: a write, not a read."),
+    url: str | None = typer.Option(None, help="Decide a web fetch of this URL."),
+    mode: str | None = typer.Option(None, help="Permission mode to decide in."),
+    cwd: Path | None = typer.Option(None, help="Working directory (default: here)."),
+) -> None:
+    """Validate policy.toml; with --command/--path/--url, show what it decides."""
+    policy = load_policy()
+    console.print(f"{policy_path()}: valid")
+    asks = _asks(command, path, write, url, cwd or Path.cwd())
+    if mode is not None and mode not in ("default", "acceptEdits", "plan", "bypassPermissions"):
+        raise typer.BadParameter(f"unknown mode {mode!r}")
+    engine = PolicyEngine(policy, cwd=cwd)
+    for ask in asks:
+        verdict = engine.decide(ask, mode=mode)  # type: ignore[arg-type]  # checked above
+        risk = f" risk={verdict.risk.level}" if verdict.risk else ""
+        console.print(
+            f"{ask.tool}: [bold]{verdict.decision}[/bold] [{verdict.rule}]{risk} {verdict.reason}"
+        )
+
+
+def _asks(
+    command: str | None, path: str | None, write: bool, url: str | None, cwd: Path
+) -> list[PermissionAsk]:
+    asks: list[PermissionAsk] = []
+    if command is not None:
+        asks.append(PermissionAsk("cli", "shell", "Bash", {"command": command}, cwd=str(cwd)))
+    if path is not None:
+        tool = "write" if write else "read"
+        asks.append(PermissionAsk("cli", tool, tool.title(), {"file_path": path}, cwd=str(cwd)))
+    if url is not None:
+        asks.append(PermissionAsk("cli", "web_fetch", "WebFetch", {"url": url}, cwd=str(cwd)))
+    return asks
+
+
+# -- flags ---------------------------------------------------------------------------------
+
+
+@app.command("flags")
+def flags_list() -> None:
+    """List permission questions waiting for a person."""
+    now = time.time()
+    table = Table("id", "age", "default in", "body", "what", "why")
+    for flag in FlagBoard().pending():
+        table.add_row(
+            flag.id,
+            f"{now - flag.created:.0f}s",
+            f"{max(0.0, flag.expires - now):.0f}s -> {flag.default}",
+            flag.body,
+            flag.summary,
+            flag.reason,
+        )
+    console.print(table)
+
+
+@flag_app.command("answer")
+def flag_answer(
+    flag_id: str = typer.Argument(..., metavar="ID"),
+    decision: str = typer.Argument(..., metavar="allow|deny"),
+    note: str | None = typer.Option(None, help="Told to the model with a denial."),
+) -> None:
+    """Answer a pending flag (the first answer wins; a late one is refused)."""
+    if decision not in ("allow", "deny"):
+        raise typer.BadParameter("the answer is allow or deny")
+    choice: Literal["allow", "deny"] = "allow" if decision == "allow" else "deny"
+    answer = FlagBoard().answer(flag_id, choice, note=note)
+    AuditLog().append(
+        "flag_answered",
+        {
+            "flag": answer.id,
+            "decision": answer.decision,
+            "source": "person",
+            "note": note,
+            "via": "cli",
+        },
+    )
+    console.print(f"{answer.id}: {answer.decision}")

@@ -1,0 +1,116 @@
+"""Failover between real CLIs on quota, with a handoff bundle (issue 10)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chorus.daemon import DaemonClient, stop_daemon
+from chorus.events import Handoff, JobEnded, Notice
+from chorus.testing import ModelServer, error, offline_env, shell, text
+
+pytestmark = pytest.mark.e2e
+
+ROUTER = """[router]
+bodies = ["claude", "codex"]
+cooldown_base_s = 1.0
+cooldown_max_s = 2.0
+rate_limit_delay_s = 0.2
+notify_on_failover = false
+"""
+
+
+@pytest.fixture
+def lanes(chorus_home: Path, tmp_path: Path) -> Iterator[tuple[ModelServer, Path]]:
+    """Claude and Codex on separate lanes of one scripted server, both configured."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with ModelServer() as server:
+        lines = ["[daemon]", "notifications = false", ROUTER]
+        for cli in ("claude", "codex"):
+            env = offline_env(cli, tmp_path / f"{cli}-home", server.lane_url(cli))
+            lines.append(f"[agents.{cli}.env]")
+            lines += [f"{k} = {json.dumps(v)}" for k, v in env.items()]
+        chorus_home.mkdir(parents=True, exist_ok=True)
+        (chorus_home / "config.toml").write_text("\n".join(lines) + "\n")
+        yield server, work
+        stop_daemon()
+    assert server.errors == []
+
+
+def _ask(work: Path, prompt: str) -> tuple[subprocess.CompletedProcess[str], list[object]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "chorus", "ask", prompt, "--body", "claude", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=work,
+        env=os.environ.copy(),
+    )
+    from chorus.events import parse_event
+
+    return result, [parse_event(line) for line in result.stdout.splitlines()]
+
+
+def test_quota_mid_task_fails_over_to_codex_with_a_handoff_bundle(
+    lanes: tuple[ModelServer, Path],
+) -> None:
+    server, work = lanes
+    server.script([shell("echo one > one.txt"), error("quota", times=None)], lane="claude")
+    server.script([shell("echo two > two.txt"), text("finished the rest")], lane="codex")
+    result, events = _ask(work, "Write one.txt and then two.txt")
+    assert result.returncode == 0, result.stderr
+    assert (work / "one.txt").read_text() == "one\n"
+    assert (work / "two.txt").read_text() == "two\n"
+    handoffs = [e for e in events if isinstance(e, Handoff)]
+    assert [(h.from_body, h.to_body, h.reason.code) for h in handoffs] == [
+        ("claude", "codex", "quota_exhausted")
+    ]
+    first_codex = server.turn_requests(lane="codex")[0].last_user_text() or ""
+    assert "Write one.txt and then two.txt" in first_codex  # the original task
+    assert "one.txt" in first_codex.split("## Files touched")[1]  # what is done already
+    assert "quota_exhausted" in first_codex  # the failure reason
+    assert "Resume note" in first_codex
+    ended = events[-1]
+    assert isinstance(ended, JobEnded)
+    assert ended.state == "succeeded"
+    health = {h["key"]: h for h in DaemonClient().status()["health"]}
+    assert health["claude"]["quota_state"] == "exhausted"
+
+
+def test_all_bodies_exhausted_waits_for_cooldown_then_completes(
+    lanes: tuple[ModelServer, Path],
+) -> None:
+    server, work = lanes
+    server.script([error("quota"), text("claude is back")], lane="claude")
+    server.script([error("quota")], lane="codex")
+    result, events = _ask(work, "Say something when you can")
+    assert result.returncode == 0, result.stderr
+    kinds = [e.kind for e in events if isinstance(e, Notice)]
+    assert "waiting" in kinds
+    assert [h.to_body for h in events if isinstance(h, Handoff)] == ["codex"]
+    ended = events[-1]
+    assert isinstance(ended, JobEnded)
+    assert (ended.state, ended.result) == ("succeeded", "claude is back")
+    assert len(server.turn_requests(lane="claude")) == 2
+
+
+def test_rate_limit_is_retried_on_the_same_body_before_any_failover(
+    lanes: tuple[ModelServer, Path],
+) -> None:
+    server, work = lanes
+    server.script([error("rate_limit"), text("fine after a retry")], lane="claude")
+    result, events = _ask(work, "Be patient")
+    assert result.returncode == 0, result.stderr
+    assert not [e for e in events if isinstance(e, Handoff)]
+    assert any(isinstance(e, Notice) and e.kind == "retry" for e in events)
+    assert server.turn_requests(lane="codex") == []
+    ended = events[-1]
+    assert isinstance(ended, JobEnded)
+    assert ended.result == "fine after a retry"
