@@ -1,0 +1,176 @@
+"""The one-shot Claude body: ``claude -p PROMPT --output-format stream-json --verbose``.
+
+Each turn is its own process; the next turn resumes the session the previous
+one confirmed (``--resume``). Same codec as the bidirectional body. There is
+no stdin channel, so no permission callback: tools the permission mode does
+not allow are refused by the CLI itself (they show in ``permission_denials``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from typing import ClassVar
+
+from chorus._errors import BodyError
+from chorus.bodies._body import Body, BodyOptions, crash_error
+from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._transport import ProcessTransport
+from chorus.bodies.claude._codec import ClaudeCodec
+from chorus.bodies.claude._spawn import PRINT_FLAGS, executable, session_flags, spawn_spec
+from chorus.events import (
+    ErrorCode,
+    ErrorInfo,
+    Event,
+    Notice,
+    SessionEnded,
+    TurnCompleted,
+    TurnFailed,
+)
+
+#: How long a new turn waits for the previous turn's process to exit.
+_EXIT_WAIT = 10.0
+
+
+class ClaudePrintBody(Body):
+    """Claude Code in print mode, one process per turn (the one-shot fallback)."""
+
+    name: ClassVar[str] = "claude-print"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        interrupt=Support.EMULATED,  # signal the process group
+        set_model=Support.EMULATED,  # --model on the next turn's process
+        set_permission_mode=Support.EMULATED,
+        max_thinking_tokens=Support.UNSUPPORTED,
+        steer=Support.UNSUPPORTED,
+        permission_callback=Support.UNSUPPORTED,
+        resume=Support.NATIVE,
+        fork=Support.UNSUPPORTED,
+        usage=Support.NATIVE,
+        cost=Support.NATIVE,
+        rate_limit_signal=Support.NATIVE,
+    )
+
+    def __init__(self, options: BodyOptions) -> None:
+        super().__init__(options)
+        self.native_session_id = None
+        self._resume = options.resume
+        self._codec = ClaudeCodec()
+        self._transport: ProcessTransport | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._interrupted = False
+
+    async def start(self) -> None:
+        """Check that the CLI exists; processes start per turn."""
+        executable(self.options)
+
+    async def close(self) -> None:
+        """Stop a running turn (bounded) and emit ``SessionEnded``. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.interrupt()
+        if self._runner is not None:
+            await self._runner  # surfaces a failure of the last turn's reader
+        await self._emit(SessionEnded(reason="closed"))
+
+    async def _send_prompt(self, prompt: str) -> None:
+        await self._previous_turn_exited()
+        self._interrupted = False
+        resume = self.native_session_id or self._resume
+        transport = await self._spawn(prompt, resume)
+        self._runner = asyncio.create_task(self._finish_turn(transport, prompt, resume))
+
+    async def _previous_turn_exited(self) -> None:
+        """The last turn's process exits just after its result; wait for it, bounded."""
+        runner = self._runner
+        if runner is None or runner.done():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(runner), _EXIT_WAIT)
+        if not runner.done():
+            raise BodyError("claude-print runs one turn at a time; the last one still runs")
+
+    def _argv(self, prompt: str, resume: str | None) -> list[str]:
+        flags = session_flags(model=self.model, permission_mode=self.permission_mode, resume=resume)
+        # "--" keeps a prompt that starts with "-" from being read as a flag.
+        return [
+            str(executable(self.options)),
+            "-p",
+            *PRINT_FLAGS,
+            "--include-partial-messages",
+            *flags,
+            *self.options.extra_args,
+            "--",
+            prompt,
+        ]
+
+    async def _spawn(self, prompt: str, resume: str | None) -> ProcessTransport:
+        spec = spawn_spec(self.options, self._argv(prompt, resume), stdin_devnull=True)
+        transport = ProcessTransport(spec, tap=self.options.raw_tap)
+        await transport.start()
+        self._transport = transport
+        return transport
+
+    async def _finish_turn(
+        self, transport: ProcessTransport, prompt: str, resume: str | None
+    ) -> None:
+        """Read the turn's process to its end; retry once fresh if the resume was refused."""
+        ended, resume_failed = await self._pump(transport, resume is not None)
+        code = await transport.close()
+        if resume_failed and not self._interrupted:
+            await self._emit(_fallback_notice(resume))
+            self._resume = None
+            await self._finish_turn(await self._spawn(prompt, None), prompt, None)
+        elif not ended:
+            await self._emit(TurnFailed(error=self._no_result_error(code, transport)))
+
+    async def _pump(self, transport: ProcessTransport, resuming: bool) -> tuple[bool, bool]:
+        """Feed stdout to the codec; (saw a terminal event, the resume was refused)."""
+        ended = refused = False
+        async for line in transport.lines():
+            for event in self._codec.feed(line):
+                if resuming and self._codec.is_resume_failure(event):
+                    refused = True
+                    continue
+                ended = ended or isinstance(event, TurnCompleted | TurnFailed)
+                await self._observe_and_emit(event)
+        return ended, refused
+
+    async def _observe_and_emit(self, event: Event) -> None:
+        if self._codec.session_id is not None:
+            self.native_session_id = self._codec.session_id
+        await self._emit(event)
+
+    def _no_result_error(self, code: int | None, transport: ProcessTransport) -> ErrorInfo:
+        if self._interrupted:
+            return ErrorInfo(code=ErrorCode.INTERRUPTED, message="turn interrupted", retryable=True)
+        return crash_error(code, transport.stderr_tail)
+
+    async def interrupt(self) -> None:
+        """SIGINT the turn's process group, then escalate; returns when the turn ended."""
+        runner, transport = self._runner, self._transport
+        if runner is None or runner.done() or transport is None:
+            return
+        self._interrupted = True
+        transport.signal_group(signal.SIGINT)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(runner), self.options.interrupt_timeout)
+        if not runner.done():
+            await transport.close(grace=0.0)
+        await runner
+
+    async def set_model(self, model: str | None) -> None:
+        """Takes effect on the next turn (a new process with ``--model``)."""
+        self.model = model
+
+    async def set_permission_mode(self, mode: str) -> None:
+        """Takes effect on the next turn (a new process with ``--permission-mode``)."""
+        self.permission_mode = mode
+
+
+def _fallback_notice(resume: str | None) -> Notice:
+    return Notice(
+        message=f"Claude session {resume} was not found; started a new session",
+        kind="resume_fallback",
+    )

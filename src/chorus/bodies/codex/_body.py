@@ -1,0 +1,568 @@
+"""The Codex bodies: ``codex app-server`` (long-lived) and ``codex exec`` (one-shot).
+
+:class:`CodexBody` spawns ``codex app-server`` once, completes ``initialize``,
+opens a thread (``thread/start``, or ``thread/resume`` for ``options.resume``;
+an unknown thread starts a new one once, with a ``resume_fallback`` Notice)
+and then runs one ``turn/start`` per :meth:`~CodexBody.turn`. Controls may be
+called from another task while a turn streams: :meth:`~CodexBody.steer`
+(``turn/steer``), :meth:`~CodexBody.interrupt` (``turn/interrupt``, waits for
+the turn to end, escalates to signals), :meth:`~CodexBody.set_model` and
+:meth:`~CodexBody.set_permission_mode` (both applied with the next
+``turn/start``, which Codex keeps for later turns too).
+
+Tasks: one runner task per process owns a TaskGroup with the approval
+handlers; the runner feeds stdout to the codec, resolves request futures,
+answers approvals through ``options.permission_callback`` and queues events.
+When stdout ends it reports how (closed, crashed, killed) as events, never as
+an exception.
+
+:class:`CodexExecBody` runs ``codex exec --json`` per turn (``codex exec
+resume <thread>`` after the first), stdin ``/dev/null`` (else exec waits for
+EOF). It cannot ask for approval, steer, or stream text.
+
+Offline traps handled for both: ``--disable plugins`` (else ``git ls-remote``
+to github.com), ``--disable unbounded_connection_retries`` (else "server down"
+retries forever); the config lives in ``CODEX_HOME`` from ``options.env``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from pathlib import Path
+from typing import ClassVar
+
+from chorus._errors import BodyCrashedError, BodyTimeoutError, UserError
+from chorus.agents import find_agent
+from chorus.bodies._body import Body, BodyOptions, crash_error
+from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._permissions import PermissionAnswer
+from chorus.bodies._transport import ProcessTransport, SpawnSpec
+from chorus.bodies.codex._codec import (
+    ApprovalRequest,
+    AppServerCodec,
+    AutoReply,
+    Inbound,
+    Request,
+    RpcResponse,
+)
+from chorus.bodies.codex._errors import CodexRequestError
+from chorus.bodies.codex._exec_codec import EXEC_BODY_NAME, ExecCodec
+from chorus.bodies.codex._policy import BODY_NAME, MODE_POLICIES, mode_policy
+from chorus.events import (
+    ErrorCode,
+    ErrorInfo,
+    Event,
+    JsonDict,
+    Notice,
+    SessionEnded,
+    SessionStarted,
+    TurnCompleted,
+    TurnFailed,
+)
+
+#: Flags that keep Codex offline-safe and bounded (AGENT_CLIS.md 2.2, 2.7).
+OFFLINE_FLAGS: tuple[str, ...] = (
+    "--disable",
+    "plugins",
+    "--disable",
+    "unbounded_connection_retries",
+)
+APP_SERVER_ARGS: tuple[str, ...] = ("app-server", *OFFLINE_FLAGS)
+EXEC_ARGS: tuple[str, ...] = ("--json", "--skip-git-repo-check", *OFFLINE_FLAGS)
+
+#: A cold start of the 294 MB binary took 0.07-0.3 s; leave room for slow CI.
+INITIALIZE_TIMEOUT = 30.0
+#: Wait after each of SIGTERM / SIGKILL of a turn that ignored the interrupt.
+_SIGNAL_GRACE = 3.0
+
+
+def codex_executable(options: BodyOptions) -> Path:
+    """``options.executable`` or the pinned install (config, project folder, PATH)."""
+    return options.executable or find_agent("codex")
+
+
+def _validate_mode(mode: str) -> str:
+    if mode not in MODE_POLICIES:
+        known = ", ".join(MODE_POLICIES)
+        raise UserError(f"unknown permission mode {mode!r}; known: {known}")
+    return mode
+
+
+class CodexBody(Body):
+    """Codex over ``codex app-server`` JSON-RPC on stdio.
+
+    ``native_session_id`` is the thread id once Codex confirmed a thread
+    (``options.resume`` is only a request until ``thread/resume`` succeeds).
+    ``options.extra["fork"] = True`` with ``options.resume`` forks that thread
+    (``thread/fork``) instead of continuing it.
+    """
+
+    name: ClassVar[str] = BODY_NAME
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        interrupt=Support.NATIVE,
+        set_model=Support.NATIVE,
+        set_permission_mode=Support.NATIVE,
+        max_thinking_tokens=Support.UNSUPPORTED,
+        steer=Support.NATIVE,
+        permission_callback=Support.NATIVE,
+        resume=Support.NATIVE,
+        fork=Support.NATIVE,
+        usage=Support.NATIVE,
+        cost=Support.UNSUPPORTED,
+        rate_limit_signal=Support.NATIVE,
+        mcp_status=Support.UNSUPPORTED,
+    )
+
+    def __init__(self, options: BodyOptions) -> None:
+        super().__init__(options)
+        _validate_mode(options.permission_mode)
+        self.native_session_id = None
+        self._codec = AppServerCodec()
+        self._transport: ProcessTransport | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._tg: asyncio.TaskGroup | None = None
+        self._approvals: set[asyncio.Task[None]] = set()
+        self._calls: dict[int, asyncio.Future[RpcResponse]] = {}
+        self._turn_open = False
+        self._turn_done = asyncio.Event()
+        self._start_lock = asyncio.Lock()  # held while turn/start is in flight
+        self._interrupt_lock = asyncio.Lock()
+        self._next_model: str | None = None
+        self._next_mode: str | None = None
+        self._escalated = False
+        self._closing = False
+
+    @property
+    def pid(self) -> int | None:
+        """The app-server's process id (also its process group id), while it runs."""
+        return self._transport.pid if self._transport is not None else None
+
+    @property
+    def turn_id(self) -> str | None:
+        """Codex's id of the running turn, if any."""
+        return self._codec.turn_id
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Spawn app-server, ``initialize``, open the thread. On failure closes what it
+        started and raises (:class:`BodyCrashedError`, :class:`BodyTimeoutError`,
+        :class:`CodexRequestError` e.g. for an unknown ``resume`` thread)."""
+        if self._transport is not None:
+            raise RuntimeError("CodexBody.start() called twice")
+        try:
+            await self._spawn()
+            timeout = max(self.options.control_timeout, INITIALIZE_TIMEOUT)
+            await self._request(self._codec.initialize(), timeout=timeout)
+            await self._write(self._codec.initialized())
+            await self._open_thread(timeout)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _open_thread(self, timeout: float) -> None:  # noqa: ASYNC109 - a request deadline
+        """``thread/start``, or resume / fork ``options.resume``; a resume of a thread Codex
+        does not know starts a new thread once, with a ``resume_fallback`` Notice."""
+        cwd, mode, model = str(self.options.cwd), self.permission_mode, self.options.model
+        resume = self.options.resume
+        if resume is None:
+            await self._request(
+                self._codec.thread_start(cwd=cwd, mode=mode, model=model), timeout=timeout
+            )
+            return
+        fork = bool(self.options.extra.get("fork"))
+        opener = self._codec.thread_fork if fork else self._codec.thread_resume
+        try:
+            await self._request(opener(resume, cwd=cwd, mode=mode, model=model), timeout=timeout)
+        except CodexRequestError as exc:
+            if exc.error_code != ErrorCode.SESSION_NOT_FOUND:
+                raise
+            message = f"Codex thread {resume} was not found; started a new thread"
+            await self._emit(Notice(message=message, kind="resume_fallback"))
+            await self._request(
+                self._codec.thread_start(cwd=cwd, mode=mode, model=model), timeout=timeout
+            )
+
+    async def _spawn(self) -> None:
+        argv = [str(codex_executable(self.options)), *APP_SERVER_ARGS, *self.options.extra_args]
+        spec = SpawnSpec(argv=argv, cwd=self.options.cwd, env=self.options.child_env())
+        transport = ProcessTransport(spec, tap=self.options.raw_tap)
+        await transport.start()
+        self._transport = transport
+        self._runner = asyncio.create_task(self._run(transport))
+
+    async def close(self) -> None:
+        """Close stdin (app-server exits 0), escalating if needed; emits ``SessionEnded``.
+        Idempotent and bounded."""
+        if self._closed:
+            return
+        self._closed = self._closing = True
+        for task in list(self._approvals):
+            task.cancel()
+        if self._transport is not None:
+            await self._transport.close()
+        await self._join_runner()
+
+    async def _join_runner(self) -> None:
+        runner = self._runner
+        if runner is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(runner), 10.0)
+        if not runner.done():
+            runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await runner
+
+    async def _emit(self, event: Event) -> None:
+        if event.native_session_id is None and self.native_session_id is not None:
+            event = event.model_copy(update={"native_session_id": self.native_session_id})
+        await super()._emit(event)
+
+    # -- the runner: stdout -> events --------------------------------------------------
+
+    async def _run(self, transport: ProcessTransport) -> None:
+        async with asyncio.TaskGroup() as tg:
+            self._tg = tg
+            async for line in transport.lines():
+                for item in self._codec.receive_line(line):
+                    await self._dispatch(item)
+            await self._process_ended(transport)
+
+    async def _dispatch(self, item: Inbound) -> None:
+        if isinstance(item, RpcResponse):
+            future = self._calls.pop(int(item.id), None) if isinstance(item.id, int) else None
+            if future is not None and not future.done():
+                future.set_result(item)
+        elif isinstance(item, ApprovalRequest):
+            assert self._tg is not None
+            task = self._tg.create_task(self._approve(item))
+            self._approvals.add(task)
+            task.add_done_callback(self._approvals.discard)
+        elif isinstance(item, AutoReply):
+            with contextlib.suppress(BodyCrashedError):
+                await self._write(item.line)
+        else:
+            self._observe(item)
+            await self._emit(item)
+
+    def _observe(self, event: Event) -> None:
+        if isinstance(event, SessionStarted):
+            self.native_session_id = self._codec.thread_id
+            self.model = self._codec.model
+        if isinstance(event, TurnCompleted | TurnFailed):
+            self._end_turn()
+
+    def _end_turn(self) -> None:
+        self._turn_open = False
+        self._turn_done.set()
+
+    async def _process_ended(self, transport: ProcessTransport) -> None:
+        """Stdout closed: fail waiters, stop approval handlers, report how it ended."""
+        code = await transport.wait(5.0)
+        tail = transport.stderr_tail
+        crashed = BodyCrashedError("codex app-server ended", exit_code=code, stderr_tail=tail)
+        for future in self._calls.values():
+            if not future.done():
+                future.set_exception(crashed)
+        self._calls.clear()
+        for task in list(self._approvals):
+            task.cancel()
+        for event in self._end_events(code, tail):
+            await self._emit(event)
+        self._end_turn()
+
+    def _end_events(self, code: int | None, tail: str) -> list[Event]:
+        turn = self._codec.turn_id
+        if self._closing:
+            ended = SessionEnded(reason="closed", exit_code=code)
+            if not self._turn_open:
+                return [ended]
+            error = ErrorInfo(code=ErrorCode.INTERRUPTED, message="the body was closed mid-turn")
+            return [TurnFailed(error=error, turn_id=turn), ended]
+        if self._escalated:
+            error = ErrorInfo(
+                code=ErrorCode.INTERRUPTED,
+                message="codex did not end the turn after turn/interrupt; process group killed",
+                retryable=True,
+                native={"exit_code": code, "stderr_tail": tail[-2000:]},
+            )
+            return [
+                TurnFailed(error=error, turn_id=turn),
+                SessionEnded(reason="killed", exit_code=code),
+            ]
+        error = crash_error(code, tail)
+        ended = SessionEnded(reason="crashed", exit_code=code, error=error)
+        return [TurnFailed(error=error, turn_id=turn), ended] if self._turn_open else [ended]
+
+    # -- approvals ------------------------------------------------------------------------
+
+    async def _approve(self, approval: ApprovalRequest) -> None:
+        """Answer one approval request; the decision event precedes the reply."""
+        answer, source = await self._decide(approval)
+        line, decision = self._codec.answer(approval, answer, source=source)
+        await self._emit(decision)
+        with contextlib.suppress(BodyCrashedError):
+            await self._write(line)
+
+    async def _decide(self, approval: ApprovalRequest) -> tuple[PermissionAnswer, str]:
+        if approval.is_edit and mode_policy(self.permission_mode).auto_accept_edits:
+            return PermissionAnswer.allow(), "mode"
+        try:
+            return await self.options.permission_callback(approval.ask), "callback"
+        except Exception as exc:  # a policy bug must deny the tool, not kill the session
+            return PermissionAnswer.deny(f"permission callback failed: {exc!r}"), "callback"
+
+    # -- requests ------------------------------------------------------------------------
+
+    async def _write(self, line: str) -> None:
+        """The only path to app-server's stdin: codec-made lines only."""
+        if self._transport is None:
+            raise BodyCrashedError("Codex body not started", exit_code=None, stderr_tail="")
+        await self._transport.write_line(line)
+
+    async def _request(
+        self,
+        request: Request,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - a per-request deadline
+    ) -> JsonDict:
+        """Send ``request`` and return its result; raises :class:`CodexRequestError` on a
+        JSON-RPC error, :class:`BodyTimeoutError` past the deadline."""
+        future: asyncio.Future[RpcResponse] = asyncio.get_running_loop().create_future()
+        self._calls[request.id] = future
+        try:
+            await self._write(request.line)
+            deadline = timeout if timeout is not None else self.options.control_timeout
+            response = await asyncio.wait_for(future, deadline)
+        except TimeoutError:
+            raise BodyTimeoutError(
+                f"codex did not answer {request.method} within {deadline:g} s"
+            ) from None
+        finally:
+            self._calls.pop(request.id, None)
+        if not response.ok:
+            raise CodexRequestError(request.method, response.error or {})
+        return response.result or {}
+
+    # -- turns and controls ------------------------------------------------------------------
+
+    async def _send_prompt(self, prompt: str) -> None:
+        if self._turn_open:
+            raise UserError("a Codex turn is already running; steer() or interrupt() it")
+        async with self._start_lock:
+            self._turn_open, self._escalated = True, False
+            self._turn_done.clear()
+            request = self._codec.turn_start(prompt, model=self._next_model, mode=self._next_mode)
+            self._next_model = self._next_mode = None
+            try:
+                await self._request(request)
+            except BaseException:
+                self._end_turn()
+                raise
+
+    async def steer(self, text: str) -> None:
+        """Add ``text`` to the running turn (``turn/steer``); a :class:`Steer` event follows.
+
+        Raises :class:`UserError` between turns and :class:`CodexRequestError` when
+        Codex refuses (e.g. the turn ended meanwhile).
+        """
+        async with self._start_lock:
+            pass  # a turn/start in flight must have its turn id first
+        try:
+            request = self._codec.turn_steer(text)
+        except LookupError:
+            raise UserError("no Codex turn is running to steer") from None
+        await self._request(request)
+
+    async def interrupt(self) -> None:
+        """Stop the running turn; returns once it ended. Idempotent; a no-op between turns.
+
+        Sends ``turn/interrupt`` and waits ``options.interrupt_timeout`` for
+        ``turn/completed`` (status ``interrupted``); if it does not come, SIGTERMs
+        (then SIGKILLs) the process group: ``TurnFailed(interrupted)`` plus
+        ``SessionEnded("killed")``.
+        """
+        async with self._interrupt_lock:
+            async with self._start_lock:
+                pass
+            transport = self._transport
+            if not self._turn_open or transport is None or not transport.running:
+                return
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.options.interrupt_timeout
+            request = self._codec.turn_interrupt()
+            if request is not None:
+                with contextlib.suppress(BodyTimeoutError, CodexRequestError, BodyCrashedError):
+                    await self._request(request, timeout=self.options.interrupt_timeout)
+            if await self._turn_ended_within(max(0.1, deadline - loop.time())):
+                return
+            await self._escalate(transport)
+
+    async def _escalate(self, transport: ProcessTransport) -> None:
+        self._escalated = True
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            transport.signal_group(sig)
+            if await self._turn_ended_within(_SIGNAL_GRACE):
+                return
+
+    async def _turn_ended_within(self, seconds: float) -> bool:
+        try:
+            await asyncio.wait_for(self._turn_done.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    async def set_model(self, model: str | None) -> None:
+        """Use ``model`` from the next ``turn/start`` on (``None``: the thread's first model)."""
+        chosen = model or self._codec.initial_model
+        if chosen is not None:
+            self._next_model = chosen
+            self.model = chosen
+
+    async def set_permission_mode(self, mode: str) -> None:
+        """Switch approval policy and sandbox from the next ``turn/start`` on.
+
+        Auto-accepting edits (``acceptEdits``) applies at once.
+        """
+        self._next_mode = _validate_mode(mode)
+        self.permission_mode = mode
+
+
+class CodexExecBody(Body):
+    """Codex one-shot: a ``codex exec --json`` process per turn, resumed by thread id.
+
+    The first turn starts a thread (or resumes ``options.resume``); later turns
+    run ``codex exec resume <thread>``. ``set_model`` / ``set_permission_mode``
+    take effect with the next process. ``interrupt`` signals the process group.
+    """
+
+    name: ClassVar[str] = EXEC_BODY_NAME
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        interrupt=Support.EMULATED,
+        set_model=Support.EMULATED,
+        set_permission_mode=Support.EMULATED,
+        max_thinking_tokens=Support.UNSUPPORTED,
+        steer=Support.UNSUPPORTED,
+        permission_callback=Support.UNSUPPORTED,
+        resume=Support.NATIVE,
+        fork=Support.UNSUPPORTED,
+        usage=Support.NATIVE,
+        cost=Support.UNSUPPORTED,
+        rate_limit_signal=Support.EMULATED,
+        mcp_status=Support.UNSUPPORTED,
+    )
+
+    def __init__(self, options: BodyOptions) -> None:
+        super().__init__(options)
+        _validate_mode(options.permission_mode)
+        self._codec = ExecCodec(model=options.model, resumed=options.resume is not None)
+        self._codec.thread_id = options.resume
+        self._executable: Path | None = None
+        self._transport: ProcessTransport | None = None
+        self._run_task: asyncio.Task[None] | None = None
+        self._interrupted = False
+
+    async def start(self) -> None:
+        """Find the executable (nothing runs until the first turn)."""
+        self._executable = codex_executable(self.options)
+
+    def argv(self, prompt: str) -> list[str]:
+        """The command line of the next run (``exec`` or ``exec resume <thread>``)."""
+        exe = str(self._executable or codex_executable(self.options))
+        thread = self._codec.thread_id
+        argv = [exe, "exec", *(["resume"] if thread else []), *EXEC_ARGS]
+        if self.permission_mode == "bypassPermissions":
+            argv.append("--dangerously-bypass-approvals-and-sandbox")
+        else:
+            # ``exec resume`` has no -s; the config key works for both.
+            argv += ["-c", f'sandbox_mode="{mode_policy(self.permission_mode).sandbox}"']
+        if self.model:
+            argv += ["-m", self.model]
+        argv += self.options.extra_args
+        # "--" so that a prompt starting with "-" is never read as a flag.
+        return [*argv, "--", *([thread] if thread else []), prompt]
+
+    async def _send_prompt(self, prompt: str) -> None:
+        if self._closed:
+            raise BodyCrashedError("Codex exec body is closed", exit_code=None, stderr_tail="")
+        await self._finish_previous()
+        self._codec.begin_run(model=self.model, permission_mode=self.permission_mode)
+        self._interrupted = False
+        spec = SpawnSpec(
+            argv=self.argv(prompt),
+            cwd=self.options.cwd,
+            env=self.options.child_env(),
+            stdin_devnull=True,
+        )
+        transport = ProcessTransport(spec, tap=self.options.raw_tap)
+        await transport.start()
+        self._transport = transport
+        self._run_task = asyncio.create_task(self._run(transport))
+
+    async def _finish_previous(self) -> None:
+        """Let the previous process exit after its terminal line (bounded)."""
+        task = self._run_task
+        if task is None or task.done():
+            return
+        if not self._codec.terminal_seen:
+            raise UserError("a Codex exec turn is already running; interrupt() it first")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), 10.0)
+        if not task.done() and self._transport is not None:
+            await self._transport.close()
+            await task
+
+    async def _run(self, transport: ProcessTransport) -> None:
+        async for line in transport.lines():
+            for event in self._codec.receive_line(line):
+                await self._emit(event)
+        code = await transport.wait(10.0)
+        if code is None:
+            code = await transport.close()
+        self.native_session_id = self._codec.thread_id
+        finish = self._codec.finish(code, transport.stderr_tail, interrupted=self._interrupted)
+        for event in finish:
+            await self._emit(event)
+
+    async def _emit(self, event: Event) -> None:
+        if isinstance(event, SessionStarted):
+            self.native_session_id = self._codec.thread_id
+        await super()._emit(event)
+
+    async def interrupt(self) -> None:
+        """Stop the running ``codex exec`` (SIGINT, then escalation); a no-op between
+        turns. Ends the turn with ``TurnFailed(interrupted)``."""
+        task, transport = self._run_task, self._transport
+        if task is None or task.done() or transport is None or self._codec.terminal_seen:
+            return
+        self._interrupted = True
+        transport.signal_group(signal.SIGINT)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), self.options.interrupt_timeout)
+        if not task.done():
+            await transport.close(grace=0.0)
+            await task
+
+    async def set_model(self, model: str | None) -> None:
+        """Run the next turn with ``-m model`` (``None``: the config's model)."""
+        self.model = model
+
+    async def set_permission_mode(self, mode: str) -> None:
+        """Run the next turn with this mode's sandbox flags."""
+        self.permission_mode = _validate_mode(mode)
+
+    async def close(self) -> None:
+        """Stop any running process; emits ``SessionEnded``. Idempotent."""
+        if self._closed:
+            return
+        await self.interrupt()
+        self._closed = True
+        if self._transport is not None:
+            await self._transport.close()
+        if self._run_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._run_task
+        await self._emit(SessionEnded(reason="closed", exit_code=None))

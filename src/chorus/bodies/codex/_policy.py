@@ -1,0 +1,193 @@
+"""Permission modes and approvals: Chorus's vocabulary mapped onto Codex's.
+
+Codex has no permission modes, only an approval policy (when to ask) and a
+sandbox (what may run unasked). :data:`MODE_POLICIES` is the mapping; the
+approval helpers turn Codex's four approval requests into one
+:class:`PermissionAsk` and a :class:`PermissionAnswer` back into the right
+wire decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from chorus.bodies._permissions import PermissionAnswer, PermissionAsk
+from chorus.bodies.codex import _schema as s
+from chorus.bodies.codex._wire import to_wire
+from chorus.events import JsonDict
+
+BODY_NAME = "codex"
+
+
+@dataclass(frozen=True, slots=True)
+class ModePolicy:
+    """How one Chorus permission mode maps onto Codex's approval policy and sandbox.
+
+    ``sandbox`` is the ``thread/start`` spelling, :attr:`sandbox_policy` the
+    ``turn/start`` one. ``auto_accept_edits`` makes the body answer file-change
+    approvals itself (Codex cannot tell "ask for commands" from "ask for edits").
+    """
+
+    approval_policy: Literal["untrusted", "on-request", "never"]
+    sandbox: Literal["read-only", "workspace-write", "danger-full-access"]
+    auto_accept_edits: bool = False
+
+    @property
+    def sandbox_policy(self) -> JsonDict:
+        kind = {
+            "read-only": "readOnly",
+            "workspace-write": "workspaceWrite",
+            "danger-full-access": "dangerFullAccess",
+        }[self.sandbox]
+        return {"type": kind}
+
+
+#: Chorus permission mode -> Codex settings.
+#:
+#: =================  ===============  ==================  ======================================
+#: mode               approvalPolicy   sandbox             effect
+#: =================  ===============  ==================  ======================================
+#: default            untrusted        workspace-write     every non-trivial command and edit asks
+#: acceptEdits        untrusted        workspace-write     as default, but edits are auto-accepted
+#: plan               never            read-only           nothing can write; nothing asks
+#: bypassPermissions  never            danger-full-access  no sandbox, no questions
+#: =================  ===============  ==================  ======================================
+MODE_POLICIES: Mapping[str, ModePolicy] = {
+    "default": ModePolicy("untrusted", "workspace-write"),
+    "acceptEdits": ModePolicy("untrusted", "workspace-write", auto_accept_edits=True),
+    "plan": ModePolicy("never", "read-only"),
+    "bypassPermissions": ModePolicy("never", "danger-full-access"),
+}
+
+
+def mode_policy(mode: str) -> ModePolicy:
+    """The :class:`ModePolicy` of ``mode``; ``KeyError`` for an unknown mode."""
+    return MODE_POLICIES[mode]
+
+
+ApprovalKind = Literal["command", "file_change", "legacy_command", "legacy_patch"]
+
+#: Looks up the changes a fileChange item announced (the approval names only the item).
+ChangesOf = Callable[[str], list[JsonDict]]
+
+
+def _ask_command(params: Any, changes_of: ChangesOf) -> tuple[ApprovalKind, PermissionAsk]:
+    p = s.CommandExecutionRequestApprovalParams.model_validate(params)
+    command = p.command or ""
+    ask = PermissionAsk(
+        body=BODY_NAME,
+        tool="shell",
+        native_tool="commandExecution",
+        input={"command": command, "cwd": p.cwd, "reason": p.reason},
+        call_id=p.itemId,
+        description=p.reason or command,
+        cwd=p.cwd,
+    )
+    return "command", ask
+
+
+def _ask_file_change(params: Any, changes_of: ChangesOf) -> tuple[ApprovalKind, PermissionAsk]:
+    p = s.FileChangeRequestApprovalParams.model_validate(params)
+    changes = changes_of(p.itemId)
+    paths = tuple(str(c.get("path")) for c in changes)
+    ask = PermissionAsk(
+        body=BODY_NAME,
+        tool="edit",
+        native_tool="fileChange",
+        input={"changes": changes, "reason": p.reason, "grant_root": p.grantRoot},
+        call_id=p.itemId,
+        description=p.reason or f"edit {', '.join(paths)}",
+        paths=paths,
+    )
+    return "file_change", ask
+
+
+def _ask_legacy_command(params: Any, changes_of: ChangesOf) -> tuple[ApprovalKind, PermissionAsk]:
+    p = s.ExecCommandApprovalParams.model_validate(params)
+    command = " ".join(p.command)
+    ask = PermissionAsk(
+        body=BODY_NAME,
+        tool="shell",
+        native_tool="execCommand",
+        input={"command": command, "argv": p.command, "cwd": p.cwd, "reason": p.reason},
+        call_id=p.callId,
+        description=p.reason or command,
+        cwd=p.cwd,
+    )
+    return "legacy_command", ask
+
+
+def _ask_legacy_patch(params: Any, changes_of: ChangesOf) -> tuple[ApprovalKind, PermissionAsk]:
+    p = s.ApplyPatchApprovalParams.model_validate(params)
+    changes = [{"path": path, **to_wire(change)} for path, change in p.fileChanges.items()]
+    paths = tuple(p.fileChanges)
+    ask = PermissionAsk(
+        body=BODY_NAME,
+        tool="edit",
+        native_tool="apply_patch",
+        input={"changes": changes, "reason": p.reason, "grant_root": p.grantRoot},
+        call_id=p.callId,
+        description=p.reason or f"edit {', '.join(paths)}",
+        paths=paths,
+    )
+    return "legacy_patch", ask
+
+
+_ASKS: dict[str, Callable[[Any, ChangesOf], tuple[ApprovalKind, PermissionAsk]]] = {
+    "item/commandExecution/requestApproval": _ask_command,
+    "item/fileChange/requestApproval": _ask_file_change,
+    "execCommandApproval": _ask_legacy_command,
+    "applyPatchApproval": _ask_legacy_patch,
+}
+
+#: The server requests answered through the permission callback.
+APPROVAL_METHODS = frozenset(_ASKS)
+
+
+def permission_ask(
+    method: str, params: Any, changes_of: ChangesOf
+) -> tuple[ApprovalKind, PermissionAsk]:
+    """The :class:`PermissionAsk` for approval request ``method`` (one of
+    :data:`APPROVAL_METHODS`); ``ValidationError`` if ``params`` do not fit the schema."""
+    return _ASKS[method](params, changes_of)
+
+
+def decision_payload(kind: ApprovalKind, answer: PermissionAnswer) -> JsonDict:
+    """The ``result`` object answering an approval of ``kind``.
+
+    v2 approvals take ``accept`` / ``acceptForSession`` / ``decline`` / ``cancel``
+    (a decline carries no reason on the wire); the legacy ones take
+    ``approved`` / ``approved_for_session`` / ``{"denied": {"rejection": reason}}`` /
+    ``abort``. ``answer.extra["interrupt"]`` picks ``cancel`` / ``abort`` (deny
+    and end the turn). Each payload is validated against the generated model.
+    """
+    interrupt = bool(answer.extra.get("interrupt"))
+    session = answer.scope == "session"
+    model: type[BaseModel]
+    if kind in ("command", "file_change"):
+        if answer.decision == "allow":
+            decision: Any = "acceptForSession" if session else "accept"
+        else:
+            decision = "cancel" if interrupt else "decline"
+        model = (
+            s.CommandExecutionRequestApprovalResponse
+            if kind == "command"
+            else s.FileChangeRequestApprovalResponse
+        )
+    else:
+        if answer.decision == "allow":
+            decision = "approved_for_session" if session else "approved"
+        elif interrupt:
+            decision = "abort"
+        else:
+            decision = {"denied": {"rejection": answer.reason or "denied by Chorus"}}
+        model = (
+            s.ExecCommandApprovalResponse
+            if kind == "legacy_command"
+            else s.ApplyPatchApprovalResponse
+        )
+    return to_wire(model.model_validate({"decision": decision}))
