@@ -3,6 +3,8 @@ and offline environments for the real agent CLIs."""
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -33,10 +35,14 @@ def model_server() -> Iterator[ModelServer]:
 
 
 def agent_or_skip(cli: Cli) -> Path:
-    """The installed CLI's path, or skip the test when it is not installed."""
+    """The installed CLI's path. Missing, the test is skipped, except under
+    ``CHORUS_REQUIRE_AGENTS=1`` (set by ``./run test`` and CI), where it fails:
+    a skipped end-to-end test proves nothing."""
     try:
         return find_agent(cli)
     except AgentNotFoundError as exc:
+        if os.environ.get("CHORUS_REQUIRE_AGENTS") == "1":
+            pytest.fail(f"{cli} CLI not installed: {exc}")
         pytest.skip(f"{cli} CLI not installed: {exc}")
 
 

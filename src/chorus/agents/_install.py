@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chorus._errors import AgentNotFoundError, ChorusError
-from chorus.config import load_config
+from chorus.config import ChorusConfig, load_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +107,8 @@ def _version_of(path: Path) -> str | None:
     return out[0] if proc.returncode == 0 and out else None
 
 
-def _locate(name: str) -> tuple[Path | None, str]:
-    configured = load_config().agents.get(name)
+def _locate(name: str, config: ChorusConfig | None = None) -> tuple[Path | None, str]:
+    configured = (config or load_config()).agents.get(name)
     if configured is not None and configured.command:
         found = shutil.which(configured.command)
         return (Path(found) if found else Path(configured.command)), "config"
@@ -121,9 +121,12 @@ def _locate(name: str) -> tuple[Path | None, str]:
     return None, "missing"
 
 
-def find_agent(name: str) -> Path:
-    """Return the executable for agent ``name`` or raise :class:`AgentNotFoundError`."""
-    path, source = _locate(name)
+def find_agent(name: str, config: ChorusConfig | None = None) -> Path:
+    """Return the executable for agent ``name`` or raise :class:`AgentNotFoundError`.
+
+    ``config`` defaults to reading ``config.toml`` now; a daemon passes the config
+    it started with so that a running daemon is consistent with itself."""
+    path, source = _locate(name, config)
     if path is None or not path.exists():
         where = f"configured command {path}" if source == "config" else "config, .agents or PATH"
         raise AgentNotFoundError(

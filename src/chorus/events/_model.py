@@ -206,6 +206,7 @@ class TurnCompleted(_EventBase):
     duration_ms: int | None = None
     num_turns: int | None = None
     permission_denials: list[JsonDict] = Field(default_factory=list)
+    terminal_reason: str | None = None
 
 
 class TurnFailed(_EventBase):

@@ -33,7 +33,7 @@ from chorus.events import (
     Unknown,
 )
 
-TRANSCRIPTS = Path("/work/shared/transcripts/claude")
+TRANSCRIPTS = Path(__file__).resolve().parents[2] / "transcripts" / "claude"
 pytestmark = pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="recorded transcripts missing")
 
 #: Lines that carry content and must map to at least one event.

@@ -47,8 +47,7 @@ from chorus.events import (
     UsageUpdate,
 )
 
-TRANSCRIPTS = Path("/work/shared/transcripts/codex")
-pytestmark = pytest.mark.skipif(not TRANSCRIPTS.is_dir(), reason="recorded transcripts missing")
+TRANSCRIPTS = Path(__file__).resolve().parents[2] / "transcripts" / "codex"
 
 _MODES = {
     ("never", "danger-full-access"): "bypassPermissions",
