@@ -159,6 +159,12 @@ class Supervisor:
         self.health.failure(body, error, time.time())
         _save_health(self.health)
 
+    def _executable(self, body: str) -> Path | None:
+        """The CLI of a built-in body as the daemon's own config says (None for ACP)."""
+        from chorus.agents import find_agent
+
+        return find_agent(CLI_OF[body], self.config) if body in CLI_OF else None
+
     def _cli_name(self, body: str) -> str:
         if body in CLI_OF:
             return CLI_OF[body]
@@ -251,17 +257,22 @@ class Supervisor:
     # -- running one job ----------------------------------------------------------------
 
     async def _run_job(self, job: JobRecord) -> None:
-        sid = job.session_id or ""
+        """Run the job, end it (JobEnded), then close its body: the client sees the end
+        as soon as the turn is over, and the session stays busy until the body is gone."""
         try:
-            final = await self._attempts(job)
-        except Exception as exc:  # the job must end with a reason, whatever broke
-            log.exception("job %s failed inside Chorus", job.id)
-            err = ErrorInfo(code=ErrorCode.UNKNOWN, message=f"chorus error: {exc}")
-            final = TurnFailed(error=err)
+            try:
+                final = await self._attempts(job)
+            except Exception as exc:  # the job must end with a reason, whatever broke
+                log.exception("job %s failed inside Chorus", job.id)
+                err = ErrorInfo(code=ErrorCode.UNKNOWN, message=f"chorus error: {exc}")
+                final = TurnFailed(error=err)
+            await self._finish(job, final)
         finally:
-            self._busy.discard(sid)
-            self._live.pop(job.id, None)
-        await self._finish(job, final)
+            body = self._live.pop(job.id, None)
+            if body is not None:
+                with contextlib.suppress(Exception):
+                    await body.close()
+            self._busy.discard(job.session_id or "")
 
     async def _attempts(self, job: JobRecord) -> Event:
         """Run the job's turn until it ends for good: restart crashed bodies, retry
@@ -362,8 +373,12 @@ class Supervisor:
                 await self._sync_native_id(session.id, body_name, body)
                 final = event
         finally:
-            with contextlib.suppress(Exception):
-                await body.close()
+            # A completed turn keeps its body open until the job has ended (see
+            # _run_job); anything else closes it now, before a retry or failover.
+            if not isinstance(final, TurnCompleted):
+                self._live.pop(job.id, None)
+                with contextlib.suppress(Exception):
+                    await body.close()
         await self._sync_native_id(session.id, body_name, body)
         return final or SessionEnded(reason="body produced no terminal event")
 
@@ -379,6 +394,7 @@ class Supervisor:
             else None,
             permission_mode=job.options.get("permission_mode") or "default",
             resume=_native_ids(session).get(body_name),
+            executable=self._executable(body_name),
             env=env,
             permission_callback=self._permission,
             raw_tap=self.store.raw_tap(session.id),
