@@ -60,7 +60,8 @@ def test_wrong_version_is_reinstalled(fake_npm: Path) -> None:
     manifest = agents_dir() / "node_modules" / "@openai/codex" / "package.json"
     manifest.write_text(json.dumps({"name": "@openai/codex", "version": "0.1.0"}))
     result = dict((a.name, now) for a, now in install_agents())
-    assert result == {"claude": False, "codex": True, "gemini": False}
+    assert result["codex"] is True
+    assert not any(now for name, now in result.items() if name != "codex")
 
 
 def test_npm_failure_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

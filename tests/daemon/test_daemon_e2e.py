@@ -83,12 +83,17 @@ def test_second_job_of_a_session_waits_behind_the_first(chorus: Chorus) -> None:
 def test_interrupt_ends_a_running_job_as_cancelled(chorus: Chorus) -> None:
     chorus.server.script([slow_text("never finished " * 10, chunks=40, delay=0.25)])
     job_id = chorus.run("task", "long", "--body", "claude").stdout.strip()
-    _until(lambda: chorus.client.job(job_id)["state"] == "running")
-    time.sleep(1.5)  # mid-stream
+    _streaming(chorus)
     assert chorus.run("interrupt", job_id).stdout.strip() == "interrupted"
     watched = chorus.run("watch", job_id, timeout=30)
     assert watched.returncode == 3
     assert chorus.client.job(job_id)["state"] == "cancelled"
+
+
+def _streaming(chorus: Chorus) -> None:
+    """Wait until the model is streaming its first (slow) turn, then a little more."""
+    chorus.server.wait_for(lambda reqs: any(r.kind == "turn" for r in reqs), timeout=60)
+    time.sleep(1.0)
 
 
 def _session(chorus: Chorus, job_id: str) -> dict[str, Any]:
@@ -106,7 +111,7 @@ def test_body_killed_mid_job_is_resumed_and_the_job_completes(chorus: Chorus) ->
     job_id = chorus.run("task", "survive", "--body", "claude").stdout.strip()
     _until(lambda: chorus.client.job(job_id)["state"] == "running")
     _until(lambda: "pgid" in _session(chorus, job_id)["transport"])
-    time.sleep(1.5)
+    _streaming(chorus)
     os.killpg(_body_pgid(chorus, job_id), signal.SIGKILL)
     watched = chorus.run("watch", job_id)
     assert watched.returncode == 0, watched.stdout
@@ -122,8 +127,7 @@ def test_daemon_killed_mid_job_loses_nothing_and_the_job_completes(chorus: Choru
         [slow_text("cut off by the daemon dying " * 5, chunks=40, delay=0.25), text("back")]
     )
     job_id = chorus.run("task", "survive the daemon", "--body", "claude").stdout.strip()
-    _until(lambda: chorus.client.job(job_id)["state"] == "running")
-    time.sleep(2.0)
+    _streaming(chorus)
     before = [e.seq for e in chorus.client.events(job_id, follow=False)]
     assert before, "some events were acknowledged before the crash"
     pid = read_pid()

@@ -18,12 +18,14 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.e2e
 
 # Stands in for the interactive CLI (a TTY program the tests cannot drive): it
-# records how it was started, then lingers so the test can watch the queue.
+# records how it was started, then stays until the test releases it.
 FAKE_INTERACTIVE = """#!{python}
 import json, os, sys, time
 with open({record!r}, "w") as f:
     json.dump({{"argv": sys.argv[1:], "cwd": os.getcwd()}}, f)
-time.sleep(4)
+deadline = time.monotonic() + 60
+while not os.path.exists({release!r}) and time.monotonic() < deadline:
+    time.sleep(0.05)
 """
 
 
@@ -37,9 +39,11 @@ def test_talk_resumes_the_native_session_and_pauses_the_queue(
     session = chorus.client.session(job["session_id"])
     assert session["native_session_id"]
 
-    record = tmp_path / "talk.json"
+    record, release = tmp_path / "talk.json", tmp_path / "release"
     fake = tmp_path / "fake-claude"
-    fake.write_text(FAKE_INTERACTIVE.format(python=sys.executable, record=str(record)))
+    fake.write_text(
+        FAKE_INTERACTIVE.format(python=sys.executable, record=str(record), release=str(release))
+    )
     fake.chmod(0o755)
     with (chorus.home / "config.toml").open("a") as f:
         f.write(f'[agents.claude]\ncommand = "{fake}"\n')
@@ -51,7 +55,9 @@ def test_talk_resumes_the_native_session_and_pauses_the_queue(
     queued = chorus.run("task", "while talking", "--session", session["id"]).stdout.strip()
     time.sleep(1.5)
     assert chorus.client.job(queued)["state"] == "queued"  # paused while the person talks
-    assert talk.wait(timeout=30) == 0
+    release.touch()
+    _out, err = talk.communicate(timeout=30)
+    assert talk.returncode == 0, err
     started = json.loads(record.read_text())
     assert started["argv"] == ["--resume", session["native_session_id"]]
     assert started["cwd"] == session["cwd"]

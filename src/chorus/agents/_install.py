@@ -26,6 +26,9 @@ class PinnedAgent:
     name: str
     package: str
     version: str
+    #: False for ACP adapters: their ``--version`` starts a server, so the
+    #: installed package.json tells the version instead.
+    answers_version: bool = True
 
     @property
     def spec(self) -> str:
@@ -36,6 +39,9 @@ PINNED: tuple[PinnedAgent, ...] = (
     PinnedAgent("claude", "@anthropic-ai/claude-code", "2.1.330"),
     PinnedAgent("codex", "@openai/codex", "0.169.0"),
     PinnedAgent("gemini", "@google/gemini-cli", "0.61.0"),
+    # ACP adapters (Zed's) for Claude Code and Codex: ACP bodies beyond Gemini.
+    PinnedAgent("claude-code-acp", "@zed-industries/claude-code-acp", "0.16.2", False),
+    PinnedAgent("codex-acp", "@zed-industries/codex-acp", "0.16.0", False),
 )
 
 
@@ -141,7 +147,11 @@ def describe_agents(*, with_version: bool = True) -> list[AgentInfo]:
     for agent in PINNED:
         path, source = _locate(agent.name)
         exists = path is not None and path.exists()
-        version = _version_of(path) if (exists and with_version and path) else None
+        version = None
+        if exists and with_version and path:
+            version = (
+                _version_of(path) if agent.answers_version else _installed_version(agent.package)
+            )
         infos.append(
             AgentInfo(
                 name=agent.name,

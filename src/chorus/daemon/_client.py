@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,8 +76,15 @@ class DaemonClient:
     def session(self, session_id: str) -> dict[str, Any]:
         return dict(self._call("GET", f"/sessions/{session_id}"))
 
-    def pause(self, session_id: str) -> None:
+    def pause(self, session_id: str, *, drain_timeout: float = 600.0) -> None:
+        """Stop new jobs of the session from starting, then wait until none runs."""
         self._call("POST", f"/sessions/{session_id}/pause")
+        deadline = time.monotonic() + drain_timeout
+        while self.session(session_id).get("busy"):
+            if time.monotonic() > deadline:
+                self.resume(session_id)
+                raise DaemonError(f"session {session_id} is still running a job")
+            time.sleep(0.1)
 
     def resume(self, session_id: str) -> None:
         self._call("POST", f"/sessions/{session_id}/resume")
