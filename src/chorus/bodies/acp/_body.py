@@ -1,0 +1,484 @@
+"""A body for any ACP agent: the codec over a :class:`ProcessTransport`.
+
+Three layers, as in every body: the transport moves lines; a small router here
+matches our requests to the agent's replies by id with a bounded wait; the body
+on top runs the handshake, turns and controls, and serves the agent's requests
+(permission through ``options.permission_callback``, files inside the session's
+roots).
+
+Tasks: one supervisor task owns a TaskGroup holding the reader and every
+handler it starts (permission, file system, turn deadline); :meth:`close`
+cancels it, so nothing outlives the body.
+
+``options.extra`` keys read here: ``mcp_servers`` (ACP-form MCP server objects
+for ``session/new``), ``allowed_roots`` (directories besides ``cwd`` the agent
+may read and write through ``fs/*``) and ``start_timeout`` (seconds for
+``initialize`` plus ``session/new``; default 60).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Coroutine
+from typing import Any, ClassVar, cast
+
+from chorus._errors import BodyCrashedError, BodyProtocolError, BodyTimeoutError
+from chorus.bodies._body import Body, BodyOptions, crash_error
+from chorus.bodies._capabilities import Capabilities
+from chorus.bodies._permissions import PermissionAnswer
+from chorus.bodies._transport import ProcessTransport, SpawnSpec
+from chorus.bodies.acp._codec import (
+    AcpCodec,
+    FileReadRequested,
+    FileWriteRequested,
+    Inbound,
+    Outgoing,
+    PermissionRequested,
+    RpcId,
+    RpcReply,
+)
+from chorus.bodies.acp._errors import (
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    AcpRpcError,
+    AcpStateError,
+    FsAccessError,
+)
+from chorus.bodies.acp._fs import FileRoots
+from chorus.bodies.acp._registry import ACP_CAPABILITIES, AcpAgent, acp_agent
+from chorus.config import ChorusConfig
+from chorus.events import (
+    ErrorCode,
+    ErrorInfo,
+    Event,
+    Notice,
+    SessionEnded,
+    SessionStarted,
+    TurnCompleted,
+    TurnFailed,
+)
+
+START_TIMEOUT = 60.0
+_EXIT_WAIT = 5.0
+
+
+class AcpBody(Body):
+    """One ACP agent process with one session. Use ``async with`` or start/close.
+
+    :meth:`turn` sends ``session/prompt``; every prompt has a deadline
+    (``options.turn_timeout``): when it passes the body sends ``session/cancel``
+    and, if the agent still does not answer within ``options.interrupt_timeout``,
+    ends the turn itself with ``timeout``.
+    """
+
+    name: ClassVar[str] = "acp"
+    capabilities: ClassVar[Capabilities] = ACP_CAPABILITIES
+
+    def __init__(self, options: BodyOptions, agent: AcpAgent) -> None:
+        super().__init__(options)
+        self.agent = agent
+        self.codec = AcpCodec(body=agent.name, quirks=agent.quirks)
+        roots = options.extra.get("allowed_roots", ())
+        self.roots = FileRoots.of(options.cwd, roots)
+        self._transport: ProcessTransport | None = None
+        self._waiters: dict[int, asyncio.Future[RpcReply]] = {}
+        self._handlers: dict[RpcId, asyncio.Task[None]] = {}
+        self._tg: asyncio.TaskGroup | None = None
+        self._ready = asyncio.Event()
+        self._supervisor: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.Task[None] | None = None
+        self._turn_over = asyncio.Event()
+        self._closing = False
+        self._ended = False
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The agent's process id (also its process group id)."""
+        return self._transport.pid if self._transport else None
+
+    async def start(self) -> None:
+        """Spawn the agent, ``initialize``, open the session (``session/new``, or
+        ``session/load`` for ``options.resume`` where the agent supports it), apply
+        model and permission mode, then emit :class:`SessionStarted`."""
+        if self._transport is not None:
+            raise AcpStateError(f"{self.agent.name}: body already started")
+        self._transport = ProcessTransport(self._spawn_spec(), self.options.raw_tap)
+        await self._transport.start()
+        self._supervisor = asyncio.create_task(self._supervise(), name=f"acp:{self.agent.name}")
+        await self._ready.wait()
+        try:
+            timeout = float(self.options.extra.get("start_timeout", START_TIMEOUT))
+            async with asyncio.timeout(timeout):
+                await self._handshake()
+        except TimeoutError as exc:
+            await self.close()
+            raise BodyTimeoutError(f"{self.agent.name}: no session within {timeout}s") from exc
+        except BaseException:
+            await self.close()
+            raise
+
+    def _spawn_spec(self) -> SpawnSpec:
+        exe = self.options.executable or self.agent.executable()
+        argv = [str(exe), *self.agent.args]
+        flag = self.agent.quirks.model_flag
+        if flag and self.options.model:
+            argv += [flag, self.options.model]
+        argv += self.options.extra_args
+        env = {**self.options.child_env(), **self.agent.env}
+        return SpawnSpec(argv=argv, cwd=self.options.cwd, env=env)
+
+    async def close(self) -> None:
+        """Stop the agent (stdin close, then SIGTERM/SIGKILL to its process group)
+        and end the supervisor. Idempotent; emits :class:`SessionEnded` once."""
+        if self._closed:
+            return
+        self._closed = self._closing = True
+        if self._transport is not None:
+            await self._transport.close()
+        if self._supervisor is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._supervisor), _EXIT_WAIT * 2)
+            except TimeoutError:
+                self._supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._supervisor
+
+    async def _emit(self, event: Event) -> None:
+        # The class is shared by every ACP agent: events carry the agent's name.
+        await self._events.put(event.model_copy(update={"body": self.agent.name}))
+
+    # -- handshake ---------------------------------------------------------------------
+
+    async def _handshake(self) -> None:
+        await self._call(self.codec.initialize(), self.options.control_timeout * 4)
+        await self._open_session()
+        model = self.options.model
+        if model and not self.agent.quirks.model_flag and model != self.codec.state.current_model:
+            await self.set_model(model)
+        if self.options.permission_mode != "default":
+            await self.set_permission_mode(self.options.permission_mode)
+        state = self.codec.state
+        self.native_session_id = state.session_id
+        self.model = state.current_model or self.options.model
+        agent = state.agent.agent_info if state.agent else None
+        await self._emit(
+            SessionStarted(
+                model=self.model,
+                body_version=agent.version if agent else None,
+                cwd=str(self.options.cwd),
+                permission_mode=self.permission_mode,
+                native_session_id=state.session_id,
+            )
+        )
+
+    async def _open_session(self) -> None:
+        cwd = str(self.roots.roots[0])
+        servers = list(self.options.extra.get("mcp_servers", ()))
+        resume = self.options.resume
+        if resume and self.codec.can_load_session:
+            await self._call(self.codec.load_session(resume, cwd, servers))
+            return
+        if resume:
+            await self._emit(
+                Notice(
+                    kind="warning",
+                    message=f"{self.agent.name} cannot resume session {resume} "
+                    "(session/load not supported); started a new session",
+                )
+            )
+        extra = [str(r) for r in self.roots.roots[1:]] if self._agent_takes_extra_roots() else []
+        await self._call(self.codec.new_session(cwd, servers, extra))
+
+    def _agent_takes_extra_roots(self) -> bool:
+        agent = self.codec.state.agent
+        caps = agent.agent_capabilities if agent else None
+        session = caps.session_capabilities if caps else None
+        return bool(session is not None and getattr(session, "additional_directories", None))
+
+    # -- the router: our requests, their replies ---------------------------------------
+
+    async def _call(self, request: tuple[int, str], limit: float | None = None) -> RpcReply:
+        """Write a request and wait (bounded) for its reply; raises :class:`AcpRpcError`
+        on a JSON-RPC error, :class:`BodyTimeoutError`, :class:`BodyCrashedError`."""
+        request_id, line = request
+        waiter: asyncio.Future[RpcReply] = asyncio.get_running_loop().create_future()
+        self._waiters[request_id] = waiter
+        limit = limit if limit is not None else self.options.control_timeout
+        try:
+            await self._write(line)
+            reply = await asyncio.wait_for(waiter, limit)
+        except TimeoutError as exc:
+            self.codec.forget(request_id)
+            raise BodyTimeoutError(f"{self.agent.name}: no reply within {limit}s") from exc
+        finally:
+            self._waiters.pop(request_id, None)
+        if reply.error is not None:
+            err = reply.error
+            code = err.get("code")
+            raise AcpRpcError(
+                reply.method,
+                code if isinstance(code, int) else 0,
+                str(err.get("message", "")),
+                err.get("data"),
+            )
+        return reply
+
+    async def _write(self, line: str) -> None:
+        if self._transport is None:
+            raise AcpStateError(f"{self.agent.name}: body not started")
+        await self._transport.write_line(line)
+
+    # -- turns ---------------------------------------------------------------------------
+
+    async def _send_prompt(self, prompt: str) -> None:
+        request_id, line = self.codec.prompt(prompt)
+        self._turn_over.clear()
+        self._watchdog = self._spawn(self._watch_turn(request_id))
+        try:
+            await self._write(line)
+        except BodyCrashedError as exc:
+            failed = self.codec.expire_turn(crash_error(exc.exit_code, exc.stderr_tail))
+            if failed is not None:
+                await self._finish_turn(failed)
+
+    async def _watch_turn(self, request_id: int) -> None:
+        """The prompt's deadline: cancel at ``turn_timeout``, give up after
+        ``interrupt_timeout`` more."""
+        await asyncio.sleep(self.options.turn_timeout)
+        if self.codec.turn_request_id != request_id:
+            return
+        message = f"no answer to session/prompt within {self.options.turn_timeout}s"
+        timeout = ErrorInfo(code=ErrorCode.TIMEOUT, message=message, retryable=True)
+        await self._cancel_bounded("turn deadline passed", timeout)
+
+    async def _cancel_bounded(self, reason: str, fallback: ErrorInfo) -> None:
+        """``session/cancel``, then wait ``interrupt_timeout`` for the turn to end;
+        past that, end it here with ``fallback`` (a late reply is then ignored)."""
+        await self._cancel_turn(reason)
+        try:
+            await asyncio.wait_for(self._turn_over.wait(), self.options.interrupt_timeout)
+        except TimeoutError:
+            failed = self.codec.expire_turn(fallback)
+            if failed is not None:
+                await self._finish_turn(failed)
+
+    async def _finish_turn(self, event: TurnCompleted | TurnFailed) -> None:
+        await self._emit(event)
+        self._turn_over.set()
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None and watchdog is not asyncio.current_task():
+            watchdog.cancel()
+
+    # -- controls ------------------------------------------------------------------------
+
+    async def interrupt(self) -> None:
+        """``session/cancel`` the running turn (no-op when idle). Open permission
+        requests are answered ``cancelled`` first, as ACP requires. Bounded: if the
+        agent does not end the turn within ``options.interrupt_timeout`` the body
+        ends it as ``interrupted``."""
+        if self.codec.turn_request_id is None:
+            return
+        limit = self.options.interrupt_timeout
+        message = f"agent did not end the turn within {limit}s of session/cancel"
+        await self._cancel_bounded(
+            "turn cancelled", ErrorInfo(code=ErrorCode.INTERRUPTED, message=message)
+        )
+
+    async def _cancel_turn(self, reason: str) -> None:
+        for line, events in self.codec.cancel_permissions(reason):
+            for event in events:
+                await self._emit(event)
+            await self._write(line)
+        for task in self._handlers.values():
+            task.cancel()
+        await self._write(self.codec.cancel())
+
+    async def set_model(self, model: str | None) -> None:
+        """The session's ``model`` config option when the agent offers one
+        (``session/set_config_option``), else ``session/set_model``; an agent with
+        neither raises :class:`UnsupportedControlError`."""
+        if not model:
+            raise self._unsupported("set_model", "ACP needs a model id")
+        option = self.codec.state.option_for("model")
+        request = (
+            self.codec.set_config_option(option, model)
+            if option is not None
+            else self.codec.set_model(model)
+        )
+        try:
+            await self._call(request)
+        except AcpRpcError as exc:
+            if exc.code == METHOD_NOT_FOUND:
+                raise self._unsupported("set_model", str(exc)) from exc
+            raise
+        self.model = model
+
+    async def set_permission_mode(self, mode: str) -> None:
+        """``session/set_mode`` to the agent's mode for Chorus ``mode`` (an agent mode id
+        is accepted as is)."""
+        native = self._agent_mode(mode)
+        try:
+            await self._call(self.codec.set_mode(native))
+        except AcpRpcError as exc:
+            if exc.code == METHOD_NOT_FOUND:
+                raise self._unsupported("set_permission_mode", str(exc)) from exc
+            raise
+        self.permission_mode = mode
+
+    def _agent_mode(self, mode: str) -> str:
+        modes = self.codec.state.modes
+        alias = self.agent.quirks.mode_aliases.get(mode)
+        if mode in modes or (not modes and alias is None):
+            return mode
+        if alias is not None and (alias in modes or not modes):
+            return alias
+        raise self._unsupported("set_permission_mode", f"{mode!r} is not one of {list(modes)}")
+
+    # -- the reader and the agent's requests -----------------------------------------------
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        if self._tg is None:
+            coro.close()
+            raise AcpStateError(f"{self.agent.name}: body not running")
+        return self._tg.create_task(coro)
+
+    async def _supervise(self) -> None:
+        try:
+            async with asyncio.TaskGroup() as tg:
+                self._tg = tg
+                self._ready.set()
+                await self._read()
+        except Exception as exc:  # a bug in a handler must not leave turn() waiting forever
+            await self._broken(exc)
+        finally:
+            self._tg = None
+
+    async def _broken(self, exc: Exception) -> None:
+        error = ErrorInfo(code=ErrorCode.BODY_PROTOCOL, message=f"ACP body failed: {exc!r}")
+        if self._transport is not None:
+            await self._transport.close()
+        await self._end(BodyProtocolError(error.message), error, "error", self.exit_code)
+
+    async def _read(self) -> None:
+        assert self._transport is not None
+        async for line in self._transport.lines():
+            for item in self.codec.feed(line):
+                await self._dispatch(item)
+        await self._exited()
+
+    async def _dispatch(self, item: Inbound) -> None:
+        if isinstance(item, RpcReply):
+            waiter = self._waiters.get(item.request_id)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(item)
+        elif isinstance(item, PermissionRequested):
+            self._handlers[item.request_id] = self._spawn(self._serve_permission(item))
+        elif isinstance(item, FileReadRequested | FileWriteRequested):
+            self._spawn(self._serve_fs(item))
+        elif isinstance(item, Outgoing):
+            self._spawn(self._send(item.line))
+        elif isinstance(item, TurnCompleted | TurnFailed):
+            await self._finish_turn(item)
+        else:
+            await self._emit(item)
+
+    async def _send(self, line: str) -> None:
+        # A reply the agent can no longer read is moot: its exit is reported by the reader.
+        with contextlib.suppress(BodyCrashedError):
+            await self._write(line)
+
+    async def _serve_permission(self, item: PermissionRequested) -> None:
+        try:
+            answer = await self.options.permission_callback(item.ask)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a foreign callback: its failure is a denial, not a crash
+            answer = PermissionAnswer.deny(f"permission callback failed: {exc!r}")
+        finally:
+            self._handlers.pop(item.request_id, None)
+        answered = self.codec.answer_permission(item.request_id, answer)
+        if answered is None:
+            return
+        line, events = answered
+        for event in events:
+            await self._emit(event)
+        await self._send(line)
+
+    async def _serve_fs(self, item: FileReadRequested | FileWriteRequested) -> None:
+        try:
+            if isinstance(item, FileReadRequested):
+                text = await asyncio.to_thread(
+                    self.roots.read_text,
+                    item.path,
+                    line=item.line,
+                    limit=item.limit,
+                    missing_as_empty=self.agent.quirks.missing_file_as_empty,
+                )
+                line = self.codec.reply(item.request_id, {"content": text})
+            else:
+                await asyncio.to_thread(self.roots.write_text, item.path, item.content)
+                line = self.codec.reply(item.request_id, None)
+        except FsAccessError as exc:
+            line = self.codec.reply_error(item.request_id, **exc.error_object())
+            if exc.code != RESOURCE_NOT_FOUND:
+                verb = "read" if isinstance(item, FileReadRequested) else "write"
+                message = f"refused {verb} of {item.path}: {exc}"
+                await self._emit(Notice(kind="warning", message=message))
+        await self._send(line)
+
+    async def _exited(self) -> None:
+        """The agent closed stdout: fail what waits, end the turn and the session."""
+        assert self._transport is not None
+        code = await self._transport.wait(_EXIT_WAIT)
+        tail = self._transport.stderr_tail
+        crashed = BodyCrashedError(
+            f"{self.agent.name} exited with code {code}", exit_code=code, stderr_tail=tail
+        )
+        if self._closing:
+            await self._end(crashed, None, "closed", code)
+        else:
+            await self._end(crashed, crash_error(code, tail), "crashed", code)
+
+    async def _end(
+        self, exc: Exception, error: ErrorInfo | None, reason: str, code: int | None
+    ) -> None:
+        """Fail every waiter with ``exc``, end the turn, emit :class:`SessionEnded` once."""
+        for waiter in self._waiters.values():
+            if not waiter.done():
+                waiter.set_exception(exc)
+        for task in self._handlers.values():
+            task.cancel()
+        turn_error = error or ErrorInfo(code=ErrorCode.INTERRUPTED, message="body closed")
+        failed = self.codec.expire_turn(turn_error)
+        if failed is not None:
+            await self._finish_turn(failed)
+        if not self._ended:
+            self._ended = True
+            await self._emit(SessionEnded(reason=reason, exit_code=code, error=error))
+
+    @property
+    def exit_code(self) -> int | None:
+        """The agent's exit code once it has exited."""
+        return self._transport.returncode if self._transport else None
+
+
+@functools.cache
+def _body_class(name: str, capabilities: Capabilities) -> type[AcpBody]:
+    namespace = {"name": name, "capabilities": capabilities, "__module__": __name__}
+    return cast("type[AcpBody]", type(f"AcpBody[{name}]", (AcpBody,), namespace))
+
+
+def open_acp_body(
+    name: str, options: BodyOptions, *, config: ChorusConfig | None = None
+) -> AcpBody:
+    """An (unstarted) body for ACP agent ``name``, built in or from ``config.toml``.
+
+    Its class carries the agent's name and capabilities, so the gateway sees the
+    agent's own declaration.
+    """
+    agent = acp_agent(name, config)
+    return _body_class(agent.name, agent.capabilities)(options, agent)

@@ -1,0 +1,55 @@
+"""Per-agent deviations from the ACP protocol, as data.
+
+ACP agents differ in what they get wrong or leave out. Rather than subclass the
+codec per agent, each registry entry carries an :class:`AcpQuirks`; the codec
+and the body read the knobs. The defaults are the protocol as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+
+@dataclass(frozen=True, slots=True)
+class AcpQuirks:
+    """What an agent needs beyond the protocol as written.
+
+    ``load_session`` False means never call ``session/load`` even when the agent
+    advertises it (Gemini's destroys the stored session). ``read_text_file``
+    controls the ``fs.readTextFile`` client capability; ``missing_file_as_empty``
+    answers a read of a missing file with ``""`` instead of an error (Gemini
+    fails to create new files otherwise). ``mode_update_prefix`` marks an
+    ``agent_message_chunk`` that is really a mode change. ``tool_id_separator``
+    splits the native tool name off the front of a ``toolCallId``.
+    ``model_flag`` is the command-line flag that picks the model at spawn.
+    ``mode_aliases`` maps Chorus permission modes to the agent's mode ids.
+    """
+
+    load_session: bool = True
+    read_text_file: bool = True
+    write_text_file: bool = True
+    missing_file_as_empty: bool = False
+    mode_update_prefix: str | None = None
+    tool_id_separator: str | None = None
+    model_flag: str | None = None
+    mode_aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+GEMINI_QUIRKS = AcpQuirks(
+    load_session=False,
+    missing_file_as_empty=True,
+    mode_update_prefix="[MODE_UPDATE] ",
+    tool_id_separator="__",
+    model_flag="--model",
+    mode_aliases=MappingProxyType({"acceptEdits": "autoEdit", "bypassPermissions": "yolo"}),
+)
+"""Gemini CLI 0.61 as observed (AGENT_CLIS.md 3.4, 3.7 item 9)."""
+
+CODEX_ACP_QUIRKS = AcpQuirks(
+    mode_aliases=MappingProxyType(
+        {"plan": "read-only", "acceptEdits": "auto", "bypassPermissions": "full-access"}
+    ),
+)
+"""codex-acp 0.16: modes ``read-only`` (its default), ``auto``, ``full-access``."""

@@ -1,0 +1,233 @@
+"""Gemini CLI bodies: ACP (the primary channel) and one-shot ``stream-json`` runs.
+
+:class:`GeminiAcpBody` is the generic ACP body bound to the built-in ``gemini``
+entry (``gemini --acp``; its quirks: no ``session/load``, missing files read as
+empty, mode changes announced as text, tool names in call ids).
+
+:class:`GeminiBody` is the fallback: one ``gemini --prompt=... --output-format
+stream-json`` process per turn, chained with ``--resume <session id>``. It has
+no approval channel, so it runs ``--yolo`` (``--approval-mode plan`` /
+``auto_edit`` for those permission modes); interrupting it signals the whole
+process group (the launcher ignores a signal sent to it alone). A prompt is one
+command-line argument, so it must stay under the kernel's 128 KiB per argument.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from chorus._errors import BodyCrashedError
+from chorus.agents import find_agent
+from chorus.bodies._body import PERMISSION_MODES, Body, BodyOptions
+from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._transport import ProcessTransport, SpawnSpec
+from chorus.bodies.acp import GEMINI_ACP_CAPABILITIES, AcpAgent, AcpBody, acp_agent
+from chorus.bodies.gemini._codec import GeminiStreamCodec
+from chorus.bodies.gemini._errors import RunInProgressError
+from chorus.bodies.gemini._settings import settings_problems
+from chorus.events import ErrorCode, ErrorInfo, Event, Notice, SessionEnded, TurnCompleted
+
+GEMINI_HEADLESS_CAPABILITIES = Capabilities(
+    interrupt=Support.EMULATED,  # SIGTERM to the run's process group; the session survives
+    set_model=Support.EMULATED,  # the next run's --model
+    set_permission_mode=Support.EMULATED,  # the next run's --yolo / --approval-mode
+    max_thinking_tokens=Support.UNSUPPORTED,
+    steer=Support.UNSUPPORTED,
+    permission_callback=Support.UNSUPPORTED,  # headless has no approval channel
+    resume=Support.NATIVE,  # --resume <session id>
+    fork=Support.UNSUPPORTED,
+    usage=Support.NATIVE,  # result.stats
+    cost=Support.UNSUPPORTED,
+    rate_limit_signal=Support.NATIVE,  # exit 173 (= 429), result.status "error"
+)
+
+_APPROVAL_ARGS = {
+    "plan": ("--approval-mode", "plan"),
+    "acceptEdits": ("--approval-mode", "auto_edit"),
+}
+_EXIT_WAIT = 5.0
+
+
+async def _settings_notices(body: Body, options: BodyOptions) -> None:
+    for problem in settings_problems(options.child_env()):
+        await body._emit(Notice(kind="warning", message=f"gemini settings: {problem}"))
+
+
+class GeminiAcpBody(AcpBody):
+    """``gemini --acp`` with Gemini's quirks; ``agent`` defaults to the registry entry
+    (``config.toml`` ``[agents.gemini]`` may override its command, args, env)."""
+
+    name: ClassVar[str] = "gemini"
+    capabilities: ClassVar[Capabilities] = GEMINI_ACP_CAPABILITIES
+
+    def __init__(self, options: BodyOptions, agent: AcpAgent | None = None) -> None:
+        super().__init__(options, agent or acp_agent("gemini"))
+
+    async def start(self) -> None:
+        """Warn about settings that make Gemini slow to fail, then start as any ACP body."""
+        await _settings_notices(self, self.options)
+        await super().start()
+
+
+@dataclass(slots=True)
+class _Run:
+    """One ``gemini -p`` process and the task pumping its output."""
+
+    transport: ProcessTransport
+    task: asyncio.Task[None] | None = None
+    stopped: ErrorInfo | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class GeminiBody(Body):
+    """Gemini CLI one-shot body: a process per turn, the session kept by ``--resume``.
+
+    Call :meth:`start` first (no process yet: it finds the CLI and checks
+    settings). One turn at a time; the next :meth:`turn` waits for the previous
+    process to be reaped.
+    """
+
+    name: ClassVar[str] = "gemini"
+    capabilities: ClassVar[Capabilities] = GEMINI_HEADLESS_CAPABILITIES
+
+    def __init__(self, options: BodyOptions) -> None:
+        super().__init__(options)
+        self.codec = GeminiStreamCodec(body=self.name, cwd=str(options.cwd))
+        self._executable: Path | None = None
+        self._run: _Run | None = None
+        # Only a session with a completed turn is stored by Gemini; resuming any
+        # other fails with exit 42 ("No previous sessions found").
+        self._resumable: str | None = options.resume
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The running turn's process id (its process group id), if a turn runs."""
+        run = self._run
+        return run.transport.pid if run is not None and not run.done.is_set() else None
+
+    async def start(self) -> None:
+        """Find the CLI and warn about settings; no process is started until a turn."""
+        self._executable = self.options.executable or find_agent("gemini")
+        await _settings_notices(self, self.options)
+
+    async def close(self) -> None:
+        """Stop a running turn (process group signalled), then emit :class:`SessionEnded`.
+        Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._stop(ErrorInfo(code=ErrorCode.INTERRUPTED, message="body closed"))
+        await self._emit(SessionEnded(reason="closed", native_session_id=self.native_session_id))
+
+    # -- turns -----------------------------------------------------------------------
+
+    async def _send_prompt(self, prompt: str) -> None:
+        if self._executable is None or self._closed:
+            raise RunInProgressError("gemini: body not started (or closed)")
+        previous = self._run
+        if previous is not None and not self.codec.turn_done:
+            raise RunInProgressError("gemini: a turn is already running")
+        if previous is not None:
+            await self._reap(previous)
+        self.codec.start_turn()
+        spec = SpawnSpec(
+            argv=self._argv(prompt),
+            cwd=self.options.cwd,
+            env=self.options.child_env(),
+            stdin_devnull=True,  # -p appends stdin to the prompt; never let it wait on us
+        )
+        run = _Run(ProcessTransport(spec, self.options.raw_tap))
+        self._run = run
+        try:
+            await run.transport.start()
+        except BodyCrashedError as exc:
+            run.done.set()
+            await self._emit_all(self.codec.finish(None, str(exc)))
+            return
+        run.task = asyncio.create_task(self._pump(run), name="gemini-run")
+
+    def _argv(self, prompt: str) -> list[str]:
+        # --prompt=<text> keeps a prompt that starts with "-" from being read as a flag.
+        argv = [str(self._executable), f"--prompt={prompt}", "--output-format", "stream-json"]
+        argv += _APPROVAL_ARGS.get(self.permission_mode, ("--yolo",))
+        if self.model:
+            argv += ["--model", self.model]
+        if self._resumable:
+            argv += ["--resume", self._resumable]
+        return argv + list(self.options.extra_args)
+
+    async def _pump(self, run: _Run) -> None:
+        """Feed the run's stdout to the codec until it ends, then end the turn."""
+        transport = run.transport
+        try:
+            try:
+                async with asyncio.timeout(self.options.turn_timeout):
+                    async for line in transport.lines():
+                        await self._emit_all(self._note(self.codec.feed(line)))
+            except TimeoutError:
+                run.stopped = ErrorInfo(
+                    code=ErrorCode.TIMEOUT,
+                    message=f"gemini run exceeded {self.options.turn_timeout}s",
+                    retryable=True,
+                )
+            code = await transport.wait(_EXIT_WAIT) if run.stopped is None else None
+            # Reaps the group too: a shell the agent started must not outlive the turn.
+            closed = await transport.close(grace=0.5, term_wait=2.0)
+            code = code if code is not None else closed
+            stderr = transport.stderr_tail
+            await self._emit_all(self.codec.finish(code, stderr, stopped=run.stopped))
+        finally:
+            run.done.set()
+
+    def _note(self, events: list[Event]) -> list[Event]:
+        self.native_session_id = self.codec.session_id
+        if any(isinstance(e, TurnCompleted) for e in events):
+            self._resumable = self.codec.session_id
+        return events
+
+    async def _emit_all(self, events: list[Event]) -> None:
+        for event in events:
+            await self._emit(event)
+
+    async def _reap(self, run: _Run) -> None:
+        if run.task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await run.task
+
+    # -- controls --------------------------------------------------------------------
+
+    async def interrupt(self) -> None:
+        """Stop the running turn (SIGTERM to its process group, SIGKILL after
+        ``options.interrupt_timeout``); it ends ``interrupted``. No-op when idle."""
+        await self._stop(ErrorInfo(code=ErrorCode.INTERRUPTED, message="turn interrupted"))
+
+    async def _stop(self, reason: ErrorInfo) -> None:
+        run = self._run
+        if run is None or run.done.is_set():
+            return
+        if not self.codec.turn_done:
+            run.stopped = run.stopped or reason
+        run.transport.signal_group(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(run.done.wait(), self.options.interrupt_timeout)
+        except TimeoutError:
+            run.transport.signal_group(signal.SIGKILL)
+        await self._reap(run)
+
+    async def set_model(self, model: str | None) -> None:
+        """Use ``model`` from the next turn on (``None``: the CLI's default, ``auto``)."""
+        self.model = model
+
+    async def set_permission_mode(self, mode: str) -> None:
+        """Use ``mode`` from the next turn on (``default`` runs ``--yolo``: headless
+        cannot ask)."""
+        if mode not in PERMISSION_MODES:
+            raise self._unsupported("set_permission_mode", f"unknown mode {mode!r}")
+        self.permission_mode = mode
