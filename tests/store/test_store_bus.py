@@ -35,7 +35,7 @@ async def collect(sub: Subscription, until_seq: int) -> list[int]:
 async def wait_until_caught_up(sub: Subscription) -> asyncio.Task[Event]:
     """Start waiting for the next event and return once the log is read."""
     task = asyncio.create_task(anext(sub))
-    while not sub.caught_up:
+    while not sub.caught_up:  # noqa: ASYNC110 (a state to poll, no event to wait on)
         await asyncio.sleep(0.005)
     return task
 

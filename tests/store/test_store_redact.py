@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,10 @@ SEEDED: dict[str, tuple[str, str]] = {
         "oauth " + _k("gh", "o_", "OauthTokenValue0123456789abcdefghijkl"),
         _k("gh", "o_", "OauthTokenValue0123456789abcdefghijkl"),
     ),
-    "aws_access_key": ("id " + _k("AK", "IA", "QWERTYUIOP234567"), _k("AK", "IA", "QWERTYUIOP234567")),
+    "aws_access_key": (
+        "id " + _k("AK", "IA", "QWERTYUIOP234567"),
+        _k("AK", "IA", "QWERTYUIOP234567"),
+    ),
     "aws_secret_key": (
         "aws_secret_access_key = " + _k("wJalrXUtnFEMI", "/K7MDENG/bPxRfiCYzzFAKEKEY"),
         _k("wJalrXUtnFEMI", "/K7MDENG/bPxRfiCYzzFAKEKEY"),
@@ -169,9 +173,22 @@ def test_a_known_secret_is_caught_in_its_json_escaped_form() -> None:
 
 
 def test_the_logging_filter_redacts_messages() -> None:
-    record = logging.LogRecord("t", logging.INFO, __file__, 1, "got %s", ("x " + KNOWN_SECRET,), None)
+    record = logging.LogRecord(
+        "t", logging.INFO, __file__, 1, "got %s", ("x " + KNOWN_SECRET,), None
+    )
     assert _redactor().logging_filter().filter(record)
     assert record.getMessage() == "got x [REDACTED:secret]"
+
+
+def test_the_logging_filter_redacts_tracebacks() -> None:
+    try:
+        raise RuntimeError(f"failed with {KNOWN_SECRET}")
+    except RuntimeError:
+        record = logging.LogRecord("t", logging.ERROR, __file__, 1, "boom", None, sys.exc_info())
+    _redactor().logging_filter().filter(record)
+    formatted = logging.Formatter().format(record)
+    assert KNOWN_SECRET not in formatted
+    assert "failed with [REDACTED:secret]" in formatted
 
 
 def _grep_home(home: Path, needles: list[str]) -> dict[str, list[str]]:

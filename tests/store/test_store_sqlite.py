@@ -6,12 +6,13 @@ import asyncio
 import json
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from chorus._errors import EventTooLargeError
-from chorus.events import ControlRequestEvent, Text, ToolCall, parse_event
+from chorus.events import ControlRequestEvent, Event, Text, ToolCall, parse_event
 from chorus.store import (
     LATEST_VERSION,
     ORIGIN_CHORUS,
@@ -34,6 +35,10 @@ from chorus.store import (
 
 def text(i: int) -> Text:
     return Text(text=f"text {i}")
+
+
+def texts(events: Sequence[Event]) -> list[str]:
+    return [e.text for e in events if isinstance(e, Text)]
 
 
 def db_rows(path: Path, sql: str) -> list[tuple[object, ...]]:
@@ -60,6 +65,25 @@ async def test_concurrent_appends_get_gap_free_seqs(
     assert await store.last_seq(session.id) == 200
 
 
+async def test_append_nowait_stamps_in_call_order(
+    store: SqliteStore, session: SessionRecord
+) -> None:
+    futures = [store.append_nowait(session.id, text(i)) for i in range(300)]
+    stamped = await asyncio.gather(*futures)
+    assert [e.seq for e in stamped] == list(range(1, 301))
+    assert texts(stamped) == [f"text {i}" for i in range(300)]
+
+
+async def test_a_cancelled_append_is_still_written(
+    store: SqliteStore, session: SessionRecord
+) -> None:
+    task = asyncio.create_task(store.append(session.id, text(1)))
+    await asyncio.sleep(0)  # the append is queued
+    task.cancel()
+    await store.append(session.id, text(2))  # FIFO: the first one is committed by now
+    assert texts(await store.read_events(session.id)) == ["text 1", "text 2"]
+
+
 async def test_append_returns_the_event_as_stored(
     store: SqliteStore, session: SessionRecord
 ) -> None:
@@ -79,7 +103,7 @@ async def test_a_failing_append_fails_alone_in_its_batch(
         return_exceptions=True,
     )
     assert isinstance(results[1], UnknownSessionError)
-    assert [e.text for e in await store.read_events(session.id)] == ["text 1", "text 3"]
+    assert texts(await store.read_events(session.id)) == ["text 1", "text 3"]
 
 
 async def test_append_many_is_all_or_nothing(chorus_home: Path) -> None:
@@ -136,17 +160,23 @@ async def test_no_sqlite_call_runs_on_the_event_loop_thread(chorus_home: Path) -
     loop_thread = threading.get_ident()
     assert calls, "the trace hook saw no statements"
     assert all(ident != loop_thread for ident, _, _ in calls)
-    writers = {name for _, name, sql in calls if sql.lstrip().upper().startswith(("INSERT", "UPDATE"))}
+    writers = {
+        name for _, name, sql in calls if sql.lstrip().upper().startswith(("INSERT", "UPDATE"))
+    }
     assert writers == {WRITER_THREAD_NAME}
 
 
 async def test_full_writer_queue_raises_a_named_error(chorus_home: Path) -> None:
     async with SqliteStore(redactor=Redactor(), max_queue=1) as store:
         sid = (await store.create_session("b")).id
-        # record_raw enqueues without yielding, so the writer cannot keep up.
-        with pytest.raises(StoreQueueFullError) as caught:
+
+        def flood() -> None:
+            # record_raw enqueues without yielding, so the writer cannot keep up.
             for i in range(100_000):
                 store.record_raw(sid, "stdout", f"line {i}")
+
+        with pytest.raises(StoreQueueFullError) as caught:
+            flood()
         assert caught.value.limit == 1
 
 
@@ -272,6 +302,14 @@ async def test_raw_lines_are_numbered_per_session(
     assert [(r.n, r.stream) for r in lines] == [(1, "stdin"), (2, "stdout"), (3, "stderr")]
     only_out = await store.read_raw(session.id, streams=["stdout"])
     assert [r.line for r in only_out] == ['{"type":"assistant"}']
+
+
+async def test_a_failed_fire_and_forget_raw_line_is_logged(
+    store: SqliteStore, session: SessionRecord, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.record_raw("nope", "stdout", "lost line")
+    await store.append_raw(session.id, "stdout", "flush")  # FIFO: the first is done
+    assert "raw stdout line of session nope not recorded: unknown session 'nope'" in caplog.text
 
 
 # -- control requests ------------------------------------------------------------------------

@@ -269,8 +269,11 @@ def doctor() -> None:
     load_config()  # a bad config raises ConfigError → exit 2 with the reason
     table = Table("agent", "version", "path", "auth")
     for info in describe_agents():
-        var, file, hint = _AUTH_HINTS[info.name]
-        if os.environ.get(var):
+        cli = info.name.removesuffix("-acp").split("-")[0]  # claude-code-acp → claude
+        var, file, hint = _AUTH_HINTS.get(cli, ("", "", ""))
+        if not var:
+            auth = "-"
+        elif os.environ.get(var):
             auth = f"{var} set"
         elif (Path.home() / file).exists():
             auth = f"~/{file} found"

@@ -9,15 +9,17 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from chorus.bodies import PermissionAsk
 from chorus.cli._app import app
 from chorus.policy import (
+    PERMISSION_MODES,
     AuditLog,
     FlagBoard,
     PolicyEngine,
@@ -28,7 +30,7 @@ from chorus.policy import (
     scan_for_leaks,
 )
 
-console = Console()
+console = Console(soft_wrap=True)  # long paths stay on one line (scripts grep them)
 
 audit_app = typer.Typer(
     help="Show and verify the audit log (a hash chain).", invoke_without_command=True
@@ -96,7 +98,7 @@ def audit(
             _when(entry.ts),
             entry.kind,
             entry.session_id or "-",
-            _summary(entry.data),
+            escape(_summary(entry.data)),
         )
     console.print(table)
 
@@ -111,7 +113,7 @@ def audit_verify() -> None:
         return
     where = f" (line {result.line})" if result.line else ""
     console.print(
-        f"[red]TAMPERED[/red]: {result.problem}{where}; {result.entries} entries verified before it"
+        f"[red]TAMPERED[/red]: {escape(result.problem)}{where}; {result.entries} verified before it"
     )
     raise typer.Exit(1)
 
@@ -213,21 +215,20 @@ def policy_check(
     write: bool = typer.Option(False, help="With --path: a write, not a read."),
     url: str | None = typer.Option(None, help="Decide a web fetch of this URL."),
     mode: str | None = typer.Option(None, help="Permission mode to decide in."),
-    cwd: Path | None = typer.Option(None, help="Working directory (default: here)."),
+    cwd: Annotated[Path | None, typer.Option(help="Working directory (default: here).")] = None,
 ) -> None:
     """Validate policy.toml; with --command/--path/--url, show what it decides."""
     policy = load_policy()
     console.print(f"{policy_path()}: valid")
     asks = _asks(command, path, write, url, cwd or Path.cwd())
-    if mode is not None and mode not in ("default", "acceptEdits", "plan", "bypassPermissions"):
-        raise typer.BadParameter(f"unknown mode {mode!r}")
+    if mode is not None and mode not in PERMISSION_MODES:
+        raise typer.BadParameter(f"unknown mode {mode!r}; one of {', '.join(PERMISSION_MODES)}")
     engine = PolicyEngine(policy, cwd=cwd)
     for ask in asks:
-        verdict = engine.decide(ask, mode=mode)  # type: ignore[arg-type]  # checked above
+        verdict = engine.decide(ask, mode=mode)
         risk = f" risk={verdict.risk.level}" if verdict.risk else ""
-        console.print(
-            f"{ask.tool}: [bold]{verdict.decision}[/bold] [{verdict.rule}]{risk} {verdict.reason}"
-        )
+        text = escape(f"[{verdict.rule}]{risk} {verdict.reason}")
+        console.print(f"{ask.tool}: [bold]{verdict.decision}[/bold] {text}")
 
 
 def _asks(
@@ -258,8 +259,8 @@ def flags_list() -> None:
             f"{now - flag.created:.0f}s",
             f"{max(0.0, flag.expires - now):.0f}s -> {flag.default}",
             flag.body,
-            flag.summary,
-            flag.reason,
+            escape(flag.summary),
+            escape(flag.reason),
         )
     console.print(table)
 

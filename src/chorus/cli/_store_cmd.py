@@ -7,7 +7,7 @@ import dataclasses
 import datetime as dt
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import typer
 from rich.console import Console
@@ -31,7 +31,6 @@ T = TypeVar("T")
 sessions_app = typer.Typer(help="Inspect recorded sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 console = Console()
-err_console = Console(stderr=True)
 
 #: ``chorus replay`` exit codes.
 EXIT_MATCH, EXIT_DIVERGED, EXIT_UNKNOWN = 0, 1, 2
@@ -48,16 +47,13 @@ def _with_store(use: Callable[[Store], Awaitable[T]]) -> T:
 
 
 def _fail(message: str, code: int) -> typer.Exit:
-    err_console.print(f"[red]error:[/red] {escape(message)}")
+    # Plain echo, not rich: a message is never re-wrapped to the terminal width.
+    typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
 
 
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds")
-
-
-def _session_json(session: SessionRecord) -> dict[str, Any]:
-    return dataclasses.asdict(session)
 
 
 @sessions_app.command("list")
@@ -68,7 +64,7 @@ def list_sessions(
     """List recorded sessions, newest first."""
     sessions = _with_store(lambda store: store.list_sessions(limit=limit))
     if as_json:
-        typer.echo(json.dumps([_session_json(s) for s in sessions], ensure_ascii=False))
+        typer.echo(json.dumps([dataclasses.asdict(s) for s in sessions], ensure_ascii=False))
         return
     if not sessions:
         console.print("no sessions recorded")
@@ -105,7 +101,7 @@ def show_session(
         raise _fail(str(exc), EXIT_UNKNOWN) from exc
     if as_json:
         document = {
-            "session": _session_json(session),
+            "session": dataclasses.asdict(session),
             "events": [e.model_dump(mode="json") for e in events],
         }
         typer.echo(json.dumps(document, ensure_ascii=False))
@@ -150,7 +146,7 @@ def replay_session(
     except (UnknownSessionError, NoReplayCodecError) as exc:
         raise _fail(str(exc), EXIT_UNKNOWN) from exc
     if report.ok:
-        console.print(f"[green]ok[/green] {escape(report.describe())}")
+        typer.echo(f"ok: {report.describe()}")
         raise typer.Exit(EXIT_MATCH)
-    err_console.print(f"[red]diverged[/red] {escape(report.describe())}")
+    typer.echo(f"diverged: {report.describe()}", err=True)
     raise typer.Exit(EXIT_DIVERGED)

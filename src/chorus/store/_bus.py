@@ -115,6 +115,10 @@ class Subscription:
         self._wake = asyncio.Event()
         bus.attach(self)
 
+    def _start_at(self, next_seq: int) -> None:
+        """Set the first seq to deliver; for the store, between attach and the first read."""
+        self._next_seq = next_seq
+
     @property
     def caught_up(self) -> bool:
         """True once the log has been read up to the live stream (a gateway can

@@ -12,6 +12,7 @@ Timestamps are seconds since the epoch (``time.time()``), like event ``ts``.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from abc import ABC, abstractmethod
@@ -237,6 +238,19 @@ class Store(ABC):
         the bus. Raises :class:`UnknownSessionError`, :class:`StoreQueueFullError`
         (the writer is ``max_queue`` operations behind; nothing was written), or
         :class:`EventTooLargeError`. Cancelling the await does not withdraw the write.
+        """
+
+    @abstractmethod
+    def append_nowait(
+        self, session_id: str, event: Event, *, origin: str = ORIGIN_CODEC
+    ) -> asyncio.Future[Event]:
+        """Queue one append now and return a future of the stamped event.
+
+        Call on the event loop's thread. Appends are stamped in call order, so a
+        session can queue events as they arrive without waiting for each commit
+        (their futures resolve after it, like :meth:`append`). Raises
+        :class:`StoreQueueFullError` or :class:`StoreClosedError` at once; other
+        errors arrive through the future.
         """
 
     @abstractmethod

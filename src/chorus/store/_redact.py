@@ -44,63 +44,138 @@ _SECRET_STEMS = (
 _SECRET_NAME = rf"[A-Za-z0-9_.-]*?(?i:{_SECRET_STEMS})"
 _SECRET_NAME_RE = re.compile(_SECRET_NAME)
 
-# (kind, pattern). A pattern may contain a group named ``v`` (renamed per kind
-# below): then only that part is replaced and the context (``API_KEY=``,
-# ``Bearer ``, ``user:``) stays readable. Order breaks ties at one position.
-_BUILTIN: tuple[tuple[str, str], ...] = (
+_STEM_TRIGGERS = ("key", "secret", "token", "passw", "passphrase", "credential")
+_STEM_VALUE = r"\\\"(?:[^\"\\]|\\[^\"])*\\\"|\"[^\"\\\n]+\"|'[^'\n]+'|[^\s\"'\\&;,]+"
+
+# (kind, triggers, pattern). A rule runs only when one of its triggers (lowercase
+# substrings) occurs in the text, so clean text costs a few ``in`` checks, not a
+# regex scan per rule. A pattern may have a group ``v``: then only that part is
+# replaced and the context (``API_KEY=``, ``Bearer ``, ``user:``) stays readable.
+# Rules run in this order, most specific first; a marker is never re-redacted.
+_RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "private_key",
+        ("private key-----",),
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE KEY-----"
         r"|[A-Za-z0-9+/=\s\\]*)",
     ),
     (
         "url_password",
+        ("://",),
         r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"'\\<>]+:" + _NOT_MARKER + r"(?P<v>[^\s@/\"'\\<>]+)@",
     ),
-    ("basic_auth", r"(?i:authorization)[\"']?\s*:\s*[\"']?(?i:basic)\s+(?P<v>[A-Za-z0-9+/=]{8,})"),
-    ("bearer_token", r"\b(?i:bearer)\s+" + _NOT_MARKER + r"(?P<v>[A-Za-z0-9._~+/-]{16,}=*)"),
-    ("jwt", r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
-    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{16,}"),
-    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
-    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{30,}"),
-    ("google_oauth_token", r"\bya29\.[0-9A-Za-z_-]{20,}"),
-    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
-    ("gitlab_token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
-    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    ("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|AIPA)[A-Z0-9]{16}\b"),
+    ("anthropic_key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_-]{16,}"),
+    (
+        "openai_key",
+        ("sk-",),
+        r"\bsk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}",
+    ),
+    (
+        "stripe_key",
+        ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
+        r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+    ),
+    ("google_api_key", ("aiza",), r"\bAIza[0-9A-Za-z_-]{30,}"),
+    ("google_oauth_token", ("ya29.",), r"\bya29\.[0-9A-Za-z_-]{20,}"),
+    (
+        "github_token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})",
+    ),
+    ("gitlab_token", ("glpat-",), r"\bglpat-[A-Za-z0-9_-]{20,}"),
+    ("npm_token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b"),
+    (
+        "aws_access_key",
+        ("akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa", "aipa"),
+        r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|AIPA)[A-Z0-9]{16}\b",
+    ),
     (
         "aws_secret_key",
+        ("aws",),
         r"(?i:aws)[A-Za-z0-9_.-]{0,30}?(?i:secret)[A-Za-z0-9_.-]{0,30}?[\"']?\s*[:=]\s*[\"']?"
         r"(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])",
     ),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"),
-    ("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}"),
+    ("slack_token", ("xox",), r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    (
+        "slack_webhook",
+        ("hooks.slack.com",),
+        r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}",
+    ),
+    ("huggingface_token", ("hf_",), r"\bhf_[A-Za-z0-9]{30,}"),
+    ("jwt", ("eyj",), r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*"),
+    (
+        "bearer_token",
+        ("bearer",),
+        r"\b(?i:bearer)\s+" + _NOT_MARKER + r"(?P<v>[A-Za-z0-9._~+/-]{16,}=*)",
+    ),
+    (
+        "basic_auth",
+        ("authorization",),
+        r"(?i:authorization)[\"']?\s*:\s*[\"']?(?i:basic)\s+"
+        + _NOT_MARKER
+        + r"(?P<v>[A-Za-z0-9+/=]{8,})",
+    ),
     (
         # NAME=value, NAME="value", NAME='value', and NAME=\"value\" as it looks
-        # inside JSON text; the name stays, the value goes.
+        # inside JSON text; the name (ending in a stem) stays, the value goes.
         "secret_assignment",
-        r"(?<![A-Za-z0-9_.-])" + _SECRET_NAME + r"[\"']?\s*=\s*" + _NOT_MARKER + r"(?P<v>"
-        r"\\\"(?:[^\"\\]|\\[^\"])*\\\"|\"[^\"\\\n]+\"|'[^'\n]+'|[^\s\"'\\&;,]+)",
+        _STEM_TRIGGERS,
+        rf"(?i:{_SECRET_STEMS})[\"']?\s*=\s*" + _NOT_MARKER + rf"(?P<v>{_STEM_VALUE})",
     ),
     (
         # "name": "value" inside JSON text (e.g. an Unknown event's raw line).
         "secret_field",
-        r"\"" + _SECRET_NAME + r"\"\s*:\s*\"" + _NOT_MARKER + r"(?P<v>(?:[^\"\\]|\\.)+)\"",
+        _STEM_TRIGGERS,
+        rf"(?i:{_SECRET_STEMS})\"\s*:\s*\"" + _NOT_MARKER + r"(?P<v>(?:[^\"\\]|\\.)+)\"",
     ),
 )
 
 
-def _compile_builtin() -> tuple[re.Pattern[str], tuple[str, ...]]:
-    parts = []
-    for kind, pattern in _BUILTIN:
-        inner = pattern.replace("(?P<v>", f"(?P<v_{kind}>")
-        parts.append(f"(?P<k_{kind}>{inner})")
-    return re.compile("|".join(parts)), tuple(kind for kind, _ in _BUILTIN)
+class _Rule:
+    """One built-in pattern with its cheap pre-check."""
+
+    __slots__ = ("kind", "pattern", "triggers")
+
+    def __init__(self, kind: str, triggers: tuple[str, ...], pattern: str) -> None:
+        self.kind = kind
+        self.triggers = triggers
+        self.pattern = re.compile(pattern)
+
+    def apply(self, text: str, lowered: str) -> str:
+        if not any(trigger in lowered for trigger in self.triggers):
+            return text
+        return self.pattern.sub(self._replace, text)
+
+    def _replace(self, match: re.Match[str]) -> str:
+        if "v" not in self.pattern.groupindex or match.start("v") < 0:
+            return marker(self.kind)
+        text, offset = match.group(0), match.start()
+        start, end = match.start("v") - offset, match.end("v") - offset
+        return text[:start] + marker(self.kind) + text[end:]
 
 
-_BUILTIN_RE, _BUILTIN_KINDS = _compile_builtin()
+def _trie_pattern(words: Iterable[str]) -> str:
+    """A regex matching any of ``words``, shaped as a trie (``a(?:ws|iza)``) so
+    the engine rejects most positions on their first character."""
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return _trie_branch(trie)
+
+
+def _trie_branch(node: dict[str, Any]) -> str:
+    if "" in node:
+        return ""  # a shorter word already ends here: longer ones add nothing
+    alternatives = [re.escape(char) + _trie_branch(child) for char, child in sorted(node.items())]
+    return alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
+
+
+_BUILTIN = tuple(_Rule(kind, triggers, pattern) for kind, triggers, pattern in _RULES)
+#: Matches (in lowercased text) wherever some built-in rule could apply.
+_ANY_TRIGGER = re.compile(_trie_pattern({t for rule in _BUILTIN for t in rule.triggers}))
 
 
 def marker(kind: str) -> str:
@@ -111,18 +186,6 @@ def marker(kind: str) -> str:
 def looks_secret_name(name: str) -> bool:
     """True if a variable or JSON field called ``name`` should hold a secret."""
     return _SECRET_NAME_RE.fullmatch(name) is not None
-
-
-def _replace_builtin(match: re.Match[str]) -> str:
-    for kind in _BUILTIN_KINDS:
-        if match.group(f"k_{kind}") is None:
-            continue
-        start, end = match.span(f"v_{kind}") if f"v_{kind}" in match.re.groupindex else (-1, -1)
-        if start < 0:
-            return marker(kind)
-        text, offset = match.group(0), match.start()
-        return text[: start - offset] + marker(kind) + text[end - offset :]
-    return match.group(0)  # unreachable: some alternative matched
 
 
 def _compile_custom(patterns: Iterable[str]) -> tuple[re.Pattern[str], ...]:
@@ -187,15 +250,28 @@ class Redactor:
             self._secrets_re = re.compile(alternation)
             self._secrets = merged
 
+    def might_contain_secret(self, text: str) -> bool:
+        """A cheap conservative pre-check: False means :meth:`redact_text` (and
+        :meth:`redact_json` on the JSON that ``text`` serializes) would change nothing."""
+        if self._custom:
+            return True  # arbitrary user regexes have no cheap pre-check
+        secrets_re = self._secrets_re
+        if secrets_re is not None and secrets_re.search(text):
+            return True
+        return _ANY_TRIGGER.search(text.lower()) is not None
+
     def redact_text(self, text: str) -> str:
         """``text`` with every secret replaced; the same object when nothing matched."""
-        secrets_re = self._secrets_re
         out = text
+        secrets_re = self._secrets_re
         if secrets_re is not None:
             out = secrets_re.sub(marker("secret"), out)
         for pattern in self._custom:
             out = pattern.sub(_replace_custom, out)
-        out = _BUILTIN_RE.sub(_replace_builtin, out)
+        lowered = out.lower()
+        if _ANY_TRIGGER.search(lowered) is not None:
+            for rule in _BUILTIN:
+                out = rule.apply(out, lowered)
         return text if out == text else out
 
     def redact_json(self, value: Any) -> Any:
@@ -247,14 +323,28 @@ class Redactor:
 
     def redact_event(self, event: Event) -> Event:
         """The event with every string field redacted (``event`` itself if clean)."""
+        if not self._event_might_contain_secret(event):
+            return event
         data = event.model_dump(mode="json")
         redacted = self.redact_json(data)
         return event if redacted is data else event_from_dict(redacted)
 
+    def _event_might_contain_secret(self, event: Event) -> bool:
+        # Checking the string fields one by one scans only the content, not the
+        # JSON keys and ids around it; anything nested gets the full check.
+        for name in type(event).model_fields:
+            value = getattr(event, name)
+            if isinstance(value, str):
+                if value and self.might_contain_secret(value):
+                    return True
+            elif value is not None and not isinstance(value, int | float):
+                return self.might_contain_secret(event.model_dump_json())
+        return False
+
     def logging_filter(self) -> logging.Filter:
-        """A :class:`logging.Filter` that redacts each record's message in place,
-        so handlers never see a secret. Attach it to handlers (not loggers) to
-        cover records from child loggers too."""
+        """A :class:`logging.Filter` that redacts each record's message and
+        traceback in place, so handlers never see a secret. Attach it to handlers
+        (not loggers) to cover records from child loggers too."""
         return _RedactingFilter(self)
 
 
@@ -268,4 +358,8 @@ class _RedactingFilter(logging.Filter):
         redacted = self._redactor.redact_text(message)
         if redacted is not message:
             record.msg, record.args = redacted, None
+        if record.exc_info and not record.exc_text:
+            # Formatters reuse a cached exc_text, so the traceback is redacted too.
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = self._redactor.redact_text(text)
         return True

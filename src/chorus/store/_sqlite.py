@@ -157,14 +157,18 @@ class SqliteStore(Store):
         conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=writer, timeout=30.0
         )
-        if self._sql_trace is not None:
-            conn.set_trace_callback(self._sql_trace)
-        if writer:
-            conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={self._synchronous}")
-        conn.execute("PRAGMA foreign_keys=ON")
-        if not writer:
-            conn.execute("PRAGMA query_only=ON")
+        try:
+            if self._sql_trace is not None:
+                conn.set_trace_callback(self._sql_trace)
+            if writer:
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            conn.execute("PRAGMA foreign_keys=ON")
+            if not writer:
+                conn.execute("PRAGMA query_only=ON")
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _connect_writer(self) -> sqlite3.Connection:
@@ -298,8 +302,17 @@ class SqliteStore(Store):
     # -- events -----------------------------------------------------------------------
 
     async def append(self, session_id: str, event: Event, *, origin: str = ORIGIN_CODEC) -> Event:
-        stamped = await self.append_many(session_id, (event,), origin=origin)
-        return stamped[0]
+        return await self.append_nowait(session_id, event, origin=origin)
+
+    def append_nowait(
+        self, session_id: str, event: Event, *, origin: str = ORIGIN_CODEC
+    ) -> asyncio.Future[Event]:
+        self._check_open()
+        assert self._writer is not None
+        op = AppendOp(asyncio.get_running_loop(), session_id, (event,), origin, single=True)
+        self._writer.submit(op)
+        assert op.future is not None
+        return op.future
 
     async def append_many(
         self, session_id: str, events: Sequence[Event], *, origin: str = ORIGIN_CODEC
@@ -349,13 +362,15 @@ class SqliteStore(Store):
     ) -> Subscription:
         self._check_open()
         if session_id is None:
+            if from_seq is not None:
+                raise ValueError("a subscription to all sessions is live only: no from_seq")
             return Subscription(self._bus, None, next_seq=1, fetch=None, max_queue=max_queue)
         # Attach before reading where "now" is, so nothing committed in between is missed.
         sub = Subscription(
             self._bus, session_id, next_seq=from_seq or 1, fetch=self._fetch, max_queue=max_queue
         )
         if from_seq is None:
-            sub._next_seq = await self.last_seq(session_id) + 1
+            sub._start_at(await self.last_seq(session_id) + 1)
         return sub
 
     async def _fetch(self, session_id: str, from_seq: int, limit: int) -> list[Event]:

@@ -70,6 +70,25 @@ class _Txn:
     cursors: dict[str, _Cursor] = field(default_factory=dict)
     mirror_lines: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     events: list[Event] = field(default_factory=list)
+    # Rows are inserted together (one executemany per table) at flush().
+    event_rows: list[tuple[Any, ...]] = field(default_factory=list)
+    raw_rows: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def flush(self) -> None:
+        """Insert the buffered rows. A failure here is a batch failure."""
+        if self.event_rows:
+            self.conn.executemany(
+                "INSERT INTO events (session_id, seq, ts, type, origin, payload)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                self.event_rows,
+            )
+            self.event_rows.clear()
+        if self.raw_rows:
+            self.conn.executemany(
+                "INSERT INTO raw_lines (session_id, n, stream, line, ts) VALUES (?, ?, ?, ?, ?)",
+                self.raw_rows,
+            )
+            self.raw_rows.clear()
 
     def cursor(self, session_id: str) -> _Cursor:
         cursor = self.cursors.get(session_id)
@@ -105,9 +124,10 @@ class Op:
 
 
 class AppendOp(Op):
-    """Redact, stamp and insert events of one session with consecutive seqs."""
+    """Redact, stamp and insert events of one session with consecutive seqs.
+    The result is the list of stamped events, or the one event if ``single``."""
 
-    __slots__ = ("events", "origin", "session_id")
+    __slots__ = ("events", "origin", "session_id", "single")
 
     def __init__(
         self,
@@ -115,40 +135,38 @@ class AppendOp(Op):
         session_id: str,
         events: Sequence[Event],
         origin: str,
+        *,
+        single: bool = False,
     ) -> None:
         super().__init__(loop)
         self.session_id = session_id
         self.events = events
         self.origin = origin
+        self.single = single
 
-    def apply(self, txn: _Txn) -> list[Event]:
+    def _stamp(self, event: Event, cursor: _Cursor, offset: int) -> Event:
+        update = {"session_id": self.session_id, "seq": cursor.next_seq + offset}
+        if not event.body:
+            update["body"] = cursor.body
+        return event.model_copy(update=update)
+
+    def apply(self, txn: _Txn) -> list[Event] | Event:
         cursor = txn.cursor(self.session_id)
         stamped: list[Event] = []
         rows = []
         for offset, event in enumerate(self.events):
-            clean = txn.redactor.redact_event(event)
-            final = cast(
-                Event,
-                clean.stamp(
-                    session_id=self.session_id,
-                    seq=cursor.next_seq + offset,
-                    body=clean.body or cursor.body,
-                ),
-            )
+            # Redacted before stamping, so the stamped ids are never touched.
+            final = self._stamp(txn.redactor.redact_event(event), cursor, offset)
             payload = final.model_dump_json()
             _check_size(payload, txn.max_event_bytes)
             stamped.append(final)
             rows.append((self.session_id, final.seq, final.ts, final.type, self.origin, payload))
-        # Nothing is inserted until every event passed, so a failure writes nothing.
-        txn.conn.executemany(
-            "INSERT INTO events (session_id, seq, ts, type, origin, payload)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+        # Nothing is buffered until every event passed, so a failure writes nothing.
+        txn.event_rows.extend(rows)
         cursor.next_seq += len(rows)
         txn.mirror_lines[self.session_id].extend(row[5] for row in rows)
         txn.events.extend(stamped)
-        return stamped
+        return stamped[0] if self.single else stamped
 
 
 class RawOp(Op):
@@ -172,10 +190,8 @@ class RawOp(Op):
     def apply(self, txn: _Txn) -> int:
         cursor = txn.cursor(self.session_id)
         n = cursor.next_n
-        txn.conn.execute(
-            "INSERT INTO raw_lines (session_id, n, stream, line, ts) VALUES (?, ?, ?, ?, ?)",
-            (self.session_id, n, self.stream, txn.redactor.redact_line(self.line), self.ts),
-        )
+        line = txn.redactor.redact_line(self.line)
+        txn.raw_rows.append((self.session_id, n, self.stream, line, self.ts))
         cursor.next_n += 1
         return n
 
@@ -196,6 +212,7 @@ class CallOp(Op):
         self.fn = fn
 
     def apply(self, txn: _Txn) -> Any:
+        txn.flush()  # earlier appends first: the savepoint must not cover them
         txn.conn.execute("SAVEPOINT op")
         try:
             result = self.fn(txn.conn)
@@ -312,7 +329,8 @@ class Writer:
             except queue.Empty:
                 return
             if isinstance(item, Op):
-                _settle([_Outcome(item, False, StoreClosedError("the store failed to open"))])
+                error = StoreClosedError("the store failed to open")
+                _settle([_Outcome(item, False, error)], self._redactor)
 
     def _loop(self, conn: sqlite3.Connection) -> None:
         while True:
@@ -321,8 +339,10 @@ class Writer:
                 try:
                     self._process(conn, batch)
                 except Exception as exc:  # a bug must not strand the callers' futures
-                    log.exception("store writer: batch failed")
-                    _settle([_Outcome(op, False, _as_store_error(exc)) for op in batch])
+                    log.exception("store writer: batch of %d operations failed", len(batch))
+                    _settle(
+                        [_Outcome(op, False, _as_store_error(exc)) for op in batch], self._redactor
+                    )
             if stop:
                 return
 
@@ -346,6 +366,7 @@ class Writer:
         try:
             conn.execute("BEGIN IMMEDIATE")
             outcomes = [self._apply(op, txn) for op in batch]
+            txn.flush()
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
@@ -354,10 +375,10 @@ class Writer:
             if not isinstance(exc, sqlite3.Error):
                 raise
             error = StoreError(f"write failed, batch rolled back: {exc}")
-            _settle([_Outcome(op, False, error) for op in batch])
+            _settle([_Outcome(op, False, error) for op in batch], self._redactor)
             return
         self._write_mirror(txn)
-        _settle(outcomes)
+        _settle(outcomes, self._redactor)
         self._bus.publish(txn.events)
 
     @staticmethod
@@ -375,17 +396,18 @@ class Writer:
         except (OSError, ChorusError) as exc:
             # The database committed; the mirror is a convenience copy that
             # rebuild_mirror() restores. Only the path and the error are logged.
-            log.warning("store: JSONL mirror not written: %s", exc)
+            log.warning("store: JSONL mirror not written: %s", self._redactor.redact_text(str(exc)))
 
 
-def _settle(outcomes: Sequence[_Outcome]) -> None:
+def _settle(outcomes: Sequence[_Outcome], redactor: Redactor) -> None:
     """Resolve futures on their own loops (one wake-up per loop); log the
-    failures of operations nobody awaits."""
+    failures of operations nobody awaits (redacted, like everything logged)."""
     by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = defaultdict(list)
     for outcome in outcomes:
         if outcome.op.loop is None:
             if not outcome.ok:
-                log.warning("store: %s not recorded: %s", outcome.op.describe(), outcome.value)
+                reason = redactor.redact_text(str(outcome.value))
+                log.warning("store: %s not recorded: %s", outcome.op.describe(), reason)
             continue
         by_loop[outcome.op.loop].append(outcome)
     for loop, items in by_loop.items():

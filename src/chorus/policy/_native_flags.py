@@ -1,0 +1,217 @@
+"""Native flags for one-shot bodies, taken only from ``native_flags.toml``.
+
+A body with a permission callback asks Chorus about every tool call; a one-shot
+body (``claude -p``, ``codex exec``, ``gemini -p``) cannot, so its CLI has to
+enforce the policy with its own flags. :func:`native_flags` picks them from the
+data file for the session's permission mode, adds the deny rules the CLI can
+express (Claude's ``--disallowedTools``, Codex's writable roots), and emits a
+*dangerous* flag only when the file allows it, the mode is
+``bypassPermissions`` and ``policy.toml`` sets ``native.allow_dangerous``;
+otherwise it falls back to the body's safer mode and says so in ``notes``.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from chorus._errors import ConfigError, UnknownBodyError
+from chorus.policy._model import PERMISSION_MODES, PermissionMode, Policy
+from chorus.policy._paths import PathContext
+
+_GLOBS = frozenset("*?[")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class BodyFlags(_Strict):
+    """One body's entry in the data file."""
+
+    default: list[str]
+    accept_edits: list[str] = Field(alias="acceptEdits")
+    plan: list[str]
+    bypass: list[str] = Field(alias="bypassPermissions")
+    fallback: PermissionMode = "acceptEdits"
+    dangerous_env: dict[str, str] = Field(default_factory=dict)
+    deny_flag: str | None = None
+    deny_command: str | None = None
+    deny_read: str | None = None
+    deny_edit: str | None = None
+    writable_roots: str | None = None
+
+    def for_mode(self, mode: PermissionMode) -> list[str]:
+        return {
+            "default": self.default,
+            "acceptEdits": self.accept_edits,
+            "plan": self.plan,
+            "bypassPermissions": self.bypass,
+        }[mode]
+
+
+class DangerousFlag(_Strict):
+    """A flag that switches a CLI's own checks off."""
+
+    body: str
+    flag: str
+    allowed: bool
+    why: str
+
+
+class NativeTable(_Strict):
+    """The whole data file: per-body flags and the dangerous-flag list."""
+
+    bodies: dict[str, BodyFlags]
+    dangerous: list[DangerousFlag]
+
+    @model_validator(mode="after")
+    def _dangerous_only_in_bypass(self) -> NativeTable:
+        for name, flags in self.bodies.items():
+            if flags.fallback == "bypassPermissions":
+                raise ValueError(f"{name}: fallback cannot be bypassPermissions")
+            for mode in PERMISSION_MODES:
+                if mode == "bypassPermissions":
+                    continue
+                bad = set(flags.for_mode(mode)) & self.dangerous_for(name)
+                if bad:
+                    raise ValueError(f"{name}.{mode} uses dangerous flags {sorted(bad)}")
+        return self
+
+    def dangerous_for(self, body: str) -> set[str]:
+        return {d.flag for d in self.dangerous if d.body == body}
+
+    def allowed_dangerous(self, body: str) -> set[str]:
+        return {d.flag for d in self.dangerous if d.body == body and d.allowed}
+
+
+def _read_default() -> str:
+    return resources.files("chorus.policy").joinpath("native_flags.toml").read_text("utf-8")
+
+
+@cache
+def _default_table() -> NativeTable:
+    return parse_native_table(_read_default(), source="chorus/policy/native_flags.toml")
+
+
+def parse_native_table(text: str, *, source: str = "native_flags.toml") -> NativeTable:
+    """Parse and validate a native-flags data file; :class:`ConfigError` when invalid."""
+    try:
+        return NativeTable.model_validate(tomllib.loads(text))
+    except (tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
+
+
+def load_native_table(path: Path | None = None) -> NativeTable:
+    """The table from ``path``, or the packaged ``native_flags.toml``."""
+    if path is None:
+        return _default_table()
+    return parse_native_table(path.read_text(encoding="utf-8"), source=str(path))
+
+
+@dataclass(frozen=True, slots=True)
+class NativeFlags:
+    """Flags and environment for one run. ``mode`` is the mode really used (it differs
+    from the requested one when a dangerous flag was refused); ``notes`` say why."""
+
+    body: str
+    mode: PermissionMode
+    args: tuple[str, ...]
+    env: dict[str, str]
+    dangerous: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def native_flags(
+    body: str,
+    policy: Policy,
+    *,
+    mode: PermissionMode | None = None,
+    ctx: PathContext | None = None,
+    table: NativeTable | None = None,
+) -> NativeFlags:
+    """The native flags for ``body`` under ``policy`` in ``mode`` (default: the policy's).
+
+    Raises :class:`UnknownBodyError` for a body the data file does not list
+    (bodies with a permission callback need no native flags).
+    """
+    table = table or load_native_table()
+    entry = table.bodies.get(body)
+    if entry is None:
+        raise UnknownBodyError(f"no native flags for body {body!r}; known: {sorted(table.bodies)}")
+    requested = mode or policy.mode
+    effective, notes = _effective_mode(body, entry, table, policy, requested)
+    args = list(entry.for_mode(effective))
+    used_dangerous = tuple(a for a in args if a in table.dangerous_for(body))
+    env = dict(entry.dangerous_env) if used_dangerous else {}
+    ctx = ctx or PathContext.current()
+    args += _deny_rules(entry, policy, ctx)
+    args += _writable_roots(entry, policy, ctx)
+    if used_dangerous:
+        notes.append(
+            "the CLI skips its own checks: only the deny rules it understands apply "
+            "(shell risk, exfiltration and domain rules are not enforced in this mode)"
+        )
+    return NativeFlags(body, effective, tuple(args), env, used_dangerous, tuple(notes))
+
+
+def _effective_mode(
+    body: str, entry: BodyFlags, table: NativeTable, policy: Policy, mode: PermissionMode
+) -> tuple[PermissionMode, list[str]]:
+    if mode != "bypassPermissions":
+        return mode, []
+    wanted = set(entry.bypass) & table.dangerous_for(body)
+    refused = sorted(wanted - table.allowed_dangerous(body))
+    if refused:
+        return entry.fallback, [
+            f"{', '.join(refused)} is not allowed by native_flags.toml; using {entry.fallback}"
+        ]
+    if wanted and not policy.native.allow_dangerous:
+        return entry.fallback, [
+            f"policy native.allow_dangerous is false; using {entry.fallback} "
+            f"instead of {', '.join(sorted(wanted))}"
+        ]
+    return mode, []
+
+
+def _claude_path(pattern: str) -> str:
+    # Claude's rule paths: "//abs" is absolute, "~/x" is home-relative, "**/x" is anywhere.
+    return "/" + pattern if pattern.startswith("/") else pattern
+
+
+def _deny_rules(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
+    if entry.deny_flag is None:
+        return []
+    rules: list[str] = []
+    if entry.deny_command and policy.shell.mode != "unrestricted":
+        for command in policy.shell.denied_commands:
+            prefix = command.rstrip("*").strip()
+            if prefix and not _GLOBS.intersection(prefix):
+                rules.append(entry.deny_command.format(command=prefix))
+    for pattern in policy.filesystem.denied_paths:
+        expanded = ctx.expand(pattern) if "{" in pattern else pattern
+        paths = [expanded] if _GLOBS.intersection(expanded) else [expanded, expanded + "/**"]
+        for template in (entry.deny_read, entry.deny_edit):
+            if template:
+                rules += [template.format(path=_claude_path(p)) for p in paths]
+    return [entry.deny_flag, *rules] if rules else []
+
+
+def _writable_roots(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
+    if entry.writable_roots is None:
+        return []
+    extra = [ctx.expand(p) for p in policy.filesystem.allowed_paths if p != "{cwd}"]
+    if not extra:
+        return []
+    return ["-c", entry.writable_roots.format(roots=json.dumps(extra))]
+
+
+def dangerous_flags(body: str | None = None) -> list[DangerousFlag]:
+    """The dangerous flags the data file lists (for ``chorus policy show``)."""
+    return [d for d in load_native_table().dangerous if body is None or d.body == body]
