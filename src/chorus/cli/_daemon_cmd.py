@@ -75,7 +75,7 @@ def _submit(
     model: str | None,
     cwd: str | None,
     session: str | None,
-    mode: str,
+    mode: str | None,
 ) -> dict[str, Any]:
     folder = _validate(body, cwd) if session is None else None
     request = {
@@ -106,7 +106,7 @@ def ask(
     model: str | None = _MODEL,
     cwd: str | None = _CWD,
     session: str | None = _SESSION,
-    mode: str = _MODE,
+    mode: str | None = _MODE,
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
 ) -> None:
     """Run a job and stream its events until it ends. Ctrl-C interrupts the job.
@@ -128,7 +128,7 @@ def task(
     model: str | None = _MODEL,
     cwd: str | None = _CWD,
     session: str | None = _SESSION,
-    mode: str = _MODE,
+    mode: str | None = _MODE,
 ) -> None:
     """Queue a job and print its id at once (fire and forget)."""
     job = _submit(prompt, body, model, cwd, session, mode)

@@ -12,14 +12,14 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from chorus._errors import ChorusError, UserError
 from chorus.daemon._supervisor import JobRequest, Supervisor
@@ -53,8 +53,10 @@ def _fail(exc: Exception) -> JSONResponse:
     return _error(str(exc), name, 500)
 
 
-def build_app(sup: Supervisor, lifespan: Lifespan | None = None) -> Starlette:
-    """The app around a running :class:`Supervisor`."""
+def build_app(
+    sup: Supervisor, lifespan: Lifespan | None = None, extra_routes: Sequence[BaseRoute] = ()
+) -> Starlette:
+    """The app around a running :class:`Supervisor`, plus ``extra_routes`` (the gateway's)."""
 
     async def status(request: Request) -> Response:
         jobs = await sup.store.list_jobs()
@@ -132,13 +134,14 @@ def build_app(sup: Supervisor, lifespan: Lifespan | None = None) -> Starlette:
             await sup.store.get_session(sid)
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
-        if request.path_params["action"] == "pause":
-            if sup.is_busy(sid):
-                return _error("the session is running a job; wait or interrupt it", "busy", 409)
+        # Pausing never fails: no new job of the session starts, and ``busy`` says
+        # whether one is still running (the caller waits for it to drain).
+        paused = request.path_params["action"] == "pause"
+        if paused:
             sup.pause(sid)
         else:
             sup.resume(sid)
-        return JSONResponse({"session_id": sid, "paused": request.path_params["action"] == "pause"})
+        return JSONResponse({"session_id": sid, "paused": paused, "busy": sup.is_busy(sid)})
 
     return Starlette(
         lifespan=lifespan,
@@ -153,6 +156,7 @@ def build_app(sup: Supervisor, lifespan: Lifespan | None = None) -> Starlette:
             Route("/sessions", list_sessions),
             Route("/sessions/{session_id}", get_session),
             Route("/sessions/{session_id}/{action:str}", pause, methods=["POST"]),
+            *extra_routes,
         ],
     )
 

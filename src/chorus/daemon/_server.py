@@ -9,6 +9,7 @@ import os
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -18,20 +19,23 @@ from chorus.daemon._api import build_app
 from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
+from chorus.gateway import Gateway
+from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.store import SqliteStore, Store
 
 log = logging.getLogger("chorus.daemon")
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
 
 
-def _lifespan(store: Store, sup: Supervisor) -> Lifespan:
-    """Run the supervisor for the app's life; close the store after it."""
+def _lifespan(store: Store, sup: Supervisor, gateway: Gateway) -> Lifespan:
+    """Run the supervisor and the gateway for the app's life; close the store after them."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         task = asyncio.create_task(sup.run(), name="supervisor")
         try:
-            yield
+            async with gateway.running():
+                yield
         finally:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -39,6 +43,21 @@ def _lifespan(store: Store, sup: Supervisor) -> Lifespan:
             await store.close()
 
     return lifespan
+
+
+def _policy_parts(store: SqliteStore) -> dict[str, Any]:
+    """The policy (policy.toml, made on first run), the audit chain and the secrets
+    vault, all redacting with the store's redactor (which learns every secret)."""
+    redactor = store.redactor
+    secrets = SecretStore(redactor=redactor)
+    secrets.register_with(redactor)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(redactor.logging_filter())
+    return {
+        "policy": load_policy(),
+        "audit": AuditLog(redactor=redactor),
+        "secrets": secrets,
+    }
 
 
 async def serve() -> int:
@@ -50,12 +69,13 @@ async def serve() -> int:
     config = load_config()
     store = SqliteStore()
     await store.start()
-    sup = Supervisor(store, config)
+    sup = Supervisor(store, config, **_policy_parts(store))
     if config.daemon.notifications:
         sup.outcome_hooks.append(notify_desktop)
     if config.router.notify_on_failover:
         sup.failover_hooks.append(notify_failover)
-    app = build_app(sup, lifespan=_lifespan(store, sup))
+    gateway = Gateway(store, config)
+    app = build_app(sup, lifespan=_lifespan(store, sup, gateway), extra_routes=gateway.routes())
     listener = _bind_private_socket()
     try:
         # uvicorn's own ``uds=`` would chmod the socket 0666; hand it our 0600 one.

@@ -35,9 +35,9 @@ from typing import Any
 from chorus._errors import UserError
 from chorus.bodies import (
     CLI_OF,
+    TERMINAL_TYPES,
     Body,
     BodyOptions,
-    PermissionCallback,
     allow_all,
     body_names,
     check_installed,
@@ -45,18 +45,32 @@ from chorus.bodies import (
 )
 from chorus.config import ChorusConfig, chorus_home
 from chorus.events import (
+    CompatibilityWarning,
+    ControlRequestEvent,
     ErrorCode,
     ErrorInfo,
     Event,
     Handoff,
     JobEnded,
     Notice,
+    PermissionDecision,
     SessionEnded,
+    SessionStarted,
+    Steer,
     TurnCompleted,
     TurnFailed,
 )
+from chorus.policy import (
+    PERMISSION_MODES,
+    AuditLog,
+    PermissionMode,
+    Policy,
+    PolicyGate,
+    SecretStore,
+    policy_callback,
+)
 from chorus.router import CooldownPolicy, HealthBook, Router, build_bundle
-from chorus.store import JobRecord, JobState, SessionRecord, Store
+from chorus.store import ORIGIN_CHORUS, ORIGIN_CODEC, JobRecord, JobState, SessionRecord, Store
 
 log = logging.getLogger("chorus.daemon")
 
@@ -76,7 +90,8 @@ class JobRequest:
     model: str | None = None
     cwd: str | None = None
     session_id: str | None = None
-    permission_mode: str = "default"
+    #: None: the policy's own default mode.
+    permission_mode: str | None = None
 
 
 class Supervisor:
@@ -89,12 +104,18 @@ class Supervisor:
         config: ChorusConfig,
         *,
         body_factory: BodyFactory | None = None,
-        permission_callback: PermissionCallback = allow_all,
+        policy: Policy | None = None,
+        audit: AuditLog | None = None,
+        secrets: SecretStore | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self._factory = body_factory or (lambda name, opts: create_body(name, opts, config))
-        self._permission = permission_callback
+        # Without a policy (tests of the queue alone) every tool is allowed.
+        self.policy = policy
+        self.audit = audit
+        self.secrets = secrets
+        self._gates: dict[str, PolicyGate] = {}
         rc = config.router
         known = body_names(config)
         self.router = Router(
@@ -120,6 +141,7 @@ class Supervisor:
         """Validate and queue a job. Bad input raises :class:`UserError` and writes nothing."""
         if not req.prompt.strip():
             raise UserError("the prompt is empty")
+        _checked_mode(req.permission_mode)
         session = await self._session_for(req)
         job = await self.store.create_job(
             req.prompt,
@@ -268,6 +290,7 @@ class Supervisor:
                 final = TurnFailed(error=err)
             await self._finish(job, final)
         finally:
+            self._gates.pop(job.id, None)
             body = self._live.pop(job.id, None)
             if body is not None:
                 with contextlib.suppress(Exception):
@@ -368,10 +391,15 @@ class Supervisor:
         try:
             await body.start()
             await self._note_pid(session, body)
+            pending: list[asyncio.Future[Event]] = []
             async for event in body.turn(prompt):
-                await self._append(job, event)
-                await self._sync_native_id(session.id, body_name, body)
+                pending.append(self._append_body_event(job, event))
                 final = event
+                if isinstance(event, (SessionStarted, *TERMINAL_TYPES)):
+                    await asyncio.gather(*pending)
+                    pending.clear()
+                    await self._sync_native_id(session.id, body_name, body)
+            await asyncio.gather(*pending)
         finally:
             # A completed turn keeps its body open until the job has ended (see
             # _run_job); anything else closes it now, before a retry or failover.
@@ -387,22 +415,53 @@ class Supervisor:
         env = dict(os.environ)
         if agent is not None:
             env.update(agent.env)
+        if self.secrets is not None and self.policy is not None:
+            env.update(self.secrets.env_for(body_name, self.policy))
+        mode = job.options.get("permission_mode")
+        gate = self._gate(job, session, mode)
         return BodyOptions(
             cwd=Path(session.cwd or os.getcwd()),
             model=(job.options.get("model") or session.model)
             if body_name == session.body
             else None,
-            permission_mode=job.options.get("permission_mode") or "default",
+            permission_mode=_native_mode(gate, mode),
             resume=_native_ids(session).get(body_name),
             executable=self._executable(body_name),
             env=env,
-            permission_callback=self._permission,
+            permission_callback=gate or allow_all,
             raw_tap=self.store.raw_tap(session.id),
         )
 
-    async def _append(self, job: JobRecord, event: Event) -> Event:
+    async def _append(self, job: JobRecord, event: Event, *, origin: str = ORIGIN_CHORUS) -> Event:
+        """Append an event Chorus itself made (notices, handoffs, the job's end)."""
         tagged = event.model_copy(update={"job_id": job.id})
-        return await self.store.append(job.session_id or "", tagged)
+        if self.audit is not None and isinstance(tagged, Handoff):
+            self.audit.record_event(tagged)
+        return await self.store.append(job.session_id or "", tagged, origin=origin)
+
+    def _append_body_event(self, job: JobRecord, event: Event) -> asyncio.Future[Event]:
+        """Queue a body's event: through the policy gate (audit, untrusted marking), then
+        into the log without waiting for its commit (order is kept by the store)."""
+        gate = self._gates.get(job.id)
+        if gate is not None:
+            event = gate.observe(event)
+        tagged = event.model_copy(update={"job_id": job.id})
+        return self.store.append_nowait(job.session_id or "", tagged, origin=_origin_of(tagged))
+
+    def _gate(self, job: JobRecord, session: SessionRecord, mode: str | None) -> PolicyGate | None:
+        """The job's policy gate: its permission callback and event observer."""
+        if self.policy is None:
+            return None
+        gate = policy_callback(
+            self.policy,
+            self.audit,
+            mode=_checked_mode(mode),
+            cwd=Path(session.cwd) if session.cwd else None,
+            session_id=session.id,
+            secrets=self.secrets.values if self.secrets is not None else (),
+        )
+        self._gates[job.id] = gate
+        return gate
 
     async def _sync_native_id(self, session_id: str, body_name: str, body: Body) -> None:
         """Persist the body's native session id once the CLI has confirmed it."""
@@ -498,6 +557,55 @@ class _Run:
 
     def __post_init__(self) -> None:
         self.tried = [self.body]
+
+
+#: Event types a body makes itself (not decoded from the CLI's output): replay skips them.
+_CHORUS_MADE = (PermissionDecision, Notice, CompatibilityWarning, Handoff, JobEnded, Steer)
+#: Control requests Chorus sends (the codec only decodes the CLI's own requests).
+_OUR_CONTROLS = frozenset(
+    {
+        "initialize",
+        "interrupt",
+        "set_model",
+        "set_permission_mode",
+        "set_max_thinking_tokens",
+        "mcp_status",
+    }
+)
+
+
+def _origin_of(event: Event) -> str:
+    """``codec`` for events decoded from the body's output, ``chorus`` for the rest."""
+    if isinstance(event, _CHORUS_MADE):
+        return ORIGIN_CHORUS
+    if isinstance(event, ControlRequestEvent) and event.subtype in _OUR_CONTROLS:
+        return ORIGIN_CHORUS
+    if isinstance(event, SessionEnded):
+        return ORIGIN_CHORUS
+    if isinstance(event, TurnFailed) and event.error.code in (
+        ErrorCode.BODY_CRASHED,
+        ErrorCode.TIMEOUT,
+    ):
+        return ORIGIN_CHORUS
+    return ORIGIN_CODEC
+
+
+def _checked_mode(mode: str | None) -> PermissionMode | None:
+    if mode is None:
+        return None
+    if mode not in PERMISSION_MODES:
+        raise UserError(
+            f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}"
+        )
+    return mode
+
+
+def _native_mode(gate: PolicyGate | None, mode: str | None) -> str:
+    """The mode the CLI itself starts in. Under a policy it is ``default`` (every call
+    reaches the gate, which applies the Chorus mode) or ``plan`` (read-only)."""
+    if gate is None:
+        return mode or "default"
+    return "plan" if gate.mode == "plan" else "default"
 
 
 def _active_body(session: SessionRecord) -> str:

@@ -32,7 +32,10 @@ ReplayCodec = Callable[[str], Iterable[Event]]
 CodecFactory = Callable[[], ReplayCodec]
 
 #: Fields the store stamps on append; replay does not compare them.
-STAMPED_FIELDS = frozenset({"session_id", "seq", "ts", "body"})
+#: Set by the session and the daemon around the codec, not by the codec itself.
+STAMPED_FIELDS = frozenset(
+    {"session_id", "seq", "ts", "body", "job_id", "native_session_id", "turn_id"}
+)
 _PAGE = 1000
 
 _registry: dict[str, CodecFactory] = {}

@@ -16,3 +16,13 @@ __all__ = [
     "StdinLine",
     "code_for_status",
 ]
+
+
+def _register_replay() -> None:
+    # `chorus replay` re-runs a session's raw stdout through this codec.
+    from chorus.store import register_replay_codec
+
+    register_replay_codec("claude", lambda: ClaudeCodec().feed)
+
+
+_register_replay()
