@@ -25,6 +25,8 @@ def _register() -> None:
         _agents_cmd,
         _daemon_cmd,
         _demo_cmd,
+        _gateway_cmd,
+        _policy_cmd,
         _schema_cmd,
         _store_cmd,
     )

@@ -1,0 +1,46 @@
+"""Shared set-up for benches: a throwaway CHORUS_HOME wired to the scripted model."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from chorus.daemon import stop_daemon
+from chorus.testing import ModelServer, offline_env
+
+
+@contextmanager
+def bench_home(clis: tuple[str, ...], extra: str = "") -> Iterator[tuple[ModelServer, Path, Path]]:
+    """Yield (server, work dir, tmp root) with CHORUS_HOME set and each CLI on its lane."""
+    with tempfile.TemporaryDirectory(prefix="chorus-bench-") as tmp, ModelServer() as server:
+        root = Path(tmp)
+        home, work = root / "chorus-home", root / "work"
+        home.mkdir()
+        work.mkdir()
+        lines = ["[daemon]", "notifications = false", extra]
+        for cli in clis:
+            env = offline_env(cli, root / f"{cli}-home", server.lane_url(cli))  # type: ignore[arg-type]
+            lines.append(f"[agents.{cli}.env]")
+            lines += [f"{k} = {json.dumps(v)}" for k, v in env.items()]
+        (home / "config.toml").write_text("\n".join(lines) + "\n")
+        old = os.environ.get("CHORUS_HOME")
+        os.environ["CHORUS_HOME"] = str(home)
+        try:
+            yield server, work, root
+        finally:
+            stop_daemon()
+            if old is None:
+                os.environ.pop("CHORUS_HOME", None)
+            else:
+                os.environ["CHORUS_HOME"] = old
+
+
+def summary(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return f"median {statistics.median(ordered):.3f}s  p95 {p95:.3f}s  n={len(ordered)}"

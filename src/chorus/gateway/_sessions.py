@@ -1,0 +1,531 @@
+"""Long-lived gateway sessions: one body each, every event in the log.
+
+A :class:`GatewaySession` owns one started :class:`chorus.bodies.Body`. Its
+driver task (owned by the :class:`SessionHub`'s TaskGroup) is the only
+consumer of the body's events: between turns it records whatever the body
+emits (control echoes, a crash); when a user message is queued it runs one
+turn and records every event up to the terminal one. Turns run one at a
+time, in arrival order; at most ``max_queued_messages`` wait (a further one
+is refused with ``queue_full``, never dropped silently).
+
+Controls map to body methods through the body's declared
+:class:`chorus.bodies.Capabilities`: a control it declares unsupported is
+refused without calling the body (``unsupported``); anything the body itself
+refuses maps through :func:`chorus.gateway._errors.code_for`.
+
+Sessions outlive connections: a brain that reconnects re-attaches with
+``initialize {resume: <session id>, last_seq: N}``. A session whose body ended
+(or that no connection used for ``session_idle_timeout_s``) leaves the hub;
+``initialize`` with ``resume`` then starts a new body with the CLI's native
+resume, appending to the same log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from chorus._errors import ChorusError
+from chorus.bodies import (
+    CLI_OF,
+    Body,
+    BodyOptions,
+    PermissionCallback,
+    allow_all,
+    body_names,
+    create_body,
+)
+from chorus.config import ChorusConfig
+from chorus.events import (
+    UCP_VERSION,
+    CompatibilityWarning,
+    Event,
+    JsonDict,
+    KnownRequest,
+    Notice,
+    Queued,
+    SessionEnded,
+)
+from chorus.gateway._config import GatewayConfig
+from chorus.gateway._errors import GatewayCode, RequestError
+from chorus.store import ORIGIN_CHORUS, SessionRecord, Store, StoreError
+
+log = logging.getLogger("chorus.gateway")
+T = TypeVar("T")
+
+BodyFactory = Callable[[str, BodyOptions], Body]
+State = Literal["idle", "running", "ended"]
+
+#: The capability (``Capabilities`` field) each body control needs.
+CAPABILITY_OF: dict[str, str] = {
+    "interrupt": "interrupt",
+    "set_model": "set_model",
+    "set_permission_mode": "set_permission_mode",
+    "set_max_thinking_tokens": "max_thinking_tokens",
+    "steer": "steer",
+    "mcp_status": "mcp_status",
+}
+#: How long a closing session may take to record its last events.
+_DRAIN_GRACE = 10.0
+
+
+class GatewaySession:
+    """One store session and the long-lived body that serves it.
+
+    Create through :meth:`SessionHub.open` (which starts the body and the
+    driver). Every method may be called from any connection's task.
+    """
+
+    def __init__(self, record: SessionRecord, body: Body, store: Store, *, max_queued: int) -> None:
+        self.id = record.id
+        self.body_name = record.body
+        self.cwd = record.cwd
+        self.body = body
+        self.connections = 0
+        self.detached_at = time.monotonic()
+        self._store = store
+        self._native = record.native_session_id
+        self._prompts: asyncio.Queue[str] = asyncio.Queue(max_queued)
+        self._enqueue_lock = asyncio.Lock()
+        self._state: State = "idle"
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def ended(self) -> bool:
+        return self._state == "ended"
+
+    # -- the driver ------------------------------------------------------------------
+
+    async def drive(self) -> None:
+        """Run queued turns and record every event until the body ends.
+
+        Returns after recording the body's :class:`SessionEnded` (call
+        :meth:`close` to make that happen). Store failures are logged and end
+        the session rather than the hub.
+        """
+        unrun = 0
+        try:
+            while not self.ended:
+                prompt = await self._idle()
+                if prompt is None:
+                    break
+                if self.ended:  # taken in the same instant the body ended
+                    unrun = 1
+                    break
+                await self._turn(prompt)
+        except Exception:  # the task boundary: one broken session must not end the others
+            log.exception("gateway session %s failed", self.id)
+            self._state = "ended"
+            with contextlib.suppress(Exception):
+                await self.body.close()
+        finally:
+            await self._drop_queued(unrun)
+
+    async def _idle(self) -> str | None:
+        """Record events that arrive between turns until a prompt is queued (returned)
+        or the body ends (None)."""
+        async with _closing(self.body.stream()) as stream:
+            while not self.ended:
+                next_prompt = asyncio.ensure_future(self._prompts.get())
+                next_event = asyncio.ensure_future(_next(stream))
+                try:
+                    await asyncio.wait(
+                        {next_prompt, next_event}, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    event = await _settle(next_event)
+                    prompt = await _settle(next_prompt)
+                if event is not None:
+                    await self._record(event)
+                if prompt is not None:
+                    return prompt
+                if event is None:  # cannot happen (one of the two finished); stay safe
+                    return None
+        return None
+
+    async def _turn(self, prompt: str) -> None:
+        self._state = "running"
+        try:
+            async with _closing(self.body.turn(prompt)) as events:
+                async for event in events:
+                    await self._record(event)
+        except StoreError:
+            raise
+        except ChorusError as exc:  # the body refused the message; the session goes on
+            notice = Notice(message=f"the body did not take the message: {exc}", kind="error")
+            await self._store.append(self.id, notice, origin=ORIGIN_CHORUS)
+        finally:
+            if self._state == "running":
+                self._state = "idle"
+
+    async def _record(self, event: Event) -> None:
+        await self._store.append(self.id, event)
+        if isinstance(event, SessionEnded):
+            self._state = "ended"
+            await self._store.update_session(self.id, state="ended")
+        native = self.body.native_session_id
+        if native and native != self._native:
+            self._native = native
+            await self._store.update_session(self.id, native_session_id=native)
+
+    async def _drop_queued(self, dropped: int) -> None:
+        while not self._prompts.empty():
+            self._prompts.get_nowait()
+            dropped += 1
+        if dropped:
+            message = f"{dropped} queued message(s) dropped: the body ended"
+            with contextlib.suppress(Exception):
+                await self._store.append(
+                    self.id, Notice(message=message, kind="error"), origin=ORIGIN_CHORUS
+                )
+
+    async def close(self) -> None:
+        """Close the body (bounded by its own escalation); the driver then records the
+        :class:`SessionEnded` and returns. Idempotent."""
+        await self.body.close()
+
+    # -- user messages ------------------------------------------------------------------
+
+    async def enqueue(self, text: str) -> int:
+        """Queue a user message for the next turn; returns its position (0: next).
+
+        The message is in the log (a :class:`Queued` event) before it is queued.
+        Raises :class:`RequestError` ``queue_full`` or ``session_ended``.
+        """
+        async with self._enqueue_lock:
+            self._check_live()
+            if self._prompts.full():
+                raise RequestError(
+                    GatewayCode.QUEUE_FULL,
+                    f"{self._prompts.maxsize} messages are queued already; wait or interrupt",
+                )
+            position = self._prompts.qsize() + (1 if self._state == "running" else 0)
+            await self._store.append(
+                self.id, Queued(text=text, position=position), origin=ORIGIN_CHORUS
+            )
+            self._prompts.put_nowait(text)  # cannot overflow: only this locked path puts
+            return position
+
+    # -- controls -------------------------------------------------------------------------
+
+    async def control(self, request: KnownRequest) -> JsonDict:
+        """Run one control on the body and return the success payload.
+
+        Raises :class:`RequestError` (``unsupported`` when the body's declared
+        capabilities rule it out, ``session_ended``), or whatever the body
+        raises (mapped to a code by the caller).
+        """
+        if request.subtype == "status":
+            return await self.status()
+        self._check_live()
+        capability = CAPABILITY_OF.get(request.subtype)
+        if capability is not None and not self.body.capabilities.supports(capability):
+            raise RequestError(
+                GatewayCode.UNSUPPORTED,
+                f"body {self.body_name!r} does not support {request.subtype!r}",
+            )
+        return await self._body_control(request)
+
+    async def _body_control(self, request: KnownRequest) -> JsonDict:
+        if request.subtype == "set_model":
+            await self.body.set_model(request.model)
+            await self._store.update_session(self.id, model=request.model)
+            return {"model": request.model}
+        if request.subtype == "set_permission_mode":
+            await self.body.set_permission_mode(request.mode)
+            return {"mode": request.mode}
+        if request.subtype == "set_max_thinking_tokens":
+            await self.body.set_max_thinking_tokens(request.max_thinking_tokens)
+            return {"max_thinking_tokens": request.max_thinking_tokens}
+        if request.subtype == "interrupt":
+            running = self._state == "running"
+            await self.body.interrupt()
+            return {"interrupted": running, "queued": self._prompts.qsize()}
+        if request.subtype == "mcp_status":
+            return await self.body.mcp_status()
+        if request.subtype == "steer":
+            await self.body.steer(request.text)
+            return {}
+        # initialize is the connection's business; anything else is not a body control.
+        raise RequestError(GatewayCode.INVALID_REQUEST, f"{request.subtype!r} is not a control")
+
+    async def warn(self, control: str, message: str) -> None:
+        """Append a :class:`CompatibilityWarning` (an unsupported control is never silent)."""
+        warning = CompatibilityWarning(control=control, message=message)
+        await self._store.append(self.id, warning, origin=ORIGIN_CHORUS)
+
+    async def status(self) -> JsonDict:
+        """What a brain needs to know about the session right now."""
+        return {
+            "session_id": self.id,
+            "body": self.body_name,
+            "state": self._state,
+            "model": self.body.model,
+            "permission_mode": self.body.permission_mode,
+            "native_session_id": self.body.native_session_id,
+            "cwd": self.cwd,
+            "queued": self._prompts.qsize(),
+            "last_seq": await self._store.last_seq(self.id),
+            "connections": self.connections,
+            "capabilities": self.body.capabilities.as_dict(),
+            "ucp_version": UCP_VERSION,
+        }
+
+    def _check_live(self) -> None:
+        if self.ended:
+            raise RequestError(
+                GatewayCode.SESSION_ENDED,
+                f"session {self.id} has ended; initialize with resume to restart it",
+            )
+
+
+@contextlib.asynccontextmanager
+async def _closing(events: AsyncIterator[Event]) -> AsyncIterator[AsyncIterator[Event]]:
+    """Close an event generator on exit, so none is left suspended for the GC to finish."""
+    try:
+        yield events
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+async def _next(stream: AsyncIterator[Event]) -> Event:
+    return await anext(stream)
+
+
+async def _settle(task: asyncio.Future[T]) -> T | None:
+    """The task's result if it finished, else cancel it and return None.
+
+    A cancelled ``Queue.get`` leaves its item in the queue, so nothing is lost.
+    """
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    if task.cancelled():
+        return None
+    return task.result()
+
+
+class SessionHub:
+    """The live sessions, keyed by store session id. Owns their driver tasks.
+
+    Run :meth:`run` in a task for the gateway's life: it holds the TaskGroup
+    the drivers live in, closes sessions nobody used for
+    ``session_idle_timeout_s``, and on cancellation closes every body (each
+    gets ``_DRAIN_GRACE`` seconds to record its last events).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        config: ChorusConfig,
+        settings: GatewayConfig,
+        *,
+        body_factory: BodyFactory | None = None,
+        permission_callback: PermissionCallback = allow_all,
+    ) -> None:
+        self._store = store
+        self._config = config
+        self._settings = settings
+        self._factory = body_factory or (lambda name, opts: create_body(name, opts, config))
+        self._permission = permission_callback
+        self._live: dict[str, GatewaySession] = {}
+        self._drivers: dict[str, asyncio.Task[None]] = {}
+        # One lock for every resume: two brains resuming one stored session must not
+        # start two bodies on it. Resumes are rare, so serializing them all is cheap.
+        self._resume_lock = asyncio.Lock()
+        self._starting = 0
+        self._tg: asyncio.TaskGroup | None = None
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def get(self, session_id: str) -> GatewaySession | None:
+        return self._live.get(session_id)
+
+    def ids(self) -> list[str]:
+        return sorted(self._live)
+
+    # -- running ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Own the drivers until cancelled; then close every session (bounded)."""
+        async with asyncio.TaskGroup() as tg:
+            self._tg = tg
+            try:
+                await self._reap_forever()
+            finally:
+                self._tg = None
+                await self._close_all()
+
+    async def _reap_forever(self) -> None:
+        timeout = self._settings.session_idle_timeout_s
+        period = min(30.0, timeout / 4) if timeout else 3600.0
+        while True:
+            await asyncio.sleep(period)
+            if timeout:
+                await self._reap(timeout)
+
+    async def _reap(self, idle_limit: float) -> None:
+        now = time.monotonic()
+        for session in list(self._live.values()):
+            unused = session.connections == 0 and now - session.detached_at > idle_limit
+            if unused and session.state == "idle":
+                log.info("closing gateway session %s: unused for %.0f s", session.id, idle_limit)
+                await session.close()
+
+    async def _close_all(self) -> None:
+        sessions = list(self._live.values())
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        drivers = list(self._drivers.values())
+        if drivers:
+            await asyncio.wait(drivers, timeout=_DRAIN_GRACE)
+
+    # -- attaching ----------------------------------------------------------------------
+
+    def attach(self, session: GatewaySession) -> None:
+        session.connections += 1
+
+    def detach(self, session: GatewaySession) -> None:
+        session.connections = max(0, session.connections - 1)
+        if session.connections == 0:
+            session.detached_at = time.monotonic()
+
+    # -- opening ------------------------------------------------------------------------
+
+    async def open(
+        self,
+        *,
+        body: str | None = None,
+        model: str | None = None,
+        cwd: str | None = None,
+        permission_mode: str | None = None,
+        resume: str | None = None,
+    ) -> tuple[GatewaySession, bool]:
+        """The session to attach to, and whether it existed before.
+
+        With ``resume``: the live session, else the stored one restarted with
+        its CLI's native resume. Without: a new session on ``body`` (default
+        from config). Raises :class:`RequestError` (``unknown_body``,
+        ``session_not_found``, ``too_many_sessions``, ``invalid_request``) or
+        the body's start errors. Cancelling it closes whatever it started.
+        """
+        if resume is not None:
+            return await self._resume(resume, body, model, permission_mode)
+        name = body or self._settings.default_body
+        if name not in body_names(self._config):
+            known = ", ".join(body_names(self._config))
+            raise RequestError(GatewayCode.UNKNOWN_BODY, f"unknown body {name!r}; known: {known}")
+        folder = _checked_cwd(cwd)
+        with self._reserve():
+            record = await self._store.create_session(
+                name, model=model, cwd=str(folder), state="starting", transport={"via": "gateway"}
+            )
+            session = await self._launch(record, model, permission_mode, resume=None)
+        return session, False
+
+    async def _resume(
+        self, session_id: str, body: str | None, model: str | None, mode: str | None
+    ) -> tuple[GatewaySession, bool]:
+        async with self._resume_lock:
+            live = self._live.get(session_id)
+            if live is not None and not live.ended:
+                _check_same_body(live.body_name, body)
+                return live, True
+            record = await self._store.get_session(session_id)
+            _check_same_body(record.body, body)
+            with self._reserve():
+                session = await self._launch(
+                    record, model or record.model, mode, resume=record.native_session_id
+                )
+            return session, True
+
+    @contextlib.contextmanager
+    def _reserve(self) -> Iterator[None]:
+        """Count a session as live while its body starts, so concurrent opens respect
+        ``max_sessions``."""
+        if len(self._live) + self._starting >= self._settings.max_sessions:
+            raise RequestError(
+                GatewayCode.TOO_MANY_SESSIONS,
+                f"the gateway runs {self._settings.max_sessions} sessions already",
+            )
+        self._starting += 1
+        try:
+            yield
+        finally:
+            self._starting -= 1
+
+    async def _launch(
+        self, record: SessionRecord, model: str | None, mode: str | None, *, resume: str | None
+    ) -> GatewaySession:
+        tg = self._tg
+        if tg is None:
+            raise RequestError(GatewayCode.INTERNAL, "the gateway is not running")
+        body = self._factory(record.body, self._options(record, model, mode, resume))
+        try:
+            await body.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await body.close()
+            raise
+        session = GatewaySession(
+            record, body, self._store, max_queued=self._settings.max_queued_messages
+        )
+        self._live[record.id] = session
+        self._drivers[record.id] = tg.create_task(self._drive(session), name=f"ucp-{record.id}")
+        pid = getattr(body, "pid", None)
+        transport = {**record.transport, "pgid": pid} if isinstance(pid, int) else None
+        await self._store.update_session(record.id, state="active", transport=transport)
+        return session
+
+    async def _drive(self, session: GatewaySession) -> None:
+        try:
+            await session.drive()
+        finally:
+            if self._live.get(session.id) is session:
+                del self._live[session.id]
+                self._drivers.pop(session.id, None)
+
+    def _options(
+        self, record: SessionRecord, model: str | None, mode: str | None, resume: str | None
+    ) -> BodyOptions:
+        agent = self._config.agents.get(CLI_OF.get(record.body, record.body))
+        env = dict(os.environ)
+        if agent is not None:
+            env.update(agent.env)
+        return BodyOptions(
+            cwd=Path(record.cwd or os.getcwd()),
+            model=model,
+            permission_mode=mode or "default",
+            resume=resume,
+            env=env,
+            permission_callback=self._permission,
+            raw_tap=self._store.raw_tap(record.id),
+        )
+
+
+def _check_same_body(actual: str, asked: str | None) -> None:
+    if asked is not None and asked != actual:
+        raise RequestError(
+            GatewayCode.INVALID_REQUEST, f"the session runs body {actual!r}, not {asked!r}"
+        )
+
+
+def _checked_cwd(raw: str | None) -> Path:
+    folder = Path(raw or os.getcwd()).expanduser()
+    if not folder.is_absolute():
+        raise RequestError(GatewayCode.INVALID_REQUEST, f"cwd must be absolute, not {raw!r}")
+    if not folder.is_dir():
+        raise RequestError(GatewayCode.INVALID_REQUEST, f"cwd {folder} is not a directory")
+    return folder.resolve()
