@@ -20,7 +20,11 @@ from chorus.daemon import spawn_daemon
 from chorus.events import Handoff, TurnFailed, parse_event
 from chorus.testing import error, shell, text
 
-ROUTER = '[router]\nbodies = ["claude", "codex"]\ncooldown_base_s = 0.1\nnotify_on_failover = false\n'
+ROUTER = """[router]
+bodies = ["claude", "codex"]
+cooldown_base_s = 0.1
+notify_on_failover = false
+"""
 
 
 def _round(server, work) -> tuple[float, float]:  # type: ignore[no-untyped-def]

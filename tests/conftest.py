@@ -4,7 +4,6 @@ and offline environments for the real agent CLIs."""
 from __future__ import annotations
 
 import os
-
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
