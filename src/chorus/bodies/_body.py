@@ -12,7 +12,9 @@ turn is streaming. A control the body cannot do raises
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -23,7 +25,7 @@ from typing import Any, ClassVar, Self
 from chorus._errors import UnsupportedControlError
 from chorus.bodies._capabilities import Capabilities
 from chorus.bodies._permissions import PermissionCallback, allow_all
-from chorus.bodies._transport import RawTap
+from chorus.bodies._transport import ProcessTransport, RawTap
 from chorus.events import (
     ErrorCode,
     ErrorInfo,
@@ -153,3 +155,36 @@ class Body(ABC):
 
     async def mcp_status(self) -> dict[str, Any]:
         raise self._unsupported("mcp_status")
+
+
+async def wait_task(task: asyncio.Task[Any] | None, timeout: float) -> bool:  # noqa: ASYNC109
+    """Wait up to ``timeout`` for ``task`` to end by itself (it is not cancelled on
+    timeout). True when it has ended (or there was none)."""
+    if task is None or task.done():
+        return True
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(task), timeout)
+    return task.done()
+
+
+async def join_task(task: asyncio.Task[Any] | None, timeout: float) -> None:  # noqa: ASYNC109
+    """Give ``task`` ``timeout`` seconds to end by itself, then cancel it; reap it."""
+    if task is None:
+        return
+    if not await wait_task(task, timeout):
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def interrupt_group(
+    task: asyncio.Task[Any],
+    transport: ProcessTransport,
+    timeout: float,  # noqa: ASYNC109
+) -> None:
+    """The one-shot bodies' interrupt: SIGINT the process group, wait ``timeout`` for
+    the turn's task, then escalate (SIGTERM, SIGKILL) and wait for the task."""
+    transport.signal_group(signal.SIGINT)
+    if not await wait_task(task, timeout):
+        await transport.close(grace=0.0)
+        await task

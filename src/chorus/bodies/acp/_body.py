@@ -25,7 +25,12 @@ from collections.abc import Coroutine
 from typing import Any, ClassVar, cast
 
 from chorus._errors import BodyCrashedError, BodyProtocolError, BodyTimeoutError
-from chorus.bodies._body import Body, BodyOptions, crash_error
+from chorus.bodies._body import (
+    Body,
+    BodyOptions,
+    crash_error,
+    join_task,
+)
 from chorus.bodies._capabilities import Capabilities
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
@@ -139,13 +144,7 @@ class AcpBody(Body):
         self._closed = self._closing = True
         if self._transport is not None:
             await self._transport.close()
-        if self._supervisor is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._supervisor), _EXIT_WAIT * 2)
-            except TimeoutError:
-                self._supervisor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._supervisor
+        await join_task(self._supervisor, _EXIT_WAIT * 2)
 
     async def _emit(self, event: Event) -> None:
         # The class is shared by every ACP agent: events carry the agent's name.

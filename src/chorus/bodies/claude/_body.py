@@ -21,7 +21,12 @@ import signal
 from typing import Any, ClassVar
 
 from chorus._errors import BodyCrashedError, BodyTimeoutError, UnsupportedControlError
-from chorus.bodies._body import Body, BodyOptions, crash_error
+from chorus.bodies._body import (
+    Body,
+    BodyOptions,
+    crash_error,
+    join_task,
+)
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import ProcessTransport
@@ -187,15 +192,7 @@ class ClaudeBody(Body):
         await self._join_runner()
 
     async def _join_runner(self) -> None:
-        runner = self._runner
-        if runner is None:
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(runner), 10.0)
-        if not runner.done():
-            runner.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await runner
+        await join_task(self._runner, 10.0)
 
     # -- the runner: stdout -> events ---------------------------------------------------
 

@@ -9,12 +9,16 @@ not allow are refused by the CLI itself (they show in ``permission_denials``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 from typing import ClassVar
 
 from chorus._errors import BodyError
-from chorus.bodies._body import Body, BodyOptions, crash_error
+from chorus.bodies._body import (
+    Body,
+    BodyOptions,
+    crash_error,
+    interrupt_group,
+    wait_task,
+)
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._transport import ProcessTransport
 from chorus.bodies.claude._codec import ClaudeCodec
@@ -86,9 +90,7 @@ class ClaudePrintBody(Body):
         runner = self._runner
         if runner is None or runner.done():
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(runner), _EXIT_WAIT)
-        if not runner.done():
+        if not await wait_task(runner, _EXIT_WAIT):
             raise BodyError("claude-print runs one turn at a time; the last one still runs")
 
     def _argv(self, prompt: str, resume: str | None) -> list[str]:
@@ -153,12 +155,7 @@ class ClaudePrintBody(Body):
         if runner is None or runner.done() or transport is None:
             return
         self._interrupted = True
-        transport.signal_group(signal.SIGINT)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(runner), self.options.interrupt_timeout)
-        if not runner.done():
-            await transport.close(grace=0.0)
-        await runner
+        await interrupt_group(runner, transport, self.options.interrupt_timeout)
 
     async def set_model(self, model: str | None) -> None:
         """Takes effect on the next turn (a new process with ``--model``)."""

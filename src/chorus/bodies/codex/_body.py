@@ -35,7 +35,14 @@ from typing import ClassVar
 
 from chorus._errors import BodyCrashedError, BodyTimeoutError, UserError
 from chorus.agents import find_agent
-from chorus.bodies._body import Body, BodyOptions, crash_error
+from chorus.bodies._body import (
+    Body,
+    BodyOptions,
+    crash_error,
+    interrupt_group,
+    join_task,
+    wait_task,
+)
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
@@ -206,15 +213,7 @@ class CodexBody(Body):
         await self._join_runner()
 
     async def _join_runner(self) -> None:
-        runner = self._runner
-        if runner is None:
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(runner), 10.0)
-        if not runner.done():
-            runner.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await runner
+        await join_task(self._runner, 10.0)
 
     async def _emit(self, event: Event) -> None:
         if event.native_session_id is None and self.native_session_id is not None:
@@ -509,9 +508,7 @@ class CodexExecBody(Body):
             return
         if not self._codec.terminal_seen:
             raise UserError("a Codex exec turn is already running; interrupt() it first")
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(task), 10.0)
-        if not task.done() and self._transport is not None:
+        if not await wait_task(task, 10.0) and self._transport is not None:
             await self._transport.close()
             await task
 
@@ -539,12 +536,7 @@ class CodexExecBody(Body):
         if task is None or task.done() or transport is None or self._codec.terminal_seen:
             return
         self._interrupted = True
-        transport.signal_group(signal.SIGINT)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(task), self.options.interrupt_timeout)
-        if not task.done():
-            await transport.close(grace=0.0)
-            await task
+        await interrupt_group(task, transport, self.options.interrupt_timeout)
 
     async def set_model(self, model: str | None) -> None:
         """Run the next turn with ``-m model`` (``None``: the config's model)."""
