@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -212,8 +213,15 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         return
     console.print(f"daemon: running (pid {data['pid']})")
     console.print(f"jobs: {data.get('jobs', {})}")
+    now = time.time()
     for row in data.get("health", []):
-        console.print(f"health {row['key']}: {row['quota_state']} until {row['cooldown_until']}")
+        left = row["cooldown_until"] - now
+        cooling = f", cooling down {left:.0f}s more" if left > 0 else ""
+        rate = sum(row["outcomes"]) / len(row["outcomes"]) if row["outcomes"] else 1.0
+        console.print(
+            f"{row['key']}: {row['quota_state']}, success {rate:.0%}"
+            f" of last {len(row['outcomes'])}{cooling}"
+        )
 
 
 _TALK_ARGS = {
