@@ -272,7 +272,10 @@ class Supervisor:
             return
         session = await self.store.get_session(job.session_id)
         pgid = session.transport.get("pgid")
-        if isinstance(pgid, int) and pgid > 1:
+        started = session.transport.get("pgid_started")
+        # Only the very process we started: a pid reused since (e.g. after a reboot)
+        # has another start time, and is left alone.
+        if isinstance(pgid, int) and pgid > 1 and started == _start_time(pgid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
 
@@ -484,7 +487,7 @@ class Supervisor:
         pid = getattr(body, "pid", None)
         if isinstance(pid, int):
             fresh = await self.store.get_session(session.id)
-            transport = {**fresh.transport, "pgid": pid}
+            transport = {**fresh.transport, "pgid": pid, "pgid_started": _start_time(pid)}
             await self.store.update_session(session.id, transport=transport, state="active")
 
     # -- outcomes -------------------------------------------------------------------------
@@ -606,6 +609,16 @@ def _native_mode(gate: PolicyGate | None, mode: str | None) -> str:
     if gate is None:
         return mode or "default"
     return "plan" if gate.mode == "plan" else "default"
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (Linux), or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[19]) if len(fields) > 19 else None
 
 
 def _active_body(session: SessionRecord) -> str:
