@@ -68,6 +68,8 @@ async def main(args: argparse.Namespace) -> int:
         )
         while True:
             message = json.loads(await ws.recv())
+            if message["type"] == "keep_alive":  # echo it: a silent brain is closed as idle
+                await ws.send('{"type": "keep_alive"}')
             if message["type"] != "event":
                 continue  # keep_alive, or an error answer to a refused frame
             event = message["event"]

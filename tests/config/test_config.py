@@ -49,3 +49,13 @@ def test_unknown_key_and_bad_value_name_the_key() -> None:
         load_config()
     assert "daemon.max_parallel_jobs" in str(info.value)
     assert "daemon.colour" in str(info.value)
+
+
+def test_gateway_and_brain_tables_are_validated_by_the_gateway() -> None:
+    _write('[gateway]\nport = 0\n[brain]\nmax_attempts = 5\nurl_allowlist = ["^wss://"]\n')
+    cfg = load_config()
+    assert cfg.gateway == {"port": 0}
+    assert cfg.brain["max_attempts"] == 5
+    _write("[gateway]\nbogus = 1\n")
+    with pytest.raises(ConfigError, match=r"gateway\.bogus"):
+        load_config()

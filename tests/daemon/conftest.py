@@ -49,7 +49,7 @@ class Chorus:
 
 
 def write_config(home: Path, agents: dict[str, dict[str, str]], extra: str = "") -> None:
-    lines = ["[daemon]", "notifications = false", extra]
+    lines = ["[daemon]", "notifications = false", extra, "[gateway]", "port = 0"]
     for name, env in agents.items():
         lines.append(f"[agents.{name}.env]")
         lines += [f"{key} = {json.dumps(value)}" for key, value in env.items()]

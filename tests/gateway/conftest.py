@@ -20,6 +20,7 @@ from chorus.gateway import (
     Gateway,
     GatewayConfig,
     GatewaySettings,
+    PolicyGuards,
     UcpClient,
     allow_all_controls,
 )
@@ -81,8 +82,8 @@ SettingsFactory = Callable[..., GatewaySettings]
 
 
 @pytest.fixture
-def settings() -> SettingsFactory:
-    """``settings(max_pending=3, ...)``: the test gateway's settings with some changes."""
+def gateway_settings() -> SettingsFactory:
+    """``gateway_settings(max_pending=3, ...)``: the test gateway's settings with some changes."""
 
     def make(**changes: Any) -> GatewaySettings:
         return GatewaySettings(gateway=TEST_GATEWAY.model_copy(update=changes))
@@ -107,12 +108,15 @@ def work(tmp_path: Path) -> Path:
 def start_gateway(
     store: SqliteStore, model_server: ModelServer, work: Path, tmp_path: Path
 ) -> GatewayFactory:
-    """``async with start_gateway(settings=..., policy=...) as harness``: a gateway whose
-    claude/codex/gemini bodies talk to ``model_server`` (CLIs not installed are left out)."""
+    """``async with start_gateway(settings=..., control_policy=..., guards=...) as harness``: a
+    gateway whose claude/codex/gemini bodies talk to ``model_server`` (CLIs not installed
+    are left out)."""
 
     @contextlib.asynccontextmanager
     async def start(
-        settings: GatewaySettings | None = None, policy: ControlPolicy = allow_all_controls
+        settings: GatewaySettings | None = None,
+        control_policy: ControlPolicy = allow_all_controls,
+        guards: PolicyGuards | None = None,
     ) -> AsyncIterator[Harness]:
         agents, clis = {}, []
         for cli in ("claude", "codex", "gemini"):
@@ -125,7 +129,7 @@ def start_gateway(
             clis.append(cli)
         config = ChorusConfig(agents=agents)
         settings = settings or GatewaySettings(gateway=TEST_GATEWAY)
-        gateway = Gateway(store, config, settings, policy=policy)
+        gateway = Gateway(store, config, settings, control_policy=control_policy, guards=guards)
         async with gateway.running():
             token = settings.gateway.token
             assert token is not None

@@ -83,8 +83,13 @@ async def test_ucp_on_the_daemon_socket(daemon_home: Path, model_server: ModelSe
     async with httpx.AsyncClient(transport=transport, base_url="http://chorus") as http:
         metrics = (await http.get("/metrics")).text
         status = (await http.get("/gateway/status")).json()
+        assert len(status["sessions"]) == 1
+        record = (await http.get(f"/sessions/{status['sessions'][0]}")).json()
     assert 'chorus_gateway_requests_total{subtype="initialize",body="none"} 1' in metrics
-    assert len(status["sessions"]) == 1
+    pid = record["transport"]["pgid"]
+    await asyncio.to_thread(stop_daemon)
+    with pytest.raises(ProcessLookupError):  # stopping the daemon closed the body
+        os.kill(pid, 0)
 
 
 async def test_repl_command(daemon_home: Path, model_server: ModelServer) -> None:

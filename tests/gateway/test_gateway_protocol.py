@@ -76,9 +76,9 @@ async def test_bad_binary_frame_is_refused_too(harness: Harness) -> None:
 
 
 async def test_oversized_frame_is_refused_before_parsing(
-    start_gateway: GatewayFactory, settings: SettingsFactory
+    start_gateway: GatewayFactory, gateway_settings: SettingsFactory
 ) -> None:
-    async with start_gateway(settings(max_frame_bytes=4096)) as harness:
+    async with start_gateway(gateway_settings(max_frame_bytes=4096)) as harness:
         big = json.dumps({"type": "control_request", "request_id": "big", "request": {
             "subtype": "status", "pad": "x" * 5000}})  # fmt: skip
         async with harness.client() as brain:
@@ -92,9 +92,9 @@ async def test_oversized_frame_is_refused_before_parsing(
 
 
 async def test_message_above_the_transport_cap_closes_only_that_connection(
-    start_gateway: GatewayFactory, settings: SettingsFactory
+    start_gateway: GatewayFactory, gateway_settings: SettingsFactory
 ) -> None:
-    capped = settings(max_frame_bytes=4096, max_message_bytes=16384)
+    capped = gateway_settings(max_frame_bytes=4096, max_message_bytes=16384)
     async with start_gateway(capped) as harness:
         async with harness.client() as brain:
             await brain.send_raw("x" * 20000)
@@ -156,9 +156,9 @@ async def test_tcp_needs_the_token(harness: Harness) -> None:
 
 
 async def test_browsers_are_refused_unless_their_origin_is_allowed(
-    start_gateway: GatewayFactory, settings: SettingsFactory
+    start_gateway: GatewayFactory, gateway_settings: SettingsFactory
 ) -> None:
-    async with start_gateway(settings(allowed_origins=["https://dash.example"])) as harness:
+    async with start_gateway(gateway_settings(allowed_origins=["https://dash.example"])) as harness:
         with pytest.raises(InvalidStatus) as refused:
             async with harness.client(origin="https://evil.example"):
                 pass
@@ -193,11 +193,13 @@ def _blocking_policy(gate: asyncio.Event) -> Callable[[ControlContext], Awaitabl
 
 
 async def test_pending_cap_refuses_requests_beyond_it(
-    start_gateway: GatewayFactory, settings: SettingsFactory
+    start_gateway: GatewayFactory, gateway_settings: SettingsFactory
 ) -> None:
     gate = asyncio.Event()
     async with (
-        start_gateway(settings(max_pending=3), policy=_blocking_policy(gate)) as harness,
+        start_gateway(
+            gateway_settings(max_pending=3), control_policy=_blocking_policy(gate)
+        ) as harness,
         harness.client() as brain,
     ):
         stuck = [
@@ -212,14 +214,15 @@ async def test_pending_cap_refuses_requests_beyond_it(
         held = await asyncio.gather(*stuck)
         assert {r.response.subtype for r in held} == {"error"}
         assert {r.response.error_code for r in held} == {GatewayCode.POLICY_DENIED}  # type: ignore[union-attr]
-        await _status_works(brain)  # the slots are free again
+        freed = await brain.call("status")  # the slots are free again: no longer too many
+        assert freed.response.error_code == GatewayCode.POLICY_DENIED  # type: ignore[union-attr]
 
 
 async def test_rate_limit_answers_rate_limited(
-    start_gateway: GatewayFactory, settings: SettingsFactory
+    start_gateway: GatewayFactory, gateway_settings: SettingsFactory
 ) -> None:
     async with (
-        start_gateway(settings(rate_per_s=0.01, rate_burst=5)) as harness,
+        start_gateway(gateway_settings(rate_per_s=0.01, rate_burst=5)) as harness,
         harness.client() as brain,
     ):
         replies = await asyncio.gather(
@@ -232,12 +235,12 @@ async def test_rate_limit_answers_rate_limited(
 
 
 async def test_deadline_turns_a_hung_request_into_a_timeout(
-    start_gateway: GatewayFactory, settings: SettingsFactory
+    start_gateway: GatewayFactory, gateway_settings: SettingsFactory
 ) -> None:
     gate = asyncio.Event()
-    short = settings(initialize_deadline_s=0.5)
+    short = gateway_settings(initialize_deadline_s=0.5)
     async with (
-        start_gateway(short, policy=_blocking_policy(gate)) as harness,
+        start_gateway(short, control_policy=_blocking_policy(gate)) as harness,
         harness.client() as brain,
     ):
         started = asyncio.get_running_loop().time()
@@ -246,14 +249,16 @@ async def test_deadline_turns_a_hung_request_into_a_timeout(
         assert reply.response.subtype == "error"
         assert reply.response.error_code == GatewayCode.TIMEOUT
         assert elapsed < 5
-        await _status_works(brain)  # status needs no policy before initialize
+        gate.set()  # the connection still answers (the policy now denies at once)
+        after = await brain.call("status")
+        assert after.response.error_code == GatewayCode.POLICY_DENIED  # type: ignore[union-attr]
 
 
 async def test_policy_denial_is_an_error(start_gateway: GatewayFactory) -> None:
     async def deny_gemini(context: ControlContext) -> str | None:
         return "gemini is off limits" if context.body == "gemini" else None
 
-    async with start_gateway(policy=deny_gemini) as harness, harness.client() as brain:
+    async with start_gateway(control_policy=deny_gemini) as harness, harness.client() as brain:
         with pytest.raises(ResponseError) as caught:
             await brain.request("initialize", body="gemini", cwd=str(harness.work))
         assert caught.value.code == GatewayCode.POLICY_DENIED
@@ -266,7 +271,7 @@ async def test_a_failing_policy_fails_closed(start_gateway: GatewayFactory) -> N
     async def broken(context: ControlContext) -> str | None:
         raise RuntimeError("policy bug")
 
-    async with start_gateway(policy=broken) as harness, harness.client() as brain:
+    async with start_gateway(control_policy=broken) as harness, harness.client() as brain:
         with pytest.raises(ResponseError) as caught:
             await brain.request("initialize", body="claude", cwd=str(harness.work))
     assert caught.value.code == GatewayCode.POLICY_DENIED
@@ -276,9 +281,11 @@ async def test_a_failing_policy_fails_closed(start_gateway: GatewayFactory) -> N
 
 
 async def test_keepalive_frames_and_idle_timeout(
-    start_gateway: GatewayFactory, settings: SettingsFactory
+    start_gateway: GatewayFactory, gateway_settings: SettingsFactory
 ) -> None:
-    async with start_gateway(settings(keepalive_interval_s=0.2, idle_timeout_s=1.0)) as harness:
+    async with start_gateway(
+        gateway_settings(keepalive_interval_s=0.2, idle_timeout_s=1.0)
+    ) as harness:
         async with connect(
             harness.url,
             additional_headers={"Authorization": f"Bearer {harness.token}"},

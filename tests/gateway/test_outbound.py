@@ -99,10 +99,10 @@ async def brain(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeBrain]:
 
 @contextlib.asynccontextmanager
 async def _gateway(
-    start_gateway: GatewayFactory, settings: SettingsFactory, **brain: Any
+    start_gateway: GatewayFactory, gateway_settings: SettingsFactory, **brain: Any
 ) -> AsyncIterator[Harness]:
     config = GatewaySettings(
-        gateway=settings().gateway, brain=BrainConfig(backoff_base_s=0.05, **brain)
+        gateway=gateway_settings().gateway, brain=BrainConfig(backoff_base_s=0.05, **brain)
     )
     async with start_gateway(config) as harness:
         yield harness
@@ -123,9 +123,9 @@ def slow_text_reply() -> Reply:
 
 
 async def test_chorus_dials_the_brain_and_serves_a_session(
-    brain: FakeBrain, start_gateway: GatewayFactory, settings: SettingsFactory
+    brain: FakeBrain, start_gateway: GatewayFactory, gateway_settings: SettingsFactory
 ) -> None:
-    async with _gateway(start_gateway, settings) as harness:
+    async with _gateway(start_gateway, gateway_settings) as harness:
         if "claude" not in harness.clis:
             pytest.skip("claude CLI not installed")
         harness.server.script([slow_text_reply()])
@@ -145,9 +145,9 @@ async def test_chorus_dials_the_brain_and_serves_a_session(
 
 
 async def test_a_dropped_link_is_redialed_and_the_brain_replays(
-    brain: FakeBrain, start_gateway: GatewayFactory, settings: SettingsFactory
+    brain: FakeBrain, start_gateway: GatewayFactory, gateway_settings: SettingsFactory
 ) -> None:
-    async with _gateway(start_gateway, settings) as harness:
+    async with _gateway(start_gateway, gateway_settings) as harness:
         if "claude" not in harness.clis:
             pytest.skip("claude CLI not installed")
         harness.server.script([slow_text_reply()])
@@ -172,10 +172,12 @@ async def test_a_dropped_link_is_redialed_and_the_brain_replays(
 
 
 async def test_an_unreachable_brain_is_given_up_after_bounded_dials(
-    start_gateway: GatewayFactory, settings: SettingsFactory, monkeypatch: pytest.MonkeyPatch
+    start_gateway: GatewayFactory,
+    gateway_settings: SettingsFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("CHORUS_ALLOW_INSECURE_BRAIN", "1")
-    async with _gateway(start_gateway, settings, max_attempts=3) as harness:
+    async with _gateway(start_gateway, gateway_settings, max_attempts=3) as harness:
         started = asyncio.get_running_loop().time()
         await harness.gateway.brain.connect("ws://127.0.0.1:9/nobody-listens")
         status = await _wait_state(harness, "failed")
@@ -187,9 +189,9 @@ async def test_an_unreachable_brain_is_given_up_after_bounded_dials(
 
 
 async def test_a_brain_that_says_goodbye_is_not_redialed(
-    brain: FakeBrain, start_gateway: GatewayFactory, settings: SettingsFactory
+    brain: FakeBrain, start_gateway: GatewayFactory, gateway_settings: SettingsFactory
 ) -> None:
-    async with _gateway(start_gateway, settings) as harness:
+    async with _gateway(start_gateway, gateway_settings) as harness:
         await harness.gateway.brain.connect(brain.url)
         link = await brain.next_link()
         await link.ws.close(1000, "done for today")
@@ -199,10 +201,14 @@ async def test_a_brain_that_says_goodbye_is_not_redialed(
 
 
 async def test_insecure_and_unlisted_brains_are_refused(
-    start_gateway: GatewayFactory, settings: SettingsFactory, monkeypatch: pytest.MonkeyPatch
+    start_gateway: GatewayFactory,
+    gateway_settings: SettingsFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("CHORUS_ALLOW_INSECURE_BRAIN", raising=False)
-    async with _gateway(start_gateway, settings, url_allowlist=[r"wss://ok\.example/.*"]) as h:
+    async with _gateway(
+        start_gateway, gateway_settings, url_allowlist=[r"wss://ok\.example/.*"]
+    ) as h:
         with pytest.raises(BrainUrlError, match="unencrypted"):
             await h.gateway.brain.connect("ws://127.0.0.1:1234/")
         with pytest.raises(BrainUrlError, match="allowlist"):

@@ -93,9 +93,9 @@ async def test_a_crashed_body_is_reported_and_refuses_work(harness: Harness) -> 
 
 
 async def test_unused_sessions_are_closed(
-    start_gateway: GatewayFactory, settings: SettingsFactory
+    start_gateway: GatewayFactory, gateway_settings: SettingsFactory
 ) -> None:
-    async with start_gateway(settings(session_idle_timeout_s=0.5)) as harness:
+    async with start_gateway(gateway_settings(session_idle_timeout_s=0.5)) as harness:
         async with harness.client() as brain:
             info = await harness.open_session(brain, "claude")
             await asyncio.sleep(1.0)  # attached: kept even past the idle limit

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from chorus._errors import ConfigError
 from chorus.config._home import chorus_home
@@ -65,6 +66,18 @@ class ChorusConfig(_Strict):
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
+    #: ``[gateway]`` and ``[brain]``: validated by the gateway's own models (below).
+    gateway: dict[str, Any] = Field(default_factory=dict)
+    brain: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _gateway_tables(self) -> ChorusConfig:
+        # Imported here: the gateway package itself depends on this module.
+        from chorus.gateway import settings_from_tables
+
+        settings_from_tables({"gateway": self.gateway, "brain": self.brain}, where="tables")
+        return self
+
     redact_patterns: list[str] = Field(default_factory=list)
 
 
@@ -83,6 +96,8 @@ def load_config(path: Path | None = None) -> ChorusConfig:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     try:
         return ChorusConfig.model_validate(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()

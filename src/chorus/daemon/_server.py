@@ -19,7 +19,7 @@ from chorus.daemon._api import build_app
 from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
-from chorus.gateway import Gateway
+from chorus.gateway import Gateway, policy_guards
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.store import SqliteStore, Store
 
@@ -74,7 +74,7 @@ async def serve() -> int:
         sup.outcome_hooks.append(notify_desktop)
     if config.router.notify_on_failover:
         sup.failover_hooks.append(notify_failover)
-    gateway = Gateway(store, config)
+    gateway = Gateway(store, config, guards=policy_guards(sup.policy, sup.audit, sup.secrets))
     app = build_app(sup, lifespan=_lifespan(store, sup, gateway), extra_routes=gateway.routes())
     listener = _bind_private_socket()
     try:

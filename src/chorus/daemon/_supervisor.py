@@ -45,18 +45,14 @@ from chorus.bodies import (
 )
 from chorus.config import ChorusConfig, chorus_home
 from chorus.events import (
-    CompatibilityWarning,
-    ControlRequestEvent,
     ErrorCode,
     ErrorInfo,
     Event,
     Handoff,
     JobEnded,
     Notice,
-    PermissionDecision,
     SessionEnded,
     SessionStarted,
-    Steer,
     TurnCompleted,
     TurnFailed,
 )
@@ -70,7 +66,7 @@ from chorus.policy import (
     policy_callback,
 )
 from chorus.router import CooldownPolicy, HealthBook, Router, build_bundle
-from chorus.store import ORIGIN_CHORUS, ORIGIN_CODEC, JobRecord, JobState, SessionRecord, Store
+from chorus.store import ORIGIN_CHORUS, JobRecord, JobState, SessionRecord, Store, event_origin
 
 log = logging.getLogger("chorus.daemon")
 
@@ -449,7 +445,7 @@ class Supervisor:
         if gate is not None:
             event = gate.observe(event)
         tagged = event.model_copy(update={"job_id": job.id})
-        return self.store.append_nowait(job.session_id or "", tagged, origin=_origin_of(tagged))
+        return self.store.append_nowait(job.session_id or "", tagged, origin=event_origin(tagged))
 
     def _gate(self, job: JobRecord, session: SessionRecord, mode: str | None) -> PolicyGate | None:
         """The job's policy gate: its permission callback and event observer."""
@@ -562,37 +558,6 @@ class _Run:
         self.tried = [self.body]
 
 
-#: Event types a body makes itself (not decoded from the CLI's output): replay skips them.
-_CHORUS_MADE = (PermissionDecision, Notice, CompatibilityWarning, Handoff, JobEnded, Steer)
-#: Control requests Chorus sends (the codec only decodes the CLI's own requests).
-_OUR_CONTROLS = frozenset(
-    {
-        "initialize",
-        "interrupt",
-        "set_model",
-        "set_permission_mode",
-        "set_max_thinking_tokens",
-        "mcp_status",
-    }
-)
-
-
-def _origin_of(event: Event) -> str:
-    """``codec`` for events decoded from the body's output, ``chorus`` for the rest."""
-    if isinstance(event, _CHORUS_MADE):
-        return ORIGIN_CHORUS
-    if isinstance(event, ControlRequestEvent) and event.subtype in _OUR_CONTROLS:
-        return ORIGIN_CHORUS
-    if isinstance(event, SessionEnded):
-        return ORIGIN_CHORUS
-    if isinstance(event, TurnFailed) and event.error.code in (
-        ErrorCode.BODY_CRASHED,
-        ErrorCode.TIMEOUT,
-    ):
-        return ORIGIN_CHORUS
-    return ORIGIN_CODEC
-
-
 def _checked_mode(mode: str | None) -> PermissionMode | None:
     if mode is None:
         return None
@@ -604,11 +569,9 @@ def _checked_mode(mode: str | None) -> PermissionMode | None:
 
 
 def _native_mode(gate: PolicyGate | None, mode: str | None) -> str:
-    """The mode the CLI itself starts in. Under a policy it is ``default`` (every call
-    reaches the gate, which applies the Chorus mode) or ``plan`` (read-only)."""
-    if gate is None:
-        return mode or "default"
-    return "plan" if gate.mode == "plan" else "default"
+    """The mode the CLI itself starts in: the gate's (see PolicyGate.native_mode), or
+    the requested one when no policy is in force."""
+    return gate.native_mode if gate is not None else (mode or "default")
 
 
 def _start_time(pid: int) -> int | None:

@@ -63,7 +63,8 @@ class GatewayConfig(_Strict):
     #: Chorus sends ``keep_alive`` this often.
     keepalive_interval_s: float = Field(default=15.0, gt=0)
     #: A connection that sends nothing (not even ``keep_alive``) this long is closed.
-    idle_timeout_s: float = Field(default=120.0, gt=0)
+    #: Dead peers are found sooner by the WebSocket pings; this reaps silent ones.
+    idle_timeout_s: float = Field(default=300.0, gt=0)
     #: WebSocket protocol pings on the TCP listener (None disables them).
     ping_interval_s: float | None = Field(default=20.0, gt=0)
     ping_timeout_s: float | None = Field(default=20.0, gt=0)

@@ -51,18 +51,12 @@ from dataclasses import dataclass
 
 from chorus.events import (
     ControlRequest,
-    ControlRequestEvent,
     ControlResponse,
-    ControlResponseEvent,
-    ErrorCode,
-    ErrorInfo,
     EventFrame,
     JsonDict,
     KeepAlive,
-    KnownRequest,
     OutboundFrame,
     UserMessage,
-    error,
     success,
 )
 from chorus.gateway._channel import (
@@ -76,24 +70,15 @@ from chorus.gateway._channel import (
 from chorus.gateway._config import GatewayConfig
 from chorus.gateway._errors import GatewayCode, RequestError, code_for
 from chorus.gateway._frames import Rejected, decode_frame, encode_frame, known_request, user_text
+from chorus.gateway._hub import SessionHub
 from chorus.gateway._limits import PendingRequests, TokenBucket
 from chorus.gateway._metrics import GatewayMetrics, subtype_label
 from chorus.gateway._policy import ControlContext, ControlPolicy, Transport
-from chorus.gateway._sessions import GatewaySession, SessionHub
-from chorus.store import (
-    ORIGIN_CHORUS,
-    ControlStatus,
-    DuplicateRecordError,
-    SlowSubscriberError,
-    Store,
-)
+from chorus.gateway._records import ControlRecords, error_reply, payload_of
+from chorus.gateway._sessions import GatewaySession
+from chorus.store import SlowSubscriberError, Store
 
 log = logging.getLogger("chorus.gateway")
-
-_STATUS_OF: dict[str, ControlStatus] = {
-    GatewayCode.TIMEOUT: ControlStatus.TIMEOUT,
-    GatewayCode.CANCELLED: ControlStatus.CANCELLED,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +123,7 @@ class UcpConnection:
         self._forwarder: asyncio.Task[None] | None = None
         self._tg: asyncio.TaskGroup | None = None
         self._last_inbound = time.monotonic()
+        self._records = ControlRecords(services.store)
 
     @property
     def session(self) -> GatewaySession | None:
@@ -281,19 +267,19 @@ class UcpConnection:
         if session is None or frame.request.subtype == "status":
             return await self._run_within_deadline(frame, session)
         try:
-            replay = await self._open_record(session, frame)
+            replay = await self._records.open(session, frame)
         except Exception as exc:  # nothing ran; say so rather than run it unrecorded
             log.exception("could not record request %s", frame.request_id)
-            return _error_reply(frame, GatewayCode.INTERNAL, f"could not record: {exc}")
+            return error_reply(frame, GatewayCode.INTERNAL, f"could not record: {exc}")
         if replay is not None:
             return replay
         try:
             reply = await self._run_within_deadline(frame, session)
         except asyncio.CancelledError:
-            gone = _error_reply(frame, GatewayCode.CANCELLED, "the connection closed")
-            await self._close_record(session, frame, gone)
+            gone = error_reply(frame, GatewayCode.CANCELLED, "the connection closed")
+            await self._records.close(session, frame, gone)
             raise
-        await self._close_record(session, frame, reply)
+        await self._records.close(session, frame, reply)
         return reply
 
     async def _run_within_deadline(
@@ -316,11 +302,11 @@ class UcpConnection:
             raise RequestError(
                 GatewayCode.UNSUPPORTED, f"unknown subtype {frame.request.subtype!r} in UCP v1"
             )
-        if session is None:
-            if known.subtype == "status":
-                return await self._svc.gateway_status()
+        if session is None and known.subtype != "status":
             raise RequestError(GatewayCode.NOT_INITIALIZED, "send initialize first")
-        await self._check_policy(known.subtype, _payload(frame), session)
+        await self._check_policy(known.subtype, payload_of(frame), session)
+        if session is None:
+            return await self._svc.gateway_status()
         return await session.control(known)
 
     async def _failed(
@@ -338,7 +324,7 @@ class UcpConnection:
             metrics.unsupported_subtype_total.inc(subtype_label(subtype), body)
             if session is not None:
                 await self._warn(session, subtype, text)
-        return _error_reply(frame, code, text)
+        return error_reply(frame, code, text)
 
     async def _warn(self, session: GatewaySession, control: str, text: str) -> None:
         try:
@@ -371,50 +357,6 @@ class UcpConnection:
         if self._session is None:
             raise RequestError(GatewayCode.NOT_INITIALIZED, "send initialize first")
         return self._session
-
-    # -- the control table ---------------------------------------------------------------
-
-    async def _open_record(
-        self, session: GatewaySession, frame: ControlRequest
-    ) -> ControlResponse | None:
-        """Record the request; for a repeated id, the recorded answer (or an error)."""
-        store, rid = self._svc.store, frame.request_id
-        payload = _payload(frame)
-        try:
-            await store.record_control_request(session.id, rid, frame.request.subtype, payload)
-        except DuplicateRecordError:
-            return await self._replay(session, frame)
-        event = ControlRequestEvent(request_id=rid, subtype=frame.request.subtype, payload=payload)
-        await store.append(session.id, event, origin=ORIGIN_CHORUS)
-        return None
-
-    async def _replay(self, session: GatewaySession, frame: ControlRequest) -> ControlResponse:
-        record = await self._svc.store.get_control_request(session.id, frame.request_id)
-        if record.response is None:
-            message = f"request {frame.request_id!r} was received before and has no answer yet"
-            return _error_reply(frame, GatewayCode.DUPLICATE_REQUEST, message)
-        return ControlResponse.model_validate({"response": record.response})
-
-    async def _close_record(
-        self, session: GatewaySession, frame: ControlRequest, reply: ControlResponse
-    ) -> None:
-        """Record the answer; a store failure is logged (the brain gets its answer anyway)."""
-        body = reply.response
-        if body.subtype == "success":
-            status, event = ControlStatus.OK, _response_event(frame.request_id, body.response)
-        else:
-            status = _STATUS_OF.get(body.error_code, ControlStatus.ERROR)
-            event = _error_event(frame.request_id, body.error_code, body.error)
-        store = self._svc.store
-        try:  # both in one group commit: they do not depend on each other
-            await asyncio.gather(
-                store.record_control_response(
-                    session.id, frame.request_id, status=status, response=body.model_dump()
-                ),
-                store.append(session.id, event, origin=ORIGIN_CHORUS),
-            )
-        except Exception:  # the store is failing; the answer still goes out
-            log.exception("could not record the answer to %s", frame.request_id)
 
     # -- initialize -------------------------------------------------------------------------
 
@@ -449,7 +391,7 @@ class UcpConnection:
             peer=self._channel.peer,
             session_id=known.resume,
             body=known.body,
-            payload=_payload(frame),
+            payload=payload_of(frame),
         )
         await self._apply_policy(context)
         session, resumed = await self._svc.hub.open(
@@ -459,14 +401,15 @@ class UcpConnection:
             permission_mode=known.permission_mode,
             resume=known.resume,
         )
-        return session, await self._initialize_payload(session, known, resumed)
+        return session, await self._initialize_payload(session, known.last_seq, resumed)
 
     async def _initialize_payload(
-        self, session: GatewaySession, known: KnownRequest, resumed: bool
+        self, session: GatewaySession, asked: int | None, resumed: bool
     ) -> JsonDict:
+        """The session's status, plus where the event replay starts (``last_seq + 1``;
+        from the first event when the brain gives no ``last_seq``)."""
         status = await session.status()
         last_seq = int(status["last_seq"])
-        asked = getattr(known, "last_seq", None)
         if asked is not None and not 0 <= asked <= last_seq:
             raise RequestError(
                 GatewayCode.INVALID_REQUEST,
@@ -480,12 +423,12 @@ class UcpConnection:
         """Log the initialize in the session it opened (a repeated id is not an error
         here: a reconnecting brain may well resend its initialize)."""
         try:
-            first_time = await self._open_record(session, frame) is None
+            first_time = await self._records.open(session, frame) is None
         except Exception:  # the session is open either way; the log entry is best effort
             log.exception("could not record initialize %s", frame.request_id)
             return
         if first_time:
-            await self._close_record(session, frame, reply)
+            await self._records.close(session, frame, reply)
 
     def _attach(self, session: GatewaySession, *, from_seq: int) -> None:
         self._detach()
@@ -521,27 +464,6 @@ class UcpConnection:
                 next_seq = exc.last_seq + 1
 
 
-def _payload(frame: ControlRequest) -> JsonDict:
-    return frame.request.model_dump(exclude={"subtype"})
-
-
 def _message(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return text if len(text) <= 2000 else text[:2000] + "..."
-
-
-def _error_reply(frame: ControlRequest, code: GatewayCode, text: str) -> ControlResponse:
-    return error(frame.request_id, text, code)
-
-
-def _response_event(request_id: str, payload: JsonDict) -> ControlResponseEvent:
-    return ControlResponseEvent(request_id=request_id, ok=True, payload=payload)
-
-
-def _error_event(request_id: str, code: str, message: str) -> ControlResponseEvent:
-    try:
-        event_code = ErrorCode(code)
-    except ValueError:
-        event_code = ErrorCode.UNKNOWN
-    info = ErrorInfo(code=event_code, message=message, native={"error_code": code})
-    return ControlResponseEvent(request_id=request_id, ok=False, error=info)

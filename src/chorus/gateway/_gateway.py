@@ -31,11 +31,12 @@ from chorus.events import UCP_VERSION, JsonDict
 from chorus.gateway._channel import Channel
 from chorus.gateway._config import GatewaySettings, gateway_token, load_gateway_settings
 from chorus.gateway._connection import Services, UcpConnection
+from chorus.gateway._guard import PolicyGuards
+from chorus.gateway._hub import BodyFactory, SessionHub
 from chorus.gateway._listen import TcpListener
 from chorus.gateway._metrics import GatewayMetrics
 from chorus.gateway._outbound import BrainManager
 from chorus.gateway._policy import ControlPolicy, Transport, allow_all_controls
-from chorus.gateway._sessions import BodyFactory, SessionHub
 from chorus.gateway._ws import local_routes, metrics_route, ucp_route
 from chorus.store import Store
 
@@ -46,10 +47,11 @@ class Gateway:
     """UCP v1 for brains, over the daemon's store.
 
     ``settings`` default to ``[gateway]``/``[brain]`` of ``config.toml``;
-    ``policy`` is asked about every request (default: allow);
-    ``permission_callback`` answers the bodies' tool permission asks (default:
-    allow, as the supervisor does); ``body_factory`` builds bodies (default:
-    :func:`chorus.bodies.create_body`).
+    ``control_policy`` is asked about every request (default: allow); ``guards`` put
+    each session's body under ``policy.toml`` like the daemon's jobs (see
+    :mod:`chorus.gateway._guard`); without them ``permission_callback``
+    answers the bodies' tool permission asks (default: allow);
+    ``body_factory`` builds bodies (default: :func:`chorus.bodies.create_body`).
     """
 
     def __init__(
@@ -58,9 +60,10 @@ class Gateway:
         config: ChorusConfig,
         settings: GatewaySettings | None = None,
         *,
-        policy: ControlPolicy = allow_all_controls,
+        control_policy: ControlPolicy = allow_all_controls,
         permission_callback: PermissionCallback = allow_all,
         body_factory: BodyFactory | None = None,
+        guards: PolicyGuards | None = None,
     ) -> None:
         self.store = store
         self.config = config
@@ -72,6 +75,7 @@ class Gateway:
             self.settings.gateway,
             body_factory=body_factory,
             permission_callback=permission_callback,
+            guards=guards,
         )
         self.brain = BrainManager(
             self.settings.brain,
@@ -84,7 +88,7 @@ class Gateway:
             hub=self.hub,
             settings=self.settings.gateway,
             metrics=self.metrics,
-            policy=policy,
+            policy=control_policy,
             gateway_status=self.status,
         )
         self._connections = 0

@@ -147,7 +147,9 @@ class GatewayMetrics:
     def __init__(self) -> None:
         prefix = "chorus_gateway_"
         self.requests_total = Counter(
-            prefix + "requests_total", "Control requests received.", ("subtype", "body")
+            prefix + "requests_total",
+            "Control requests admitted (past the rate limit and the pending cap).",
+            ("subtype", "body"),
         )
         self.control_response_latency_ms = Histogram(
             prefix + "control_response_latency_ms",

@@ -25,23 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Literal, TypeVar
 
 from chorus._errors import ChorusError
-from chorus.bodies import (
-    CLI_OF,
-    Body,
-    BodyOptions,
-    PermissionCallback,
-    allow_all,
-    body_names,
-    create_body,
-)
-from chorus.config import ChorusConfig
+from chorus.bodies import Body
 from chorus.events import (
     UCP_VERSION,
     CompatibilityWarning,
@@ -52,14 +41,14 @@ from chorus.events import (
     Queued,
     SessionEnded,
 )
-from chorus.gateway._config import GatewayConfig
 from chorus.gateway._errors import GatewayCode, RequestError
+from chorus.gateway._guard import chorus_mode, native_mode, origin_of
+from chorus.policy import PolicyGate
 from chorus.store import ORIGIN_CHORUS, SessionRecord, Store, StoreError
 
 log = logging.getLogger("chorus.gateway")
 T = TypeVar("T")
 
-BodyFactory = Callable[[str, BodyOptions], Body]
 State = Literal["idle", "running", "ended"]
 
 #: The capability (``Capabilities`` field) each body control needs.
@@ -71,8 +60,6 @@ CAPABILITY_OF: dict[str, str] = {
     "steer": "steer",
     "mcp_status": "mcp_status",
 }
-#: How long a closing session may take to record its last events.
-_DRAIN_GRACE = 10.0
 
 
 class GatewaySession:
@@ -82,7 +69,15 @@ class GatewaySession:
     driver). Every method may be called from any connection's task.
     """
 
-    def __init__(self, record: SessionRecord, body: Body, store: Store, *, max_queued: int) -> None:
+    def __init__(
+        self,
+        record: SessionRecord,
+        body: Body,
+        store: Store,
+        *,
+        max_queued: int,
+        gate: PolicyGate | None = None,
+    ) -> None:
         self.id = record.id
         self.body_name = record.body
         self.cwd = record.cwd
@@ -90,6 +85,7 @@ class GatewaySession:
         self.connections = 0
         self.detached_at = time.monotonic()
         self._store = store
+        self._gate = gate
         self._native = record.native_session_id
         self._prompts: asyncio.Queue[str] = asyncio.Queue(max_queued)
         self._enqueue_lock = asyncio.Lock()
@@ -168,7 +164,9 @@ class GatewaySession:
                 self._state = "idle"
 
     async def _record(self, event: Event) -> None:
-        await self._store.append(self.id, event)
+        if self._gate is not None:
+            event = self._gate.observe(event)  # audit, and mark untrusted tool output
+        await self._store.append(self.id, event, origin=origin_of(event))
         if isinstance(event, SessionEnded):
             self._state = "ended"
             await self._store.update_session(self.id, state="ended")
@@ -241,8 +239,7 @@ class GatewaySession:
             await self._store.update_session(self.id, model=request.model)
             return {"model": request.model}
         if request.subtype == "set_permission_mode":
-            await self.body.set_permission_mode(request.mode)
-            return {"mode": request.mode}
+            return await self._set_mode(request.mode)
         if request.subtype == "set_max_thinking_tokens":
             await self.body.set_max_thinking_tokens(request.max_thinking_tokens)
             return {"max_thinking_tokens": request.max_thinking_tokens}
@@ -258,6 +255,26 @@ class GatewaySession:
         # initialize is the connection's business; anything else is not a body control.
         raise RequestError(GatewayCode.INVALID_REQUEST, f"{request.subtype!r} is not a control")
 
+    async def _set_mode(self, mode: str) -> JsonDict:
+        """Without a policy gate the body takes ``mode`` as is; with one, the gate takes
+        the Chorus mode and the CLI only switches between ``default`` and ``plan``."""
+        gate = self._gate
+        if gate is None:
+            await self.body.set_permission_mode(mode)
+            return {"mode": mode}
+        chosen = chorus_mode(mode)
+        assert chosen is not None
+        gate.mode = chosen
+        native = native_mode(gate)
+        if self.body.permission_mode != native:
+            await self.body.set_permission_mode(native)
+        return {"mode": chosen}
+
+    @property
+    def permission_mode(self) -> str:
+        """The session's Chorus permission mode (the gate's, when there is one)."""
+        return self._gate.mode if self._gate is not None else self.body.permission_mode
+
     async def warn(self, control: str, message: str) -> None:
         """Append a :class:`CompatibilityWarning` (an unsupported control is never silent)."""
         warning = CompatibilityWarning(control=control, message=message)
@@ -270,7 +287,7 @@ class GatewaySession:
             "body": self.body_name,
             "state": self._state,
             "model": self.body.model,
-            "permission_mode": self.body.permission_mode,
+            "permission_mode": self.permission_mode,
             "native_session_id": self.body.native_session_id,
             "cwd": self.cwd,
             "queued": self._prompts.qsize(),
@@ -315,217 +332,3 @@ async def _settle(task: asyncio.Future[T]) -> T | None:
     if task.cancelled():
         return None
     return task.result()
-
-
-class SessionHub:
-    """The live sessions, keyed by store session id. Owns their driver tasks.
-
-    Run :meth:`run` in a task for the gateway's life: it holds the TaskGroup
-    the drivers live in, closes sessions nobody used for
-    ``session_idle_timeout_s``, and on cancellation closes every body (each
-    gets ``_DRAIN_GRACE`` seconds to record its last events).
-    """
-
-    def __init__(
-        self,
-        store: Store,
-        config: ChorusConfig,
-        settings: GatewayConfig,
-        *,
-        body_factory: BodyFactory | None = None,
-        permission_callback: PermissionCallback = allow_all,
-    ) -> None:
-        self._store = store
-        self._config = config
-        self._settings = settings
-        self._factory = body_factory or (lambda name, opts: create_body(name, opts, config))
-        self._permission = permission_callback
-        self._live: dict[str, GatewaySession] = {}
-        self._drivers: dict[str, asyncio.Task[None]] = {}
-        # One lock for every resume: two brains resuming one stored session must not
-        # start two bodies on it. Resumes are rare, so serializing them all is cheap.
-        self._resume_lock = asyncio.Lock()
-        self._starting = 0
-        self._tg: asyncio.TaskGroup | None = None
-
-    def __len__(self) -> int:
-        return len(self._live)
-
-    def get(self, session_id: str) -> GatewaySession | None:
-        return self._live.get(session_id)
-
-    def ids(self) -> list[str]:
-        return sorted(self._live)
-
-    # -- running ------------------------------------------------------------------------
-
-    async def run(self) -> None:
-        """Own the drivers until cancelled; then close every session (bounded)."""
-        async with asyncio.TaskGroup() as tg:
-            self._tg = tg
-            try:
-                await self._reap_forever()
-            finally:
-                self._tg = None
-                await self._close_all()
-
-    async def _reap_forever(self) -> None:
-        timeout = self._settings.session_idle_timeout_s
-        period = min(30.0, timeout / 4) if timeout else 3600.0
-        while True:
-            await asyncio.sleep(period)
-            if timeout:
-                await self._reap(timeout)
-
-    async def _reap(self, idle_limit: float) -> None:
-        now = time.monotonic()
-        for session in list(self._live.values()):
-            unused = session.connections == 0 and now - session.detached_at > idle_limit
-            if unused and session.state == "idle":
-                log.info("closing gateway session %s: unused for %.0f s", session.id, idle_limit)
-                await session.close()
-
-    async def _close_all(self) -> None:
-        sessions = list(self._live.values())
-        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
-        drivers = list(self._drivers.values())
-        if drivers:
-            await asyncio.wait(drivers, timeout=_DRAIN_GRACE)
-
-    # -- attaching ----------------------------------------------------------------------
-
-    def attach(self, session: GatewaySession) -> None:
-        session.connections += 1
-
-    def detach(self, session: GatewaySession) -> None:
-        session.connections = max(0, session.connections - 1)
-        if session.connections == 0:
-            session.detached_at = time.monotonic()
-
-    # -- opening ------------------------------------------------------------------------
-
-    async def open(
-        self,
-        *,
-        body: str | None = None,
-        model: str | None = None,
-        cwd: str | None = None,
-        permission_mode: str | None = None,
-        resume: str | None = None,
-    ) -> tuple[GatewaySession, bool]:
-        """The session to attach to, and whether it existed before.
-
-        With ``resume``: the live session, else the stored one restarted with
-        its CLI's native resume. Without: a new session on ``body`` (default
-        from config). Raises :class:`RequestError` (``unknown_body``,
-        ``session_not_found``, ``too_many_sessions``, ``invalid_request``) or
-        the body's start errors. Cancelling it closes whatever it started.
-        """
-        if resume is not None:
-            return await self._resume(resume, body, model, permission_mode)
-        name = body or self._settings.default_body
-        if name not in body_names(self._config):
-            known = ", ".join(body_names(self._config))
-            raise RequestError(GatewayCode.UNKNOWN_BODY, f"unknown body {name!r}; known: {known}")
-        folder = _checked_cwd(cwd)
-        with self._reserve():
-            record = await self._store.create_session(
-                name, model=model, cwd=str(folder), state="starting", transport={"via": "gateway"}
-            )
-            session = await self._launch(record, model, permission_mode, resume=None)
-        return session, False
-
-    async def _resume(
-        self, session_id: str, body: str | None, model: str | None, mode: str | None
-    ) -> tuple[GatewaySession, bool]:
-        async with self._resume_lock:
-            live = self._live.get(session_id)
-            if live is not None and not live.ended:
-                _check_same_body(live.body_name, body)
-                return live, True
-            record = await self._store.get_session(session_id)
-            _check_same_body(record.body, body)
-            with self._reserve():
-                session = await self._launch(
-                    record, model or record.model, mode, resume=record.native_session_id
-                )
-            return session, True
-
-    @contextlib.contextmanager
-    def _reserve(self) -> Iterator[None]:
-        """Count a session as live while its body starts, so concurrent opens respect
-        ``max_sessions``."""
-        if len(self._live) + self._starting >= self._settings.max_sessions:
-            raise RequestError(
-                GatewayCode.TOO_MANY_SESSIONS,
-                f"the gateway runs {self._settings.max_sessions} sessions already",
-            )
-        self._starting += 1
-        try:
-            yield
-        finally:
-            self._starting -= 1
-
-    async def _launch(
-        self, record: SessionRecord, model: str | None, mode: str | None, *, resume: str | None
-    ) -> GatewaySession:
-        tg = self._tg
-        if tg is None:
-            raise RequestError(GatewayCode.INTERNAL, "the gateway is not running")
-        body = self._factory(record.body, self._options(record, model, mode, resume))
-        try:
-            await body.start()
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await body.close()
-            raise
-        session = GatewaySession(
-            record, body, self._store, max_queued=self._settings.max_queued_messages
-        )
-        self._live[record.id] = session
-        self._drivers[record.id] = tg.create_task(self._drive(session), name=f"ucp-{record.id}")
-        pid = getattr(body, "pid", None)
-        transport = {**record.transport, "pgid": pid} if isinstance(pid, int) else None
-        await self._store.update_session(record.id, state="active", transport=transport)
-        return session
-
-    async def _drive(self, session: GatewaySession) -> None:
-        try:
-            await session.drive()
-        finally:
-            if self._live.get(session.id) is session:
-                del self._live[session.id]
-                self._drivers.pop(session.id, None)
-
-    def _options(
-        self, record: SessionRecord, model: str | None, mode: str | None, resume: str | None
-    ) -> BodyOptions:
-        agent = self._config.agents.get(CLI_OF.get(record.body, record.body))
-        env = dict(os.environ)
-        if agent is not None:
-            env.update(agent.env)
-        return BodyOptions(
-            cwd=Path(record.cwd or os.getcwd()),
-            model=model,
-            permission_mode=mode or "default",
-            resume=resume,
-            env=env,
-            permission_callback=self._permission,
-            raw_tap=self._store.raw_tap(record.id),
-        )
-
-
-def _check_same_body(actual: str, asked: str | None) -> None:
-    if asked is not None and asked != actual:
-        raise RequestError(
-            GatewayCode.INVALID_REQUEST, f"the session runs body {actual!r}, not {asked!r}"
-        )
-
-
-def _checked_cwd(raw: str | None) -> Path:
-    folder = Path(raw or os.getcwd()).expanduser()
-    if not folder.is_absolute():
-        raise RequestError(GatewayCode.INVALID_REQUEST, f"cwd must be absolute, not {raw!r}")
-    if not folder.is_dir():
-        raise RequestError(GatewayCode.INVALID_REQUEST, f"cwd {folder} is not a directory")
-    return folder.resolve()

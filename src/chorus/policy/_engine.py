@@ -528,6 +528,12 @@ class PolicyGate:
         self._tools: dict[str, str] = {}
 
     @property
+    def native_mode(self) -> str:
+        """The mode the CLI itself runs in under this gate: ``plan`` stays read-only,
+        anything else is ``default`` so that every tool call reaches the gate."""
+        return "plan" if self._mode == "plan" else "default"
+
+    @property
     def mode(self) -> PermissionMode:
         return self._mode
 

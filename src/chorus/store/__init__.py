@@ -44,6 +44,7 @@ from chorus.store._interface import (
     new_id,
 )
 from chorus.store._migrations import LATEST_VERSION
+from chorus.store._origin import event_origin
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor, looks_secret_name
 from chorus.store._replay import (
     CodecFactory,
@@ -104,6 +105,7 @@ __all__ = [
     "UnknownSessionError",
     "check_id",
     "default_db_path",
+    "event_origin",
     "looks_secret_name",
     "new_id",
     "register_replay_codec",
