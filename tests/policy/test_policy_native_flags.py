@@ -10,7 +10,7 @@ from chorus._errors import ConfigError, UnknownBodyError
 from chorus.policy import PathContext, Policy, dangerous_flags, load_native_table, native_flags
 from chorus.policy._native_flags import parse_native_table
 
-BODIES = ("claude-print", "codex-exec", "gemini")
+BODIES = ("claude-print", "codex-exec", "gemini-headless")
 
 
 @pytest.fixture
@@ -31,8 +31,8 @@ def bare(**sections: object) -> Policy:
         ("claude-print", "plan", ("--permission-mode", "plan")),
         ("codex-exec", "acceptEdits", ("-c", 'sandbox_mode="workspace-write"')),
         ("codex-exec", "plan", ("-c", 'sandbox_mode="read-only"')),
-        ("gemini", "acceptEdits", ("--approval-mode", "auto_edit")),
-        ("gemini", "default", ("--approval-mode", "default")),
+        ("gemini-headless", "acceptEdits", ("--approval-mode", "auto_edit")),
+        ("gemini-headless", "default", ("--approval-mode", "default")),
     ],
 )
 def test_each_mode_maps_to_the_cli_s_own_enforcement(
@@ -96,7 +96,7 @@ def test_the_data_file_lists_every_dangerous_flag_it_uses() -> None:
     for body, entry in table.bodies.items():
         assert set(entry.bypass) <= table.dangerous_for(body)
         assert table.allowed_dangerous(body), body
-    assert {d.flag for d in dangerous_flags("gemini")} == {"--yolo", "yolo"}
+    assert {d.flag for d in dangerous_flags("gemini-headless")} == {"--yolo", "yolo"}
 
 
 def test_a_dangerous_flag_outside_bypass_is_rejected() -> None:

@@ -52,6 +52,10 @@ class BodyOptions:
     executable: Path | None = None
     extra_args: tuple[str, ...] = ()
     permission_callback: PermissionCallback = allow_all
+    #: For bodies without a permission callback (the one-shot modes): the native
+    #: permission flags the policy chose (``chorus.policy.native_flags``). When set
+    #: they replace the body's own flags for ``permission_mode``.
+    permission_args: tuple[str, ...] | None = None
     raw_tap: RawTap | None = None
     control_timeout: float = 15.0
     interrupt_timeout: float = 5.0

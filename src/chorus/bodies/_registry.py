@@ -15,6 +15,7 @@ from chorus.config import ChorusConfig, load_config
 
 _BUILTIN: dict[str, tuple[str, str]] = {
     "claude": ("chorus.bodies.claude", "ClaudeBody"),
+    "claude-print": ("chorus.bodies.claude", "ClaudePrintBody"),
     "codex": ("chorus.bodies.codex", "CodexBody"),
     "codex-exec": ("chorus.bodies.codex", "CodexExecBody"),
     "gemini": ("chorus.bodies.gemini", "GeminiAcpBody"),
@@ -23,6 +24,7 @@ _BUILTIN: dict[str, tuple[str, str]] = {
 #: The binary each built-in body runs (for lookup and env from ``[agents.<cli>]``).
 CLI_OF: dict[str, str] = {
     "claude": "claude",
+    "claude-print": "claude",
     "codex": "codex",
     "codex-exec": "codex",
     "gemini": "gemini",

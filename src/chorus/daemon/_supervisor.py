@@ -38,7 +38,9 @@ from chorus.bodies import (
     TERMINAL_TYPES,
     Body,
     BodyOptions,
+    Support,
     allow_all,
+    body_class,
     body_names,
     check_installed,
     create_body,
@@ -59,10 +61,12 @@ from chorus.events import (
 from chorus.policy import (
     PERMISSION_MODES,
     AuditLog,
+    NativeFlags,
     PermissionMode,
     Policy,
     PolicyGate,
     SecretStore,
+    native_flags,
     policy_callback,
 )
 from chorus.router import CooldownPolicy, HealthBook, Router, build_bundle
@@ -418,6 +422,9 @@ class Supervisor:
             env.update(self.secrets.env_for(body_name, self.policy))
         mode = job.options.get("permission_mode")
         gate = self._gate(job, session, mode)
+        native = self._native_flags(body_name, gate)
+        if native is not None:
+            env.update(native.env)
         return BodyOptions(
             cwd=Path(session.cwd or os.getcwd()),
             model=(job.options.get("model") or session.model)
@@ -428,6 +435,7 @@ class Supervisor:
             executable=self._executable(body_name),
             env=env,
             permission_callback=gate or allow_all,
+            permission_args=native.args if native is not None else None,
             raw_tap=self.store.raw_tap(session.id),
         )
 
@@ -446,6 +454,19 @@ class Supervisor:
             event = gate.observe(event)
         tagged = event.model_copy(update={"job_id": job.id})
         return self.store.append_nowait(job.session_id or "", tagged, origin=event_origin(tagged))
+
+    def _native_flags(self, body_name: str, gate: PolicyGate | None) -> NativeFlags | None:
+        """A body without a permission callback (a one-shot mode) cannot ask: it is
+        started with the native flags that match the policy and the job's mode."""
+        if self.policy is None or gate is None:
+            return None
+        cls = body_class(body_name, self.config)
+        if cls.capabilities.permission_callback != Support.UNSUPPORTED:
+            return None
+        flags = native_flags(body_name, self.policy, mode=gate.mode)
+        for note in flags.notes:
+            log.info("%s: %s", body_name, note)
+        return flags
 
     def _gate(self, job: JobRecord, session: SessionRecord, mode: str | None) -> PolicyGate | None:
         """The job's policy gate: its permission callback and event observer."""

@@ -94,7 +94,10 @@ class ClaudePrintBody(Body):
             raise BodyError("claude-print runs one turn at a time; the last one still runs")
 
     def _argv(self, prompt: str, resume: str | None) -> list[str]:
-        flags = session_flags(model=self.model, permission_mode=self.permission_mode, resume=resume)
+        policy_args = self.options.permission_args
+        mode = None if policy_args is not None else self.permission_mode
+        flags = session_flags(model=self.model, permission_mode=mode, resume=resume)
+        flags += policy_args or ()
         # "--" keeps a prompt that starts with "-" from being read as a flag.
         return [
             str(executable(self.options)),

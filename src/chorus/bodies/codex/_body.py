@@ -473,7 +473,9 @@ class CodexExecBody(Body):
         exe = str(self._executable or codex_executable(self.options))
         thread = self._codec.thread_id
         argv = [exe, "exec", *(["resume"] if thread else []), *EXEC_ARGS]
-        if self.permission_mode == "bypassPermissions":
+        if self.options.permission_args is not None:
+            argv += self.options.permission_args
+        elif self.permission_mode == "bypassPermissions":
             argv.append("--dangerously-bypass-approvals-and-sandbox")
         else:
             # ``exec resume`` has no -s; the config key works for both.

@@ -156,7 +156,10 @@ class GeminiBody(Body):
     def _argv(self, prompt: str) -> list[str]:
         # --prompt=<text> keeps a prompt that starts with "-" from being read as a flag.
         argv = [str(self._executable), f"--prompt={prompt}", "--output-format", "stream-json"]
-        argv += _APPROVAL_ARGS.get(self.permission_mode, ("--yolo",))
+        if self.options.permission_args is not None:
+            argv += self.options.permission_args
+        else:
+            argv += _APPROVAL_ARGS.get(self.permission_mode, ("--yolo",))
         if self.model:
             argv += ["--model", self.model]
         if self._resumable:
