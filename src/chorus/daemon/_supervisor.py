@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chorus._errors import UserError
+from chorus._errors import ChorusError, UserError
 from chorus.bodies import (
     CLI_OF,
     TERMINAL_TYPES,
@@ -53,6 +53,7 @@ from chorus.events import (
     Handoff,
     JobEnded,
     Notice,
+    PermissionDecision,
     SessionEnded,
     SessionStarted,
     TurnCompleted,
@@ -116,6 +117,7 @@ class Supervisor:
         self.audit = audit
         self.secrets = secrets
         self._gates: dict[str, PolicyGate] = {}
+        self._untold: dict[str, list[str]] = {}
         rc = config.router
         known = body_names(config)
         self.router = Router(
@@ -294,6 +296,7 @@ class Supervisor:
             await self._finish(job, final)
         finally:
             self._gates.pop(job.id, None)
+            self._untold.pop(job.id, None)
             body = self._live.pop(job.id, None)
             if body is not None:
                 with contextlib.suppress(Exception):
@@ -305,7 +308,8 @@ class Supervisor:
         rate limits, fail over on quota, wait for a cooldown when nothing is healthy."""
         session = await self.store.get_session(job.session_id or "")
         run = _Run(body=_active_body(session), original=_active_body(session))
-        run.prompt = job.prompt if job.attempts <= 1 else _continue_prompt(job.prompt)
+        first = job.prompt if job.attempts <= 1 else _continue_prompt(job.prompt)
+        run.prompt = await self._with_untold_denials(session.id, first)
         while True:
             final = await self._one_attempt(job, run.body, run.prompt)
             if not isinstance(final, TurnFailed) or job.id in self._interrupted:
@@ -386,6 +390,46 @@ class Supervisor:
         run.prompt = _continue_prompt(job.prompt)
         return True
 
+    async def _tell_denial(self, job: JobRecord, body: Body) -> None:
+        """Make sure the model learns why a tool was denied. Claude carries the reason in
+        the tool result itself; Codex's decline carries none, so the reason is steered
+        into the running turn; bodies that cannot steer get it with the next prompt."""
+        gate = self._gates.get(job.id)
+        if gate is None:
+            return
+        reasons = gate.take_denials()
+        if not reasons or body.name in _REASON_IN_RESULT:
+            return
+        if body.capabilities.supports("steer"):
+            try:
+                await body.steer(_denial_text(reasons))
+                return
+            except ChorusError:
+                pass  # the turn may have ended meanwhile: tell the next prompt instead
+        self._untold.setdefault(job.id, []).extend(reasons)
+
+    async def _keep_denials(self, job: JobRecord, session: SessionRecord) -> None:
+        """Reasons no turn could carry wait in the session for its next prompt."""
+        reasons = self._untold.pop(job.id, [])
+        if not reasons:
+            return
+        fresh = await self.store.get_session(session.id)
+        waiting = [*fresh.transport.get("untold_denials", []), *reasons]
+        await self.store.update_session(
+            session.id, transport={**fresh.transport, "untold_denials": waiting}
+        )
+
+    async def _with_untold_denials(self, session_id: str, prompt: str) -> str:
+        """Prefix ``prompt`` with denial reasons the model has not been told yet."""
+        session = await self.store.get_session(session_id)
+        waiting = session.transport.get("untold_denials")
+        if not waiting:
+            return prompt
+        await self.store.update_session(
+            session_id, transport={**session.transport, "untold_denials": []}
+        )
+        return f"{_denial_text(list(waiting))}\n\n{prompt}"
+
     async def _one_attempt(self, job: JobRecord, body_name: str, prompt: str) -> Event:
         session = await self.store.get_session(job.session_id or "")
         body = self._factory(body_name, self._options(job, session, body_name))
@@ -398,11 +442,14 @@ class Supervisor:
             async for event in body.turn(prompt):
                 pending.append(self._append_body_event(job, event))
                 final = event
+                if isinstance(event, PermissionDecision) and event.decision == "deny":
+                    await self._tell_denial(job, body)
                 if isinstance(event, (SessionStarted, *TERMINAL_TYPES)):
                     await asyncio.gather(*pending)
                     pending.clear()
                     await self._sync_native_id(session.id, body_name, body)
             await asyncio.gather(*pending)
+            await self._keep_denials(job, session)
         finally:
             # A completed turn keeps its body open until the job has ended (see
             # _run_job); anything else closes it now, before a retry or failover.
@@ -577,6 +624,18 @@ class _Run:
 
     def __post_init__(self) -> None:
         self.tried = [self.body]
+
+
+#: Bodies whose denial answer carries the reason to the model in the tool result.
+_REASON_IN_RESULT = frozenset({"claude", "claude-print"})
+
+
+def _denial_text(reasons: list[str]) -> str:
+    listed = "\n".join(f"- {reason}" for reason in reasons)
+    return (
+        "[Chorus policy] These actions were denied and will stay denied; do not retry "
+        f"them, find another way or say why you cannot:\n{listed}"
+    )
 
 
 def _checked_mode(mode: str | None) -> PermissionMode | None:

@@ -1,0 +1,84 @@
+"""Issue 9: a denied tool's reason reaches the model on every body. Codex and ACP
+declines carry no message, so the daemon steers it in (Codex) or puts it in front of
+the session's next prompt (Gemini over ACP)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chorus.daemon import stop_daemon
+from chorus.events import PermissionDecision, parse_event
+from chorus.testing import ModelServer, offline_env, shell, text
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def daemon_for(chorus_home: Path, tmp_path: Path) -> Iterator[tuple[ModelServer, Path]]:
+    work = tmp_path / "work"
+    work.mkdir()
+    with ModelServer() as server:
+        lines = ["[daemon]", "notifications = false", "[gateway]", "port = 0"]
+        for cli in ("codex", "gemini"):
+            env = offline_env(cli, tmp_path / f"{cli}-home", server.lane_url(cli))
+            lines += [f"[agents.{cli}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
+        chorus_home.mkdir(parents=True, exist_ok=True)
+        (chorus_home / "config.toml").write_text("\n".join(lines) + "\n")
+        yield server, work
+        stop_daemon()
+
+
+def _ask(work: Path, *args: str) -> list[object]:
+    done = subprocess.run(
+        [sys.executable, "-m", "chorus", "ask", *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=work,
+        env=os.environ.copy(),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [parse_event(line) for line in done.stdout.splitlines()]
+
+
+def _denied(events: list[object]) -> list[PermissionDecision]:
+    return [e for e in events if isinstance(e, PermissionDecision) and e.decision == "deny"]
+
+
+def test_codex_gets_the_reason_steered_into_the_turn(
+    daemon_for: tuple[ModelServer, Path],
+) -> None:
+    server, work = daemon_for
+    server.script(
+        [shell("sudo rm -rf /tmp/not-here"), text("understood"), text("ok")], lane="codex"
+    )
+    events = _ask(work, "clean up", "--body", "codex")
+    assert _denied(events)
+    seen = [r.last_user_text() or "" for r in server.turn_requests(lane="codex")]
+    told = [t for t in seen if t.startswith("[Chorus policy]")]
+    assert told, seen
+    assert "sudo" in told[0]
+
+
+def test_gemini_acp_gets_the_reason_with_the_next_prompt(
+    daemon_for: tuple[ModelServer, Path],
+) -> None:
+    server, work = daemon_for
+    server.script(
+        [shell("sudo rm -rf /tmp/not-here"), text("I could not"), text("noted")], lane="gemini"
+    )
+    first = _ask(work, "clean up", "--body", "gemini")
+    assert _denied(first)
+    session = first[0].session_id  # type: ignore[attr-defined]
+    _ask(work, "what happened?", "--session", session)
+    last = server.turn_requests(lane="gemini")[-1].last_user_text() or ""
+    assert last.startswith("[Chorus policy]")
+    assert "sudo" in last
+    assert last.endswith("what happened?")
