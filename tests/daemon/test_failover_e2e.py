@@ -80,8 +80,9 @@ def test_quota_mid_task_fails_over_to_codex_with_a_handoff_bundle(
     ended = events[-1]
     assert isinstance(ended, JobEnded)
     assert ended.state == "succeeded"
-    health = {h["key"]: h for h in DaemonClient().status()["health"]}
+    health = {h["key"].split("@")[0]: h for h in DaemonClient().status()["health"]}
     assert health["claude"]["quota_state"] == "exhausted"
+    assert health["claude"]["key"].startswith("claude@")  # per body and credential
 
 
 def test_all_bodies_exhausted_waits_for_cooldown_then_completes(

@@ -6,7 +6,15 @@ import pytest
 
 from chorus import UnknownBodyError
 from chorus.events import ErrorCode, ErrorInfo
-from chorus.router import CooldownPolicy, HealthBook, Router, TaskKind, TaskLoad, classify
+from chorus.router import (
+    CooldownPolicy,
+    HealthBook,
+    Router,
+    TaskKind,
+    TaskLoad,
+    classify,
+    provider_key,
+)
 
 BODIES = ["claude", "codex", "gemini"]
 QUOTA = ErrorInfo(code=ErrorCode.QUOTA_EXHAUSTED, message="quota")
@@ -100,3 +108,23 @@ def test_health_persists_as_json() -> None:
     again.load(book.to_json())
     assert again.get("gemini").cooldown_until == book.get("gemini").cooldown_until
     assert again.get("gemini").quota_state == "exhausted"
+
+
+def test_provider_key_separates_credentials_without_revealing_them() -> None:
+    one = provider_key("claude", {"ANTHROPIC_API_KEY": "sk-ant-first-account-000"})
+    two = provider_key("claude", {"ANTHROPIC_API_KEY": "sk-ant-second-account-111"})
+    assert one != two
+    assert one.startswith("claude@")
+    assert "account" not in one
+    assert provider_key("claude", {}) == "claude@default"
+    assert provider_key("claude", {"ANTHROPIC_API_KEY": "sk-ant-first-account-000"}) == one
+
+
+def test_choose_uses_provider_keys_so_another_account_stays_usable() -> None:
+    book = HealthBook()
+    router = Router(BODIES)
+    accounts = {"claude": "claude@aaaa", "codex": "codex@bbbb", "gemini": "gemini@cccc"}
+    book.failure("claude@aaaa", QUOTA, now=0)
+    assert router.choose("explain why", book, now=1, key=accounts.__getitem__) == "codex"
+    accounts["claude"] = "claude@dddd"  # switched to another account
+    assert router.choose("explain why", book, now=1, key=accounts.__getitem__) == "claude"

@@ -70,7 +70,7 @@ from chorus.policy import (
     native_flags,
     policy_callback,
 )
-from chorus.router import CooldownPolicy, HealthBook, Router, build_bundle
+from chorus.router import CooldownPolicy, HealthBook, Router, build_bundle, provider_key
 from chorus.store import ORIGIN_CHORUS, JobRecord, JobState, SessionRecord, Store, event_origin
 
 log = logging.getLogger("chorus.daemon")
@@ -167,7 +167,7 @@ class Supervisor:
 
     def _route(self, prompt: str) -> str:
         """The router's pick for a job without ``--body``: healthy and preferred."""
-        choice = self.router.choose(prompt, self.health, time.time())
+        choice = self.router.choose(prompt, self.health, time.time(), key=self.provider_key)
         if choice is None:
             prefs = self.router.preferences(prompt)
             if not prefs:
@@ -175,12 +175,19 @@ class Supervisor:
             choice = prefs[0]  # all cooling down: queue on the first, it will wait
         return choice
 
+    def provider_key(self, body: str) -> str:
+        """Health is kept per body and credential: ``body@<fingerprint>`` of the API key
+        the body would run with (``body@default`` when it uses the CLI's own login)."""
+        agent = self.config.agents.get(self._cli_name(body))
+        env = {**os.environ, **(agent.env if agent else {})}
+        return provider_key(body, env)
+
     def _health_success(self, body: str) -> None:
-        self.health.success(body)
+        self.health.success(self.provider_key(body))
         _save_health(self.health)
 
     def _health_failure(self, body: str, error: ErrorInfo) -> None:
-        self.health.failure(body, error, time.time())
+        self.health.failure(self.provider_key(body), error, time.time())
         _save_health(self.health)
 
     def _executable(self, body: str) -> Path | None:
@@ -349,7 +356,9 @@ class Supervisor:
     async def _failover(self, job: JobRecord, run: _Run, error: ErrorInfo) -> bool:
         """Hand the job to the next healthy body, or wait for the earliest reset."""
         now = time.time()
-        nxt = self.router.choose(job.prompt, self.health, now, exclude=run.tried)
+        nxt = self.router.choose(
+            job.prompt, self.health, now, exclude=run.tried, key=self.provider_key
+        )
         if nxt is None:
             return await self._wait_for_reset(job, run)
         session = await self.store.get_session(job.session_id or "")
@@ -377,7 +386,7 @@ class Supervisor:
         """No body is healthy: wait until the earliest reset, then resume natively
         on the original body."""
         candidates = [b for b in self.router.bodies] or [run.original]
-        wake = self.health.earliest_reset(candidates)
+        wake = self.health.earliest_reset([self.provider_key(b) for b in candidates])
         delay = max(0.0, min(wake - time.time(), self.config.router.max_wait_s))
         msg = f"no healthy body; waiting {delay:.1f}s for the earliest reset"
         await self._append(job, Notice(message=msg, kind="waiting"))

@@ -2,10 +2,17 @@
 
 from chorus.router._classify import Classification, TaskKind, TaskLoad, classify
 from chorus.router._handoff import HandoffBundle, Step, TouchedFile, build_bundle
-from chorus.router._health import CooldownPolicy, HealthBook, ProviderHealth
+from chorus.router._health import (
+    CREDENTIAL_VARS,
+    CooldownPolicy,
+    HealthBook,
+    ProviderHealth,
+    provider_key,
+)
 from chorus.router._router import DEFAULT_MATRIX, Router
 
 __all__ = [
+    "CREDENTIAL_VARS",
     "DEFAULT_MATRIX",
     "Classification",
     "CooldownPolicy",
@@ -19,4 +26,5 @@ __all__ = [
     "TouchedFile",
     "build_bundle",
     "classify",
+    "provider_key",
 ]

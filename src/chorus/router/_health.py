@@ -8,13 +8,37 @@ cooldown that grows exponentially (``base * multiplier**(n-1)``, capped at
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from chorus.events import ErrorCode, ErrorInfo
 
 _COOLING = {ErrorCode.QUOTA_EXHAUSTED, ErrorCode.RATE_LIMITED, ErrorCode.AUTH}
+
+#: Environment variables that name the account a CLI runs as, per CLI family.
+CREDENTIAL_VARS = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+)
+
+
+def provider_key(body: str, env: Mapping[str, str]) -> str:
+    """``body@<8 hex>``: a fingerprint of the credentials in ``env`` (never the secret
+    itself), so two accounts of one CLI cool down separately; ``body@default`` when
+    none is set (the CLI's own login)."""
+    present = [f"{name}={env[name]}" for name in CREDENTIAL_VARS if env.get(name)]
+    if not present:
+        return f"{body}@default"
+    digest = hashlib.sha256("\n".join(present).encode()).hexdigest()[:8]
+    return f"{body}@{digest}"
 
 
 @dataclass(frozen=True, slots=True)

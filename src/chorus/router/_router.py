@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from chorus._errors import UnknownBodyError
 from chorus.router._classify import Classification, classify
@@ -68,9 +68,13 @@ class Router:
         *,
         override: str | None = None,
         exclude: Sequence[str] = (),
+        key: Callable[[str], str] = str,
     ) -> str | None:
-        """The first healthy preferred body not in ``exclude``; ``None`` if none is."""
+        """The first healthy preferred body not in ``exclude``; ``None`` if none is.
+
+        ``key`` maps a body to its provider key in ``health`` (e.g. the body plus a
+        fingerprint of the credential it would run with)."""
         for body in self.preferences(prompt, override):
-            if body not in exclude and health.healthy(body, now):
+            if body not in exclude and health.healthy(key(body), now):
                 return body
         return None
