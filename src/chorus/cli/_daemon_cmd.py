@@ -96,7 +96,9 @@ _MODEL = typer.Option(None, "--model", "-m", help="Model for the body.")
 _CWD = typer.Option(None, "--cwd", help="Working directory (default: here).")
 _SESSION = typer.Option(None, "--session", "-s", help="Continue this Chorus session.")
 _MODE = typer.Option(
-    "default", "--permission-mode", help="default|acceptEdits|plan|bypassPermissions"
+    None,
+    "--permission-mode",
+    help="default|acceptEdits|plan|bypassPermissions (default: the policy's mode)",
 )
 
 
