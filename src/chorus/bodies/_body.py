@@ -192,3 +192,23 @@ async def interrupt_group(
     if not await wait_task(task, timeout):
         await transport.close(grace=0.0)
         await task
+
+
+async def set_within(event: asyncio.Event, seconds: float) -> bool:
+    """True if ``event`` is (or becomes) set within ``seconds``."""
+    try:
+        await asyncio.wait_for(event.wait(), seconds)
+    except TimeoutError:
+        return False
+    return True
+
+
+async def terminate_group_until(
+    transport: ProcessTransport, done: asyncio.Event, grace: float
+) -> None:
+    """SIGTERM, then SIGKILL, the process group, each followed by up to ``grace``
+    seconds for ``done`` (e.g. "the turn ended") to be set."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        transport.signal_group(sig)
+        if await set_within(done, grace):
+            return

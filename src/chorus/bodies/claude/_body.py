@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 from typing import Any, ClassVar
 
 from chorus._errors import BodyCrashedError, BodyTimeoutError, UnsupportedControlError
@@ -26,6 +25,8 @@ from chorus.bodies._body import (
     BodyOptions,
     crash_error,
     join_task,
+    set_within,
+    terminate_group_until,
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._permissions import PermissionAnswer
@@ -387,17 +388,10 @@ class ClaudeBody(Body):
 
     async def _escalate(self, transport: ProcessTransport) -> None:
         self._escalated = True
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            transport.signal_group(sig)
-            if await self._turn_ended_within(_SIGNAL_GRACE):
-                return
+        await terminate_group_until(transport, self._turn_done, _SIGNAL_GRACE)
 
     async def _turn_ended_within(self, seconds: float) -> bool:
-        try:
-            await asyncio.wait_for(self._turn_done.wait(), seconds)
-        except TimeoutError:
-            return False
-        return True
+        return await set_within(self._turn_done, seconds)
 
     async def set_model(self, model: str | None) -> None:
         """Switch model for the next API call (``None``: the CLI's default)."""

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 from pathlib import Path
 from typing import ClassVar
 
@@ -41,6 +40,8 @@ from chorus.bodies._body import (
     crash_error,
     interrupt_group,
     join_task,
+    set_within,
+    terminate_group_until,
     wait_task,
 )
 from chorus.bodies._capabilities import Capabilities, Support
@@ -402,17 +403,10 @@ class CodexBody(Body):
 
     async def _escalate(self, transport: ProcessTransport) -> None:
         self._escalated = True
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            transport.signal_group(sig)
-            if await self._turn_ended_within(_SIGNAL_GRACE):
-                return
+        await terminate_group_until(transport, self._turn_done, _SIGNAL_GRACE)
 
     async def _turn_ended_within(self, seconds: float) -> bool:
-        try:
-            await asyncio.wait_for(self._turn_done.wait(), seconds)
-        except TimeoutError:
-            return False
-        return True
+        return await set_within(self._turn_done, seconds)
 
     async def set_model(self, model: str | None) -> None:
         """Use ``model`` from the next ``turn/start`` on (``None``: the thread's first model)."""
