@@ -20,8 +20,9 @@ from chorus.events import (
     Text,
     ToolCall,
 )
-from chorus.policy import AuditError, AuditLog, ValueRedactor
+from chorus.policy import AuditError, AuditLog
 from chorus.policy._audit import GENESIS, entry_hash
+from chorus.store import Redactor
 
 
 def filled(n: int = 5) -> AuditLog:
@@ -122,7 +123,7 @@ def test_a_corrupt_line_is_found() -> None:
 
 
 def test_data_is_redacted_before_hashing() -> None:
-    redactor = ValueRedactor()
+    redactor = Redactor()
     redactor.add_secret("hunter2-secret-value")
     log = AuditLog(redactor=redactor)
     entry = log.append("tool_call", {"input": {"command": "echo hunter2-secret-value"}})

@@ -26,10 +26,10 @@ from chorus.policy import (
     Policy,
     PolicyGate,
     SecretStore,
-    ValueRedactor,
     policy_callback,
     scan_for_leaks,
 )
+from chorus.store import Redactor
 from chorus.testing import ModelServer, OfflineCli, Reply, Scenario, shell, text, write_file
 
 pytestmark = pytest.mark.e2e
@@ -103,7 +103,7 @@ def stage(
     outside = root / "outside"
     outside.mkdir()
     (work / "link").symlink_to(outside)
-    redactor = ValueRedactor()
+    redactor = Redactor()
     store = SecretStore(
         key_source=FileKey(chorus_home / "secrets" / "master.key"), redactor=redactor
     )

@@ -21,11 +21,11 @@ from chorus.policy import (
     SecretNotFoundError,
     SecretStore,
     SecretStoreError,
-    ValueRedactor,
     default_key_source,
     policy_callback,
     scan_for_leaks,
 )
+from chorus.store import Redactor
 
 TOKEN = "ghp_0123456789abcdefghijABCDEFGHIJ0123"
 PASSWORD = "correct horse battery staple"
@@ -200,7 +200,7 @@ async def test_seeded_secrets_are_nowhere_under_chorus_home_after_use(
     store: SecretStore, chorus_home: Path, tmp_path: Path
 ) -> None:
     """Use secrets the ways a session does, then search every file for them."""
-    redactor = ValueRedactor()
+    redactor = Redactor()
     store.set("GITHUB_TOKEN", TOKEN)
     store.set("DB_PASSWORD", PASSWORD)
     assert store.register_with(redactor) == 2

@@ -3,13 +3,6 @@
 from chorus.bodies._body import PERMISSION_MODES, TERMINAL_TYPES, Body, BodyOptions, crash_error
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
-from chorus.bodies._permissions import (
-    PermissionAnswer,
-    PermissionAsk,
-    PermissionCallback,
-    allow_all,
-    rule_callback,
-)
 from chorus.bodies._registry import (
     CLI_OF,
     body_class,
@@ -19,6 +12,13 @@ from chorus.bodies._registry import (
 )
 from chorus.bodies._tools import normalize_tool
 from chorus.bodies._transport import ProcessTransport, RawTap, SpawnSpec
+from chorus.permissions import (
+    PermissionAnswer,
+    PermissionAsk,
+    PermissionCallback,
+    allow_all,
+    rule_callback,
+)
 
 __all__ = [
     "CLI_OF",

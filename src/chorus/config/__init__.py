@@ -7,15 +7,29 @@ from chorus.config._config import (
     RouterConfig,
     load_config,
 )
+from chorus.config._gateway import (
+    DEFAULT_PORT,
+    BrainConfig,
+    GatewayConfig,
+    GatewaySettings,
+    load_gateway_settings,
+    settings_from_tables,
+)
 from chorus.config._home import chorus_home, run_dir, sessions_dir
 
 __all__ = [
+    "DEFAULT_PORT",
     "AgentConfig",
+    "BrainConfig",
     "ChorusConfig",
     "DaemonConfig",
+    "GatewayConfig",
+    "GatewaySettings",
     "RouterConfig",
     "chorus_home",
     "load_config",
+    "load_gateway_settings",
     "run_dir",
     "sessions_dir",
+    "settings_from_tables",
 ]

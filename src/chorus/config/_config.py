@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from chorus._errors import ConfigError
+from chorus.config._gateway import settings_from_tables
 from chorus.config._home import chorus_home
 
 
@@ -35,6 +36,9 @@ class DaemonConfig(_Strict):
     #: How many times a job restarts a crashed body (native resume) before failing.
     max_body_restarts: int = Field(default=2, ge=0, le=10)
     notifications: bool = True
+    #: Close a session's body after this long with nothing to do; its next job resumes
+    #: natively (0: keep bodies until the daemon stops).
+    session_idle_timeout_s: float = Field(default=600.0, ge=0)
 
 
 class RouterConfig(_Strict):
@@ -66,15 +70,12 @@ class ChorusConfig(_Strict):
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
-    #: ``[gateway]`` and ``[brain]``: validated by the gateway's own models (below).
+    #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _gateway_tables(self) -> ChorusConfig:
-        # Imported here: the gateway package itself depends on this module.
-        from chorus.gateway import settings_from_tables
-
         settings_from_tables({"gateway": self.gateway, "brain": self.brain}, where="tables")
         return self
 

@@ -104,6 +104,19 @@ def build_app(
             return _fail(exc)
         return JSONResponse({"result": what})
 
+    async def steer(request: Request) -> Response:
+        try:
+            payload = await request.json()
+            text = payload["text"] if isinstance(payload, dict) else None
+        except (ValueError, KeyError) as exc:
+            return _error(f"bad steer request: {exc}", "bad_request", 400)
+        if not isinstance(text, str):
+            return _error("bad steer request: 'text' must be a string", "bad_request", 400)
+        try:
+            return JSONResponse(await sup.steer(request.path_params["job_id"], text))
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+
     async def job_events(request: Request) -> Response:
         job_id = request.path_params["job_id"]
         try:
@@ -138,7 +151,7 @@ def build_app(
         # whether one is still running (the caller waits for it to drain).
         paused = request.path_params["action"] == "pause"
         if paused:
-            sup.pause(sid)
+            await sup.pause(sid)
         else:
             sup.resume(sid)
         return JSONResponse({"session_id": sid, "paused": paused, "busy": sup.is_busy(sid)})
@@ -152,6 +165,7 @@ def build_app(
             Route("/jobs", list_jobs),
             Route("/jobs/{job_id}", get_job),
             Route("/jobs/{job_id}/interrupt", interrupt, methods=["POST"]),
+            Route("/jobs/{job_id}/steer", steer, methods=["POST"]),
             Route("/jobs/{job_id}/events", job_events),
             Route("/sessions", list_sessions),
             Route("/sessions/{session_id}", get_session),

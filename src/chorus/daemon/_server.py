@@ -14,13 +14,14 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
-from chorus.config import load_config
+from chorus.config import ChorusConfig, load_config
 from chorus.daemon._api import build_app
 from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
-from chorus.gateway import Gateway, policy_guards
+from chorus.gateway import Gateway, load_gateway_settings
 from chorus.policy import AuditLog, SecretStore, load_policy
+from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
 from chorus.store import SqliteStore, Store
 
 log = logging.getLogger("chorus.daemon")
@@ -28,18 +29,22 @@ Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
 
 
 def _lifespan(store: Store, sup: Supervisor, gateway: Gateway) -> Lifespan:
-    """Run the supervisor and the gateway for the app's life; close the store after them."""
+    """Run the session hub, the supervisor and the gateway for the app's life; on the
+    way out stop scheduling, then the gateway, then close every body, then the store."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        task = asyncio.create_task(sup.run(), name="supervisor")
         try:
-            async with gateway.running():
-                yield
+            async with sup.hub.running():
+                task = asyncio.create_task(sup.run(), name="supervisor")
+                try:
+                    async with gateway.running():
+                        yield
+                finally:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
             await store.close()
 
     return lifespan
@@ -69,12 +74,15 @@ async def serve() -> int:
     config = load_config()
     store = SqliteStore()
     await store.start()
-    sup = Supervisor(store, config, **_policy_parts(store))
+    parts = _policy_parts(store)
+    guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
+    hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))
+    sup = Supervisor(store, config, hub=hub, **parts)
     if config.daemon.notifications:
         sup.outcome_hooks.append(notify_desktop)
     if config.router.notify_on_failover:
         sup.failover_hooks.append(notify_failover)
-    gateway = Gateway(store, config, guards=policy_guards(sup.policy, sup.audit, sup.secrets))
+    gateway = Gateway(store, config, guards=guards, hub=hub)
     app = build_app(sup, lifespan=_lifespan(store, sup, gateway), extra_routes=gateway.routes())
     listener = _bind_private_socket()
     try:
@@ -90,6 +98,16 @@ async def serve() -> int:
         pid_path().unlink(missing_ok=True)
         os.close(lock)
     return 0
+
+
+def _hub_limits(config: ChorusConfig) -> HubLimits:
+    """The daemon's idle timeout; the gateway's caps on what brains may open."""
+    gateway = load_gateway_settings().gateway
+    return HubLimits(
+        idle_timeout_s=config.daemon.session_idle_timeout_s,
+        max_sessions=gateway.max_sessions,
+        max_queued=gateway.max_queued_messages,
+    )
 
 
 def _bind_private_socket() -> socket.socket:

@@ -1,4 +1,4 @@
-"""The supervisor: job queue → body → session, with crash recovery.
+"""The supervisor: job queue → router → session, with crash recovery.
 
 Scheduling rules:
 
@@ -7,9 +7,13 @@ Scheduling rules:
   busy session waits behind the first);
 * a paused session (``chorus talk`` has it) runs nothing until resumed.
 
-A job runs one user turn on its session's body. If the body process dies
-mid-turn, the job restarts the body with its native resume (bounded by
+A job runs one user turn on its session (:mod:`chorus.session`), whose body
+stays warm between jobs: a follow-up reuses the same CLI process. If the body
+process dies mid-turn, the job restarts it with its native resume (bounded by
 ``max_body_restarts``) and continues; after that the job fails with the reason.
+A running job can be steered (``steer``): natively where the body can, else by
+interrupt and a follow-up turn; a queued job's prompt takes the text; a
+finished job gets a follow-up job on its session.
 If the daemon itself dies, the store still says ``running``: on the next start
 those jobs are requeued and resume natively the same way. Every event is
 appended to the store (redacted, gap-free seq) before anyone sees it; a job's
@@ -32,19 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chorus._errors import ChorusError, UserError
-from chorus.bodies import (
-    CLI_OF,
-    TERMINAL_TYPES,
-    Body,
-    BodyOptions,
-    Support,
-    allow_all,
-    body_class,
-    body_names,
-    check_installed,
-    create_body,
-)
+from chorus._errors import UserError
+from chorus.bodies import Body, BodyOptions, body_names, check_installed
 from chorus.config import ChorusConfig, chorus_home
 from chorus.events import (
     ErrorCode,
@@ -55,23 +48,26 @@ from chorus.events import (
     Notice,
     PermissionDecision,
     SessionEnded,
-    SessionStarted,
+    Steer,
     TurnCompleted,
     TurnFailed,
 )
-from chorus.policy import (
-    PERMISSION_MODES,
-    AuditLog,
-    NativeFlags,
-    PermissionMode,
-    Policy,
-    PolicyGate,
-    SecretStore,
-    native_flags,
-    policy_callback,
-)
+from chorus.policy import AuditLog, PermissionMode, Policy, PolicyGate, SecretStore
 from chorus.router import CooldownPolicy, HealthBook, Router, build_bundle, provider_key
-from chorus.store import ORIGIN_CHORUS, JobRecord, JobState, SessionRecord, Store, event_origin
+from chorus.session import (
+    BodyLauncher,
+    HubLimits,
+    Session,
+    SessionError,
+    SessionHub,
+    Turn,
+    checked_mode,
+    cli_name,
+    native_mode,
+    policy_guards,
+    start_time,
+)
+from chorus.store import ORIGIN_CHORUS, JobRecord, JobState, SessionRecord, Store
 
 log = logging.getLogger("chorus.daemon")
 
@@ -108,14 +104,18 @@ class Supervisor:
         policy: Policy | None = None,
         audit: AuditLog | None = None,
         secrets: SecretStore | None = None,
+        hub: SessionHub | None = None,
     ) -> None:
         self.store = store
         self.config = config
-        self._factory = body_factory or (lambda name, opts: create_body(name, opts, config))
         # Without a policy (tests of the queue alone) every tool is allowed.
         self.policy = policy
         self.audit = audit
         self.secrets = secrets
+        self._own_hub = hub is None
+        self.hub = (
+            _own_hub(store, config, body_factory, policy, audit, secrets) if hub is None else hub
+        )
         self._gates: dict[str, PolicyGate] = {}
         self._untold: dict[str, list[str]] = {}
         rc = config.router
@@ -130,7 +130,8 @@ class Supervisor:
         self._wake = asyncio.Event()
         self._busy: set[str] = set()
         self._paused: set[str] = set()
-        self._live: dict[str, Body] = {}
+        self._live: dict[str, Session] = {}
+        self._claim = asyncio.Lock()
         self._interrupted: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.outcome_hooks: list[OutcomeHook] = []
@@ -178,7 +179,7 @@ class Supervisor:
     def provider_key(self, body: str) -> str:
         """Health is kept per body and credential: ``body@<fingerprint>`` of the API key
         the body would run with (``body@default`` when it uses the CLI's own login)."""
-        agent = self.config.agents.get(self._cli_name(body))
+        agent = self.config.agents.get(cli_name(body))
         env = {**os.environ, **(agent.env if agent else {})}
         return provider_key(body, env)
 
@@ -190,17 +191,6 @@ class Supervisor:
         self.health.failure(self.provider_key(body), error, time.time())
         _save_health(self.health)
 
-    def _executable(self, body: str) -> Path | None:
-        """The CLI of a built-in body as the daemon's own config says (None for ACP)."""
-        from chorus.agents import find_agent
-
-        return find_agent(CLI_OF[body], self.config) if body in CLI_OF else None
-
-    def _cli_name(self, body: str) -> str:
-        if body in CLI_OF:
-            return CLI_OF[body]
-        return body
-
     async def interrupt(self, job_id: str) -> str:
         """Interrupt a running job or cancel a queued one; returns what was done."""
         job = await self.store.get_job(job_id)
@@ -208,15 +198,51 @@ class Supervisor:
             await self.store.update_job(job_id, state=JobState.CANCELLED)
             await self._end(job, "cancelled", None, result=None)
             return "cancelled"
-        body = self._live.get(job_id)
-        if job.state != JobState.RUNNING or body is None:
+        session = self._live.get(job_id)
+        if job.state != JobState.RUNNING or session is None:
             return f"not running ({job.state})"
         self._interrupted.add(job_id)
-        await body.interrupt()
+        await session.interrupt()
         return "interrupted"
 
-    def pause(self, session_id: str) -> None:
+    async def steer(self, job_id: str, text: str) -> dict[str, Any]:
+        """Add ``text`` to a job: to its running turn (natively or emulated), to its
+        prompt while it is queued, or as a follow-up job on its session once it has
+        ended. Every steer is an event in the log. Raises :class:`UserError` for an
+        empty text, :class:`UnknownJobError` for an unknown job (nothing written)."""
+        if not text.strip():
+            raise UserError("the steer text is empty")
+        async with self._claim:
+            job = await self.store.get_job(job_id)
+            if job.state == JobState.QUEUED:
+                return await self._steer_queued(job, text)
+        session = self._live.get(job_id)
+        if job.state == JobState.RUNNING and session is not None:
+            with contextlib.suppress(SessionError):  # the turn may end meanwhile
+                how = await session.steer(text)
+                return {"job_id": job_id, "how": how}
+        return await self._steer_followup(job, text)
+
+    async def _steer_queued(self, job: JobRecord, text: str) -> dict[str, Any]:
+        await self.store.update_job(job.id, prompt=f"{job.prompt}\n\n{text}")
+        await self._append(job, Steer(text=text, native=False))
+        return {"job_id": job.id, "how": "added_to_prompt"}
+
+    async def _steer_followup(self, job: JobRecord, text: str) -> dict[str, Any]:
+        options = {k: v for k, v in job.options.items() if k in ("model", "permission_mode")}
+        follow = await self.store.create_job(
+            text, body=job.body, session_id=job.session_id, options={**options, "steer_of": job.id}
+        )
+        await self._append(follow, Steer(text=text, native=False))
+        self._wake.set()
+        return {"job_id": job.id, "how": "queued_followup", "followup_job_id": follow.id}
+
+    async def pause(self, session_id: str) -> None:
+        """Run no new job of the session, and close its body once it is free (so the
+        CLI's own TUI can take the session over, as ``chorus talk`` does)."""
         self._paused.add(session_id)
+        if session_id not in self._busy:
+            await self.hub.close(session_id)
 
     def resume(self, session_id: str) -> None:
         self._paused.discard(session_id)
@@ -230,6 +256,10 @@ class Supervisor:
             "pid": os.getpid(),
             "started_at": self.started_at,
             "running_jobs": sorted(self._live),
+            "live_sessions": [
+                {"id": s.id, "body": s.body_name, "state": str(s.state), "queued": s.pending}
+                for s in self.hub.sessions()
+            ],
             "busy_sessions": sorted(self._busy),
             "paused_sessions": sorted(self._paused),
             "max_parallel_jobs": self.config.daemon.max_parallel_jobs,
@@ -239,7 +269,15 @@ class Supervisor:
     # -- the scheduling loop ------------------------------------------------------------
 
     async def run(self) -> None:
-        """Requeue jobs a dead daemon left running, then schedule forever."""
+        """Requeue jobs a dead daemon left running, then schedule forever (running the
+        session hub too when the supervisor made its own)."""
+        if self._own_hub:
+            async with self.hub.running():
+                await self._serve()
+        else:
+            await self._serve()
+
+    async def _serve(self) -> None:
         for job in await self.store.requeue_running_jobs():
             log.info("requeued job %s after restart", job.id)
             await self._kill_orphan(job)
@@ -255,6 +293,10 @@ class Supervisor:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _schedule(self) -> None:
+        async with self._claim:
+            await self._claim_jobs()
+
+    async def _claim_jobs(self) -> None:
         limit = self.config.daemon.max_parallel_jobs
         for job in await self.store.list_jobs(state=JobState.QUEUED):
             if len(self._busy) >= limit:
@@ -284,15 +326,14 @@ class Supervisor:
         started = session.transport.get("pgid_started")
         # Only the very process we started: a pid reused since (e.g. after a reboot)
         # has another start time, and is left alone.
-        if isinstance(pgid, int) and pgid > 1 and started == _start_time(pgid):
+        if isinstance(pgid, int) and pgid > 1 and started == start_time(pgid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGKILL)
 
     # -- running one job ----------------------------------------------------------------
 
     async def _run_job(self, job: JobRecord) -> None:
-        """Run the job, end it (JobEnded), then close its body: the client sees the end
-        as soon as the turn is over, and the session stays busy until the body is gone."""
+        """Run the job and end it (JobEnded); its session's body stays warm for the next."""
         try:
             try:
                 final = await self._attempts(job)
@@ -304,10 +345,9 @@ class Supervisor:
         finally:
             self._gates.pop(job.id, None)
             self._untold.pop(job.id, None)
-            body = self._live.pop(job.id, None)
-            if body is not None:
-                with contextlib.suppress(Exception):
-                    await body.close()
+            self._live.pop(job.id, None)
+            if job.session_id in self._paused:
+                await self.hub.close(job.session_id)
             self._busy.discard(job.session_id or "")
 
     async def _attempts(self, job: JobRecord) -> Event:
@@ -399,7 +439,7 @@ class Supervisor:
         run.prompt = _continue_prompt(job.prompt)
         return True
 
-    async def _tell_denial(self, job: JobRecord, body: Body) -> None:
+    async def _tell_denial(self, job: JobRecord, session: Session) -> None:
         """Make sure the model learns why a tool was denied. Claude carries the reason in
         the tool result itself; Codex's decline carries none, so the reason is steered
         into the running turn; bodies that cannot steer get it with the next prompt."""
@@ -407,14 +447,14 @@ class Supervisor:
         if gate is None:
             return
         reasons = gate.take_denials()
-        if not reasons or body.name in _REASON_IN_RESULT:
+        if not reasons or session.body_name in _REASON_IN_RESULT:
             return
-        if body.capabilities.supports("steer"):
+        if session.steers_natively:
             try:
-                await body.steer(_denial_text(reasons))
+                await session.steer(_denial_text(reasons))
                 return
-            except ChorusError:
-                pass  # the turn may have ended meanwhile: tell the next prompt instead
+            except Exception:
+                pass
         self._untold.setdefault(job.id, []).extend(reasons)
 
     async def _keep_denials(self, job: JobRecord, session: SessionRecord) -> None:
@@ -440,60 +480,31 @@ class Supervisor:
         return f"{_denial_text(list(waiting))}\n\n{prompt}"
 
     async def _one_attempt(self, job: JobRecord, body_name: str, prompt: str) -> Event:
-        session = await self.store.get_session(job.session_id or "")
-        body = self._factory(body_name, self._options(job, session, body_name))
-        self._live[job.id] = body
-        final: Event | None = None
-        try:
-            await body.start()
-            await self._note_pid(session, body)
-            pending: list[asyncio.Future[Event]] = []
-            async for event in body.turn(prompt):
-                pending.append(self._append_body_event(job, event))
-                final = event
-                if isinstance(event, PermissionDecision) and event.decision == "deny":
-                    await self._tell_denial(job, body)
-                if isinstance(event, (SessionStarted, *TERMINAL_TYPES)):
-                    await asyncio.gather(*pending)
-                    pending.clear()
-                    await self._sync_native_id(session.id, body_name, body)
-            await asyncio.gather(*pending)
-            await self._keep_denials(job, session)
-        finally:
-            # A completed turn keeps its body open until the job has ended (see
-            # _run_job); anything else closes it now, before a retry or failover.
-            if not isinstance(final, TurnCompleted):
-                self._live.pop(job.id, None)
-                with contextlib.suppress(Exception):
-                    await body.close()
-        await self._sync_native_id(session.id, body_name, body)
-        return final or SessionEnded(reason="body produced no terminal event")
-
-    def _options(self, job: JobRecord, session: SessionRecord, body_name: str) -> BodyOptions:
-        agent = self.config.agents.get(self._cli_name(body_name))
-        env = dict(os.environ)
-        if agent is not None:
-            env.update(agent.env)
-        if self.secrets is not None and self.policy is not None:
-            env.update(self.secrets.env_for(body_name, self.policy))
+        """One turn of the job on its session's live body (warm, or started now)."""
+        record = await self.store.get_session(job.session_id or "")
         mode = job.options.get("permission_mode")
-        gate = self._gate(job, session, mode)
-        native = self._native_flags(body_name, gate)
-        if native is not None:
-            env.update(native.env)
-        return BodyOptions(
-            cwd=Path(session.cwd or os.getcwd()),
-            model=(job.options.get("model") or session.model)
-            if body_name == session.body
-            else None,
-            permission_mode=_native_mode(gate, mode),
-            resume=_native_ids(session).get(body_name),
-            executable=self._executable(body_name),
-            env=env,
-            permission_callback=gate or allow_all,
-            permission_args=native.args if native is not None else None,
-            raw_tap=self.store.raw_tap(session.id),
+        gate = self._gate(job, record, mode)
+        model = (job.options.get("model") or record.model) if body_name == record.body else None
+        session = await self.hub.acquire(record.id, body_name, model=model, gate=gate, mode=mode)
+        self._live[job.id] = session
+
+        async def seen(event: Event) -> None:
+            if isinstance(event, PermissionDecision) and event.decision == "deny":
+                await self._tell_denial(job, session)
+
+        turn = Turn(
+            prompt,
+            job_id=job.id,
+            gate=gate,
+            model=model,
+            native_mode=native_mode(gate, mode),
+            on_event=seen,
         )
+        final = await session.run(turn)
+        await self._keep_denials(job, record)
+        if isinstance(final, SessionEnded):  # the body went away mid-turn: a crash to the job
+            return TurnFailed(error=_error_of(final))
+        return final
 
     async def _append(self, job: JobRecord, event: Event, *, origin: str = ORIGIN_CHORUS) -> Event:
         """Append an event Chorus itself made (notices, handoffs, the job's end)."""
@@ -502,66 +513,20 @@ class Supervisor:
             self.audit.record_event(tagged)
         return await self.store.append(job.session_id or "", tagged, origin=origin)
 
-    def _append_body_event(self, job: JobRecord, event: Event) -> asyncio.Future[Event]:
-        """Queue a body's event: through the policy gate (audit, untrusted marking), then
-        into the log without waiting for its commit (order is kept by the store)."""
-        gate = self._gates.get(job.id)
-        if gate is not None:
-            event = gate.observe(event)
-        tagged = event.model_copy(update={"job_id": job.id})
-        return self.store.append_nowait(job.session_id or "", tagged, origin=event_origin(tagged))
-
-    def _native_flags(self, body_name: str, gate: PolicyGate | None) -> NativeFlags | None:
-        """A body without a permission callback (a one-shot mode) cannot ask: it is
-        started with the native flags that match the policy and the job's mode."""
-        if self.policy is None or gate is None:
-            return None
-        cls = body_class(body_name, self.config)
-        if cls.capabilities.permission_callback != Support.UNSUPPORTED:
-            return None
-        flags = native_flags(body_name, self.policy, mode=gate.mode)
-        for note in flags.notes:
-            log.info("%s: %s", body_name, note)
-        return flags
-
     def _gate(self, job: JobRecord, session: SessionRecord, mode: str | None) -> PolicyGate | None:
         """The job's policy gate: its permission callback and event observer."""
         if self.policy is None:
             return None
-        gate = policy_callback(
-            self.policy,
-            self.audit,
-            mode=_checked_mode(mode),
-            cwd=Path(session.cwd) if session.cwd else None,
-            session_id=session.id,
-            secrets=self.secrets.values if self.secrets is not None else (),
-        )
-        self._gates[job.id] = gate
+        gate = self.hub.launcher.gate(session, mode)
+        if gate is not None:
+            self._gates[job.id] = gate
         return gate
-
-    async def _sync_native_id(self, session_id: str, body_name: str, body: Body) -> None:
-        """Persist the body's native session id once the CLI has confirmed it."""
-        native = body.native_session_id
-        session = await self.store.get_session(session_id)
-        ids = _native_ids(session)
-        if not native or ids.get(body_name) == native:
-            return
-        transport = {**session.transport, "native_ids": {**ids, body_name: native}}
-        primary = native if body_name == session.body else None
-        await self.store.update_session(session_id, transport=transport, native_session_id=primary)
 
     async def _set_active_body(self, session: SessionRecord, body: str) -> None:
         fresh = await self.store.get_session(session.id)
         await self.store.update_session(
             session.id, transport={**fresh.transport, "active_body": body}
         )
-
-    async def _note_pid(self, session: SessionRecord, body: Body) -> None:
-        pid = getattr(body, "pid", None)
-        if isinstance(pid, int):
-            fresh = await self.store.get_session(session.id)
-            transport = {**fresh.transport, "pgid": pid, "pgid_started": _start_time(pid)}
-            await self.store.update_session(session.id, transport=transport, state="active")
 
     # -- outcomes -------------------------------------------------------------------------
 
@@ -647,44 +612,10 @@ def _denial_text(reasons: list[str]) -> str:
     )
 
 
-def _checked_mode(mode: str | None) -> PermissionMode | None:
-    if mode is None:
-        return None
-    if mode not in PERMISSION_MODES:
-        raise UserError(
-            f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}"
-        )
-    return mode
-
-
-def _native_mode(gate: PolicyGate | None, mode: str | None) -> str:
-    """The mode the CLI itself starts in: the gate's (see PolicyGate.native_mode), or
-    the requested one when no policy is in force."""
-    return gate.native_mode if gate is not None else (mode or "default")
-
-
-def _start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux), or None."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return int(fields[19]) if len(fields) > 19 else None
-
-
 def _active_body(session: SessionRecord) -> str:
     """The body a session runs on now (it moves on failover)."""
     active = session.transport.get("active_body")
     return active if isinstance(active, str) else session.body
-
-
-def _native_ids(session: SessionRecord) -> dict[str, str]:
-    ids = session.transport.get("native_ids")
-    out = dict(ids) if isinstance(ids, dict) else {}
-    if session.native_session_id and session.body not in out:
-        out[session.body] = session.native_session_id
-    return out
 
 
 def _error_of(final: Event) -> ErrorInfo:
@@ -734,3 +665,24 @@ async def notify_failover(job: JobRecord, handoff: Handoff) -> None:
     """Failover hook: tell the desktop a job moved to another body."""
     title = f"Chorus failover: {handoff.from_body} → {handoff.to_body}"
     await _notify(title, f"{handoff.reason.code}: {job.prompt[:100]}")
+
+
+def _checked_mode(mode: str | None) -> PermissionMode | None:
+    try:
+        return checked_mode(mode)
+    except SessionError as exc:
+        raise UserError(exc.message) from exc
+
+
+def _own_hub(
+    store: Store,
+    config: ChorusConfig,
+    factory: BodyFactory | None,
+    policy: Policy | None,
+    audit: AuditLog | None,
+    secrets: SecretStore | None,
+) -> SessionHub:
+    """A hub for a supervisor used alone (tests of the queue; the daemon shares one)."""
+    guards = policy_guards(policy, audit, secrets)
+    launcher = BodyLauncher(config, store, guards=guards, factory=factory)
+    return SessionHub(launcher, HubLimits(idle_timeout_s=config.daemon.session_idle_timeout_s))

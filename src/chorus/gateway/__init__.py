@@ -51,13 +51,13 @@ from chorus.gateway._errors import (
 from chorus.gateway._frames import MAX_DEPTH, Decoded, Rejected, decode_frame, known_request
 from chorus.gateway._gateway import Gateway
 from chorus.gateway._guard import PolicyGuards, origin_of, policy_guards
-from chorus.gateway._hub import SessionHub
 from chorus.gateway._limits import PendingRequests, TokenBucket
 from chorus.gateway._listen import address_path
 from chorus.gateway._metrics import CONTENT_TYPE, GatewayMetrics
 from chorus.gateway._outbound import INSECURE_ENV, backoff_delay, check_brain_url
 from chorus.gateway._policy import ControlContext, ControlPolicy, allow_all_controls
-from chorus.gateway._sessions import CAPABILITY_OF, GatewaySession
+from chorus.session import CAPABILITY_OF, SessionHub
+from chorus.session import Session as GatewaySession
 
 __all__ = [
     "CAPABILITY_OF",

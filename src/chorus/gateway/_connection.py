@@ -70,12 +70,12 @@ from chorus.gateway._channel import (
 from chorus.gateway._config import GatewayConfig
 from chorus.gateway._errors import GatewayCode, RequestError, code_for
 from chorus.gateway._frames import Rejected, decode_frame, encode_frame, known_request, user_text
-from chorus.gateway._hub import SessionHub
 from chorus.gateway._limits import PendingRequests, TokenBucket
 from chorus.gateway._metrics import GatewayMetrics, subtype_label
 from chorus.gateway._policy import ControlContext, ControlPolicy, Transport
 from chorus.gateway._records import ControlRecords, error_reply, payload_of
-from chorus.gateway._sessions import GatewaySession
+from chorus.session import Session as GatewaySession
+from chorus.session import SessionError, SessionHub
 from chorus.store import SlowSubscriberError, Store
 
 log = logging.getLogger("chorus.gateway")
@@ -226,6 +226,8 @@ class UcpConnection:
             await session.enqueue(text)
         except RequestError as exc:
             await self._reject(Rejected(exc.code, exc.message))
+        except SessionError as exc:
+            await self._reject(Rejected(code_for(exc), exc.message))
         except Exception as exc:  # a store failure: tell the brain, keep serving
             log.exception("user message failed")
             await self._reject(Rejected(code_for(exc), f"message not queued: {exc}"))
@@ -394,12 +396,14 @@ class UcpConnection:
             payload=payload_of(frame),
         )
         await self._apply_policy(context)
+        body = known.body if known.resume else (known.body or self._cfg.default_body)
         session, resumed = await self._svc.hub.open(
-            body=known.body,
+            body=body,
             model=known.model,
             cwd=known.cwd,
             permission_mode=known.permission_mode,
             resume=known.resume,
+            transport={"via": "gateway"},
         )
         return session, await self._initialize_payload(session, known.last_seq, resumed)
 

@@ -31,6 +31,7 @@ from chorus._errors import (
     UnsupportedControlError,
     UserError,
 )
+from chorus.session import SessionError
 from chorus.store import UnknownSessionError
 
 
@@ -116,11 +117,19 @@ def code_for(exc: BaseException) -> GatewayCode:
     """The error code for an exception raised while serving a request."""
     if isinstance(exc, RequestError):
         return exc.code
+    if isinstance(exc, SessionError):
+        return _SESSION_CODES.get(exc.code, GatewayCode.INTERNAL)
     for kind, code in _CODES:
         if isinstance(exc, kind):
             return code
     return GatewayCode.INTERNAL
 
+
+#: The session layer's codes as UCP v1 codes (``not_running`` is a body refusal).
+_SESSION_CODES: dict[str, GatewayCode] = {
+    **{code.value: code for code in GatewayCode},
+    "not_running": GatewayCode.BODY_ERROR,
+}
 
 # Most specific first: BodyCrashedError is a BodyError, UnknownSessionError a UserError.
 _CODES: tuple[tuple[type[BaseException], GatewayCode], ...] = (

@@ -32,12 +32,12 @@ from chorus.gateway._channel import Channel
 from chorus.gateway._config import GatewaySettings, gateway_token, load_gateway_settings
 from chorus.gateway._connection import Services, UcpConnection
 from chorus.gateway._guard import PolicyGuards
-from chorus.gateway._hub import BodyFactory, SessionHub
 from chorus.gateway._listen import TcpListener
 from chorus.gateway._metrics import GatewayMetrics
 from chorus.gateway._outbound import BrainManager
 from chorus.gateway._policy import ControlPolicy, Transport, allow_all_controls
 from chorus.gateway._ws import local_routes, metrics_route, ucp_route
+from chorus.session import BodyFactory, BodyLauncher, HubLimits, SessionHub
 from chorus.store import Store
 
 log = logging.getLogger("chorus.gateway")
@@ -64,19 +64,14 @@ class Gateway:
         permission_callback: PermissionCallback = allow_all,
         body_factory: BodyFactory | None = None,
         guards: PolicyGuards | None = None,
+        hub: SessionHub | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.settings = settings or load_gateway_settings()
         self.metrics = GatewayMetrics()
-        self.hub = SessionHub(
-            store,
-            config,
-            self.settings.gateway,
-            body_factory=body_factory,
-            permission_callback=permission_callback,
-            guards=guards,
-        )
+        self._own_hub = hub is None
+        self.hub = self._make_hub(body_factory, permission_callback, guards) if hub is None else hub
         self.brain = BrainManager(
             self.settings.brain,
             self._serve_brain,
@@ -98,6 +93,18 @@ class Gateway:
         self._tcp_error: str | None = None
         self.metrics.add_gauge("sessions", "Live gateway sessions.", lambda: len(self.hub))
         self.metrics.add_gauge("connections", "Open UCP connections.", lambda: self._connections)
+
+    def _make_hub(
+        self,
+        factory: BodyFactory | None,
+        permission: PermissionCallback,
+        guards: PolicyGuards | None,
+    ) -> SessionHub:
+        """A hub of the gateway's own (the daemon passes the one it shares instead)."""
+        cfg = self.settings.gateway
+        launcher = BodyLauncher(self.config, self.store, guards=guards, factory=factory)
+        limits = HubLimits(cfg.session_idle_timeout_s, cfg.max_sessions, cfg.max_queued_messages)
+        return SessionHub(launcher, limits, permission=permission)
 
     # -- mounting -------------------------------------------------------------------------
 
@@ -132,8 +139,9 @@ class Gateway:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[Self]:
         """Run the session hub, the TCP listener and the brain link for the block's life."""
-        async with asyncio.TaskGroup() as tg:
-            hub = tg.create_task(self.hub.run(), name="gateway-hub")
+        async with contextlib.AsyncExitStack() as stack, asyncio.TaskGroup() as tg:
+            if self._own_hub:
+                await stack.enter_async_context(self.hub.running())
             self._start_tcp(tg)
             self.brain.bind(tg)
             await self._dial_configured_brain()
@@ -143,7 +151,6 @@ class Gateway:
                 await self.brain.disconnect()
                 self.brain.bind(None)
                 await self._stop_tcp()
-                hub.cancel()
 
     def _start_tcp(self, tg: asyncio.TaskGroup) -> None:
         config = self.settings.gateway

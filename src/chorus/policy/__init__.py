@@ -74,7 +74,7 @@ from chorus.policy._native_flags import (
     native_flags,
 )
 from chorus.policy._paths import SENSITIVE_PATHS, PathContext, PathVerdict, check_path, resolve_path
-from chorus.policy._redact import RedactorLike, ValueRedactor, default_redactor
+from chorus.policy._redact import RedactorLike, default_redactor
 from chorus.policy._risk import (
     LEVELS,
     RiskAssessment,
@@ -146,7 +146,6 @@ __all__ = [
     "Segment",
     "ShellPolicy",
     "ShellSyntaxError",
-    "ValueRedactor",
     "Verdict",
     "VerifyResult",
     "assess_shell",

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from chorus.bodies import PermissionAnswer, PermissionAsk
 from chorus.events import Event, PermissionDecision, ToolCall, ToolResult
+from chorus.permissions import PermissionAnswer, PermissionAsk
 from chorus.policy._audit import AuditLog
 from chorus.policy._flags import FlagAnswer, FlagBoard, PendingFlag
 from chorus.policy._injection import (

@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from chorus.bodies import PermissionAsk
 from chorus.config import chorus_home
+from chorus.permissions import PermissionAsk
 from chorus.policy._errors import FlagError, PolicyError
 from chorus.policy._redact import RedactorLike, default_redactor
 

@@ -399,10 +399,12 @@ class Store(ABC):
         error: JsonDict | None = None,
         session_id: str | None = None,
         body: str | None = None,
+        prompt: str | None = None,
     ) -> JobRecord:
         """Move the job to ``state`` (checked against :data:`JOB_TRANSITIONS`,
         else :class:`JobStateError`) and/or set the given fields (None: leave as
-        is). Entering a terminal state sets ``ended_at``; re-entering ``queued``
+        is; ``prompt`` replaces the prompt, e.g. to add a steer to a queued job). Entering
+        a terminal state sets ``ended_at``; re-entering ``queued``
         clears ``result``, ``error`` and ``ended_at``. Raises :class:`UnknownJobError`."""
 
     @abstractmethod

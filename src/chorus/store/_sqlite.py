@@ -555,12 +555,14 @@ class SqliteStore(Store):
         error: JsonDict | None = None,
         session_id: str | None = None,
         body: str | None = None,
+        prompt: str | None = None,
     ) -> JobRecord:
         fields: dict[str, Any] = {
             "result": None if result is None else self._json(result),
             "error": None if error is None else self._json(error),
             "session_id": session_id,
             "body": body,
+            "prompt": prompt,
         }
         fields = {key: value for key, value in fields.items() if value is not None}
 

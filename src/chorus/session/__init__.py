@@ -1,0 +1,48 @@
+"""Sessions that live: one body kept warm across jobs and brains.
+
+The layer between the daemon's supervisor and gateway and the bodies
+(supervisor/gateway -> session -> body -> codec). :class:`SessionHub` holds the
+live sessions (one CLI process per stored session at most); a
+:class:`Session` owns one started body, runs :class:`Turn` s one at a time,
+records every event, and steers the running turn natively or by emulation;
+:class:`BodyLauncher` is the one place bodies are built.
+"""
+
+from chorus.session._errors import IllegalTransitionError, SessionError
+from chorus.session._hub import HubLimits, SessionHub, checked_cwd
+from chorus.session._launcher import (
+    BodyFactory,
+    BodyLauncher,
+    Launch,
+    PolicyGuards,
+    checked_mode,
+    cli_name,
+    native_mode,
+    policy_guards,
+)
+from chorus.session._lifecycle import TRANSITIONS, Lifecycle, State
+from chorus.session._session import CAPABILITY_OF, Session, Turn, native_ids, start_time
+
+__all__ = [
+    "CAPABILITY_OF",
+    "TRANSITIONS",
+    "BodyFactory",
+    "BodyLauncher",
+    "HubLimits",
+    "IllegalTransitionError",
+    "Launch",
+    "Lifecycle",
+    "PolicyGuards",
+    "Session",
+    "SessionError",
+    "SessionHub",
+    "State",
+    "Turn",
+    "checked_cwd",
+    "checked_mode",
+    "cli_name",
+    "native_ids",
+    "native_mode",
+    "policy_guards",
+    "start_time",
+]

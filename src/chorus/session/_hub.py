@@ -1,0 +1,338 @@
+"""The hub of live sessions, shared by the daemon's supervisor and the gateway.
+
+There is at most one live :class:`Session` (so one CLI process) per stored
+session: a brain attached over UCP and a ``chorus ask --session S`` on the same
+session share it, and their turns queue on it. The hub starts a body for a new
+session, re-uses a live one, or restarts a stored one with its CLI's native
+resume; it closes a session nobody used for ``idle_timeout_s`` (its next turn
+resumes natively), and every session when it stops.
+
+Opening and acquiring are serialized per stored session, so two callers racing
+on one session never start two bodies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from chorus.bodies import PermissionCallback, allow_all, body_names
+from chorus.policy import PolicyGate
+from chorus.session._errors import SessionError
+from chorus.session._launcher import BodyLauncher, Launch, native_mode
+from chorus.session._session import Session, native_ids
+from chorus.store import SessionRecord, UnknownSessionError
+
+log = logging.getLogger("chorus.session")
+
+#: How long closing sessions may take to record their last events.
+_DRAIN_GRACE = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class HubLimits:
+    #: Close a session's body after this long with nothing to do (0: never).
+    idle_timeout_s: float = 600.0
+    #: Sessions a brain may open (the daemon's own jobs are bounded by its queue).
+    max_sessions: int = 64
+    #: Brain messages one session holds before ``queue_full``.
+    max_queued: int = 100
+
+
+class SessionHub:
+    """Live sessions keyed by stored session id. Run :meth:`run` in a task for the
+    hub's life: it owns the drivers, reaps idle sessions and closes every body when
+    cancelled."""
+
+    def __init__(
+        self,
+        launcher: BodyLauncher,
+        limits: HubLimits | None = None,
+        *,
+        permission: PermissionCallback = allow_all,
+    ) -> None:
+        self.launcher = launcher
+        self.store = launcher.store
+        self.limits = limits or HubLimits()
+        self._permission = permission
+        self._live: dict[str, Session] = {}
+        self._drivers: dict[str, asyncio.Task[None]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._starting = 0
+        self._tg: asyncio.TaskGroup | None = None
+        self._ready = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def get(self, session_id: str) -> Session | None:
+        return self._live.get(session_id)
+
+    def ids(self) -> list[str]:
+        return sorted(self._live)
+
+    def sessions(self) -> list[Session]:
+        return list(self._live.values())
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Own the drivers until cancelled; then close every session (bounded)."""
+        async with asyncio.TaskGroup() as tg:
+            self._tg = tg
+            self._ready.set()
+            try:
+                await self._reap_forever()
+            finally:
+                self._tg = None
+                self._ready.clear()
+                await self._close_all()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[SessionHub]:
+        """Run the hub for the block's life."""
+        task = asyncio.create_task(self.run(), name="session-hub")
+        await self._ready.wait()
+        try:
+            yield self
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _reap_forever(self) -> None:
+        timeout = self.limits.idle_timeout_s
+        period = min(30.0, timeout / 4) if timeout else 3600.0
+        while True:
+            await asyncio.sleep(period)
+            if timeout:
+                await self.reap(timeout)
+
+    async def reap(self, idle_limit: float) -> list[str]:
+        """Close sessions unused for ``idle_limit`` seconds; returns their ids."""
+        now = time.monotonic()
+        closed = []
+        for session in list(self._live.values()):
+            since = max(session.idle_since, session.detached_at)
+            if session.unused and now - since > idle_limit:
+                log.info("closing session %s: unused for %.0f s", session.id, idle_limit)
+                await session.close()
+                closed.append(session.id)
+        return closed
+
+    async def _close_all(self) -> None:
+        sessions = list(self._live.values())
+        await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        drivers = list(self._drivers.values())
+        if drivers:
+            await asyncio.wait(drivers, timeout=_DRAIN_GRACE)
+
+    async def close(self, session_id: str) -> bool:
+        """Close a live session's body and wait for its driver; False if none was live."""
+        session = self._live.get(session_id)
+        if session is None:
+            return False
+        driver = self._drivers.get(session_id)
+        await session.close()
+        if driver is not None:
+            await asyncio.wait({driver}, timeout=_DRAIN_GRACE)
+        return True
+
+    # -- attaching (brains) ------------------------------------------------------------------
+
+    def attach(self, session: Session) -> None:
+        session.connections += 1
+
+    def detach(self, session: Session) -> None:
+        session.connections = max(0, session.connections - 1)
+        if session.connections == 0:
+            session.detached_at = time.monotonic()
+
+    # -- opening (brains) --------------------------------------------------------------------
+
+    async def open(
+        self,
+        *,
+        body: str | None,
+        model: str | None = None,
+        cwd: str | None = None,
+        permission_mode: str | None = None,
+        resume: str | None = None,
+        transport: dict[str, object] | None = None,
+    ) -> tuple[Session, bool]:
+        """The session a brain attaches to, and whether it existed before.
+
+        With ``resume``: the live session, else the stored one restarted with its
+        CLI's native resume. Without: a new session on ``body`` in ``cwd``
+        (default: the daemon's folder; must be absolute). Raises
+        :class:`SessionError` or the body's start errors.
+        """
+        if resume is not None:
+            return await self._resume(resume, body, model, permission_mode), True
+        body = self._check_body(body)
+        folder = checked_cwd(cwd)
+        with self._reserve():
+            record = await self.store.create_session(
+                body, model=model, cwd=str(folder), state="starting", transport=transport or {}
+            )
+            gate = self.launcher.gate(record, permission_mode)
+            launch = self._launch(body, model, None, gate, permission_mode)
+            return await self._start(record, launch, gate), False
+
+    async def _resume(
+        self, session_id: str, body: str | None, model: str | None, mode: str | None
+    ) -> Session:
+        async with self._lock(session_id):
+            live = self._live.get(session_id)
+            if live is not None and not live.ended:
+                _check_same_body(live.body_name, body)
+                live.touch()
+                return live
+            record = await self._record(session_id)
+            _check_same_body(_active_body(record), body)
+            with self._reserve():
+                gate = self.launcher.gate(record, mode)
+                name = _active_body(record)
+                resume = native_ids(record).get(name)
+                launch = self._launch(name, model or record.model, resume, gate, mode)
+                return await self._start(record, launch, gate)
+
+    @contextlib.contextmanager
+    def _reserve(self) -> Iterator[None]:
+        """Count a session as live while its body starts, so concurrent opens respect
+        ``max_sessions``."""
+        if len(self._live) + self._starting >= self.limits.max_sessions:
+            raise SessionError(
+                "too_many_sessions", f"{self.limits.max_sessions} sessions are live already"
+            )
+        self._starting += 1
+        try:
+            yield
+        finally:
+            self._starting -= 1
+
+    # -- acquiring (the supervisor's jobs) ---------------------------------------------------------
+
+    async def acquire(
+        self,
+        session_id: str,
+        body: str,
+        *,
+        model: str | None = None,
+        gate: PolicyGate | None = None,
+        mode: str | None = None,
+    ) -> Session:
+        """The live session for a job's next turn on ``body``: the warm one when it can
+        take the turn, else a new body (the old one closed) with native resume."""
+        async with self._lock(session_id):
+            live = self._live.get(session_id)
+            native = self.launcher.native_flags(body, gate)
+            args = native.args if native is not None else None
+            wanted = native_mode(gate, mode)
+            if live is not None and (live.busy or live.can_take(body, model, args, wanted)):
+                live.touch()
+                return live
+            if live is not None:
+                await self.close(session_id)
+            record = await self._record(session_id)
+            resume = native_ids(record).get(body)
+            start_gate = gate if gate is not None else self.launcher.gate(record, mode)
+            launch = self._launch(body, model, resume, start_gate, mode)
+            return await self._start(record, launch, self.launcher.gate(record, mode))
+
+    # -- starting ------------------------------------------------------------------------------
+
+    def _launch(
+        self,
+        body: str,
+        model: str | None,
+        resume: str | None,
+        gate: PolicyGate | None,
+        mode: str | None,
+    ) -> Launch:
+        return Launch(body, model, resume, gate, mode, self._permission)
+
+    async def _start(
+        self, record: SessionRecord, launch: Launch, gate: PolicyGate | None
+    ) -> Session:
+        """Start ``launch``'s body as the live session of ``record``, with ``gate`` as
+        the session's own gate (brain turns; a job's turns bring theirs)."""
+        tg = self._tg
+        if tg is None:
+            raise SessionError("internal", "the session hub is not running")
+        session = Session(
+            _with_body(record, launch.body),
+            self.store,
+            gate=gate,
+            permission=self._permission,
+            max_queued=self.limits.max_queued,
+        )
+        try:
+            await session.start(lambda ask: self.launcher.create(record, _asking(launch, ask)))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.store.update_session(record.id, state="failed")
+            raise
+        session.touch()
+        self._live[record.id] = session
+        self._drivers[record.id] = tg.create_task(self._drive(session), name=f"s-{record.id}")
+        return session
+
+    async def _drive(self, session: Session) -> None:
+        try:
+            await session.drive()
+        finally:
+            if self._live.get(session.id) is session:
+                del self._live[session.id]
+                self._drivers.pop(session.id, None)
+
+    def _lock(self, session_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(session_id, asyncio.Lock())
+
+    async def _record(self, session_id: str) -> SessionRecord:
+        try:
+            return await self.store.get_session(session_id)
+        except UnknownSessionError as exc:
+            raise SessionError("session_not_found", str(exc)) from exc
+
+    def _check_body(self, name: str | None) -> str:
+        known = body_names(self.launcher.config)
+        if name is None or name not in known:
+            raise SessionError("unknown_body", f"unknown body {name!r}; known: {', '.join(known)}")
+        return name
+
+
+def _asking(launch: Launch, ask: PermissionCallback) -> Launch:
+    return Launch(launch.body, launch.model, launch.resume, launch.gate, launch.mode, ask)
+
+
+def _with_body(record: SessionRecord, body: str) -> SessionRecord:
+    """``record`` as served by ``body`` now (it moves on failover)."""
+    return replace(record, body=body)
+
+
+def _active_body(record: SessionRecord) -> str:
+    """The body a session runs on now (it moves on failover)."""
+    active = record.transport.get("active_body")
+    return active if isinstance(active, str) else record.body
+
+
+def _check_same_body(actual: str, asked: str | None) -> None:
+    if asked is not None and asked != actual:
+        raise SessionError("invalid_request", f"the session runs body {actual!r}, not {asked!r}")
+
+
+def checked_cwd(raw: str | None) -> Path:
+    """An absolute, existing folder (default: the current one), resolved."""
+    folder = Path(raw or os.getcwd()).expanduser()
+    if not folder.is_absolute():
+        raise SessionError("invalid_request", f"cwd must be absolute, not {raw!r}")
+    if not folder.is_dir():
+        raise SessionError("invalid_request", f"cwd {folder} is not a directory")
+    return folder.resolve()

@@ -1,0 +1,185 @@
+"""Starting bodies: the one place that builds :class:`BodyOptions` and calls
+:func:`chorus.bodies.create_body` for the daemon and the gateway alike.
+
+A body gets the process environment, its ``[agents.NAME.env]``, the secrets the
+policy lets it have, the native permission flags the policy allows when it
+cannot ask (one-shot bodies), the CLI the daemon's config points at, the
+session's model and cwd, its native resume id, the store's raw tap, and a
+permission callback (the session's trampoline to the current turn's gate).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from chorus.bodies import (
+    CLI_OF,
+    Body,
+    BodyOptions,
+    PermissionCallback,
+    Support,
+    body_class,
+    create_body,
+)
+from chorus.config import ChorusConfig
+from chorus.policy import (
+    PERMISSION_MODES,
+    AuditLog,
+    NativeFlags,
+    PermissionMode,
+    Policy,
+    PolicyGate,
+    SecretStore,
+    native_flags,
+    policy_callback,
+)
+from chorus.session._errors import SessionError
+from chorus.store import SessionRecord, Store
+
+log = logging.getLogger("chorus.session")
+
+BodyFactory = Callable[[str, BodyOptions], Body]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyGuards:
+    """The daemon's policy parts; each turn (or gateway session) gets its own gate."""
+
+    policy: Policy
+    audit: AuditLog | None = None
+    secrets: SecretStore | None = None
+
+    def gate(self, *, session_id: str, cwd: str | None, mode: str | None) -> PolicyGate:
+        """A fresh gate (``mode`` None: the policy's own mode)."""
+        return policy_callback(
+            self.policy,
+            self.audit,
+            mode=checked_mode(mode),
+            cwd=Path(cwd) if cwd else None,
+            session_id=session_id,
+            secrets=self.secrets.values if self.secrets is not None else (),
+        )
+
+    def env_for(self, body: str) -> dict[str, str]:
+        """The secrets the policy lets ``body`` have, as environment variables."""
+        if self.secrets is None:
+            return {}
+        return self.secrets.env_for(body, self.policy)
+
+
+def policy_guards(
+    policy: Policy | None, audit: AuditLog | None = None, secrets: SecretStore | None = None
+) -> PolicyGuards | None:
+    """Guards, or None when there is no policy (every tool allowed)."""
+    return PolicyGuards(policy, audit, secrets) if policy is not None else None
+
+
+def checked_mode(mode: str | None) -> PermissionMode | None:
+    """``mode`` if it is a Chorus permission mode (None stays None), else
+    :class:`SessionError` ``invalid_request``."""
+    if mode is None:
+        return None
+    for known in PERMISSION_MODES:
+        if mode == known:
+            return known
+    raise SessionError(
+        "invalid_request",
+        f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}",
+    )
+
+
+def native_mode(gate: PolicyGate | None, mode: str | None) -> str:
+    """The mode the CLI itself runs in: the gate's (``plan`` or ``default``, so every
+    tool call reaches the gate), or the requested one when no policy is in force."""
+    return gate.native_mode if gate is not None else (mode or "default")
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What one body start needs beyond the stored session."""
+
+    body: str
+    model: str | None
+    resume: str | None
+    gate: PolicyGate | None
+    mode: str | None
+    permission: PermissionCallback
+
+
+class BodyLauncher:
+    """Builds options and bodies. ``factory`` replaces :func:`create_body` in tests."""
+
+    def __init__(
+        self,
+        config: ChorusConfig,
+        store: Store,
+        *,
+        guards: PolicyGuards | None = None,
+        factory: BodyFactory | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.guards = guards
+        self._factory = factory or (lambda name, opts: create_body(name, opts, config))
+
+    def create(self, record: SessionRecord, launch: Launch) -> Body:
+        """A new, unstarted body for ``record`` (the caller starts and owns it)."""
+        return self._factory(launch.body, self.options(record, launch))
+
+    def options(self, record: SessionRecord, launch: Launch) -> BodyOptions:
+        env = self._env(launch.body)
+        native = self.native_flags(launch.body, launch.gate)
+        if native is not None:
+            env.update(native.env)
+        return BodyOptions(
+            cwd=Path(record.cwd or os.getcwd()),
+            model=launch.model,
+            permission_mode=native_mode(launch.gate, launch.mode),
+            resume=launch.resume,
+            executable=self._executable(launch.body),
+            env=env,
+            permission_callback=launch.permission,
+            permission_args=native.args if native is not None else None,
+            raw_tap=self.store.raw_tap(record.id),
+        )
+
+    def gate(self, record: SessionRecord, mode: str | None) -> PolicyGate | None:
+        if self.guards is None:
+            return None
+        return self.guards.gate(session_id=record.id, cwd=record.cwd, mode=mode)
+
+    def native_flags(self, body: str, gate: PolicyGate | None) -> NativeFlags | None:
+        """A body that cannot ask (a one-shot mode) starts with the native flags that
+        match the policy and the gate's mode."""
+        if self.guards is None or gate is None:
+            return None
+        if body_class(body, self.config).capabilities.permission_callback != Support.UNSUPPORTED:
+            return None
+        flags = native_flags(body, self.guards.policy, mode=gate.mode)
+        for note in flags.notes:
+            log.info("%s: %s", body, note)
+        return flags
+
+    def _env(self, body: str) -> dict[str, str]:
+        env = dict(os.environ)
+        agent = self.config.agents.get(cli_name(body))
+        if agent is not None:
+            env.update(agent.env)
+        if self.guards is not None:
+            env.update(self.guards.env_for(body))
+        return env
+
+    def _executable(self, body: str) -> Path | None:
+        """The CLI of a built-in body as the daemon's config says (None for ACP)."""
+        from chorus.agents import find_agent
+
+        return find_agent(CLI_OF[body], self.config) if body in CLI_OF else None
+
+
+def cli_name(body: str) -> str:
+    """The agent entry a body's CLI is configured under (``claude-print`` → ``claude``)."""
+    return CLI_OF.get(body, body)

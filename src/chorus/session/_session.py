@@ -1,0 +1,623 @@
+"""A live session: one started body on one stored session, across jobs and brains.
+
+A :class:`Session` owns one body from its start to its end. Its driver task
+(owned by the :class:`chorus.session.SessionHub`) is the only reader of the
+body's events and the only writer of its turns: between turns it records
+whatever the body emits (control echoes, a crash); when a :class:`Turn` is
+queued it runs it and records every event up to the terminal one, through the
+turn's policy gate, tagged with the turn's job. Turns run one at a time in
+arrival order, whoever sent them (a daemon job, a brain on the gateway), so
+one session never has two CLI processes and never two turns at once.
+
+Steering adds text to the *running* turn: natively where the body can
+(:attr:`Capabilities.steer` native: Codex ``turn/steer``, Claude's mid-turn
+user message), otherwise emulated: the turn is interrupted and the steer text
+runs at once as a follow-up turn of the same job. Every steer is a
+:class:`Steer` event in the log before it reaches the body.
+
+The lifecycle is :mod:`chorus.session._lifecycle`'s table; a body that ends
+(closed, crashed, idle timeout) ends the session, and the hub starts a new one
+with the CLI's native resume when the stored session is used again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from chorus._errors import BodyCrashedError, ChorusError
+from chorus.bodies import (
+    TERMINAL_TYPES,
+    Body,
+    PermissionAnswer,
+    PermissionAsk,
+    PermissionCallback,
+    Support,
+    allow_all,
+)
+from chorus.events import (
+    UCP_VERSION,
+    CompatibilityWarning,
+    ErrorCode,
+    ErrorInfo,
+    Event,
+    JsonDict,
+    KnownRequest,
+    Notice,
+    Queued,
+    SessionEnded,
+    SessionStarted,
+    Steer,
+    TurnFailed,
+)
+from chorus.policy import PolicyGate
+from chorus.session._errors import SessionError
+from chorus.session._launcher import checked_mode
+from chorus.session._lifecycle import Lifecycle, State
+from chorus.store import ORIGIN_CHORUS, SessionRecord, Store, event_origin
+
+log = logging.getLogger("chorus.session")
+T = TypeVar("T")
+
+#: Called with every event of a turn once it is queued for the log.
+EventHook = Callable[[Event], Awaitable[None]]
+
+#: The capability (``Capabilities`` field) each body control needs.
+CAPABILITY_OF: dict[str, str] = {
+    "interrupt": "interrupt",
+    "set_model": "set_model",
+    "set_permission_mode": "set_permission_mode",
+    "set_max_thinking_tokens": "max_thinking_tokens",
+    "steer": "steer",
+    "mcp_status": "mcp_status",
+}
+
+
+def _future() -> asyncio.Future[Event]:
+    return asyncio.get_running_loop().create_future()
+
+
+@dataclass(eq=False)
+class Turn:
+    """One prompt for the session's body, and who waits for its end.
+
+    ``gate`` (a job's policy gate) answers the body's permission asks and observes
+    its events while the turn runs; without one the session's own gate does.
+    ``done`` gets the turn's terminal event.
+    """
+
+    prompt: str
+    job_id: str | None = None
+    gate: PolicyGate | None = None
+    model: str | None = None
+    #: The mode the CLI should run this turn in (``default``/``plan`` under a gate).
+    native_mode: str | None = None
+    on_event: EventHook | None = None
+    done: asyncio.Future[Event] = field(default_factory=_future)
+    steers: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+
+class Session:
+    """One stored session and the body that serves it now. Create and start through
+    :class:`chorus.session.SessionHub`; every method may be called from any task."""
+
+    def __init__(
+        self,
+        record: SessionRecord,
+        store: Store,
+        *,
+        gate: PolicyGate | None = None,
+        permission: PermissionCallback = allow_all,
+        max_queued: int = 100,
+    ) -> None:
+        self.id = record.id
+        self.body_name = record.body
+        self.cwd = record.cwd
+        self.connections = 0
+        self.detached_at = time.monotonic()
+        self.idle_since = time.monotonic()
+        self._record = record
+        self._store = store
+        self._gate = gate
+        self._permission = permission
+        self._max_queued = max_queued
+        self._life = Lifecycle(record.id)
+        self._body: Body | None = None
+        self._turns: asyncio.Queue[Turn] = asyncio.Queue()
+        self._current: Turn | None = None
+        self._pending: list[asyncio.Future[Event]] = []
+        self._enqueue_lock = asyncio.Lock()
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def body(self) -> Body:
+        if self._body is None:
+            raise SessionError("internal", f"session {self.id} has no body yet")
+        return self._body
+
+    @property
+    def state(self) -> State:
+        return self._life.state
+
+    @property
+    def ended(self) -> bool:
+        return self._life.ended
+
+    @property
+    def pending(self) -> int:
+        """Turns queued and not started."""
+        return self._turns.qsize()
+
+    @property
+    def unused(self) -> bool:
+        """Nothing runs or waits, and no brain is attached."""
+        return self.state is State.IDLE and self._turns.empty() and self.connections == 0
+
+    @property
+    def gate(self) -> PolicyGate | None:
+        return self._gate
+
+    @property
+    def steers_natively(self) -> bool:
+        return self._body is not None and self._body.capabilities.steer == Support.NATIVE
+
+    # -- starting and stopping --------------------------------------------------------------
+
+    async def start(self, make_body: Callable[[PermissionCallback], Body]) -> None:
+        """Create and start the body (its permission asks go to :meth:`_ask`)."""
+        self._body = make_body(self._ask)
+        try:
+            await self._body.start()
+        except BaseException:  # cancellation included: close what was started
+            self._life.end()
+            with contextlib.suppress(Exception):
+                await self._body.close()
+            raise
+        self._life.to(State.IDLE)
+        await self._note_start()
+
+    async def _note_start(self) -> None:
+        pid = getattr(self._body, "pid", None)
+        fresh = await self._store.get_session(self.id)
+        transport = dict(fresh.transport)
+        if isinstance(pid, int):
+            transport.update(pgid=pid, pgid_started=start_time(pid))
+        await self._store.update_session(self.id, state="active", transport=transport)
+
+    async def close(self) -> None:
+        """Close the body (bounded by its own escalation); the driver then records the
+        :class:`SessionEnded` and returns. Idempotent."""
+        if self._body is not None:
+            await self._body.close()
+
+    def touch(self) -> None:
+        """Count the session as used now (it was just handed to someone)."""
+        self.idle_since = time.monotonic()
+
+    @property
+    def busy(self) -> bool:
+        """A turn runs or waits."""
+        return self._current is not None or not self._turns.empty()
+
+    def can_take(self, body: str, model: str | None, permission_args: object, mode: str) -> bool:
+        """Whether a turn for ``body`` with ``model`` in native ``mode`` can run on this
+        session's live body (changing model and mode natively if need be) rather than
+        on a restarted one."""
+        live = self._body
+        if self.ended or body != self.body_name or live is None:
+            return False
+        if permission_args != live.options.permission_args:
+            return False
+        caps = live.capabilities
+        model_ok = model is None or model == live.model or caps.set_model == Support.NATIVE
+        mode_ok = mode == live.permission_mode or caps.set_permission_mode == Support.NATIVE
+        return model_ok and mode_ok
+
+    # -- the driver ------------------------------------------------------------------------
+
+    async def drive(self) -> None:
+        """Run queued turns and record every event until the body ends."""
+        try:
+            while not self.ended:
+                turn = await self._idle()
+                if turn is None:
+                    break
+                await self._run(turn)
+        except Exception:  # the task boundary: one broken session must not end the others
+            log.exception("session %s failed", self.id)
+            self._life.end()
+            with contextlib.suppress(Exception):
+                await self.body.close()
+        finally:
+            await self._flush()
+            await self._drop_queued()
+
+    async def _idle(self) -> Turn | None:
+        """Record events that arrive between turns until a turn is queued (returned) or
+        the body ends (None)."""
+        async with _closing(self.body.stream()) as stream:
+            while not self.ended:
+                next_turn = asyncio.ensure_future(self._turns.get())
+                next_event = asyncio.ensure_future(_next(stream))
+                try:
+                    await asyncio.wait({next_turn, next_event}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    event = await _settle(next_event)
+                    turn = await _settle(next_turn)
+                if event is not None:
+                    await self._on_body_event(event, None)
+                if turn is not None:
+                    return turn if not self.ended else self._refuse(turn)
+        return None
+
+    def _refuse(self, turn: Turn) -> None:
+        _resolve(turn, SessionEnded(reason="the body ended before the turn started"))
+
+    async def _run(self, turn: Turn) -> None:
+        """Run ``turn`` (and the follow-ups its emulated steers add) to its end."""
+        self._current = turn
+        final: Event = SessionEnded(reason="the turn did not start")
+        try:
+            await self._adapt(turn)
+            prompt: str | None = turn.prompt
+            while prompt is not None:
+                self._life.to(State.RUNNING)
+                final = await self._body_turn(turn, prompt)
+                prompt = self._next_steer(turn, final)
+            if _crashed(final):
+                await self._await_end()
+        finally:
+            await self._flush()
+            self._current = None
+            if self.state in (State.RUNNING, State.INTERRUPTING):
+                self._life.to(State.IDLE)
+            self.idle_since = time.monotonic()
+            _resolve(turn, final)
+
+    async def _await_end(self) -> None:
+        """After a crash, record the body's own end (bounded), so the session is over
+        before anyone queues on it again."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_END_GRACE), _closing(self.body.stream()) as stream:
+                async for event in stream:
+                    await self._on_body_event(event, None)
+                    if self.ended:
+                        return
+        self._life.end()
+
+    def _next_steer(self, turn: Turn, final: Event) -> str | None:
+        """The text of the emulated steers waiting for this turn's next round, if any."""
+        if not turn.steers or turn.interrupted or self.ended:
+            return None
+        text = "\n\n".join(turn.steers)
+        turn.steers.clear()
+        if self.state is State.INTERRUPTING:
+            self._life.to(State.IDLE)
+        return text
+
+    async def _body_turn(self, turn: Turn, prompt: str) -> Event:
+        final: Event | None = None
+        try:
+            async with _closing(self.body.turn(prompt)) as events:
+                async for event in events:
+                    final = await self._on_body_event(event, turn)
+        except BodyCrashedError as exc:
+            return await self._refused(turn, exc, ErrorCode.BODY_CRASHED)
+        except ChorusError as exc:  # the body refused the message; the session goes on
+            return await self._refused(turn, exc, ErrorCode.UNKNOWN)
+        return final or SessionEnded(reason="the body produced no terminal event")
+
+    async def _refused(self, turn: Turn, exc: ChorusError, code: ErrorCode) -> Event:
+        notice = Notice(message=f"the body did not take the message: {exc}", kind="error")
+        await self._append(notice, turn)
+        return TurnFailed(error=ErrorInfo(code=code, message=str(exc)))
+
+    async def _adapt(self, turn: Turn) -> None:
+        """Change the live body's model and mode for this turn where it can natively."""
+        await self._adapt_mode(turn)
+        await self._adapt_model(turn)
+
+    async def _adapt_mode(self, turn: Turn) -> None:
+        body = self.body
+        if turn.native_mode is None or turn.native_mode == body.permission_mode:
+            return
+        try:
+            await body.set_permission_mode(turn.native_mode)
+        except ChorusError as exc:
+            message = f"the CLI stays in {body.permission_mode} mode: {exc}"
+            await self._append(Notice(message=message, kind="warning"), turn)
+
+    async def _adapt_model(self, turn: Turn) -> None:
+        body = self.body
+        if turn.model is None or turn.model == body.model:
+            return
+        if body.capabilities.set_model == Support.NATIVE:
+            try:
+                await body.set_model(turn.model)
+                return
+            except ChorusError as exc:
+                message = f"the model could not be changed to {turn.model}: {exc}"
+                await self._append(Notice(message=message, kind="warning"), turn)
+                return
+        message = f"{self.body_name} cannot change its model live; the turn runs on {body.model}"
+        await self._append(Notice(message=message, kind="warning"), turn)
+
+    # -- recording -----------------------------------------------------------------------
+
+    async def _on_body_event(self, event: Event, turn: Turn | None) -> Event:
+        gate = self._gate_for(turn)
+        if gate is not None:
+            event = gate.observe(event)  # audit, and mark untrusted tool output
+        if turn is not None and turn.job_id is not None:
+            event = event.model_copy(update={"job_id": turn.job_id})
+        self._pending.append(self._store.append_nowait(self.id, event, origin=event_origin(event)))
+        if isinstance(event, (SessionStarted, *TERMINAL_TYPES)):
+            await self._flush()
+            await self._sync_native_id()
+        if turn is not None and turn.on_event is not None:
+            await turn.on_event(event)
+        if isinstance(event, SessionEnded):
+            await self._ended()
+        return event
+
+    async def _ended(self) -> None:
+        self._life.end()
+        await self._store.update_session(self.id, state="ended")
+
+    async def _append(self, event: Event, turn: Turn | None = None) -> Event:
+        """Append an event Chorus itself made, in order with the body's."""
+        await self._flush()
+        if turn is not None and turn.job_id is not None:
+            event = event.model_copy(update={"job_id": turn.job_id})
+        return await self._store.append(self.id, event, origin=ORIGIN_CHORUS)
+
+    async def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        if pending:
+            await asyncio.gather(*pending)
+
+    async def _sync_native_id(self) -> None:
+        """Persist the body's native session id once the CLI has confirmed it."""
+        native = self.body.native_session_id
+        fresh = await self._store.get_session(self.id)
+        ids = native_ids(fresh)
+        if not native or ids.get(self.body_name) == native:
+            return
+        transport = {**fresh.transport, "native_ids": {**ids, self.body_name: native}}
+        primary = native if self.body_name == fresh.body else None
+        await self._store.update_session(self.id, transport=transport, native_session_id=primary)
+
+    async def _drop_queued(self) -> None:
+        dropped = 0
+        while not self._turns.empty():
+            self._refuse(self._turns.get_nowait())
+            dropped += 1
+        if dropped:
+            message = f"{dropped} queued message(s) not run: the body ended"
+            with contextlib.suppress(Exception):
+                await self._append(Notice(message=message, kind="error"))
+
+    # -- permissions ---------------------------------------------------------------------
+
+    def _gate_for(self, turn: Turn | None) -> PolicyGate | None:
+        if turn is not None and turn.gate is not None:
+            return turn.gate
+        return self._gate
+
+    async def _ask(self, ask: PermissionAsk) -> PermissionAnswer:
+        """The body's permission callback: the running turn's gate, else the session's."""
+        gate = self._gate_for(self._current)
+        return await (gate if gate is not None else self._permission)(ask)
+
+    # -- turns ----------------------------------------------------------------------------
+
+    async def run(self, turn: Turn) -> Event:
+        """Queue ``turn`` (never refused for being full: the caller bounds its own work)
+        and return its terminal event."""
+        self._check_live()
+        self._turns.put_nowait(turn)
+        return await asyncio.shield(turn.done)
+
+    async def enqueue(self, text: str) -> int:
+        """Queue a brain's message for a turn; returns its position (0: next).
+
+        The message is in the log (a :class:`Queued` event) before it is queued.
+        Raises :class:`SessionError` ``queue_full`` or ``session_ended``.
+        """
+        async with self._enqueue_lock:
+            self._check_live()
+            if self._turns.qsize() >= self._max_queued:
+                message = f"{self._max_queued} messages are queued already; wait or interrupt"
+                raise SessionError("queue_full", message)
+            position = self._turns.qsize() + (1 if self._current is not None else 0)
+            await self._append(Queued(text=text, position=position))
+            self._turns.put_nowait(Turn(text))
+            return position
+
+    async def steer(self, text: str) -> str:
+        """Add ``text`` to the running turn; returns ``native`` or ``emulated``.
+
+        Raises :class:`SessionError` ``not_running`` when no turn runs.
+        """
+        turn = self._current
+        if turn is None or self.state not in (State.RUNNING, State.INTERRUPTING):
+            raise SessionError("not_running", f"no turn is running on session {self.id}")
+        native = self.steers_natively
+        await self._append(Steer(text=text, native=native), turn)
+        if native:
+            await self.body.steer(text)
+            return "native"
+        turn.steers.append(text)
+        if self.state is State.RUNNING and self.body.capabilities.supports("interrupt"):
+            self._life.to(State.INTERRUPTING)
+            await self.body.interrupt()
+        return "emulated"
+
+    async def interrupt(self) -> bool:
+        """Interrupt the running turn (its emulated steers are dropped); False when
+        nothing ran."""
+        turn = self._current
+        if turn is None:
+            return False
+        turn.interrupted = True
+        turn.steers.clear()
+        if self.state is State.RUNNING:
+            self._life.to(State.INTERRUPTING)
+        await self.body.interrupt()
+        return True
+
+    # -- controls ---------------------------------------------------------------------------
+
+    async def control(self, request: KnownRequest) -> JsonDict:
+        """Run one control on the body and return the success payload.
+
+        Raises :class:`SessionError` (``unsupported`` when the body's declared
+        capabilities rule it out, ``session_ended``), or whatever the body raises.
+        """
+        if request.subtype == "status":
+            return await self.status()
+        self._check_live()
+        capability = CAPABILITY_OF.get(request.subtype)
+        if capability is not None and not self.body.capabilities.supports(capability):
+            raise SessionError(
+                "unsupported", f"body {self.body_name!r} does not support {request.subtype!r}"
+            )
+        return await self._body_control(request)
+
+    async def _body_control(self, request: KnownRequest) -> JsonDict:
+        if request.subtype == "set_model":
+            await self.body.set_model(request.model)
+            await self._store.update_session(self.id, model=request.model)
+            return {"model": request.model}
+        if request.subtype == "set_permission_mode":
+            return await self._set_mode(request.mode)
+        if request.subtype == "set_max_thinking_tokens":
+            await self.body.set_max_thinking_tokens(request.max_thinking_tokens)
+            return {"max_thinking_tokens": request.max_thinking_tokens}
+        if request.subtype == "interrupt":
+            running = await self.interrupt()
+            return {"interrupted": running, "queued": self._turns.qsize()}
+        if request.subtype == "mcp_status":
+            return await self.body.mcp_status()
+        if request.subtype == "steer":
+            return {"how": await self.steer(request.text)}
+        raise SessionError("invalid_request", f"{request.subtype!r} is not a control")
+
+    async def _set_mode(self, mode: str) -> JsonDict:
+        """Without a policy gate the body takes ``mode`` as is; with one, the gate takes
+        the Chorus mode and the CLI only switches between ``default`` and ``plan``."""
+        gate = self._gate
+        if gate is None:
+            await self.body.set_permission_mode(mode)
+            return {"mode": mode}
+        chosen = checked_mode(mode)
+        assert chosen is not None
+        gate.mode = chosen
+        if self.body.permission_mode != gate.native_mode:
+            await self.body.set_permission_mode(gate.native_mode)
+        return {"mode": chosen}
+
+    @property
+    def permission_mode(self) -> str:
+        """The session's Chorus permission mode (the gate's, when there is one)."""
+        return self._gate.mode if self._gate is not None else self.body.permission_mode
+
+    async def warn(self, control: str, message: str) -> None:
+        """Append a :class:`CompatibilityWarning` (an unsupported control is never silent)."""
+        await self._append(CompatibilityWarning(control=control, message=message))
+
+    async def status(self) -> JsonDict:
+        """What a brain needs to know about the session right now."""
+        body = self._body
+        return {
+            "session_id": self.id,
+            "body": self.body_name,
+            "state": "ended" if self.ended else ("running" if self._current else "idle"),
+            "lifecycle": str(self.state),
+            "model": body.model if body else None,
+            "permission_mode": self.permission_mode if body else None,
+            "native_session_id": body.native_session_id if body else None,
+            "pid": getattr(body, "pid", None),
+            "cwd": self.cwd,
+            "queued": self._turns.qsize(),
+            "last_seq": await self._store.last_seq(self.id),
+            "connections": self.connections,
+            "capabilities": body.capabilities.as_dict() if body else {},
+            "ucp_version": UCP_VERSION,
+        }
+
+    def _check_live(self) -> None:
+        if self.ended:
+            raise SessionError(
+                "session_ended",
+                f"session {self.id} has ended; initialize with resume to restart it",
+            )
+
+
+def native_ids(record: SessionRecord) -> dict[str, str]:
+    """The native session id of every body that served ``record``."""
+    ids = record.transport.get("native_ids")
+    out = dict(ids) if isinstance(ids, dict) else {}
+    if record.native_session_id and record.body not in out:
+        out[record.body] = record.native_session_id
+    return out
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (Linux), or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[19]) if len(fields) > 19 else None
+
+
+#: How long a crashed body may take to report its end.
+_END_GRACE = 5.0
+
+
+def _crashed(final: Event) -> bool:
+    return isinstance(final, TurnFailed) and final.error.code == ErrorCode.BODY_CRASHED
+
+
+def _resolve(turn: Turn, final: Event) -> None:
+    if not turn.done.done():
+        turn.done.set_result(final)
+
+
+@contextlib.asynccontextmanager
+async def _closing(events: AsyncIterator[Event]) -> AsyncIterator[AsyncIterator[Event]]:
+    """Close an event generator on exit, so none is left suspended for the GC to finish."""
+    try:
+        yield events
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+async def _next(stream: AsyncIterator[Event]) -> Event:
+    return await anext(stream)
+
+
+async def _settle(task: asyncio.Future[T]) -> T | None:
+    """The task's result if it finished, else cancel it and return None.
+
+    A cancelled ``Queue.get`` leaves its item in the queue, so nothing is lost.
+    """
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    if task.cancelled():
+        return None
+    return task.result()

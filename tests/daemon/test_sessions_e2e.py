@@ -1,0 +1,275 @@
+"""Sessions that live (issue 13), end to end through the daemon on the real CLIs:
+a body stays warm across jobs, closes when idle and then resumes natively, a
+gateway brain and a CLI job share one body, and steering reaches the model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chorus._errors import UserError
+from chorus.daemon import DaemonClient, stop_daemon
+from chorus.daemon._paths import socket_path
+from chorus.events import JobEnded, Steer, ToolCall, TurnCompleted, parse_event
+from chorus.gateway import UcpClient
+from chorus.testing import ModelServer, offline_env, shell, slow_text, text
+
+pytestmark = pytest.mark.e2e
+
+BODIES = ("claude", "codex", "gemini")
+
+
+@dataclass
+class Daemon:
+    home: Path
+    work: Path
+    server: ModelServer
+
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "chorus", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=self.work,
+            env=os.environ.copy(),
+        )
+
+    def ask(self, *args: str) -> list[Any]:
+        done = self.run("ask", *args, "--json")
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return [parse_event(line) for line in done.stdout.splitlines()]
+
+    @property
+    def client(self) -> DaemonClient:
+        return DaemonClient()
+
+    def session_of(self, events: list[Any]) -> dict[str, Any]:
+        return self.client.session(events[-1].session_id)
+
+    def steer(self, job_id: str, text: str) -> dict[str, Any]:
+        return dict(self.client._call("POST", f"/jobs/{job_id}/steer", json={"text": text}))
+
+
+def _config(home: Path, tmp: Path, server: ModelServer, extra: list[str]) -> None:
+    lines = ["[daemon]", "notifications = false", *extra, "[gateway]", "port = 0"]
+    for cli in BODIES:
+        env = offline_env(cli, tmp / f"{cli}-home", server.lane_url(cli))
+        lines += [f"[agents.{cli}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def daemon_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+    """``daemon_with(*extra_daemon_lines)``: a home whose three CLIs use one scripted
+    server (a lane each); the daemon is stopped at teardown."""
+    with ModelServer() as server:
+        work = tmp_path / "work"
+        work.mkdir()
+
+        def make(*extra: str) -> Daemon:
+            _config(chorus_home, tmp_path, server, list(extra))
+            return Daemon(chorus_home, work, server)
+
+        yield make
+        stop_daemon()
+    assert server.errors == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _until(check: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)
+
+
+def _said(server: ModelServer, lane: str) -> str:
+    return json.dumps([r.body for r in server.turn_requests(lane=lane)])
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_two_asks_in_one_session_share_one_process_and_its_history(
+    daemon_with: Callable[..., Daemon], body: str
+) -> None:
+    chorus = daemon_with()
+    chorus.server.script([text("the code word is heron"), text("it was heron")], lane=body)
+    first = chorus.ask("remember the code word", "--body", body)
+    pid = chorus.session_of(first)["transport"]["pgid"]
+    assert _alive(pid)  # the body stays up between jobs
+    second = chorus.ask("which word?", "--session", first[-1].session_id)
+    assert isinstance(second[-1], JobEnded)
+    assert second[-1].state == "succeeded"
+    assert chorus.session_of(second)["transport"]["pgid"] == pid  # the same CLI process
+    last = chorus.server.turn_requests(lane=body)[-1]
+    assert "heron" in json.dumps(last.body)  # the second turn saw the first
+
+
+def test_an_idle_body_is_closed_and_the_next_job_resumes_natively(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    chorus = daemon_with("session_idle_timeout_s = 1")
+    chorus.server.script([text("the code word is osprey"), text("it was osprey")], lane="claude")
+    first = chorus.ask("remember the code word", "--body", "claude")
+    record = chorus.session_of(first)
+    pid = record["transport"]["pgid"]
+    _until(lambda: not _alive(pid), timeout=30)  # closed by the idle reaper
+    second = chorus.ask("which word?", "--session", record["id"])
+    assert second[-1].state == "succeeded"
+    again = chorus.session_of(second)
+    assert again["transport"]["pgid"] != pid  # a new process...
+    assert again["native_session_id"] == record["native_session_id"]  # ...on the same session
+    last = chorus.server.turn_requests(lane="claude")[-1]
+    assert "osprey" in json.dumps(last.body)  # the history came back by native resume
+
+
+def _job_events(chorus: Daemon, job_id: str) -> list[Any]:
+    return list(chorus.client.events(job_id, follow=False))
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_a_steer_reaches_the_model_of_the_running_turn(
+    daemon_with: Callable[..., Daemon], body: str
+) -> None:
+    chorus = daemon_with()
+    chorus.server.script([shell("sleep 4"), text("steered fine"), text("spare")], lane=body)
+    job_id = chorus.run("task", "count slowly", "--body", body).stdout.strip()
+    _until(lambda: any(isinstance(e, ToolCall) for e in _job_events(chorus, job_id)))
+    answer = chorus.steer(job_id, "also mention the word kestrel")
+    assert answer["how"] in ("native", "emulated")
+    watched = chorus.run("watch", job_id)
+    assert watched.returncode == 0, watched.stdout[-2000:]
+    assert "kestrel" in _said(chorus.server, body)  # the model was asked with the steer
+    steers = [e for e in _job_events(chorus, job_id) if isinstance(e, Steer)]
+    assert [s.text for s in steers] == ["also mention the word kestrel"]
+    assert steers[0].native == (answer["how"] == "native")
+
+
+def test_a_steer_on_a_queued_job_joins_its_prompt(daemon_with: Callable[..., Daemon]) -> None:
+    chorus = daemon_with()
+    chorus.server.script(
+        [slow_text("first " * 10, chunks=10, delay=0.2), text("ok")], lane="claude"
+    )
+    first = chorus.run("task", "one", "--body", "claude").stdout.strip()
+    _until(lambda: chorus.client.job(first)["session_id"] is not None)
+    session = chorus.client.job(first)["session_id"]
+    second = chorus.run("task", "two", "--session", session).stdout.strip()
+    assert chorus.steer(second, "and say plover")["how"] == "added_to_prompt"
+    assert chorus.run("watch", second).returncode == 0
+    assert chorus.client.job(second)["prompt"] == "two\n\nand say plover"
+    last = chorus.server.turn_requests(lane="claude")[-1]
+    assert "and say plover" in (last.last_user_text() or "")
+    assert any(isinstance(e, Steer) for e in _job_events(chorus, second))
+
+
+def test_a_steer_on_a_finished_job_becomes_a_follow_up(daemon_with: Callable[..., Daemon]) -> None:
+    chorus = daemon_with()
+    chorus.server.script([text("done"), text("followed up")], lane="claude")
+    events = chorus.ask("first", "--body", "claude")
+    answer = chorus.steer(events[-1].job_id, "now say goodbye")
+    assert answer["how"] == "queued_followup"
+    follow = answer["followup_job_id"]
+    assert chorus.run("watch", follow).returncode == 0
+    job = chorus.client.job(follow)
+    assert job["session_id"] == events[-1].session_id
+    assert job["result"]["text"] == "followed up"
+
+
+def test_a_steer_on_an_unknown_job_is_refused_and_writes_nothing(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    chorus = daemon_with()
+    chorus.run("start")
+    before = chorus.client.jobs()
+    with pytest.raises(UserError, match="unknown job 'no-such-job'"):
+        chorus.steer("no-such-job", "hello")
+    assert chorus.client.jobs() == before
+
+
+async def _brain_turn(cwd: Path) -> tuple[str, int]:
+    async with UcpClient.connect(unix_socket=socket_path()) as brain:
+        info = await brain.request("initialize", body="claude", cwd=str(cwd), timeout=90)
+        await brain.send_user("remember the word lapwing")
+        await brain.until(lambda e: isinstance(e, TurnCompleted), timeout=90)
+        status = await brain.request("status")
+    return str(info["session_id"]), int(status["pid"])
+
+
+def test_a_brain_and_a_cli_job_share_one_session_and_one_process(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    chorus = daemon_with()
+    chorus.server.script([text("noted: lapwing"), text("it was lapwing")], lane="claude")
+    assert chorus.run("start").returncode == 0
+    session_id, pid = asyncio.run(_brain_turn(chorus.work))
+    events = chorus.ask("which word did the brain say?", "--session", session_id)
+    assert events[-1].state == "succeeded"
+    assert chorus.client.session(session_id)["transport"]["pgid"] == pid
+    assert _alive(pid)
+    last = chorus.server.turn_requests(lane="claude")[-1]
+    assert "lapwing" in json.dumps(last.body)
+
+
+async def _race(session_id: str, last_seq: int, chorus: Daemon) -> tuple[list[str], str]:
+    """A brain sends two messages while a CLI job is submitted on the same session;
+    returns every turn's result as the brain saw it, and the CLI job's."""
+    async with UcpClient.connect(unix_socket=socket_path()) as brain:
+        await brain.request("initialize", resume=session_id, last_seq=last_seq, timeout=90)
+        job = asyncio.create_task(
+            asyncio.to_thread(chorus.ask, "from the cli", "--session", session_id)
+        )
+        await brain.send_user("from the brain 1")
+        await brain.send_user("from the brain 2")
+        seen: list[str] = []
+        while len(seen) < 3:
+            batch = await brain.until(lambda e: isinstance(e, TurnCompleted), timeout=120)
+            seen += [str(e.result) for e in batch if isinstance(e, TurnCompleted)]
+        cli = await job
+    return seen, str(cli[-1].result)
+
+
+def test_a_brain_and_a_cli_job_racing_on_one_session_are_serialized(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    chorus = daemon_with()
+    replies = [slow_text(f"reply {i}", chunks=4, delay=0.1) for i in range(3)]
+    chorus.server.script([text("ready"), *replies], lane="claude")
+    first = chorus.ask("get ready", "--body", "claude")
+    session_id = first[-1].session_id
+    pid = chorus.session_of(first)["transport"]["pgid"]
+    seen, cli = asyncio.run(_race(session_id, first[-1].seq, chorus))
+    assert sorted(seen) == ["reply 0", "reply 1", "reply 2"]  # three turns, one at a time
+    assert cli in seen  # the CLI job got its own turn's answer
+    assert chorus.client.session(session_id)["transport"]["pgid"] == pid  # one body
+    stored = [e.seq for e in asyncio.run(_read(session_id))]
+    assert stored == list(range(1, len(stored) + 1))
+
+
+async def _read(session_id: str) -> list[Any]:
+    from chorus.store import SqliteStore
+
+    store = SqliteStore()
+    await store.start()
+    try:
+        return await store.read_events(session_id)
+    finally:
+        await store.close()
