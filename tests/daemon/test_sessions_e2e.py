@@ -273,3 +273,23 @@ async def _read(session_id: str) -> list[Any]:
         return await store.read_events(session_id)
     finally:
         await store.close()
+
+
+def test_a_new_session_takes_the_spare_body_with_a_fresh_conversation(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    chorus = daemon_with("spare_bodies = true")
+    chorus.server.script([text("first session: grebe"), text("second session")], lane="claude")
+    first = chorus.ask("say a bird", "--body", "claude")
+    first_pid = chorus.session_of(first)["transport"]["pgid"]
+    _until(lambda: bool(chorus.client.status()["spare_bodies"]))
+    spare = chorus.client.status()["spare_bodies"][0]
+    assert spare["body"] == "claude"
+    assert spare["pid"] != first_pid
+    second = chorus.ask("hello again", "--body", "claude")  # a new session, same cwd
+    assert second[-1].session_id != first[-1].session_id
+    assert second[-1].state == "succeeded"
+    assert chorus.session_of(second)["transport"]["pgid"] == spare["pid"]  # no boot paid
+    last = chorus.server.turn_requests(lane="claude")[-1]
+    assert "grebe" not in json.dumps(last.body)  # the spare carried no conversation
+    assert any(e.type == "session_started" for e in second)  # its start is in the new log

@@ -39,6 +39,9 @@ class DaemonConfig(_Strict):
     #: Close a session's body after this long with nothing to do; its next job resumes
     #: natively (0: keep bodies until the daemon stops).
     session_idle_timeout_s: float = Field(default=600.0, ge=0)
+    #: Keep one pre-started spare CLI per recently used (body, cwd), so a new session
+    #: skips the CLI's boot (costs one idle CLI process each; see the README).
+    spare_bodies: bool = False
 
 
 class RouterConfig(_Strict):

@@ -107,6 +107,7 @@ def _hub_limits(config: ChorusConfig) -> HubLimits:
         idle_timeout_s=config.daemon.session_idle_timeout_s,
         max_sessions=gateway.max_sessions,
         max_queued=gateway.max_queued_messages,
+        spares=config.daemon.spare_bodies,
     )
 
 

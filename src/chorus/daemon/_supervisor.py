@@ -260,6 +260,7 @@ class Supervisor:
                 {"id": s.id, "body": s.body_name, "state": str(s.state), "queued": s.pending}
                 for s in self.hub.sessions()
             ],
+            "spare_bodies": self.hub.spares.describe(),
             "busy_sessions": sorted(self._busy),
             "paused_sessions": sorted(self._paused),
             "max_parallel_jobs": self.config.daemon.max_parallel_jobs,

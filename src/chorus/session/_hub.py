@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -27,6 +28,7 @@ from chorus.policy import PolicyGate
 from chorus.session._errors import SessionError
 from chorus.session._launcher import BodyLauncher, Launch, native_mode
 from chorus.session._session import Session, native_ids
+from chorus.session._spares import SpareKey, SparePool
 from chorus.store import SessionRecord, UnknownSessionError
 
 log = logging.getLogger("chorus.session")
@@ -43,6 +45,8 @@ class HubLimits:
     max_sessions: int = 64
     #: Brain messages one session holds before ``queue_full``.
     max_queued: int = 100
+    #: Keep one pre-started spare body per recently used (body, cwd, options).
+    spares: bool = False
 
 
 class SessionHub:
@@ -67,6 +71,7 @@ class SessionHub:
         self._starting = 0
         self._tg: asyncio.TaskGroup | None = None
         self._ready = asyncio.Event()
+        self.spares = SparePool()
 
     def __len__(self) -> int:
         return len(self._live)
@@ -93,6 +98,7 @@ class SessionHub:
                 self._tg = None
                 self._ready.clear()
                 await self._close_all()
+                await self.spares.close()
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[SessionHub]:
@@ -244,7 +250,29 @@ class SessionHub:
             resume = native_ids(record).get(body)
             start_gate = gate if gate is not None else self.launcher.gate(record, mode)
             launch = self._launch(body, model, resume, start_gate, mode)
-            return await self._start(record, launch, self.launcher.gate(record, mode))
+            own_gate = self.launcher.gate(record, mode)
+            if resume is None and self.limits.spares:
+                key: SpareKey = (body, record.cwd or "", model, wanted, args)
+                return await self._start_from_spare(record, launch, own_gate, key)
+            return await self._start(record, launch, own_gate)
+
+    async def _start_from_spare(
+        self, record: SessionRecord, launch: Launch, gate: PolicyGate | None, key: SpareKey
+    ) -> Session:
+        """Start a fresh session on the waiting spare (or a new body), then prime the
+        next spare for the same key in the background."""
+        spare = self.spares.take(key)
+        if spare is None:
+            session = await self._start(record, launch, gate)
+        else:
+            session = self._new_session(record, launch.body, gate)
+            await session.adopt(spare)
+            self._register(session)
+        cwd = record.cwd or ""
+        if self._tg is not None:
+            make = functools.partial(self.launcher.spare, cwd, launch)
+            self._tg.create_task(self.spares.prime(key, make), name=f"spare-{key[0]}")
+        return session
 
     # -- starting ------------------------------------------------------------------------------
 
@@ -263,26 +291,35 @@ class SessionHub:
     ) -> Session:
         """Start ``launch``'s body as the live session of ``record``, with ``gate`` as
         the session's own gate (brain turns; a job's turns bring theirs)."""
-        tg = self._tg
-        if tg is None:
-            raise SessionError("internal", "the session hub is not running")
-        session = Session(
-            _with_body(record, launch.body),
-            self.store,
-            gate=gate,
-            permission=self._permission,
-            max_queued=self.limits.max_queued,
-        )
+        session = self._new_session(record, launch.body, gate)
         try:
             await session.start(lambda ask: self.launcher.create(record, _asking(launch, ask)))
         except BaseException:
             with contextlib.suppress(Exception):
                 await self.store.update_session(record.id, state="failed")
             raise
-        session.touch()
-        self._live[record.id] = session
-        self._drivers[record.id] = tg.create_task(self._drive(session), name=f"s-{record.id}")
+        self._register(session)
         return session
+
+    def _new_session(self, record: SessionRecord, body: str, gate: PolicyGate | None) -> Session:
+        if self._tg is None:
+            raise SessionError("internal", "the session hub is not running")
+        return Session(
+            _with_body(record, body),
+            self.store,
+            gate=gate,
+            permission=self._permission,
+            max_queued=self.limits.max_queued,
+        )
+
+    def _register(self, session: Session) -> None:
+        """Make a started session live and give it its driver."""
+        tg = self._tg
+        if tg is None:
+            raise SessionError("internal", "the session hub is not running")
+        session.touch()
+        self._live[session.id] = session
+        self._drivers[session.id] = tg.create_task(self._drive(session), name=f"s-{session.id}")
 
     async def _drive(self, session: Session) -> None:
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from chorus.bodies import (
@@ -21,6 +21,7 @@ from chorus.bodies import (
     Body,
     BodyOptions,
     PermissionCallback,
+    RawTap,
     Support,
     body_class,
     create_body,
@@ -38,6 +39,7 @@ from chorus.policy import (
     policy_callback,
 )
 from chorus.session._errors import SessionError
+from chorus.session._spares import Redirect, Spare
 from chorus.store import SessionRecord, Store
 
 log = logging.getLogger("chorus.session")
@@ -130,13 +132,23 @@ class BodyLauncher:
         """A new, unstarted body for ``record`` (the caller starts and owns it)."""
         return self._factory(launch.body, self.options(record, launch))
 
+    def spare(self, cwd: str, launch: Launch) -> Spare:
+        """A new, unstarted spare body for ``cwd`` (no session yet; see ``_spares``)."""
+        redirect = Redirect(self.store)
+        launch = replace(launch, resume=None, permission=redirect.permission)
+        options = self.options_for(cwd, launch, redirect.tap)
+        return Spare(self._factory(launch.body, options), redirect)
+
     def options(self, record: SessionRecord, launch: Launch) -> BodyOptions:
+        return self.options_for(record.cwd, launch, self.store.raw_tap(record.id))
+
+    def options_for(self, cwd: str | None, launch: Launch, tap: RawTap) -> BodyOptions:
         env = self._env(launch.body)
         native = self.native_flags(launch.body, launch.gate)
         if native is not None:
             env.update(native.env)
         return BodyOptions(
-            cwd=Path(record.cwd or os.getcwd()),
+            cwd=Path(cwd or os.getcwd()),
             model=launch.model,
             permission_mode=native_mode(launch.gate, launch.mode),
             resume=launch.resume,
@@ -144,7 +156,7 @@ class BodyLauncher:
             env=env,
             permission_callback=launch.permission,
             permission_args=native.args if native is not None else None,
-            raw_tap=self.store.raw_tap(record.id),
+            raw_tap=tap,
         )
 
     def gate(self, record: SessionRecord, mode: str | None) -> PolicyGate | None:

@@ -13,7 +13,9 @@ Steering adds text to the *running* turn: natively where the body can
 (:attr:`Capabilities.steer` native: Codex ``turn/steer``, Claude's mid-turn
 user message), otherwise emulated: the turn is interrupted and the steer text
 runs at once as a follow-up turn of the same job. Every steer is a
-:class:`Steer` event in the log before it reaches the body.
+:class:`Steer` event in the log: an emulated one before it reaches the body, a
+native one as the body's own echo once the CLI has accepted it (bodies that
+steer natively emit it; Codex does on the ``turn/steer`` response).
 
 The lifecycle is :mod:`chorus.session._lifecycle`'s table; a body that ends
 (closed, crashed, idle timeout) ends the session, and the hub starts a new one
@@ -60,6 +62,7 @@ from chorus.policy import PolicyGate
 from chorus.session._errors import SessionError
 from chorus.session._launcher import checked_mode
 from chorus.session._lifecycle import Lifecycle, State
+from chorus.session._spares import Spare
 from chorus.store import ORIGIN_CHORUS, SessionRecord, Store, event_origin
 
 log = logging.getLogger("chorus.session")
@@ -181,6 +184,13 @@ class Session:
             with contextlib.suppress(Exception):
                 await self._body.close()
             raise
+        self._life.to(State.IDLE)
+        await self._note_start()
+
+    async def adopt(self, spare: Spare) -> None:
+        """Take a pre-started spare body as this session's (see ``_spares``)."""
+        self._body = spare.body
+        spare.redirect.adopt(self.id, self._ask)
         self._life.to(State.IDLE)
         await self._note_start()
 
@@ -359,6 +369,8 @@ class Session:
         if turn is not None and turn.job_id is not None:
             event = event.model_copy(update={"job_id": turn.job_id})
         self._pending.append(self._store.append_nowait(self.id, event, origin=event_origin(event)))
+        if turn is not None and isinstance(event, TERMINAL_TYPES):
+            self._turn_over()
         if isinstance(event, (SessionStarted, *TERMINAL_TYPES)):
             await self._flush()
             await self._sync_native_id()
@@ -367,6 +379,12 @@ class Session:
         if isinstance(event, SessionEnded):
             await self._ended()
         return event
+
+    def _turn_over(self) -> None:
+        """The running turn reached its terminal event: the session is idle from now
+        (whoever sees that event and asks is told so)."""
+        if self.state in (State.RUNNING, State.INTERRUPTING):
+            self._life.to(State.IDLE)
 
     async def _ended(self) -> None:
         self._life.end()
@@ -450,11 +468,12 @@ class Session:
         turn = self._current
         if turn is None or self.state not in (State.RUNNING, State.INTERRUPTING):
             raise SessionError("not_running", f"no turn is running on session {self.id}")
-        native = self.steers_natively
-        await self._append(Steer(text=text, native=native), turn)
-        if native:
+        if self.state is State.INTERRUPTING and turn.interrupted:
+            raise SessionError("not_running", f"the turn on session {self.id} is being interrupted")
+        if self.steers_natively:  # at once; the body logs the Steer the CLI accepted
             await self.body.steer(text)
             return "native"
+        await self._append(Steer(text=text, native=False), turn)
         turn.steers.append(text)
         if self.state is State.RUNNING and self.body.capabilities.supports("interrupt"):
             self._life.to(State.INTERRUPTING)
@@ -465,7 +484,7 @@ class Session:
         """Interrupt the running turn (its emulated steers are dropped); False when
         nothing ran."""
         turn = self._current
-        if turn is None:
+        if turn is None or self.state not in (State.RUNNING, State.INTERRUPTING):
             return False
         turn.interrupted = True
         turn.steers.clear()
@@ -540,7 +559,7 @@ class Session:
         return {
             "session_id": self.id,
             "body": self.body_name,
-            "state": "ended" if self.ended else ("running" if self._current else "idle"),
+            "state": _public_state(self.state),
             "lifecycle": str(self.state),
             "model": body.model if body else None,
             "permission_mode": self.permission_mode if body else None,
@@ -579,6 +598,13 @@ def start_time(pid: int) -> int | None:
         return None
     fields = stat.rsplit(")", 1)[1].split()
     return int(fields[19]) if len(fields) > 19 else None
+
+
+def _public_state(state: State) -> str:
+    """``idle``, ``running`` or ``ended``, as UCP ``status`` has always said."""
+    if state in (State.RUNNING, State.INTERRUPTING):
+        return "running"
+    return "ended" if state is State.ENDED else "idle"
 
 
 #: How long a crashed body may take to report its end.
