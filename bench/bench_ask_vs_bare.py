@@ -119,9 +119,8 @@ def main() -> None:
     args = parser.parse_args()
     start = _client_start(max(args.rounds, 5))
     print(f"client start (chorus ask --help): median {_median(start) * 1000:.0f} ms")
-    print(
-        f"{'body':8} {'cold / bare':>12} {'warm / bare resume':>20}   (medians; spares={args.spares})"
-    )
+    header = f"{'body':8} {'cold / bare':>12} {'warm / bare resume':>20}"
+    print(f"{header}   (medians; spares={args.spares})")
     for cli in args.body.split(","):
         r = _bench(cli, args.rounds, args.spares)
         cold = _median(r["cold"]) / _median(r["bare"])
