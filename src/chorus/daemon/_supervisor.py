@@ -281,7 +281,7 @@ class Supervisor:
     async def _serve(self) -> None:
         for job in await self.store.requeue_running_jobs():
             log.info("requeued job %s after restart", job.id)
-            await self._kill_orphan(job)
+        await self._kill_orphans()
         try:
             while True:
                 await self._schedule()
@@ -317,12 +317,15 @@ class Supervisor:
             log.error("job task crashed", exc_info=task.exception())
         self._wake.set()
 
-    async def _kill_orphan(self, job: JobRecord) -> None:
-        """A body left by a killed daemon still runs in its own process group: end it
-        so the resumed one does not race it on the same native session."""
-        if not job.session_id:
-            return
-        session = await self.store.get_session(job.session_id)
+    async def _kill_orphans(self) -> None:
+        """Bodies a killed daemon left (a running job's, or a warm idle one) still run in
+        their own process groups: end them so a resumed one does not race them on the
+        same native session, and no idle CLI lingers."""
+        for session in await self.store.list_sessions(state="active", limit=10_000):
+            if self.hub.get(session.id) is None:
+                self._kill_orphan(session)
+
+    def _kill_orphan(self, session: SessionRecord) -> None:
         pgid = session.transport.get("pgid")
         started = session.transport.get("pgid_started")
         # Only the very process we started: a pid reused since (e.g. after a reboot)
