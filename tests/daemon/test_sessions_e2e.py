@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -295,20 +294,3 @@ def test_a_new_session_takes_the_spare_body_with_a_fresh_conversation(
     assert "grebe" not in json.dumps(last.body)  # the spare carried no conversation
     assert any(e.type == "session_started" for e in second)  # its start is in the new log
 
-
-def test_a_warm_body_left_by_a_killed_daemon_is_ended_at_the_next_start(
-    daemon_with: Callable[..., Daemon],
-) -> None:
-    from chorus.daemon._lifecycle import read_pid
-
-    chorus = daemon_with()
-    chorus.server.script([text("warm")], lane="claude")
-    events = chorus.ask("hello", "--body", "claude")
-    pid = chorus.session_of(events)["transport"]["pgid"]
-    daemon = read_pid()
-    assert daemon is not None
-    os.kill(daemon, signal.SIGKILL)
-    _until(lambda: not _alive(daemon), timeout=10)
-    assert _alive(pid)  # the idle body outlived its daemon...
-    assert chorus.run("start").returncode == 0
-    _until(lambda: not _alive(pid), timeout=30)  # ...and the next daemon ended it
