@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -80,6 +80,10 @@ class BrainConfig(_Strict):
 
     #: Dial this brain when the daemon starts (``chorus connect`` sets one at run time).
     url: str | None = None
+    #: What a brain's answer to a permission ask may do (only asks reach a brain; what
+    #: the policy denies stays denied): ``advisory`` is logged only, ``escalate-only``
+    #: may deny but not allow, ``governing`` decides the ask either way.
+    authority: Literal["advisory", "escalate-only", "governing"] = "escalate-only"
     #: When not empty, a brain URL must fully match one of these regular expressions.
     url_allowlist: list[str] = Field(default_factory=list)
     #: Name of an environment variable holding a bearer token to send to the brain.

@@ -102,12 +102,13 @@ async def serve() -> int:
 
 def _hub_limits(config: ChorusConfig) -> HubLimits:
     """The daemon's idle timeout; the gateway's caps on what brains may open."""
-    gateway = load_gateway_settings().gateway
+    settings = load_gateway_settings()
     return HubLimits(
         idle_timeout_s=config.daemon.session_idle_timeout_s,
-        max_sessions=gateway.max_sessions,
-        max_queued=gateway.max_queued_messages,
+        max_sessions=settings.gateway.max_sessions,
+        max_queued=settings.gateway.max_queued_messages,
         spares=config.daemon.spare_bodies,
+        brain_authority=settings.brain.authority,
     )
 
 

@@ -39,6 +39,8 @@ class InitializeRequest(_Request):
     permission_mode: str | None = None
     resume: str | None = None
     last_seq: int | None = None
+    #: The brain answers ``can_use_tool`` requests (permission asks) on this link.
+    can_use_tool: bool = False
 
 
 class SetModelRequest(_Request):
@@ -99,6 +101,20 @@ KNOWN_SUBTYPES = frozenset(
 )
 
 
+class CanUseToolRequest(_Request):
+    """Chorus → brain: the policy asks about a tool call (answer with a success whose
+    ``response`` is ``{"behavior": "allow" | "deny", "message": ...}``)."""
+
+    subtype: Literal["can_use_tool"] = "can_use_tool"
+    tool_name: str
+    native_tool: str
+    input: JsonDict
+    flag_id: str
+    reason: str
+    default: Literal["allow", "deny"]
+    expires: float
+
+
 class RequestBody(_Request):
     """Any request body: a subtype plus free fields (validated per subtype later)."""
 
@@ -156,7 +172,7 @@ InboundFrame = Annotated[
     Field(discriminator="type"),
 ]
 OutboundFrame = Annotated[
-    ControlResponse | EventFrame | KeepAlive,
+    ControlResponse | ControlRequest | EventFrame | KeepAlive,
     Field(discriminator="type"),
 ]
 INBOUND_ADAPTER: TypeAdapter[InboundFrame] = TypeAdapter(InboundFrame)
@@ -190,4 +206,5 @@ def ucp_json_schema() -> dict[str, Any]:
         "inbound": INBOUND_ADAPTER.json_schema(),
         "outbound": OUTBOUND_ADAPTER.json_schema(),
         "requests": KNOWN_REQUEST_ADAPTER.json_schema(),
+        "outbound_requests": {"can_use_tool": CanUseToolRequest.model_json_schema()},
     }

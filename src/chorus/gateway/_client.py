@@ -23,7 +23,7 @@ import contextlib
 import itertools
 import logging
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Self
 
@@ -32,6 +32,7 @@ from websockets.exceptions import ConnectionClosed
 
 from chorus._errors import EventError
 from chorus.events import (
+    CanUseToolRequest,
     ControlRequest,
     ControlResponse,
     ErrorBody,
@@ -41,11 +42,16 @@ from chorus.events import (
     RequestBody,
     UserContent,
     UserMessage,
+    error,
     parse_outbound,
+    success,
 )
 from chorus.gateway._errors import GatewayError, ResponseError
 
 log = logging.getLogger("chorus.gateway.client")
+
+#: A brain's answer to a permission ask: ``{"behavior": "allow"|"deny", "message": ...}``.
+CanUseTool = Callable[[CanUseToolRequest], Awaitable[JsonDict]]
 
 #: Largest frame the client accepts (events can carry big tool outputs).
 MAX_INBOUND_BYTES = 64 << 20
@@ -55,9 +61,16 @@ class UcpClient:
     """Speak UCP v1 to a gateway. Create with :meth:`connect`."""
 
     def __init__(
-        self, connection: ClientConnection, *, max_events: int, max_rejections: int
+        self,
+        connection: ClientConnection,
+        *,
+        max_events: int,
+        max_rejections: int,
+        on_can_use_tool: CanUseTool | None = None,
     ) -> None:
         self.connection = connection
+        self._on_can_use_tool = on_can_use_tool
+        self._handlers: set[asyncio.Task[None]] = set()
         self._waiters: dict[str, asyncio.Future[ControlResponse]] = {}
         self._events: asyncio.Queue[Event] = asyncio.Queue(max_events)
         self._rejections: asyncio.Queue[ErrorBody] = asyncio.Queue(max_rejections)
@@ -79,9 +92,14 @@ class UcpClient:
         max_events: int = 10_000,
         max_rejections: int = 1000,
         open_timeout: float = 10.0,
+        on_can_use_tool: CanUseTool | None = None,
     ) -> AsyncIterator[Self]:
         """Connect (TCP ``url``, or the daemon's ``unix_socket``) and run the reader and
-        the keep-alive sender until the block exits; then close."""
+        the keep-alive sender until the block exits; then close.
+
+        With ``on_can_use_tool``, ``initialize`` tells the gateway this brain takes
+        permission asks, and each ask is answered with what the callback returns
+        (``{"behavior": "allow" | "deny", "message": ...}``)."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         options: dict[str, Any] = {
             "additional_headers": headers,
@@ -96,7 +114,12 @@ class UcpClient:
         else:
             opener = connect(url, **options)
         connection = await opener
-        client = cls(connection, max_events=max_events, max_rejections=max_rejections)
+        client = cls(
+            connection,
+            max_events=max_events,
+            max_rejections=max_rejections,
+            on_can_use_tool=on_can_use_tool,
+        )
         async with asyncio.TaskGroup() as tg:
             tg.create_task(client._read_loop(), name="ucp-client-reader")
             beat = tg.create_task(client._keepalive(keepalive_s), name="ucp-client-keepalive")
@@ -137,6 +160,8 @@ class UcpClient:
     ) -> ControlResponse:
         """Like :meth:`request`, but return the raw response (success or error)."""
         rid = request_id or self.new_request_id()
+        if subtype == "initialize" and self._on_can_use_tool is not None:
+            fields.setdefault("can_use_tool", True)
         frame = ControlRequest(request_id=rid, request=RequestBody(subtype=subtype, **fields))
         return await self.call_raw(rid, frame.model_dump_json(), timeout=timeout)
 
@@ -226,8 +251,28 @@ class UcpClient:
             await self._events.put(frame.event)
         elif isinstance(frame, ControlResponse):
             self._answer(frame)
+        elif isinstance(frame, ControlRequest):
+            task = asyncio.create_task(self._serve_request(frame))
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
         else:
             self.keep_alives += 1
+
+    async def _serve_request(self, frame: ControlRequest) -> None:
+        """Answer a request from the gateway (today: ``can_use_tool`` asks)."""
+        rid = frame.request_id
+        if frame.request.subtype != "can_use_tool" or self._on_can_use_tool is None:
+            reply = error(
+                rid, f"this brain does not answer {frame.request.subtype!r}", "unsupported"
+            )
+        else:
+            try:
+                ask = CanUseToolRequest.model_validate(frame.request.model_dump())
+                reply = success(rid, await self._on_can_use_tool(ask))
+            except Exception as exc:  # the gateway must get its one answer
+                reply = error(rid, f"the brain's callback failed: {exc}", "internal")
+        with contextlib.suppress(ConnectionClosed):
+            await self.connection.send(reply.model_dump_json())
 
     def _answer(self, frame: ControlResponse) -> None:
         future = self._waiters.get(frame.response.request_id)

@@ -59,6 +59,7 @@ from chorus.events import (
     UserMessage,
     success,
 )
+from chorus.gateway._asks import BrainAsker
 from chorus.gateway._channel import (
     CLOSE_GOING_AWAY,
     CLOSE_IDLE,
@@ -124,6 +125,8 @@ class UcpConnection:
         self._tg: asyncio.TaskGroup | None = None
         self._last_inbound = time.monotonic()
         self._records = ControlRecords(services.store)
+        self._asks = BrainAsker(self._send)
+        self._takes_asks = False
 
     @property
     def session(self) -> GatewaySession | None:
@@ -203,7 +206,7 @@ class UcpConnection:
             await self._start_request(frame)
         elif isinstance(frame, UserMessage):
             await self._on_user(frame)
-        elif isinstance(frame, ControlResponse):
+        elif isinstance(frame, ControlResponse) and not self._asks.answer(frame):
             log.debug("ignored control_response %s from a brain", frame.response.request_id)
 
     async def _reject(self, rejected: Rejected) -> None:
@@ -396,6 +399,7 @@ class UcpConnection:
             payload=payload_of(frame),
         )
         await self._apply_policy(context)
+        self._takes_asks = known.can_use_tool
         body = known.body if known.resume else (known.body or self._cfg.default_body)
         session, resumed = await self._svc.hub.open(
             body=body,
@@ -438,6 +442,8 @@ class UcpConnection:
         self._detach()
         self._session = session
         self._svc.hub.attach(session)
+        if self._takes_asks:
+            session.brains.add(self._asks.ask)
         assert self._tg is not None
         self._forwarder = self._tg.create_task(self._forward(session.id, from_seq))
 
@@ -446,6 +452,7 @@ class UcpConnection:
             self._forwarder.cancel()
             self._forwarder = None
         if self._session is not None:
+            self._session.brains.remove(self._asks.ask)
             self._svc.hub.detach(self._session)
             self._session = None
 

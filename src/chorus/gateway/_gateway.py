@@ -103,7 +103,12 @@ class Gateway:
         """A hub of the gateway's own (the daemon passes the one it shares instead)."""
         cfg = self.settings.gateway
         launcher = BodyLauncher(self.config, self.store, guards=guards, factory=factory)
-        limits = HubLimits(cfg.session_idle_timeout_s, cfg.max_sessions, cfg.max_queued_messages)
+        limits = HubLimits(
+            cfg.session_idle_timeout_s,
+            cfg.max_sessions,
+            cfg.max_queued_messages,
+            brain_authority=self.settings.brain.authority,
+        )
         return SessionHub(launcher, limits, permission=permission)
 
     # -- mounting -------------------------------------------------------------------------

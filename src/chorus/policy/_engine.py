@@ -549,8 +549,7 @@ class PolicyGate:
             self._audit_decision(ask, verdict, verdict.decision, "policy")
             return await self._settle(ask, self._answer(ask, verdict, verdict.decision))
         flag = await self._ask_person(ask, verdict)
-        source = "person" if flag.source == "person" else "timeout"
-        self._audit_decision(ask, verdict, flag.decision, source, flag=flag.id)
+        self._audit_decision(ask, verdict, flag.decision, flag.source, flag=flag.id)
         return await self._settle(ask, self._answer(ask, verdict, flag.decision, flag=flag))
 
     async def _settle(self, ask: PermissionAsk, answer: PermissionAnswer) -> PermissionAnswer:

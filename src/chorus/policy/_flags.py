@@ -29,7 +29,7 @@ from chorus.permissions import PermissionAsk
 from chorus.policy._errors import FlagError, PolicyError
 from chorus.policy._redact import RedactorLike, default_redactor
 
-AnswerSource = Literal["person", "timeout"]
+AnswerSource = Literal["person", "brain", "timeout"]
 
 
 def flags_dir() -> Path:

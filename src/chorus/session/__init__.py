@@ -8,6 +8,7 @@ records every event, and steers the running turn natively or by emulation;
 :class:`BodyLauncher` is the one place bodies are built.
 """
 
+from chorus.session._brains import Asker, Authority, BrainAnswer, settles
 from chorus.session._errors import IllegalTransitionError, SessionError
 from chorus.session._hub import HubLimits, SessionHub, checked_cwd
 from chorus.session._launcher import (
@@ -26,8 +27,11 @@ from chorus.session._session import CAPABILITY_OF, Session, Turn, native_ids, st
 __all__ = [
     "CAPABILITY_OF",
     "TRANSITIONS",
+    "Asker",
+    "Authority",
     "BodyFactory",
     "BodyLauncher",
+    "BrainAnswer",
     "HubLimits",
     "IllegalTransitionError",
     "Launch",
@@ -44,5 +48,6 @@ __all__ = [
     "native_ids",
     "native_mode",
     "policy_guards",
+    "settles",
     "start_time",
 ]

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from chorus.bodies import PermissionCallback, allow_all, body_names
 from chorus.policy import PolicyGate
+from chorus.session._brains import Authority
 from chorus.session._errors import SessionError
 from chorus.session._launcher import BodyLauncher, Launch, native_mode
 from chorus.session._session import Session, native_ids
@@ -47,6 +48,8 @@ class HubLimits:
     max_queued: int = 100
     #: Keep one pre-started spare body per recently used (body, cwd, options).
     spares: bool = False
+    #: What an attached brain's answer to a permission ask may do (``[brain] authority``).
+    brain_authority: Authority = "escalate-only"
 
 
 class SessionHub:
@@ -310,6 +313,7 @@ class SessionHub:
             gate=gate,
             permission=self._permission,
             max_queued=self.limits.max_queued,
+            authority=self.limits.brain_authority,
         )
 
     def _register(self, session: Session) -> None:

@@ -59,6 +59,7 @@ from chorus.events import (
     TurnFailed,
 )
 from chorus.policy import PolicyGate
+from chorus.session._brains import Authority, BrainAsks
 from chorus.session._errors import SessionError
 from chorus.session._launcher import checked_mode
 from chorus.session._lifecycle import Lifecycle, State
@@ -119,6 +120,7 @@ class Session:
         gate: PolicyGate | None = None,
         permission: PermissionCallback = allow_all,
         max_queued: int = 100,
+        authority: Authority = "escalate-only",
     ) -> None:
         self.id = record.id
         self.body_name = record.body
@@ -137,6 +139,9 @@ class Session:
         self._current: Turn | None = None
         self._pending: list[asyncio.Future[Event]] = []
         self._enqueue_lock = asyncio.Lock()
+        #: Brains attached to the session that take permission asks.
+        self.brains = BrainAsks(authority, self._brain_note)
+        self._wire(gate)
 
     # -- state ---------------------------------------------------------------------------
 
@@ -249,6 +254,7 @@ class Session:
         finally:
             await self._flush()
             await self._drop_queued()
+            await self.brains.close()
 
     async def _idle(self) -> Turn | None:
         """Record events that arrive between turns until a turn is queued (returned) or
@@ -425,6 +431,14 @@ class Session:
 
     # -- permissions ---------------------------------------------------------------------
 
+    def _wire(self, gate: PolicyGate | None) -> None:
+        """Let ``gate``'s asks reach the brains attached to this session."""
+        if gate is not None and gate.on_flag is None:
+            gate.on_flag = self.brains.hook(gate)
+
+    async def _brain_note(self, message: str) -> None:
+        await self._append(Notice(message=message, kind="brain"), self._current)
+
     def _gate_for(self, turn: Turn | None) -> PolicyGate | None:
         if turn is not None and turn.gate is not None:
             return turn.gate
@@ -441,6 +455,7 @@ class Session:
         """Queue ``turn`` (never refused for being full: the caller bounds its own work)
         and return its terminal event."""
         self._check_live()
+        self._wire(turn.gate)
         self._turns.put_nowait(turn)
         return await asyncio.shield(turn.done)
 

@@ -1,0 +1,105 @@
+"""Permission asks that reach the brains attached to a session.
+
+When the policy's verdict on a tool call is *ask*, the gate raises a flag (a
+person may answer it; at its deadline its default holds). If brains are attached
+to the session and said they take asks, the first one is asked too, and its
+answer is applied by the session's ``brain.authority``:
+
+* ``governing``: the brain's allow or deny settles the flag;
+* ``escalate-only`` (default): a deny settles it, an allow is only logged (a
+  person or the default still decides);
+* ``advisory``: the answer is logged only.
+
+Only asks reach a brain, so nothing the policy denies can be allowed by one.
+Every answer is a notice in the session's log and, when it settles the flag, an
+audit entry with ``source = brain``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from chorus.policy import FlagError, PendingFlag, PolicyGate
+
+log = logging.getLogger("chorus.session")
+
+Decision = Literal["allow", "deny"]
+Authority = Literal["advisory", "escalate-only", "governing"]
+
+
+@dataclass(frozen=True, slots=True)
+class BrainAnswer:
+    decision: Decision
+    message: str | None = None
+
+
+#: Ask one brain about a flag; None when it gave no usable answer.
+Asker = Callable[[PendingFlag], Awaitable[BrainAnswer | None]]
+#: Where the session logs what a brain said.
+Note = Callable[[str], Awaitable[None]]
+
+
+def settles(authority: Authority, decision: Decision) -> bool:
+    """Whether a brain's ``decision`` settles the ask under ``authority``."""
+    if authority == "governing":
+        return True
+    return authority == "escalate-only" and decision == "deny"
+
+
+class BrainAsks:
+    """The askers attached to one session, and the asks in flight."""
+
+    def __init__(self, authority: Authority, note: Note) -> None:
+        self.authority = authority
+        self._note = note
+        self._askers: list[Asker] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def add(self, asker: Asker) -> None:
+        self._askers.append(asker)
+
+    def remove(self, asker: Asker) -> None:
+        with contextlib.suppress(ValueError):
+            self._askers.remove(asker)
+
+    def hook(self, gate: PolicyGate) -> Callable[[PendingFlag], None]:
+        """The gate's ``on_flag``: ask the first attached brain, without blocking."""
+
+        def on_flag(flag: PendingFlag) -> None:
+            if not self._askers:
+                return
+            task = asyncio.create_task(self._ask(self._askers[0], gate, flag))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        return on_flag
+
+    async def _ask(self, asker: Asker, gate: PolicyGate, flag: PendingFlag) -> None:
+        try:
+            async with asyncio.timeout(max(0.0, flag.expires - time.time())):
+                answer = await asker(flag)
+        except (TimeoutError, ConnectionError) as exc:
+            log.info("no brain answer to flag %s: %r", flag.id, exc)
+            return
+        if answer is not None:
+            await self._apply(gate, flag, answer)
+
+    async def _apply(self, gate: PolicyGate, flag: PendingFlag, answer: BrainAnswer) -> None:
+        applied = settles(self.authority, answer.decision)
+        if applied:
+            with contextlib.suppress(FlagError):  # a person or the deadline came first
+                gate.flags.answer(flag.id, answer.decision, note=answer.message, source="brain")
+        how = "applied" if applied else f"logged only ({self.authority})"
+        why = f": {answer.message}" if answer.message else ""
+        await self._note(f"brain answered {flag.tool} ({flag.id}) {answer.decision}{why}; {how}")
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
