@@ -10,11 +10,13 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from chorus.daemon import DaemonClient, stop_daemon
-from chorus.testing import ModelServer, claude_env
+from chorus.events import parse_event
+from chorus.testing import ModelServer, claude_env, offline_env
 
 
 @dataclass
@@ -71,3 +73,64 @@ def chorus(chorus_home: Path, tmp_path: Path) -> Iterator[Chorus]:
 
 
 Wait = Callable[[Callable[[], bool], float], None]
+
+
+BODIES = ("claude", "codex", "gemini")
+
+
+@dataclass
+class Daemon:
+    home: Path
+    work: Path
+    server: ModelServer
+
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "chorus", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=self.work,
+            env=os.environ.copy(),
+        )
+
+    def ask(self, *args: str) -> list[Any]:
+        done = self.run("ask", *args, "--json")
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return [parse_event(line) for line in done.stdout.splitlines()]
+
+    @property
+    def client(self) -> DaemonClient:
+        return DaemonClient()
+
+    def session_of(self, events: list[Any]) -> dict[str, Any]:
+        return self.client.session(events[-1].session_id)
+
+    def steer(self, job_id: str, text: str) -> dict[str, Any]:
+        return dict(self.client._call("POST", f"/jobs/{job_id}/steer", json={"text": text}))
+
+
+def _config(home: Path, tmp: Path, server: ModelServer, extra: list[str]) -> None:
+    lines = ["[daemon]", "notifications = false", *extra, "[gateway]", "port = 0"]
+    for cli in BODIES:
+        env = offline_env(cli, tmp / f"{cli}-home", server.lane_url(cli))
+        lines += [f"[agents.{cli}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def daemon_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., Daemon]]:
+    """``daemon_with(*extra_daemon_lines)``: a home whose three CLIs use one scripted
+    server (a lane each); the daemon is stopped at teardown."""
+    with ModelServer() as server:
+        work = tmp_path / "work"
+        work.mkdir()
+
+        def make(*extra: str) -> Daemon:
+            _config(chorus_home, tmp_path, server, list(extra))
+            return Daemon(chorus_home, work, server)
+
+        yield make
+        stop_daemon()
+    assert server.errors == []

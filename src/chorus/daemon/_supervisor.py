@@ -39,6 +39,7 @@ from typing import Any
 from chorus._errors import UserError
 from chorus.bodies import Body, BodyOptions, body_names, check_installed
 from chorus.config import ChorusConfig, chorus_home
+from chorus.daemon._frameworks import FrameworkPort, framework_options
 from chorus.events import (
     ErrorCode,
     ErrorInfo,
@@ -89,6 +90,11 @@ class JobRequest:
     session_id: str | None = None
     #: None: the policy's own default mode.
     permission_mode: str | None = None
+    #: A thinking framework (``chorus.frameworks``): None or "direct" is one body.
+    framework: str | None = None
+    planners: list[str] | None = None
+    reviewer: str | None = None
+    rounds: int | None = None
 
 
 class Supervisor:
@@ -135,6 +141,7 @@ class Supervisor:
         self._interrupted: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.outcome_hooks: list[OutcomeHook] = []
+        self.frameworks = FrameworkPort(self)
         self.failover_hooks: list[FailoverHook] = []
         self.started_at = time.time()
 
@@ -145,12 +152,12 @@ class Supervisor:
         if not req.prompt.strip():
             raise UserError("the prompt is empty")
         _checked_mode(req.permission_mode)
+        known = body_names(self.config)
+        framework = framework_options(req.framework, req.planners, req.reviewer, req.rounds, known)
         session = await self._session_for(req)
+        options = {"model": req.model, "permission_mode": req.permission_mode, **framework}
         job = await self.store.create_job(
-            req.prompt,
-            body=session.body,
-            session_id=session.id,
-            options={"model": req.model, "permission_mode": req.permission_mode},
+            req.prompt, body=session.body, session_id=session.id, options=options
         )
         self._wake.set()
         return job
@@ -248,6 +255,14 @@ class Supervisor:
         self._paused.discard(session_id)
         self._wake.set()
 
+    def wake(self) -> None:
+        """Look at the queue now (a job was queued from inside the daemon)."""
+        self._wake.set()
+
+    async def note(self, job: JobRecord, event: Event) -> Event:
+        """Append an event Chorus made to the job's log."""
+        return await self._append(job, event)
+
     def is_busy(self, session_id: str) -> bool:
         return session_id in self._busy
 
@@ -300,8 +315,9 @@ class Supervisor:
     async def _claim_jobs(self) -> None:
         limit = self.config.daemon.max_parallel_jobs
         for job in await self.store.list_jobs(state=JobState.QUEUED):
-            if len(self._busy) >= limit:
-                return
+            # A framework's child jobs run while their parent waits in its slot.
+            if len(self._busy) >= limit and not job.options.get("system"):
+                continue
             sid = job.session_id or ""
             if sid in self._busy or sid in self._paused:
                 continue
@@ -355,12 +371,19 @@ class Supervisor:
             self._busy.discard(job.session_id or "")
 
     async def _attempts(self, job: JobRecord) -> Event:
-        """Run the job's turn until it ends for good: restart crashed bodies, retry
+        """Run the job: on one body, or under its thinking framework."""
+        framework = job.options.get("framework")
+        if isinstance(framework, str) and framework != "direct":
+            return await self.frameworks.run(job, framework)
+        first = job.prompt if job.attempts <= 1 else _continue_prompt(job.prompt)
+        return await self.direct(job, first)
+
+    async def direct(self, job: JobRecord, prompt: str) -> Event:
+        """Run one turn of the job until it ends for good: restart crashed bodies, retry
         rate limits, fail over on quota, wait for a cooldown when nothing is healthy."""
         session = await self.store.get_session(job.session_id or "")
         run = _Run(body=_active_body(session), original=_active_body(session))
-        first = job.prompt if job.attempts <= 1 else _continue_prompt(job.prompt)
-        run.prompt = await self._with_untold_denials(session.id, first)
+        run.prompt = await self._with_untold_denials(session.id, prompt)
         while True:
             final = await self._one_attempt(job, run.body, run.prompt)
             if not isinstance(final, TurnFailed) or job.id in self._interrupted:
@@ -558,6 +581,7 @@ class Supervisor:
         ended = JobEnded(state=state, error=error, result=result, attempts=fresh.attempts)
         stamped = await self._append(job, ended)
         assert isinstance(stamped, JobEnded)
+        self.frameworks.ended(fresh)
         for hook in self.outcome_hooks:
             try:
                 await hook(fresh, stamped)

@@ -1,0 +1,134 @@
+"""The supervisor's side of the thinking frameworks: the :class:`chorus.frameworks.Port`
+a framework job runs through (its own turns, child jobs, notes), and how a job's
+framework options are read and checked."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chorus._errors import UserError
+from chorus.events import Event, Notice
+from chorus.frameworks import (
+    FRAMEWORKS,
+    Settings,
+    consensus,
+    pick,
+    reflect,
+    script,
+    sequential,
+)
+from chorus.store import JobRecord
+
+if TYPE_CHECKING:
+    from chorus.daemon._supervisor import Supervisor
+
+_RUNNERS = {
+    "consensus": consensus,
+    "reflect": reflect,
+    "sequential": sequential,
+    "script": script,
+}
+
+
+def framework_options(
+    framework: str | None,
+    planners: Sequence[str] | None,
+    reviewer: str | None,
+    rounds: int | None,
+    known: Sequence[str],
+) -> dict[str, Any]:
+    """The job options for a framework request; bad names raise :class:`UserError`."""
+    if framework in (None, "direct"):
+        return {}
+    if framework not in FRAMEWORKS:
+        raise UserError(f"unknown framework {framework!r}; use one of {', '.join(FRAMEWORKS)}")
+    for body in [*(planners or ()), *([reviewer] if reviewer else [])]:
+        if body not in known:
+            raise UserError(f"unknown body {body!r} for the framework; known: {', '.join(known)}")
+    if rounds is not None and not 1 <= rounds <= 5:
+        raise UserError("rounds must be between 1 and 5")
+    chosen = {"framework": framework, "planners": list(planners or ()), "reviewer": reviewer}
+    return {**chosen, "rounds": rounds or 1}
+
+
+class FrameworkPort:
+    """What a framework job may do, on the supervisor that runs it."""
+
+    def __init__(self, sup: Supervisor) -> None:
+        self._sup = sup
+        self._children: dict[str, asyncio.Future[JobRecord]] = {}
+
+    async def run(self, job: JobRecord, name: str) -> Event:
+        settings = self._settings(job)
+        if name == "auto":
+            name, why = pick(job.prompt, len(self.healthy(settings.planners)))
+            await self.note(job, f"framework auto chose {name}: {why}", "framework")
+            if name == "direct":
+                return await self.turn(job, job.prompt)
+        return await _RUNNERS[name](self, job, settings)
+
+    def _settings(self, job: JobRecord) -> Settings:
+        opts = job.options
+        planners = tuple(opts.get("planners") or self._sup.router.bodies)
+        reviewer = opts.get("reviewer") or self._other_than(job.body)
+        return Settings(planners=planners, reviewer=reviewer, rounds=int(opts.get("rounds") or 1))
+
+    def _other_than(self, body: str | None) -> str | None:
+        others = self.healthy([b for b in self._sup.router.bodies if b != body])
+        return others[0] if others else None
+
+    # -- the Port ---------------------------------------------------------------------------
+
+    async def turn(self, job: JobRecord, prompt: str) -> Event:
+        return await self._sup.direct(job, prompt)
+
+    async def child(self, job: JobRecord, prompt: str, body: str, mode: str) -> JobRecord:
+        """Run ``prompt`` as a child job on ``body`` (a session of its own, in the
+        parent's folder) and return it once it has ended."""
+        parent = await self._sup.store.get_session(job.session_id or "")
+        record = await self._sup.store.create_session(body, cwd=parent.cwd)
+        options = {"permission_mode": mode, "parent_job": job.id, "system": True}
+        child = await self._sup.store.create_job(
+            prompt, body=body, session_id=record.id, options=options
+        )
+        done: asyncio.Future[JobRecord] = asyncio.get_running_loop().create_future()
+        self._children[child.id] = done
+        self._sup.wake()
+        return await done
+
+    def ended(self, job: JobRecord) -> None:
+        """Called by the supervisor as each job ends (children complete their wait)."""
+        future = self._children.pop(job.id, None)
+        if future is not None and not future.done():
+            future.set_result(job)
+
+    async def note(self, job: JobRecord, message: str, kind: str) -> None:
+        await self._sup.note(job, Notice(message=message, kind=kind))
+
+    def healthy(self, bodies: Sequence[str]) -> list[str]:
+        now = time.time()
+        book, key = self._sup.health, self._sup.provider_key
+        return [b for b in bodies if book.healthy(key(b), now)]
+
+    async def changes(self, job: JobRecord) -> str:
+        """What the job changed in its folder: ``git diff`` where it is a repository."""
+        session = await self._sup.store.get_session(job.session_id or "")
+        return await asyncio.to_thread(_git_diff, Path(session.cwd or "."))
+
+
+def _git_diff(folder: Path) -> str:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), "diff", "HEAD", "--stat", "--patch"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout[:20_000] if done.returncode == 0 else ""

@@ -1,0 +1,43 @@
+"""Thinking frameworks across vendors: consensus (parallel read-only planners and an
+arbiter), reflect (a second vendor reviews, the first revises), sequential
+(hypothesis, test, observe), script (a throwaway script answers), and auto."""
+
+from chorus.frameworks._auto import pick
+from chorus.frameworks._plans import (
+    Choice,
+    Plan,
+    Review,
+    first_json,
+    most_in_common,
+    parse_plan,
+    parse_review,
+)
+from chorus.frameworks._runner import (
+    FRAMEWORKS,
+    FrameworkName,
+    Port,
+    Settings,
+    consensus,
+    reflect,
+    script,
+    sequential,
+)
+
+__all__ = [
+    "FRAMEWORKS",
+    "Choice",
+    "FrameworkName",
+    "Plan",
+    "Port",
+    "Review",
+    "Settings",
+    "consensus",
+    "first_json",
+    "most_in_common",
+    "parse_plan",
+    "parse_review",
+    "pick",
+    "reflect",
+    "script",
+    "sequential",
+]
