@@ -105,3 +105,37 @@ def test_an_unknown_framework_or_planner_is_refused_and_writes_nothing(
     with pytest.raises(UserError, match="unknown body 'eliza'"):
         chorus.client.submit(prompt="x", body="claude", framework="consensus", planners=["eliza"])
     assert chorus.client.jobs() == before
+
+
+def _second_opinion_home(chorus: Daemon, voter: str | None) -> None:
+    """A policy that lets elevated risk through (advisory), so only a vote can stop it."""
+    (chorus.home / "policy.toml").write_text('version = 1\n[risk]\nauthority = "advisory"\n')
+    if voter is not None:
+        config = chorus.home / "config.toml"
+        config.write_text(config.read_text() + f'[brain]\nsecond_opinion = "{voter}"\n')
+    (chorus.work / "build").mkdir()
+
+
+@pytest.mark.parametrize("voter", [None, "codex"])
+def test_a_second_opinion_denies_a_risky_call_the_policy_allowed(
+    daemon_with: Callable[..., Daemon], voter: str | None
+) -> None:
+    from chorus.policy import AuditLog
+
+    chorus = daemon_with()
+    _second_opinion_home(chorus, voter)
+    chorus.server.script([shell("rm -rf build"), text("finished")], lane="claude")
+    chorus.server.script([text('{"vote": "deny", "reason": "it deletes a folder"}')], lane="codex")
+    job = _ask_framework(chorus, "clean the build folder", body="claude")
+    assert job["state"] == "succeeded"
+    votes = [e.data for e in AuditLog().entries() if e.kind == "second_opinion"]
+    if voter is None:  # the control: the policy alone lets it run
+        assert not (chorus.work / "build").exists()
+        assert votes == []
+        return
+    assert (chorus.work / "build").is_dir()  # the vote denied it; it never ran
+    assert [(v["vote"], v["voter"], v["policy"]) for v in votes] == [("deny", "codex", "allow")]
+    asked = chorus.server.turn_requests(lane="codex")[0]
+    assert "rm -rf build" in json.dumps(asked.body)
+    told = chorus.server.turn_requests(lane="claude")[-1]
+    assert "it deletes a folder" in json.dumps(told.body)  # the model learned why

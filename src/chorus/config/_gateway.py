@@ -84,6 +84,9 @@ class BrainConfig(_Strict):
     #: the policy denies stays denied): ``advisory`` is logged only, ``escalate-only``
     #: may deny but not allow, ``governing`` decides the ask either way.
     authority: Literal["advisory", "escalate-only", "governing"] = "escalate-only"
+    #: A body asked to vote (read-only) on elevated or critical tool calls of daemon
+    #: jobs; its deny denies, its allow changes nothing (a cognitive firewall).
+    second_opinion: str | None = None
     #: When not empty, a brain URL must fully match one of these regular expressions.
     url_allowlist: list[str] = Field(default_factory=list)
     #: Name of an environment variable holding a bearer token to send to the brain.

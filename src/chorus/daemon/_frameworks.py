@@ -5,6 +5,7 @@ framework options are read and checked."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import time
 from collections.abc import Sequence
@@ -17,11 +18,15 @@ from chorus.frameworks import (
     FRAMEWORKS,
     Settings,
     consensus,
+    parse_vote,
     pick,
     reflect,
     script,
     sequential,
+    vote_prompt,
 )
+from chorus.permissions import PermissionAsk
+from chorus.policy import Verdict, Vote
 from chorus.store import JobRecord
 
 if TYPE_CHECKING:
@@ -115,10 +120,34 @@ class FrameworkPort:
         book, key = self._sup.health, self._sup.provider_key
         return [b for b in bodies if book.healthy(key(b), now)]
 
+    async def vote(
+        self, job: JobRecord, voter: str, ask: PermissionAsk, verdict: Verdict
+    ) -> Vote | None:
+        """Ask ``voter`` (a read-only child job) to vote on a risky call of ``job``."""
+        call = json.dumps(ask.input)[:4000]
+        prompt = vote_prompt(ask.tool, call, verdict.reason, ask.cwd)
+        try:
+            async with asyncio.timeout(_VOTE_TIMEOUT_S):
+                record = await self.child(job, prompt, voter, "plan")
+        except TimeoutError:
+            return None
+        parsed = parse_vote(_text(record))
+        if parsed is None:
+            return None
+        return Vote("deny" if parsed[0] == "deny" else "allow", parsed[1], voter)
+
     async def changes(self, job: JobRecord) -> str:
         """What the job changed in its folder: ``git diff`` where it is a repository."""
         session = await self._sup.store.get_session(job.session_id or "")
         return await asyncio.to_thread(_git_diff, Path(session.cwd or "."))
+
+
+_VOTE_TIMEOUT_S = 180.0
+
+
+def _text(record: JobRecord) -> str:
+    result = record.result if isinstance(record.result, dict) else {}
+    return str(result.get("text") or "")
 
 
 def _git_diff(folder: Path) -> str:

@@ -38,7 +38,7 @@ from typing import Any
 
 from chorus._errors import UserError
 from chorus.bodies import Body, BodyOptions, body_names, check_installed
-from chorus.config import ChorusConfig, chorus_home
+from chorus.config import BrainConfig, ChorusConfig, chorus_home
 from chorus.daemon._frameworks import FrameworkPort, framework_options
 from chorus.events import (
     ErrorCode,
@@ -53,7 +53,8 @@ from chorus.events import (
     TurnCompleted,
     TurnFailed,
 )
-from chorus.policy import AuditLog, PermissionMode, Policy, PolicyGate, SecretStore
+from chorus.permissions import PermissionAsk
+from chorus.policy import AuditLog, PermissionMode, Policy, PolicyGate, SecretStore, Verdict, Vote
 from chorus.router import CooldownPolicy, HealthBook, Router, build_bundle, provider_key
 from chorus.session import (
     BodyLauncher,
@@ -547,7 +548,20 @@ class Supervisor:
         gate = self.hub.launcher.gate(session, mode)
         if gate is not None:
             self._gates[job.id] = gate
+            self._second_opinion(job, gate)
         return gate
+
+    def _second_opinion(self, job: JobRecord, gate: PolicyGate) -> None:
+        """With ``[brain] second_opinion``, a second body votes on the job's risky calls
+        (never for a vote's own job: voters do not vote on themselves)."""
+        voter = BrainConfig.model_validate(self.config.brain).second_opinion
+        if voter is None or job.options.get("system"):
+            return
+
+        async def vote(ask: PermissionAsk, verdict: Verdict) -> Vote | None:
+            return await self.frameworks.vote(job, voter, ask, verdict)
+
+        gate.second_opinion = vote
 
     async def _set_active_body(self, session: SessionRecord, body: str) -> None:
         fresh = await self.store.get_session(session.id)

@@ -11,6 +11,8 @@ from chorus.frameworks._plans import (
     most_in_common,
     parse_plan,
     parse_review,
+    parse_vote,
+    vote_prompt,
 )
 from chorus.frameworks._runner import (
     FRAMEWORKS,
@@ -36,8 +38,10 @@ __all__ = [
     "most_in_common",
     "parse_plan",
     "parse_review",
+    "parse_vote",
     "pick",
     "reflect",
     "script",
     "sequential",
+    "vote_prompt",
 ]

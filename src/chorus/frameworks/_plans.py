@@ -74,6 +74,24 @@ def revision_prompt(findings: tuple[str, ...], reviewer: str) -> str:
     )
 
 
+def vote_prompt(tool: str, call: str, reason: str, cwd: str | None) -> str:
+    return (
+        "Another coding agent wants to run a risky tool call. Do not run anything: only "
+        "judge it. Answer with one JSON object and nothing else: "
+        '{"vote": "allow" | "deny", "reason": "<one line>"}\n\n'
+        f"Tool: {tool}\nCall: {call}\nWorking directory: {cwd or '?'}\n"
+        f"Why the policy flagged it: {reason}"
+    )
+
+
+def parse_vote(text: str) -> tuple[str, str] | None:
+    """(``allow``|``deny``, reason) from a voter's answer, or None if unreadable."""
+    data = first_json(text)
+    if not isinstance(data, dict) or data.get("vote") not in ("allow", "deny"):
+        return None
+    return str(data["vote"]), str(data.get("reason") or "")
+
+
 def first_json(text: str) -> Any:
     """The first JSON object in ``text`` (fenced or bare), or None."""
     decoder = json.JSONDecoder()

@@ -99,6 +99,19 @@ class Verdict:
     updated_input: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Vote:
+    """A second model's vote on a risky tool call (it can only make things stricter)."""
+
+    decision: Literal["allow", "deny"]
+    reason: str
+    voter: str
+
+
+#: Asks a second model about a risky call: (ask, the policy's verdict) → its vote.
+SecondOpinion = Callable[[PermissionAsk, "Verdict"], Awaitable["Vote | None"]]
+
+
 def _deny(rule: str, reason: str) -> Verdict:
     return Verdict("deny", reason, rule)
 
@@ -524,6 +537,8 @@ class PolicyGate:
         self._mode: PermissionMode = mode or engine.policy.mode
         self.session_id = session_id
         self.on_flag = on_flag
+        #: Set to have a second model vote on elevated or critical calls.
+        self.second_opinion: SecondOpinion | None = None
         self.tainted = False
         self._tools: dict[str, str] = {}
 
@@ -545,6 +560,7 @@ class PolicyGate:
 
     async def __call__(self, ask: PermissionAsk) -> PermissionAnswer:
         verdict = self.engine.decide(ask, mode=self._mode, untrusted_context=self.tainted)
+        verdict = await self._second_look(ask, verdict)
         if verdict.decision != "ask":
             self._audit_decision(ask, verdict, verdict.decision, "policy")
             return await self._settle(ask, self._answer(ask, verdict, verdict.decision))
@@ -560,6 +576,29 @@ class PolicyGate:
             if inspect.isawaitable(result):
                 await result
         return answer
+
+    async def _second_look(self, ask: PermissionAsk, verdict: Verdict) -> Verdict:
+        """A second model votes on an elevated or critical call the policy did not deny;
+        its deny makes the verdict a deny, its allow changes nothing."""
+        risk = self._risk_of(ask, verdict)
+        hook = self.second_opinion
+        if hook is None or verdict.decision == "deny" or risk is None:
+            return verdict
+        if not risk.at_least("elevated"):
+            return verdict
+        vote = await hook(ask, verdict)
+        self._append("second_opinion", _vote_data(ask, verdict, vote))
+        if vote is None or vote.decision == "allow":
+            return verdict
+        reason = f"second opinion from {vote.voter}: {vote.reason}"
+        return Verdict("deny", reason, "second_opinion", risk)
+
+    def _risk_of(self, ask: PermissionAsk, verdict: Verdict) -> RiskAssessment | None:
+        """The verdict's risk, or (when the mode skipped scoring, e.g. bypass) the risk
+        the default mode would have scored."""
+        if verdict.risk is not None or self.second_opinion is None:
+            return verdict.risk
+        return self.engine.decide(ask, mode="default", untrusted_context=self.tainted).risk
 
     def take_denials(self) -> list[str]:
         """Denial messages since the last call (oldest first), then forgets them."""
@@ -721,3 +760,15 @@ def policy_callback(
         on_flag=on_flag,
         on_answer=on_answer,
     )
+
+
+def _vote_data(ask: PermissionAsk, verdict: Verdict, vote: Vote | None) -> dict[str, Any]:
+    return {
+        "body": ask.body,
+        "tool": ask.tool,
+        "input": ask.input,
+        "policy": verdict.decision,
+        "vote": vote.decision if vote else None,
+        "voter": vote.voter if vote else None,
+        "reason": vote.reason if vote else "no vote (the voter failed or timed out)",
+    }
