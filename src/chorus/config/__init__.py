@@ -5,6 +5,7 @@ from chorus.config._config import (
     ChorusConfig,
     DaemonConfig,
     RouterConfig,
+    SandboxConfig,
     load_config,
 )
 from chorus.config._gateway import (
@@ -26,6 +27,7 @@ __all__ = [
     "GatewayConfig",
     "GatewaySettings",
     "RouterConfig",
+    "SandboxConfig",
     "chorus_home",
     "load_config",
     "load_gateway_settings",

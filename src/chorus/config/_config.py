@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -29,6 +29,14 @@ class AgentConfig(_Strict):
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     protocol: str | None = None
+
+
+class SandboxConfig(_Strict):
+    """``[sandbox]``: the OS sandbox every body starts in (see ``chorus.sandbox``)."""
+
+    #: auto: enforce where bubblewrap is available, else off (``chorus doctor`` says
+    #: which); enforce: refuse to start a body without it; off: no sandbox.
+    mode: Literal["auto", "enforce", "off"] = "auto"
 
 
 class DaemonConfig(_Strict):
@@ -72,6 +80,7 @@ class ChorusConfig(_Strict):
 
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)

@@ -10,6 +10,7 @@ permission callback (the session's trampoline to the current turn's gate).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from chorus.bodies import (
     body_class,
     create_body,
 )
-from chorus.config import ChorusConfig
+from chorus.config import ChorusConfig, chorus_home, run_dir
 from chorus.policy import (
     PERMISSION_MODES,
     AuditLog,
@@ -38,6 +39,9 @@ from chorus.policy import (
     native_flags,
     policy_callback,
 )
+from chorus.sandbox import active as sandbox_active
+from chorus.sandbox import bwrap_path, write_wrapper
+from chorus.sandbox import layout as sandbox_layout
 from chorus.session._errors import SessionError
 from chorus.session._spares import Redirect, Spare
 from chorus.store import SessionRecord, Store
@@ -147,12 +151,13 @@ class BodyLauncher:
         native = self.native_flags(launch.body, launch.gate)
         if native is not None:
             env.update(native.env)
+        folder = Path(cwd or os.getcwd())
         return BodyOptions(
-            cwd=Path(cwd or os.getcwd()),
+            cwd=folder,
             model=launch.model,
             permission_mode=native_mode(launch.gate, launch.mode),
             resume=launch.resume,
-            executable=self._executable(launch.body),
+            executable=self._sandboxed(launch.body, folder, env),
             env=env,
             permission_callback=launch.permission,
             permission_args=native.args if native is not None else None,
@@ -190,6 +195,24 @@ class BodyLauncher:
         from chorus.agents import find_agent
 
         return find_agent(CLI_OF[body], self.config) if body in CLI_OF else None
+
+    def _sandboxed(self, body: str, cwd: Path, env: dict[str, str]) -> Path | None:
+        """The body's CLI, wrapped in its OS sandbox when ``[sandbox]`` says so."""
+        exe = self._executable(body)
+        bwrap = bwrap_path()
+        if not sandbox_active(self.config.sandbox.mode) or bwrap is None:
+            return exe
+        exe = exe or _acp_executable(body, self.config)
+        policy = self.guards.policy if self.guards is not None else Policy()
+        box = sandbox_layout(policy, cwd, env, chorus_home())
+        digest = hashlib.sha256(repr((body, exe, box)).encode()).hexdigest()[:16]
+        return write_wrapper(run_dir() / "sandbox" / f"{body}-{digest}.sh", bwrap, box, exe)
+
+
+def _acp_executable(body: str, config: ChorusConfig) -> Path:
+    from chorus.bodies.acp import acp_agent
+
+    return Path(acp_agent(body, config).executable())
 
 
 def cli_name(body: str) -> str:

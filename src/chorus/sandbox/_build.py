@@ -1,0 +1,105 @@
+"""Where a body's sandbox comes from: the policy's paths for its folder, the CLI's
+home from its environment, and what exists on disk now; written as a small
+wrapper script that the body runs instead of its CLI (so every body, one-shot or
+long-lived, warm or resumed, starts inside it without knowing)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Literal
+
+from chorus._errors import ConfigError
+from chorus.policy import PathContext, Policy
+from chorus.sandbox._bwrap import Layout, argv, outermost
+
+Mode = Literal["auto", "enforce", "off"]
+
+#: Under CHORUS_HOME, what a body may still reach: the daemon's socket (for the MCP
+#: server Chorus adds to every body) and the memory and workspace folders.
+SHARED = ("run/chorus.sock", "memory", "workspace")
+#: Secrets in a home folder that no body sees, whatever the policy lists.
+_HOME_SECRETS = (".ssh", ".aws", ".gnupg", ".azure", ".kube", ".docker", ".netrc")
+#: Most files a ``**`` pattern may expand to before the rest is left to the parser.
+_MAX_MATCHES = 500
+
+
+def bwrap_path() -> str | None:
+    """The bubblewrap binary, or None (not Linux, or not installed)."""
+    return shutil.which("bwrap") if sys.platform.startswith("linux") else None
+
+
+def active(mode: Mode) -> bool:
+    """Whether bodies start sandboxed; ``enforce`` without bubblewrap is an error."""
+    if mode == "off":
+        return False
+    if bwrap_path() is not None:
+        return True
+    if mode == "enforce":
+        raise ConfigError(
+            "[sandbox] mode = 'enforce' needs bubblewrap (Linux: apt-get install bubblewrap); "
+            "set mode = 'off' to run bodies unsandboxed"
+        )
+    return False
+
+
+def layout(policy: Policy, cwd: Path, env: Mapping[str, str], chorus_home: Path) -> Layout:
+    """The sandbox of a body working in ``cwd`` with environment ``env``."""
+    home = Path(env.get("HOME") or Path.home())
+    ctx = PathContext(cwd=cwd, home=home, tmp=Path(tempfile.gettempdir()), chorus_home=chorus_home)
+    roots = [Path(ctx.expand(p)) for p in policy.filesystem.allowed_paths if "*" not in p]
+    writable = outermost(_existing([*roots, home, ctx.tmp]))
+    denied = [ctx.expand(p) for p in policy.filesystem.denied_paths]
+    denied += [str(home / name) for name in _HOME_SECRETS]
+    dirs, files = _hidden(denied, roots, chorus_home)
+    inside = [p for p in _existing(roots) if p.is_relative_to(chorus_home.resolve())]
+    shared = _existing([*(chorus_home / s for s in SHARED), *inside])
+    return Layout(writable, dirs, files, chorus_home.resolve(), tuple(shared), cwd)
+
+
+def _existing(paths: Iterable[Path]) -> list[Path]:
+    return [p.resolve() for p in paths if p.exists()]
+
+
+def _hidden(
+    patterns: list[str], roots: list[Path], chorus_home: Path
+) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """Existing denied paths, split into folders and files (CHORUS_HOME is hidden
+    on its own)."""
+    found: set[Path] = set()
+    for pattern in patterns:
+        found.update(_matches(pattern, roots))
+    found.discard(chorus_home.resolve())
+    dirs = tuple(sorted(p for p in found if p.is_dir()))
+    files = tuple(sorted(p for p in found if p.is_file()))
+    return dirs, files
+
+
+def _matches(pattern: str, roots: list[Path]) -> list[Path]:
+    if "*" not in pattern and "?" not in pattern:
+        path = Path(pattern)
+        return [path.resolve()] if path.exists() else []
+    bases = [str(r / pattern) for r in roots] if pattern.startswith("**/") else [pattern]
+    out: list[Path] = []
+    for base in bases:
+        out += [Path(m).resolve() for m in glob.iglob(base, recursive=True)][:_MAX_MATCHES]
+    return out
+
+
+def write_wrapper(path: Path, bwrap: str, box: Layout, executable: Path) -> Path:
+    """A ``sh`` script that runs ``executable`` (with its arguments) inside ``box``."""
+    line = " ".join(_quote(a) for a in argv(bwrap, box, [str(executable)]))
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.write_text(f'#!/bin/sh\nexec {line} "$@"\n', encoding="utf-8")
+    os.chmod(path, stat.S_IRWXU)
+    return path
+
+
+def _quote(arg: str) -> str:
+    return "'" + arg.replace("'", "'\\''") + "'"

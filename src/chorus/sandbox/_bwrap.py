@@ -1,0 +1,66 @@
+"""The bubblewrap command line for one body, built from ``policy.toml``. Pure: it is
+given the paths and what exists, and returns argv.
+
+Layout, in mount order (a later mount shadows an earlier one):
+
+1. the whole file system read-only (``--ro-bind / /``), a fresh ``/dev`` and ``/proc``;
+2. writable: the policy's allowed roots, the CLI's own home (it keeps its state and
+   caches there), and the temporary folder;
+3. hidden: ``CHORUS_HOME`` (an empty tmpfs), then back in only what a body needs
+   (its MCP link to Chorus); every denied path that exists (folders become an
+   empty tmpfs, files ``/dev/null``), and ``**`` patterns expanded under the roots.
+
+The network is kept: the CLI must reach its model API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """What the sandbox of one body is made of (absolute, resolved paths)."""
+
+    writable: tuple[Path, ...]
+    hidden_dirs: tuple[Path, ...]
+    hidden_files: tuple[Path, ...]
+    chorus_home: Path
+    #: Under ``chorus_home``: what the body may still reach (bound back, writable).
+    shared: tuple[Path, ...] = ()
+    cwd: Path | None = None
+    extra: tuple[str, ...] = field(default_factory=tuple)
+
+
+def argv(bwrap: str, layout: Layout, command: Sequence[str]) -> list[str]:
+    """``bwrap ... -- command``."""
+    out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    out += _binds("--bind", layout.writable)
+    out += ["--tmpfs", str(layout.chorus_home)]
+    out += _binds("--bind", layout.shared)
+    for folder in layout.hidden_dirs:
+        out += ["--tmpfs", str(folder)]
+    for file in layout.hidden_files:
+        out += ["--ro-bind", "/dev/null", str(file)]
+    if layout.cwd is not None:
+        out += ["--chdir", str(layout.cwd)]
+    return [*out, *layout.extra, "--", *command]
+
+
+def _binds(flag: str, paths: Iterable[Path]) -> list[str]:
+    out: list[str] = []
+    for path in paths:
+        out += [flag, str(path), str(path)]
+    return out
+
+
+def outermost(paths: Iterable[Path]) -> tuple[Path, ...]:
+    """``paths`` without duplicates and without any path inside another one."""
+    unique = sorted(set(paths), key=lambda p: (len(p.parts), str(p)))
+    kept: list[Path] = []
+    for path in unique:
+        if not any(path == k or path.is_relative_to(k) for k in kept):
+            kept.append(path)
+    return tuple(kept)

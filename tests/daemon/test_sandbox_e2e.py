@@ -1,0 +1,81 @@
+"""The OS sandbox holds where the policy's parser is out-guessed (issue 14), end to
+end through the daemon on the real CLIs in bypassPermissions mode (the policy then
+allows all but its hard rules): a write outside the roots through a program name
+computed at run time, reading or rewriting CHORUS_HOME, reading ~/.ssh."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from chorus.sandbox import bwrap_path
+from chorus.testing import shell, text
+
+if TYPE_CHECKING:
+    from conftest import Daemon
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(bwrap_path() is None, reason="no bubblewrap")]
+
+POLICY = 'version = 1\nmode = "bypassPermissions"\n'
+
+
+@pytest.fixture
+def victim() -> Iterator[Path]:
+    """A folder outside every allowed root (not under /tmp, which bodies may write)."""
+    folder = Path("/var/tmp") / f"chorus-victim-{uuid.uuid4().hex[:8]}"
+    folder.mkdir(parents=True)
+    (folder / "keep.txt").write_text("still here")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _results(chorus: Daemon, lane: str) -> str:
+    results = [r.last_tool_result() for r in chorus.server.turn_requests(lane=lane)]
+    return json.dumps([r.content for r in results if r is not None])
+
+
+@pytest.mark.parametrize("body", ["claude", "codex"])
+def test_escapes_fail_inside_the_sandbox(
+    daemon_with: Callable[..., Daemon], victim: Path, body: str, tmp_path: Path
+) -> None:
+    chorus = daemon_with()
+    (chorus.home / "policy.toml").write_text(POLICY)
+    ssh = tmp_path / f"{body}-home" / ".ssh"
+    ssh.mkdir(parents=True, exist_ok=True)
+    (ssh / "id_rsa").write_text("PRIVATE-KEY-MATERIAL")
+    commands = [
+        f"R=rm; $R -rf {victim}",  # a program name the parser cannot read
+        f"cat {chorus.home}/policy.toml",
+        f"sed -i 's/bypassPermissions/default/' {chorus.home}/policy.toml",
+        "cat ~/.ssh/id_rsa",
+        "echo inside > inside.txt",  # normal work in the folder still works
+    ]
+    chorus.server.script([*(shell(c) for c in commands), text("tried")], lane=body)
+    events = chorus.ask("try things", "--body", body)
+    assert events[-1].state == "succeeded"
+    assert (victim / "keep.txt").read_text() == "still here"
+    assert (chorus.home / "policy.toml").read_text() == POLICY
+    seen = _results(chorus, body)
+    assert "PRIVATE-KEY-MATERIAL" not in seen
+    assert "bypassPermissions" not in seen  # the policy file was not readable
+    assert (chorus.work / "inside.txt").read_text() == "inside\n"
+    assert list((chorus.home / "run" / "sandbox").glob(f"{body}-*.sh"))  # it ran wrapped
+
+
+def test_without_the_sandbox_the_same_escape_works(
+    daemon_with: Callable[..., Daemon], victim: Path
+) -> None:
+    """The control: with ``[sandbox] mode = "off"`` the parser alone lets it through."""
+    chorus = daemon_with()
+    (chorus.home / "policy.toml").write_text(POLICY)
+    config = chorus.home / "config.toml"
+    config.write_text(config.read_text() + '[sandbox]\nmode = "off"\n')
+    chorus.server.script([shell(f"R=rm; $R -rf {victim}"), text("done")], lane="claude")
+    chorus.ask("clean up", "--body", "claude")
+    assert not victim.exists()

@@ -1,0 +1,70 @@
+"""The sandbox's command line and layout, from a policy and what exists on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chorus._errors import ConfigError
+from chorus.policy import Policy
+from chorus.sandbox import Layout, active, argv, layout, outermost
+
+
+def test_mounts_come_in_an_order_where_hiding_wins(tmp_path: Path) -> None:
+    box = Layout(
+        writable=(tmp_path / "work",),
+        hidden_dirs=(tmp_path / "work" / "secrets",),
+        hidden_files=(tmp_path / "work" / ".env",),
+        chorus_home=tmp_path / "home",
+        shared=(tmp_path / "home" / "memory",),
+        cwd=tmp_path / "work",
+    )
+    line = argv("/usr/bin/bwrap", box, ["claude", "-p"])
+    assert line[:4] == ["/usr/bin/bwrap", "--ro-bind", "/", "/"]
+    order = [line.index(str(p)) for p in (box.writable[0], box.chorus_home, box.shared[0])]
+    assert order == sorted(order)  # writable, then CHORUS_HOME hidden, then shared back
+    assert line[line.index(str(tmp_path / "work" / ".env")) - 2 :][:2] == ["--ro-bind", "/dev/null"]
+    assert line[-3:] == ["--", "claude", "-p"]
+
+
+def test_outermost_drops_nested_and_repeated_paths() -> None:
+    paths = [Path("/a/b"), Path("/a"), Path("/c"), Path("/a/b/c"), Path("/c")]
+    assert outermost(paths) == (Path("/a"), Path("/c"))
+
+
+def test_layout_from_the_default_policy(tmp_path: Path) -> None:
+    work, home, chorus_home = tmp_path / "work", tmp_path / "home", tmp_path / "work" / ".ch"
+    (work / "sub").mkdir(parents=True)
+    (work / "sub" / ".env").write_text("TOKEN=1")
+    (work / "key.pem").write_text("x")
+    (home / ".ssh").mkdir(parents=True)
+    chorus_home.mkdir()
+    (chorus_home / "memory").mkdir()
+    box = layout(Policy(), work, {"HOME": str(home)}, chorus_home)
+    assert work.resolve() in box.writable or any(
+        work.resolve().is_relative_to(p) for p in box.writable
+    )
+    assert (work / "sub" / ".env").resolve() in box.hidden_files
+    assert (work / "key.pem").resolve() in box.hidden_files
+    assert (home / ".ssh").resolve() in box.hidden_dirs
+    assert box.chorus_home == chorus_home.resolve()
+    assert (chorus_home / "memory").resolve() in box.shared
+
+
+def test_a_folder_inside_chorus_home_stays_reachable(tmp_path: Path) -> None:
+    chorus_home = tmp_path / "ch"
+    work = chorus_home / "workspace"
+    work.mkdir(parents=True)
+    box = layout(Policy(), work, {"HOME": str(tmp_path)}, chorus_home)
+    assert work.resolve() in box.shared  # bound back after CHORUS_HOME is hidden
+
+
+def test_modes(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert active("off") is False
+    monkeypatch.setattr("chorus.sandbox._build.bwrap_path", lambda: None)
+    assert active("auto") is False
+    with pytest.raises(ConfigError, match="needs bubblewrap"):
+        active("enforce")
+    monkeypatch.setattr("chorus.sandbox._build.bwrap_path", lambda: "/usr/bin/bwrap")
+    assert active("auto") is True
