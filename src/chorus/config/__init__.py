@@ -16,7 +16,7 @@ from chorus.config._gateway import (
     load_gateway_settings,
     settings_from_tables,
 )
-from chorus.config._home import chorus_home, run_dir, sessions_dir
+from chorus.config._home import chorus_home, private_home, run_dir, sessions_dir
 
 __all__ = [
     "DEFAULT_PORT",
@@ -31,6 +31,7 @@ __all__ = [
     "chorus_home",
     "load_config",
     "load_gateway_settings",
+    "private_home",
     "run_dir",
     "sessions_dir",
     "settings_from_tables",

@@ -12,8 +12,18 @@ def chorus_home() -> Path:
     return Path(raw).expanduser() if raw else Path.home() / ".chorus"
 
 
+def private_home() -> Path:
+    """CHORUS_HOME, created 0700, and tightened to 0700 if group or others could
+    enter it (everything under it is then out of their reach, whatever its mode)."""
+    home = chorus_home()
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if home.stat().st_mode & 0o077:
+        os.chmod(home, 0o700)
+    return home
+
+
 def _sub(name: str) -> Path:
-    path = chorus_home() / name
+    path = private_home() / name
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
     return path
 

@@ -14,7 +14,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
-from chorus.config import ChorusConfig, load_config
+from chorus.config import ChorusConfig, load_config, private_home
 from chorus.daemon._api import build_app
 from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._paths import pid_path, socket_path
@@ -71,6 +71,7 @@ async def serve() -> int:
     if lock is None:
         print("chorus daemon: another daemon already runs for this CHORUS_HOME", file=sys.stderr)
         return 0
+    private_home()
     config = load_config()
     store = SqliteStore()
     await store.start()

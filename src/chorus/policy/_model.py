@@ -342,8 +342,22 @@ def load_policy(path: Path | None = None, *, create: bool = True) -> Policy:
         if not create:
             return Policy()
         write_default_policy(path)
+    _check_not_writable_by_others(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from exc
     return parse_policy(text, source=str(path))
+
+
+def _check_not_writable_by_others(path: Path) -> None:
+    """A policy others can rewrite is no policy: refuse it, as the token is refused."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        return
+    if mode & 0o022:
+        raise ConfigError(
+            f"{path} has mode {mode:o}: group or others can change the policy; "
+            f"run chmod 600 {path}"
+        )
