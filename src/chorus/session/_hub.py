@@ -245,7 +245,8 @@ class SessionHub:
             native = self.launcher.native_flags(body, gate)
             args = native.args if native is not None else None
             wanted = native_mode(gate, mode)
-            if live is not None and (live.busy or live.can_take(body, model, args, wanted)):
+            same_body_busy = live is not None and live.busy and live.body_name == body
+            if live is not None and (same_body_busy or live.can_take(body, model, args, wanted)):
                 live.touch()
                 return live
             if live is not None:
