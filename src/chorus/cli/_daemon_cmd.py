@@ -1,8 +1,9 @@
-"""Everyday commands on the daemon: start/stop/status, ask, task, jobs, watch, log,
-interrupt, talk, doctor.
+"""Everyday commands on the daemon, as typer commands: start/stop/status, ask, task,
+steer, jobs, watch, log, interrupt, talk, doctor.
 
-Input is validated here, before the daemon is touched, so bad input (an unknown
-body, a bad config, a missing CLI, a missing folder) exits 2 and writes nothing.
+The job commands are implemented in ``_jobs`` (shared with the fast argv path);
+the daemon validates their input (an unknown body, a missing CLI, a missing
+folder: 400, exit 2, nothing written).
 """
 
 from __future__ import annotations
@@ -19,87 +20,33 @@ from rich.console import Console
 from rich.table import Table
 
 from chorus._errors import UserError
+from chorus.cli import _jobs
 from chorus.cli._app import app
-from chorus.cli._render import print_event
-from chorus.events import Event, JobEnded, event_to_json
 
 console = Console()
-
-EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 3
-
-
-def _validate(body: str | None, cwd: str | None) -> str:
-    """Check the config, the body name, its CLI and the folder; return the cwd."""
-    from chorus.bodies import check_installed
-    from chorus.config import load_config
-
-    config = load_config()
-    if body is not None:
-        check_installed(body, config)
-    folder = Path(cwd or os.getcwd()).expanduser().resolve()
-    if not folder.is_dir():
-        raise UserError(f"working directory {folder} does not exist")
-    return str(folder)
-
-
-def _client() -> Any:
-    from chorus.daemon import DaemonClient
-
-    return DaemonClient()
-
-
-def _stream(job_id: str, *, as_json: bool, from_seq: int = 1) -> JobEnded | None:
-    ended: JobEnded | None = None
-    for event in _client().events(job_id, from_seq=from_seq):
-        _show(event, as_json)
-        if isinstance(event, JobEnded):
-            ended = event
-    return ended
-
-
-def _show(event: Event, as_json: bool) -> None:
-    if as_json:
-        typer.echo(event_to_json(event))
-    else:
-        print_event(console, event)
-
-
-def _exit_code(ended: JobEnded | None) -> int:
-    if ended is None:
-        return EXIT_FAILED
-    return {"succeeded": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(ended.state, EXIT_FAILED)
-
-
-def _submit(
-    prompt: str,
-    body: str | None,
-    model: str | None,
-    cwd: str | None,
-    session: str | None,
-    mode: str | None,
-) -> dict[str, Any]:
-    folder = _validate(body, cwd) if session is None else None
-    request = {
-        "prompt": prompt,
-        "body": body,
-        "model": model,
-        "cwd": folder,
-        "session_id": session,
-        "permission_mode": mode,
-    }
-    job: dict[str, Any] = _client().submit(**request)
-    return job
 
 
 _BODY = typer.Option(None, "--body", "-b", help="claude, codex, gemini, ... (default: routed)")
 _MODEL = typer.Option(None, "--model", "-m", help="Model for the body.")
 _CWD = typer.Option(None, "--cwd", help="Working directory (default: here).")
-_SESSION = typer.Option(None, "--session", "-s", help="Continue this Chorus session.")
+_SESSION = typer.Option(
+    None, "--session", "-s", help="Continue this Chorus session (id or prefix)."
+)
 _MODE = typer.Option(
     None,
     "--permission-mode",
     help="default|acceptEdits|plan|bypassPermissions (default: the policy's mode)",
 )
+_FORMAT = typer.Option(
+    None,
+    "--format",
+    help="text (the answer only; default when piped), events (default on a terminal), json",
+)
+_JSON = typer.Option(False, "--json", help="Print JSON (events as JSON lines).")
+
+
+def _opts(**values: Any) -> dict[str, Any]:
+    return values
 
 
 @app.command()
@@ -110,18 +57,14 @@ def ask(
     cwd: str | None = _CWD,
     session: str | None = _SESSION,
     mode: str | None = _MODE,
-    as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
+    fmt: str | None = _FORMAT,
+    as_json: bool = _JSON,
 ) -> None:
-    """Run a job and stream its events until it ends. Ctrl-C interrupts the job.
+    """Run a job and stream it until it ends. Ctrl-C interrupts the job.
 
     Exit code: 0 succeeded, 1 failed, 3 cancelled or interrupted, 2 bad input."""
-    job = _submit(prompt, body, model, cwd, session, mode)
-    try:
-        ended = _stream(job["id"], as_json=as_json)
-    except KeyboardInterrupt:
-        _client().interrupt(job["id"])
-        ended = _stream(job["id"], as_json=as_json)
-    raise typer.Exit(_exit_code(ended))
+    opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
+    raise typer.Exit(_jobs.ask(prompt, opts, fmt, as_json))
 
 
 @app.command()
@@ -132,98 +75,144 @@ def task(
     cwd: str | None = _CWD,
     session: str | None = _SESSION,
     mode: str | None = _MODE,
+    as_json: bool = typer.Option(False, "--json", help="Print the queued job as JSON."),
 ) -> None:
     """Queue a job and print its id at once (fire and forget)."""
-    job = _submit(prompt, body, model, cwd, session, mode)
-    typer.echo(job["id"])
+    opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
+    raise typer.Exit(_jobs.task(prompt, opts, as_json))
 
 
 @app.command()
-def jobs(state: str | None = typer.Option(None, help="Only jobs in this state.")) -> None:
-    """List jobs, oldest first."""
-    table = Table("job", "state", "body", "session", "attempts", "prompt")
-    for job in _client().jobs(state):
-        table.add_row(
-            job["id"],
-            job["state"],
-            job["body"] or "-",
-            job["session_id"] or "-",
-            str(job["attempts"]),
-            job["prompt"][:50],
-        )
-    console.print(table)
+def steer(
+    job_id: str = typer.Argument(..., help="The job (id or unique prefix)."),
+    text: str = typer.Argument(..., help="What to tell the running turn."),
+    as_json: bool = typer.Option(False, "--json", help="Print the daemon's answer as JSON."),
+) -> None:
+    """Add text to a job's running turn (natively where the body can); a finished job
+    gets it as a queued follow-up. Unknown job: exit 2."""
+    raise typer.Exit(_jobs.steer(job_id, text, as_json))
 
 
 @app.command()
-def watch(job_id: str | None = typer.Argument(None, help="Default: the newest job.")) -> None:
+def jobs(
+    state: str | None = typer.Option(None, help="Only jobs in this state."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON array."),
+) -> None:
+    """List jobs, oldest first (reads the log; never starts a daemon)."""
+    raise typer.Exit(_jobs.jobs(state, as_json))
+
+
+@app.command()
+def watch(
+    job_id: str | None = typer.Argument(None, help="Default: the newest job."),
+    fmt: str | None = _FORMAT,
+    as_json: bool = _JSON,
+) -> None:
     """Follow a job's events. Ctrl-C detaches; the job goes on."""
-    client = _client()
-    if job_id is None:
-        all_jobs = client.jobs()
-        if not all_jobs:
-            raise UserError("there are no jobs to watch")
-        running = [j for j in all_jobs if j["state"] in ("running", "queued")]
-        job_id = (running or all_jobs)[-1]["id"]
-    try:
-        ended = _stream(job_id, as_json=False)
-    except KeyboardInterrupt:
-        console.print(f"[dim]detached from {job_id}; it goes on[/dim]")
-        raise typer.Exit(0) from None
-    raise typer.Exit(_exit_code(ended))
+    raise typer.Exit(_jobs.watch(job_id, fmt, as_json))
 
 
 @app.command("log")
 def log_cmd(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Print a job's events so far, without following."""
-    for event in _client().events(job_id, follow=False):
-        _show(event, as_json)
+    """Print a job's events so far, without following (never starts a daemon)."""
+    from chorus.daemon import DaemonClient, NotRunningError
+
+    printer = _jobs.Printer("json" if as_json else "events")
+    try:
+        lines = list(DaemonClient(autostart=False).event_lines(job_id, follow=False))
+    except NotRunningError:
+        lines = stored_event_lines(job_id)
+    for line in lines:
+        printer.feed(line)
+    printer.finish()
 
 
 @app.command()
-def interrupt(job_id: str) -> None:
+def interrupt(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Interrupt a running job (or cancel a queued one)."""
-    typer.echo(_client().interrupt(job_id)["result"])
+    from chorus.daemon import DaemonClient
+
+    answer = DaemonClient().interrupt(job_id)
+    typer.echo(json.dumps(answer) if as_json else answer["result"])
 
 
 @app.command()
-def start() -> None:
+def start(as_json: bool = typer.Option(False, "--json")) -> None:
     """Start the daemon for this CHORUS_HOME (it also starts by itself on first use)."""
+    from chorus.config import load_config
     from chorus.daemon import spawn_daemon
+    from chorus.policy import load_policy
 
-    typer.echo(f"daemon running (pid {spawn_daemon()})")
+    load_config()  # a bad config or policy: exit 2 naming the key, not "daemon exited"
+    load_policy()
+    pid = spawn_daemon()
+    typer.echo(json.dumps({"pid": pid}) if as_json else f"daemon running (pid {pid})")
 
 
 @app.command()
-def stop() -> None:
-    """Stop the daemon; running jobs resume at the next start."""
+def stop(
+    cancel_jobs: bool = typer.Option(
+        False, "--cancel-jobs", help="Cancel running and queued jobs instead of keeping them."
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Stop the daemon. Running and queued jobs resume at the next start, unless
+    --cancel-jobs."""
     from chorus.daemon import stop_daemon
 
-    typer.echo("daemon stopped" if stop_daemon() else "no daemon was running")
+    left, cancelled = _jobs_left(cancel_jobs)
+    stopped = stop_daemon()
+    if as_json:
+        typer.echo(json.dumps({"stopped": stopped, "left": left, "cancelled": cancelled}))
+        return
+    typer.echo("daemon stopped" if stopped else "no daemon was running")
+    if cancelled:
+        typer.echo(f"cancelled {len(cancelled)} job(s): {' '.join(i[:12] for i in cancelled)}")
+    if left:
+        typer.echo(
+            f"{len(left)} job(s) left unfinished, they resume at the next start"
+            f" (`chorus start`; or `chorus stop --cancel-jobs`): {' '.join(i[:12] for i in left)}"
+        )
+
+
+def _jobs_left(cancel: bool) -> tuple[list[str], list[str]]:
+    """Ids of the running and queued jobs (cancelled first when ``cancel``)."""
+    from chorus.daemon import DaemonClient, NotRunningError
+
+    client = DaemonClient(autostart=False)
+    try:
+        open_jobs = [j["id"] for j in client.jobs() if j["state"] in ("running", "queued")]
+    except NotRunningError:
+        return [], []
+    if not cancel:
+        return open_jobs, []
+    for job_id in open_jobs:
+        client.interrupt(job_id)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if all(client.job(j)["state"] not in ("running", "queued") for j in open_jobs):
+            break
+        time.sleep(0.1)
+    return [j for j in open_jobs if client.job(j)["state"] in ("running", "queued")], open_jobs
 
 
 @app.command()
 def status(as_json: bool = typer.Option(False, "--json")) -> None:
-    """Daemon state, job counts and provider health."""
-    from chorus.daemon import DaemonClient, is_responding
+    """Daemon state, job counts, every configured body's health, the gateway."""
+    raise typer.Exit(_jobs.status(as_json))
 
-    if not is_responding():
-        typer.echo("daemon: not running")
-        raise typer.Exit(0)
-    data = DaemonClient(autostart=False).status()
-    if as_json:
-        typer.echo(json.dumps(data, indent=2))
-        return
-    console.print(f"daemon: running (pid {data['pid']})")
-    console.print(f"jobs: {data.get('jobs', {})}")
-    now = time.time()
-    for row in data.get("health", []):
-        left = row["cooldown_until"] - now
-        cooling = f", cooling down {left:.0f}s more" if left > 0 else ""
-        rate = sum(row["outcomes"]) / len(row["outcomes"]) if row["outcomes"] else 1.0
-        console.print(
-            f"{row['key']}: {row['quota_state']}, success {rate:.0%}"
-            f" of last {len(row['outcomes'])}{cooling}"
-        )
+
+def _client() -> Any:
+    from chorus.daemon import DaemonClient
+
+    return DaemonClient()
+
+
+def stored_event_lines(job_id: str) -> list[str]:
+    """A job's events as JSON lines, read from the store (no daemon)."""
+    from chorus.cli._offline import stored_events
+
+    return stored_events(job_id)
 
 
 _TALK_ARGS = {

@@ -1,0 +1,99 @@
+"""The fast path of the console entry point: the everyday commands parsed from argv
+by hand, so that they reach the daemon's socket without loading typer, rich or
+pydantic. Anything this parser does not know (``--help``, a typo, another
+command) falls through to the typer app, which owns help and error messages.
+
+The option tables below mirror the typer commands in ``_daemon_cmd``; a test
+keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from chorus.cli import _jobs
+
+_JOB_OPTIONS = {
+    "--body": "body",
+    "-b": "body",
+    "--model": "model",
+    "-m": "model",
+    "--cwd": "cwd",
+    "--session": "session",
+    "-s": "session",
+    "--permission-mode": "mode",
+}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A command's argv shape: positionals (how many required), options, flags."""
+
+    positionals: tuple[str, ...]
+    required: int
+    options: dict[str, str] = field(default_factory=dict)
+    flags: dict[str, str] = field(default_factory=lambda: {"--json": "as_json"})
+
+
+SPECS: dict[str, Spec] = {
+    "ask": Spec(("prompt",), 1, {**_JOB_OPTIONS, "--format": "fmt"}),
+    "task": Spec(("prompt",), 1, dict(_JOB_OPTIONS)),
+    "watch": Spec(("job_id",), 0, {"--format": "fmt"}),
+    "steer": Spec(("job_id", "text"), 2),
+    "jobs": Spec((), 0, {"--state": "state"}),
+    "status": Spec((), 0),
+}
+
+
+def parse(spec: Spec, args: list[str]) -> dict[str, Any] | None:
+    """``args`` as keyword values, or None when they are not plainly this command's."""
+    values: dict[str, Any] = {dest: False for dest in spec.flags.values()}
+    positionals: list[str] = []
+    rest = iter(args)
+    for arg in rest:
+        if arg == "--":
+            positionals += list(rest)
+            break
+        if not arg.startswith("-") or arg == "-":
+            positionals.append(arg)
+            continue
+        name, eq, inline = arg.partition("=")
+        if name in spec.flags and not eq:
+            values[spec.flags[name]] = True
+        elif name in spec.options:
+            value = inline if eq else next(rest, None)
+            if value is None:
+                return None
+            values[spec.options[name]] = value
+        else:
+            return None
+    if not spec.required <= len(positionals) <= len(spec.positionals):
+        return None
+    values.update(zip(spec.positionals, positionals, strict=False))
+    return values
+
+
+def _job_opts(v: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.get(k) for k in ("body", "model", "cwd", "session", "mode")}
+
+
+_RUN: dict[str, Callable[[dict[str, Any]], int]] = {
+    "ask": lambda v: _jobs.ask(v["prompt"], _job_opts(v), v.get("fmt"), v["as_json"]),
+    "task": lambda v: _jobs.task(v["prompt"], _job_opts(v), v["as_json"]),
+    "watch": lambda v: _jobs.watch(v.get("job_id"), v.get("fmt"), v["as_json"]),
+    "steer": lambda v: _jobs.steer(v["job_id"], v["text"], v["as_json"]),
+    "jobs": lambda v: _jobs.jobs(v.get("state"), v["as_json"]),
+    "status": lambda v: _jobs.status(v["as_json"]),
+}
+
+
+def run(argv: list[str]) -> int | None:
+    """Run ``argv`` (without the program name) on the fast path; None to fall through."""
+    if not argv or argv[0] not in SPECS:
+        return None
+    values = parse(SPECS[argv[0]], argv[1:])
+    if values is None:
+        return None
+    return _RUN[argv[0]](values)
