@@ -10,10 +10,14 @@ keeps the two in step.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from chorus.cli import _jobs
+
+#: ``typing`` is not imported at run time: it costs the fast path milliseconds.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _JOB_OPTIONS = {
     "--body": "body",
@@ -27,14 +31,21 @@ _JOB_OPTIONS = {
 }
 
 
-@dataclass(frozen=True)
 class Spec:
-    """A command's argv shape: positionals (how many required), options, flags."""
+    """A command's argv shape: positionals (how many required), options, flags.
+    (A plain class: ``dataclasses`` would cost the fast path its import.)"""
 
-    positionals: tuple[str, ...]
-    required: int
-    options: dict[str, str] = field(default_factory=dict)
-    flags: dict[str, str] = field(default_factory=lambda: {"--json": "as_json"})
+    def __init__(
+        self,
+        positionals: tuple[str, ...],
+        required: int,
+        options: dict[str, str] | None = None,
+        flags: dict[str, str] | None = None,
+    ) -> None:
+        self.positionals = positionals
+        self.required = required
+        self.options = options or {}
+        self.flags = flags or {"--json": "as_json"}
 
 
 SPECS: dict[str, Spec] = {

@@ -16,7 +16,12 @@ import json
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+
+#: ``typing`` is not imported at run time: it costs the fast path milliseconds.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: ``write(segments, end)``: segments are (rich style, text) pairs.
 Segments = list[tuple[str, str]]

@@ -18,12 +18,16 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 from chorus._errors import ChorusError, UserError
 
+#: ``typing`` is not imported at run time: it costs the fast path milliseconds.
+TYPE_CHECKING = False
+
 if TYPE_CHECKING:
+    from typing import Any
+
     from chorus.events import Event
 
 #: How long an event stream may stay silent (no event, no ping) before the
@@ -44,12 +48,15 @@ class NotRunningError(DaemonError):
     """No daemon answers on the socket (and the caller asked not to start one)."""
 
 
-def socket_path() -> Path:
-    """``CHORUS_HOME/run/chorus.sock``, computed without importing ``chorus.config``
-    (which loads pydantic); the same rule as ``chorus.config.chorus_home``."""
+def chorus_home() -> Path:
+    """``$CHORUS_HOME`` (default ``~/.chorus``), without importing ``chorus.config``
+    (which loads pydantic): the same rule as ``chorus.config.chorus_home``."""
     raw = os.environ.get("CHORUS_HOME")
-    home = Path(raw).expanduser() if raw else Path.home() / ".chorus"
-    return home / "run" / "chorus.sock"
+    return Path(raw).expanduser() if raw else Path.home() / ".chorus"
+
+
+def socket_path() -> Path:
+    return chorus_home() / "run" / "chorus.sock"
 
 
 def stream_idle_s() -> float:
