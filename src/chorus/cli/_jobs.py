@@ -149,26 +149,42 @@ def note(message: str) -> None:
 # -- the commands --------------------------------------------------------------------------
 
 
-def submit(client: DaemonClient, prompt: str, opts: dict[str, Any]) -> dict[str, Any]:
-    """Queue a job; the daemon checks the body, its CLI and the folder (400 → exit 2)."""
-    cwd = None
-    if opts.get("session") is None:
-        cwd = os.path.realpath(os.path.expanduser(opts.get("cwd") or os.getcwd()))
+def submit(prompt: str, opts: dict[str, Any]) -> dict[str, Any]:
+    """Queue a job. A running daemon checks the body, its CLI and the folder (400, exit
+    2); with none running they are checked here first, so bad input starts nothing."""
     request = {
         "prompt": prompt,
         "body": opts.get("body"),
         "model": opts.get("model"),
-        "cwd": cwd,
+        "cwd": None,
         "session_id": opts.get("session"),
         "permission_mode": opts.get("mode"),
     }
-    return client.submit(**request)
+    if request["session_id"] is None:
+        request["cwd"] = os.path.realpath(os.path.expanduser(opts.get("cwd") or os.getcwd()))
+    try:
+        return DaemonClient(autostart=False).submit(**request)
+    except NotRunningError:
+        _check_before_start(request["body"], request["cwd"])
+    return DaemonClient().submit(**request)
+
+
+def _check_before_start(body: str | None, cwd: str | None) -> None:
+    """The daemon's own checks, before starting it (loads the config and the bodies)."""
+    from chorus.bodies import check_installed
+    from chorus.config import load_config
+
+    config = load_config()
+    if body is not None:
+        check_installed(body, config)
+    if cwd is not None and not os.path.isdir(cwd):
+        raise UserError(f"working directory {cwd} does not exist")
 
 
 def ask(prompt: str, opts: dict[str, Any], fmt: str | None = None, as_json: bool = False) -> int:
     printer = Printer(pick_format(fmt, as_json))
     client = DaemonClient()
-    job = submit(client, prompt, opts)
+    job = submit(prompt, opts)
     if printer.fmt == "text":
         note(f"job {job['id'][:12]} queued")
     try:
@@ -179,7 +195,7 @@ def ask(prompt: str, opts: dict[str, Any], fmt: str | None = None, as_json: bool
 
 
 def task(prompt: str, opts: dict[str, Any], as_json: bool = False) -> int:
-    job = submit(DaemonClient(), prompt, opts)
+    job = submit(prompt, opts)
     print(json.dumps(job) if as_json else job["id"])
     return EXIT_OK
 
