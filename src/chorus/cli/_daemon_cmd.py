@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -139,12 +140,10 @@ def interrupt(job_id: str, as_json: bool = typer.Option(False, "--json")) -> Non
 @app.command()
 def start(as_json: bool = typer.Option(False, "--json")) -> None:
     """Start the daemon for this CHORUS_HOME (it also starts by itself on first use)."""
-    from chorus.config import load_config
     from chorus.daemon import spawn_daemon
-    from chorus.policy import load_policy
+    from chorus.daemon._checks import load_checked_config
 
-    load_config()  # a bad config or policy: exit 2 naming the key, not "daemon exited"
-    load_policy()
+    load_checked_config()  # a bad config or policy: exit 2 naming the key, not "daemon exited"
     pid = spawn_daemon()
     typer.echo(json.dumps({"pid": pid}) if as_json else f"daemon running (pid {pid})")
 
@@ -231,6 +230,11 @@ def talk(
     from chorus.bodies import CLI_OF
     from chorus.config import load_config
 
+    if not sys.stdin.isatty():
+        raise UserError(
+            "talk hands the session to the agent's own interactive CLI: run it in a terminal"
+            " (to send a prompt from a script: `chorus ask --session SESSION PROMPT`)"
+        )
     client = _client()
     if session_id is None:
         sessions = client.sessions()
@@ -260,24 +264,38 @@ _AUTH_HINTS = {
 
 
 @app.command()
-def doctor() -> None:
+def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object.")) -> None:
     """Show the agent CLIs found, their versions, auth hints, and config validity."""
     from chorus.agents import describe_agents
-    from chorus.config import load_config
+    from chorus.cli._agents_cmd import agent_json
+    from chorus.daemon._checks import load_checked_config
 
-    load_config()  # a bad config raises ConfigError → exit 2 with the reason
+    load_checked_config()  # a bad config or policy raises ConfigError → exit 2, key named
+    rows = [{**agent_json(info), "auth": _auth(info.name)} for info in describe_agents()]
+    if as_json:
+        typer.echo(json.dumps({"config": "ok", "agents": rows}))
+        return
     table = Table("agent", "version", "path", "auth")
-    for info in describe_agents():
-        cli = info.name.removesuffix("-acp").split("-")[0]  # claude-code-acp → claude
-        var, file, hint = _AUTH_HINTS.get(cli, ("", "", ""))
-        if not var:
-            auth = "-"
-        elif os.environ.get(var):
-            auth = f"{var} set"
-        elif (Path.home() / file).exists():
-            auth = f"~/{file} found"
-        else:
-            auth = f"[yellow]none: set {var} or {hint}[/yellow]"
-        table.add_row(info.name, info.version or "[red]missing[/red]", str(info.path or "-"), auth)
+    for row in rows:
+        auth = str(row["auth"])
+        auth = f"[yellow]{auth}[/yellow]" if auth.startswith("none") else auth
+        table.add_row(
+            str(row["name"]),
+            str(row["version"] or "[red]missing[/red]"),
+            str(row["path"] or "-"),
+            auth,
+        )
     console.print(table)
     console.print("config: ok")
+
+
+def _auth(name: str) -> str:
+    cli = name.removesuffix("-acp").split("-")[0]  # claude-code-acp → claude
+    var, file, hint = _AUTH_HINTS.get(cli, ("", "", ""))
+    if not var:
+        return "-"
+    if os.environ.get(var):
+        return f"{var} set"
+    if (Path.home() / file).exists():
+        return f"~/{file} found"
+    return f"none: set {var} or {hint}"

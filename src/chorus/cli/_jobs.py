@@ -173,12 +173,13 @@ def _check_before_start(body: str | None, cwd: str | None) -> None:
     """The daemon's own checks, before starting it (loads the config and the bodies)."""
     from chorus.bodies import check_installed
     from chorus.config import load_config
+    from chorus.daemon._checks import load_checked_config
 
-    config = load_config()
     if body is not None:
-        check_installed(body, config)
+        check_installed(body, load_config())
     if cwd is not None and not os.path.isdir(cwd):
         raise UserError(f"working directory {cwd} does not exist")
+    load_checked_config()
 
 
 def ask(prompt: str, opts: dict[str, Any], fmt: str | None = None, as_json: bool = False) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -28,7 +28,8 @@ class AgentConfig(_Strict):
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
-    protocol: str | None = None
+    #: ``acp`` makes the entry a whole ACP agent; unset, it only overrides a built-in.
+    protocol: Literal["acp"] | None = None
 
 
 class DaemonConfig(_Strict):

@@ -14,8 +14,9 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
-from chorus.config import ChorusConfig, load_config
+from chorus.config import ChorusConfig
 from chorus.daemon._api import build_app
+from chorus.daemon._checks import load_checked_config
 from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
@@ -71,7 +72,7 @@ async def serve() -> int:
     if lock is None:
         print("chorus daemon: another daemon already runs for this CHORUS_HOME", file=sys.stderr)
         return 0
-    config = load_config()
+    config = load_checked_config()
     store = SqliteStore()
     await store.start()
     parts = _policy_parts(store)
