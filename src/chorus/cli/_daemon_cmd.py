@@ -89,8 +89,9 @@ def steer(
     text: str = typer.Argument(..., help="What to tell the running turn."),
     as_json: bool = typer.Option(False, "--json", help="Print the daemon's answer as JSON."),
 ) -> None:
-    """Add text to a job's running turn (natively where the body can); a finished job
-    gets it as a queued follow-up. Unknown job: exit 2."""
+    """Add text to a job's running turn; a finished job gets it as a follow-up.
+
+    Natively where the body can, else emulated. Unknown job: exit 2, nothing written."""
     raise typer.Exit(_jobs.steer(job_id, text, as_json))
 
 
@@ -155,8 +156,9 @@ def stop(
     ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Stop the daemon. Running and queued jobs resume at the next start, unless
-    --cancel-jobs."""
+    """Stop the daemon; says which jobs are left (they resume at the next start).
+
+    With --cancel-jobs, running and queued jobs are cancelled first."""
     from chorus.daemon import stop_daemon
 
     left, cancelled = _jobs_left(cancel_jobs)
