@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -156,3 +159,34 @@ def test_status_names_every_body_and_the_gateway(chorus: Chorus) -> None:
     data = json.loads(chorus.run("status", "--json").stdout)
     assert data["router_bodies"]
     assert data["gateway"]["tcp"]
+
+
+def test_on_a_terminal_a_live_status_line_shows_then_clears(chorus: Chorus) -> None:
+    chorus.server.script([slow_text("streamed slowly", chunks=3, delay=1.2)])
+    primary, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chorus", "ask", "slowly", "--body", "claude"],
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=subprocess.PIPE,
+        cwd=chorus.work,
+    )
+    os.close(terminal)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:  # EIO: the other side closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(primary)
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr is not None
+    proc.stderr.close()
+    out = seen.decode(errors="replace")
+    assert "… " in out  # the status line: elapsed time first
+    assert "\r\x1b[2K" in out  # and cleared again
+    assert "streamed slowly" in out
+    assert "job succeeded" in out

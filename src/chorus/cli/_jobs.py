@@ -28,6 +28,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from chorus.cli._progress import StatusLine
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 3
 FORMATS = ("text", "events", "json")
 _NOTES = frozenset({"notice", "retry_notice", "handoff", "turn_failed", "permission_request"})
@@ -93,8 +95,15 @@ class Printer:
         self._answer = Answer()
         self._notes = Renderer(plain_writer(sys.stderr))
         self._renderer: Renderer | None = None
-        if fmt == "events":
-            self._renderer = Renderer(rich_writer() if _tty() else plain_writer())
+        self._status: StatusLine | None = None  # a live line on a terminal
+        if fmt == "events" and _tty():
+            from chorus.cli._progress import StatusLine
+
+            self._status = StatusLine(sys.stdout, rich_writer())
+            self._renderer = Renderer(self._status.write)
+            self._status.start()
+        elif fmt == "events":
+            self._renderer = Renderer(plain_writer())
 
     def feed(self, line: str) -> None:
         event = json.loads(line)
@@ -105,6 +114,8 @@ class Printer:
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
         elif self._renderer is not None:
+            if self._status is not None:
+                self._status.see(event)
             self._renderer.feed(event)
         else:
             self._text(event)
@@ -118,6 +129,8 @@ class Printer:
     def finish(self) -> None:
         if self._renderer is not None:
             self._renderer.close()
+        if self._status is not None:
+            self._status.stop()
         if self.fmt == "text" and self.ended is not None:
             answer = self._answer.text(self.ended)
             if answer:

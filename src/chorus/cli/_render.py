@@ -129,7 +129,7 @@ class Renderer:
 
 def _tool_line(e: dict[str, Any]) -> Segments:
     title = e.get("title")
-    head = f"{e.get('tool')} " + (f"({e.get('native_tool')}) " if not title else f"{title} ")
+    head = f"{e.get('tool')} ({e.get('native_tool')}) " + (f"{title}: " if title else "")
     return [("magenta", "tool "), ("", head), ("dim", short(e.get("input") or {}))]
 
 
