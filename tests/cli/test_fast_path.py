@@ -114,3 +114,23 @@ def test_version() -> None:
 
     assert done.returncode == 0
     assert done.stdout == f"chorus {__version__}\n"
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_fast_help_names_every_option_and_loads_nothing_heavy(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "chorus", name, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    spec = SPECS[name]
+    assert all(flag in done.stdout for flag in [*spec.options, *spec.flags])
+    assert done.stdout.startswith(f"Usage: chorus {name} [OPTIONS]")
+    names = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert _heavy(names) == set()

@@ -23,34 +23,25 @@ from rich.table import Table
 from chorus._errors import UserError
 from chorus.cli import _jobs
 from chorus.cli._app import app
+from chorus.cli._fast import HELP, SUMMARY
 
 console = Console()
 
 
-_BODY = typer.Option(None, "--body", "-b", help="claude, codex, gemini, ... (default: routed)")
-_MODEL = typer.Option(None, "--model", "-m", help="Model for the body.")
-_CWD = typer.Option(None, "--cwd", help="Working directory (default: here).")
-_SESSION = typer.Option(
-    None, "--session", "-s", help="Continue this Chorus session (id or prefix)."
-)
-_MODE = typer.Option(
-    None,
-    "--permission-mode",
-    help="default|acceptEdits|plan|bypassPermissions (default: the policy's mode)",
-)
-_FORMAT = typer.Option(
-    None,
-    "--format",
-    help="text (the answer only; default when piped), events (default on a terminal), json",
-)
-_JSON = typer.Option(False, "--json", help="Print JSON (events as JSON lines).")
+_BODY = typer.Option(None, "--body", "-b", help=HELP["body"])
+_MODEL = typer.Option(None, "--model", "-m", help=HELP["model"])
+_CWD = typer.Option(None, "--cwd", help=HELP["cwd"])
+_SESSION = typer.Option(None, "--session", "-s", help=HELP["session"])
+_MODE = typer.Option(None, "--permission-mode", help=HELP["mode"])
+_FORMAT = typer.Option(None, "--format", help=HELP["fmt"])
+_JSON = typer.Option(False, "--json", help=HELP["as_json"])
 
 
 def _opts(**values: Any) -> dict[str, Any]:
     return values
 
 
-@app.command()
+@app.command(help=SUMMARY["ask"])
 def ask(
     prompt: str,
     body: str | None = _BODY,
@@ -61,14 +52,11 @@ def ask(
     fmt: str | None = _FORMAT,
     as_json: bool = _JSON,
 ) -> None:
-    """Run a job and stream it until it ends. Ctrl-C interrupts the job.
-
-    Exit code: 0 succeeded, 1 failed, 3 cancelled or interrupted, 2 bad input."""
     opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
     raise typer.Exit(_jobs.ask(prompt, opts, fmt, as_json))
 
 
-@app.command()
+@app.command(help=SUMMARY["task"])
 def task(
     prompt: str,
     body: str | None = _BODY,
@@ -76,41 +64,35 @@ def task(
     cwd: str | None = _CWD,
     session: str | None = _SESSION,
     mode: str | None = _MODE,
-    as_json: bool = typer.Option(False, "--json", help="Print the queued job as JSON."),
+    as_json: bool = _JSON,
 ) -> None:
-    """Queue a job and print its id at once (fire and forget)."""
     opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
     raise typer.Exit(_jobs.task(prompt, opts, as_json))
 
 
-@app.command()
+@app.command(help=SUMMARY["steer"])
 def steer(
     job_id: str = typer.Argument(..., help="The job (id or unique prefix)."),
     text: str = typer.Argument(..., help="What to tell the running turn."),
-    as_json: bool = typer.Option(False, "--json", help="Print the daemon's answer as JSON."),
+    as_json: bool = _JSON,
 ) -> None:
-    """Add text to a job's running turn; a finished job gets it as a follow-up.
-
-    Natively where the body can, else emulated. Unknown job: exit 2, nothing written."""
     raise typer.Exit(_jobs.steer(job_id, text, as_json))
 
 
-@app.command()
+@app.command(help=SUMMARY["jobs"])
 def jobs(
-    state: str | None = typer.Option(None, help="Only jobs in this state."),
-    as_json: bool = typer.Option(False, "--json", help="One JSON array."),
+    state: str | None = typer.Option(None, "--state", help=HELP["state"]),
+    as_json: bool = _JSON,
 ) -> None:
-    """List jobs, oldest first (reads the log; never starts a daemon)."""
     raise typer.Exit(_jobs.jobs(state, as_json))
 
 
-@app.command()
+@app.command(help=SUMMARY["watch"])
 def watch(
     job_id: str | None = typer.Argument(None, help="Default: the newest job."),
     fmt: str | None = _FORMAT,
     as_json: bool = _JSON,
 ) -> None:
-    """Follow a job's events. Ctrl-C detaches; the job goes on."""
     raise typer.Exit(_jobs.watch(job_id, fmt, as_json))
 
 
@@ -197,9 +179,8 @@ def _jobs_left(cancel: bool) -> tuple[list[str], list[str]]:
     return [j for j in open_jobs if client.job(j)["state"] in ("running", "queued")], open_jobs
 
 
-@app.command()
-def status(as_json: bool = typer.Option(False, "--json")) -> None:
-    """Daemon state, job counts, every configured body's health, the gateway."""
+@app.command(help=SUMMARY["status"])
+def status(as_json: bool = _JSON) -> None:
     raise typer.Exit(_jobs.status(as_json))
 
 

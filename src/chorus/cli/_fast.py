@@ -31,6 +31,31 @@ _JOB_OPTIONS = {
 }
 
 
+#: Help of each option by destination, shared with the typer commands (``_daemon_cmd``).
+HELP = {
+    "body": "claude, codex, gemini, ... (default: routed)",
+    "model": "Model for the body.",
+    "cwd": "Working directory (default: here).",
+    "session": "Continue this Chorus session (id or prefix).",
+    "mode": "default|acceptEdits|plan|bypassPermissions (default: the policy's mode)",
+    "fmt": "text (the answer only; default when piped), events (default on a terminal), json",
+    "as_json": "Print JSON (ask, watch: the events, one per line).",
+    "state": "Only jobs in this state.",
+}
+
+#: Each command's help, shared with the typer commands.
+SUMMARY = {
+    "ask": "Run a job and stream it until it ends. Ctrl-C interrupts the job.\n\n"
+    "Exit code: 0 succeeded, 1 failed, 3 cancelled or interrupted, 2 bad input.",
+    "task": "Queue a job and print its id at once (fire and forget).",
+    "watch": "Follow a job's events (default: the newest). Ctrl-C detaches; the job goes on.",
+    "steer": "Add text to a job's running turn; a finished job gets it as a follow-up.\n\n"
+    "Natively where the body can, else emulated. Unknown job: exit 2, nothing written.",
+    "jobs": "List jobs, oldest first (reads the log; never starts a daemon).",
+    "status": "Daemon state, job counts, every configured body's health, the gateway.",
+}
+
+
 class Spec:
     """A command's argv shape: positionals (how many required), options, flags.
     (A plain class: ``dataclasses`` would cost the fast path its import.)"""
@@ -100,10 +125,32 @@ _RUN: dict[str, Callable[[dict[str, Any]], int]] = {
 }
 
 
+def help_text(name: str) -> str:
+    """``chorus NAME --help``, from the tables the typer command is built from too."""
+    spec = SPECS[name]
+    args = " ".join(
+        p.upper() if i < spec.required else f"[{p.upper()}]" for i, p in enumerate(spec.positionals)
+    )
+    lines = [f"Usage: chorus {name} [OPTIONS] {args}".rstrip(), ""]
+    lines.append("\n\n".join(f"  {para}" for para in SUMMARY[name].split("\n\n")))
+    lines += ["", "Options:"]
+    names: dict[str, list[str]] = {}
+    for flag, dest in [*spec.options.items(), *spec.flags.items()]:
+        names.setdefault(dest, []).append(flag)
+    for dest, flags in names.items():
+        value = " TEXT" if dest in spec.options.values() else ""
+        lines.append(f"  {', '.join(flags) + value:<28} {HELP[dest]}")
+    lines.append(f"  {'--help':<28} Show this message and exit.")
+    return "\n".join(lines) + "\n"
+
+
 def run(argv: list[str]) -> int | None:
     """Run ``argv`` (without the program name) on the fast path; None to fall through."""
     if not argv or argv[0] not in SPECS:
         return None
+    if argv[1:] == ["--help"]:
+        print(help_text(argv[0]), end="")
+        return 0
     values = parse(SPECS[argv[0]], argv[1:])
     if values is None:
         return None

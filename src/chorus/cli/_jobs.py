@@ -247,7 +247,9 @@ def steer(job_id: str, text: str, as_json: bool = False) -> int:
         "queued_followup": "the job had finished: queued as a follow-up",
         "added_to_prompt": "the job was queued: added to its prompt",
     }.get(str(answer.get("how")), str(answer.get("how")))
-    print(f"{answer.get('job_id', job_id)}: {how} (event {answer.get('seq')})")
+    tail = f" as job {answer['followup_job_id']}" if answer.get("followup_job_id") else ""
+    seq = f" (event {answer['seq']})" if answer.get("seq") is not None else ""
+    print(f"{answer.get('job_id', job_id)}: {how}{tail}{seq}")
     return EXIT_OK
 
 

@@ -129,7 +129,7 @@ def build_app(
         if not isinstance(text, str):
             return _error("bad steer request: 'text' must be a string", "bad_request", 400)
         try:
-            return JSONResponse(await sup.steer(request.path_params["job_id"], text))
+            return JSONResponse(await sup.steer((await _job(sup, request)).id, text))
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
 
