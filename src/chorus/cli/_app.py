@@ -44,6 +44,7 @@ def _register() -> None:
         _policy_cmd,
         _schema_cmd,
         _store_cmd,
+        _usage_cmd,
     )
 
 
