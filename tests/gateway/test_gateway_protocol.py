@@ -176,7 +176,7 @@ async def test_metrics_over_tcp_need_the_token(harness: Harness) -> None:
     assert allowed.status_code == 200
     assert allowed.headers["content-type"].startswith("text/plain; version=0.0.4")
     assert "# TYPE chorus_gateway_requests_total counter" in allowed.text
-    assert "chorus_gateway_reconnect_attempts_total 0" in allowed.text
+    assert "chorus_gateway_reconnect_attempts_total 0.0" in allowed.text
 
 
 # -- limits --------------------------------------------------------------------------------
