@@ -159,7 +159,7 @@ def stop(
 
 
 def _jobs_left(cancel: bool) -> tuple[list[str], list[str]]:
-    """Ids of the running and queued jobs (cancelled first when ``cancel``)."""
+    """Ids of the running and queued jobs; with ``cancel``, (still open, cancelled)."""
     from chorus.daemon import DaemonClient, NotRunningError
 
     client = DaemonClient(autostart=False)
@@ -169,14 +169,18 @@ def _jobs_left(cancel: bool) -> tuple[list[str], list[str]]:
         return [], []
     if not cancel:
         return open_jobs, []
-    for job_id in open_jobs:
-        client.interrupt(job_id)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if all(client.job(j)["state"] not in ("running", "queued") for j in open_jobs):
-            break
-        time.sleep(0.1)
-    return [j for j in open_jobs if client.job(j)["state"] in ("running", "queued")], open_jobs
+    left, deadline = open_jobs, time.monotonic() + 30
+    while left and time.monotonic() < deadline:
+        for job_id in left:  # again while a job is between states (starting, resuming)
+            client.interrupt(job_id)
+        time.sleep(0.5)
+        left = _open_jobs(client, left)
+    cancelled = [j for j in open_jobs if client.job(j)["state"] == "cancelled"]
+    return left, cancelled
+
+
+def _open_jobs(client: Any, ids: list[str]) -> list[str]:
+    return [j for j in ids if client.job(j)["state"] in ("running", "queued")]
 
 
 @app.command(help=SUMMARY["status"])
