@@ -143,7 +143,9 @@ def repl(
     body: str | None = typer.Option(None, "--body", "-b", help="Default: [gateway] default_body."),
     model: str | None = typer.Option(None, "--model", "-m"),
     cwd: str | None = typer.Option(None, "--cwd", help="Default: the current folder."),
-    mode: str | None = typer.Option(None, "--mode", help="Permission mode."),
+    mode: str | None = typer.Option(
+        None, "--permission-mode", "--mode", help="Permission mode (as `ask --permission-mode`)."
+    ),
     resume: str | None = typer.Option(None, "--resume", help="A Chorus session id."),
     url: str | None = typer.Option(
         None, "--url", help="A gateway's ws(s):// URL (not the daemon)."
