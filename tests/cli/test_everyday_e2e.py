@@ -72,8 +72,6 @@ def test_steer_unknown_job_exits_2_and_writes_nothing(chorus: Chorus) -> None:
     chorus.run("start")
     before = chorus.client.jobs()
     result = chorus.run("steer", "nosuchjob", "go left")
-    if "predates `chorus steer`" in result.stderr:
-        pytest.skip("the daemon's POST /jobs/{id}/steer is not merged into this branch yet")
     assert result.returncode == 2
     assert "nosuchjob" in result.stderr or "steer" in result.stderr
     assert chorus.client.jobs() == before
@@ -190,3 +188,19 @@ def test_on_a_terminal_a_live_status_line_shows_then_clears(chorus: Chorus) -> N
     assert "\r\x1b[2K" in out  # and cleared again
     assert "streamed slowly" in out
     assert "job succeeded" in out
+
+
+def test_steer_a_finished_job_by_prefix_queues_a_follow_up(chorus: Chorus) -> None:
+    chorus.server.script([text("first"), text("followed up"), text("again")])
+    job_id = chorus.run("task", "one", "--body", "claude").stdout.strip()
+    assert chorus.run("watch", job_id).returncode == 0
+    answer = json.loads(chorus.run("steer", job_id[:9], "now say more", "--json").stdout)
+    assert answer["job_id"] == job_id
+    assert answer["how"] == "queued_followup"
+    follow = answer["followup_job_id"]
+    watched = chorus.run("watch", follow)
+    assert watched.returncode == 0
+    assert watched.stdout == "followed up\n"
+    human = chorus.run("steer", job_id[:9], "and more")
+    assert human.returncode == 0, human.stderr
+    assert "queued as a follow-up as job" in human.stdout
