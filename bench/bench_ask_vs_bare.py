@@ -6,7 +6,9 @@ command, then an answer), with the daemon already running as in everyday use:
 * cold: `chorus ask` on a new session / the bare CLI's one-shot run;
 * warm: a follow-up `chorus ask --session S` on the live session / the bare CLI's
   own follow-up (`--resume <id>`; Codex: `exec resume <id>`);
-* client start: `chorus ask --help` (the thin client's path, no daemon call), in ms.
+* client start: `chorus ask --help` (the thin client's path, no daemon call), in ms,
+  and the client's round trip: `chorus jobs --json` against the running daemon
+  (process start, the fast path's imports, one request on the socket), in ms.
 
 `--spares` turns on `[daemon] spare_bodies` (a pre-started CLI per body and cwd),
 which is what takes the CLI's boot out of the cold figure.
@@ -84,6 +86,12 @@ def _client_start(rounds: int) -> list[float]:
     return [_timed([CHORUS, "ask", "--help"])[0] for _ in range(rounds)]
 
 
+def _round_trip(rounds: int) -> list[float]:
+    with bench_home(()) as (_server, work, _root):
+        spawn_daemon()
+        return [_timed([CHORUS, "jobs", "--json"], cwd=work)[0] for _ in range(rounds)]
+
+
 def _wait_for_spare(cli: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -119,6 +127,8 @@ def main() -> None:
     args = parser.parse_args()
     start = _client_start(max(args.rounds, 5))
     print(f"client start (chorus ask --help): median {_median(start) * 1000:.0f} ms")
+    trip = _round_trip(max(args.rounds, 5) * 2)
+    print(f"client round trip (chorus jobs --json): median {_median(trip) * 1000:.0f} ms")
     header = f"{'body':8} {'cold / bare':>12} {'warm / bare resume':>20}"
     print(f"{header}   (medians; spares={args.spares})")
     for cli in args.body.split(","):

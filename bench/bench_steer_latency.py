@@ -58,7 +58,7 @@ def _round(client: DaemonClient, body: str, n: int) -> tuple[float, float]:
     _until(lambda: _tool_running(client, job["id"]))
     marker = f"steer-marker-{n}"
     before = time.time()
-    answer = client._call("POST", f"/jobs/{job['id']}/steer", json={"text": marker})
+    answer = client.steer(job["id"], marker)
     returned = time.time()
     _until(lambda: client.job(job["id"])["state"] in ("succeeded", "failed", "cancelled"), 120)
     session = client.job(job["id"])["session_id"]

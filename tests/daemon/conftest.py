@@ -107,7 +107,7 @@ class Daemon:
         return self.client.session(events[-1].session_id)
 
     def steer(self, job_id: str, text: str) -> dict[str, Any]:
-        return dict(self.client._call("POST", f"/jobs/{job_id}/steer", json={"text": text}))
+        return self.client.steer(job_id, text)
 
 
 def _config(home: Path, tmp: Path, server: ModelServer, extra: list[str]) -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -48,7 +51,16 @@ def test_talk_resumes_the_native_session_and_pauses_the_queue(
     with (chorus.home / "config.toml").open("a") as f:
         f.write(f'[agents.claude]\ncommand = "{fake}"\n')
 
-    talk = chorus.popen("talk", session["id"])
+    primary, terminal = pty.openpty()  # talk wants a terminal
+    talk = subprocess.Popen(
+        [sys.executable, "-m", "chorus", "talk", session["id"][:10]],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=chorus.work,
+    )
+    os.close(terminal)
     deadline = time.monotonic() + 30
     while not record.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -57,9 +69,24 @@ def test_talk_resumes_the_native_session_and_pauses_the_queue(
     assert chorus.client.job(queued)["state"] == "queued"  # paused while the person talks
     release.touch()
     _out, err = talk.communicate(timeout=30)
+    os.close(primary)
     assert talk.returncode == 0, err
     started = json.loads(record.read_text())
     assert started["argv"] == ["--resume", session["native_session_id"]]
     assert started["cwd"] == session["cwd"]
     assert chorus.run("watch", queued).returncode == 0  # taken back, the queue runs
     assert chorus.client.job(queued)["state"] == "succeeded"
+
+
+def test_talk_without_a_terminal_says_so(chorus: Chorus) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "chorus", "talk"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=chorus.work,
+    )
+    assert done.returncode == 2
+    assert "run it in a terminal" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -85,7 +85,7 @@ async def test_ucp_on_the_daemon_socket(daemon_home: Path, model_server: ModelSe
         status = (await http.get("/gateway/status")).json()
         assert len(status["sessions"]) == 1
         record = (await http.get(f"/sessions/{status['sessions'][0]}")).json()
-    assert 'chorus_gateway_requests_total{subtype="initialize",body="none"} 1' in metrics
+    assert 'chorus_gateway_requests_total{body="none",subtype="initialize"} 1.0' in metrics
     pid = record["transport"]["pgid"]
     await asyncio.to_thread(stop_daemon)
     with pytest.raises(ProcessLookupError):  # stopping the daemon closed the body

@@ -123,7 +123,9 @@ async def test_unknown_subtype_gets_an_error_and_a_warning(harness: Harness) -> 
         # The connection and the session still work.
         assert (await brain.request("status"))["state"] == "idle"
     metrics = harness.gateway.metrics.render()
-    assert 'chorus_gateway_unsupported_subtype_total{subtype="unknown",body="claude"} 1' in metrics
+    assert (
+        'chorus_gateway_unsupported_subtype_total{body="claude",subtype="unknown"} 1.0' in metrics
+    )
 
 
 async def test_control_the_body_cannot_do_is_refused_with_a_warning(harness: Harness) -> None:

@@ -72,16 +72,19 @@ def test_metrics_render_prometheus_text() -> None:
     metrics.add_gauge("sessions", "Live sessions.", lambda: 2)
     text = metrics.render()
     lines = text.splitlines()
-    assert 'chorus_gateway_requests_total{subtype="status",body="claude"} 2' in lines
-    assert 'chorus_gateway_requests_total{subtype="set_model",body="odd\\"body\\n"} 1' in lines
-    bucket = 'chorus_gateway_control_response_latency_ms_bucket{subtype="status",le='
-    assert f'{bucket}"1"}} 2' in lines  # 0.5 and 1.0 (le is inclusive)
-    assert f'{bucket}"10"}} 3' in lines
-    assert f'{bucket}"120000"}} 4' in lines
-    assert f'{bucket}"+Inf"}} 5' in lines
-    assert 'chorus_gateway_control_response_latency_ms_count{subtype="status"} 5' in lines
-    assert "chorus_gateway_reconnect_attempts_total 0" in lines
-    assert "chorus_gateway_sessions 2" in lines
+    assert 'chorus_gateway_requests_total{body="claude",subtype="status"} 2.0' in lines
+    assert 'chorus_gateway_requests_total{body="odd\\"body\\n",subtype="set_model"} 1.0' in lines
+    assert metrics.requests_total.value("status", "claude") == 2
+    bucket = "chorus_gateway_control_response_latency_ms_bucket{le="
+    assert f'{bucket}"1.0",subtype="status"}} 2.0' in lines  # 0.5 and 1.0 (le is inclusive)
+    assert f'{bucket}"10.0",subtype="status"}} 3.0' in lines
+    assert f'{bucket}"120000.0",subtype="status"}} 4.0' in lines
+    assert f'{bucket}"+Inf",subtype="status"}} 5.0' in lines
+    assert 'chorus_gateway_control_response_latency_ms_count{subtype="status"} 5.0' in lines
+    assert metrics.control_response_latency_ms.count("status") == 5
+    assert "chorus_gateway_reconnect_attempts_total 0.0" in lines
+    assert "chorus_gateway_sessions 2.0" in lines
+    assert not any("_created" in line for line in lines)
     assert "# TYPE chorus_gateway_control_response_latency_ms histogram" in lines
     assert text.endswith("\n")
 

@@ -88,7 +88,7 @@ async def test_oversized_frame_is_refused_before_parsing(
             assert rejection.request_id == ""  # never parsed, so its id is unknown
             await _status_works(brain)
         metrics = harness.gateway.metrics.render()
-        assert 'chorus_gateway_rejected_frames_total{code="frame_too_large"} 1' in metrics
+        assert 'chorus_gateway_rejected_frames_total{code="frame_too_large"} 1.0' in metrics
 
 
 async def test_message_above_the_transport_cap_closes_only_that_connection(
@@ -176,7 +176,7 @@ async def test_metrics_over_tcp_need_the_token(harness: Harness) -> None:
     assert allowed.status_code == 200
     assert allowed.headers["content-type"].startswith("text/plain; version=0.0.4")
     assert "# TYPE chorus_gateway_requests_total counter" in allowed.text
-    assert "chorus_gateway_reconnect_attempts_total 0" in allowed.text
+    assert "chorus_gateway_reconnect_attempts_total 0.0" in allowed.text
 
 
 # -- limits --------------------------------------------------------------------------------
@@ -264,7 +264,7 @@ async def test_policy_denial_is_an_error(start_gateway: GatewayFactory) -> None:
         assert caught.value.code == GatewayCode.POLICY_DENIED
         assert "off limits" in caught.value.message
         metrics = harness.gateway.metrics.render()
-        assert 'chorus_gateway_policy_denials_total{subtype="initialize"} 1' in metrics
+        assert 'chorus_gateway_policy_denials_total{subtype="initialize"} 1.0' in metrics
 
 
 async def test_a_failing_policy_fails_closed(start_gateway: GatewayFactory) -> None:

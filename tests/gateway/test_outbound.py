@@ -168,7 +168,7 @@ async def test_a_dropped_link_is_redialed_and_the_brain_replays(
         status = await _wait_state(harness, "connected")
         assert status["dials"] == 2
         metrics = harness.gateway.metrics.render()
-        assert "chorus_gateway_reconnect_attempts_total 1" in metrics
+        assert "chorus_gateway_reconnect_attempts_total 1.0" in metrics
 
 
 async def test_an_unreachable_brain_is_given_up_after_bounded_dials(
@@ -185,7 +185,7 @@ async def test_an_unreachable_brain_is_given_up_after_bounded_dials(
         assert status["dials"] == 3
         assert status["last_error"]
         assert 0.15 <= elapsed < 10  # backoff 0.05 then 0.1 between the three dials
-        assert "chorus_gateway_reconnect_attempts_total 2" in harness.gateway.metrics.render()
+        assert "chorus_gateway_reconnect_attempts_total 2.0" in harness.gateway.metrics.render()
 
 
 async def test_a_brain_that_says_goodbye_is_not_redialed(

@@ -86,11 +86,15 @@ def test_policy_show_and_check(chorus_home: Path, tmp_path: Path) -> None:
         "--cwd",
         str(tmp_path),
     )
-    assert code == 0
+    assert code == 1  # a denial is a non-zero exit, for scripts
     assert "shell: deny [shell.download_exec]" in out
     assert "read: deny [filesystem.denied_path]" in out
     code, out = chorus("policy", "show", "--json")
     assert json.loads(out)["shell"]["mode"] == "denylist"
+    code, out = chorus("policy", "check", "--command", "ls -la", "--cwd", str(tmp_path), "--json")
+    assert code == 0
+    verdicts = json.loads(out)["verdicts"]
+    assert [(v["tool"], v["decision"]) for v in verdicts] == [("shell", "allow")]
 
 
 def test_flags_are_listed_and_answered() -> None:

@@ -1,5 +1,62 @@
-"""The ``chorus`` command line (typer + rich)."""
+"""The ``chorus`` command line: a fast stdlib path for the everyday commands, typer +
+rich for everything else (loaded only when needed)."""
 
-from chorus.cli._app import app, main
+from __future__ import annotations
+
+import sys
+
+from chorus._errors import ChorusError, UserError
+
+#: ``typing`` is not imported at run time: it costs the fast path milliseconds.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from typer import Typer
+
+    app: Typer
 
 __all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Console-script entry point: maps Chorus errors to a message and an exit code."""
+    try:
+        code = _fast_or_none(sys.argv[1:])
+        if code is None:
+            _typer_main()
+            return
+    except UserError as exc:
+        _error(str(exc), exc.exit_code)
+    except ChorusError as exc:
+        _error(str(exc), 1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(code)
+
+
+def _fast_or_none(argv: list[str]) -> int | None:
+    from chorus.cli._fast import run
+
+    return run(argv)
+
+
+def _typer_main() -> None:
+    from chorus.cli._app import run_app
+
+    run_app()
+
+
+def _error(message: str, code: int) -> None:
+    sys.stderr.write(f"error: {message}\n")
+    sys.exit(code)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from chorus.cli._app import _register, app
+
+        _register()
+        return app
+    raise AttributeError(f"module 'chorus.cli' has no attribute {name!r}")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from chorus.agents import agents_dir, describe_agents, install_agents
+from chorus.agents import AgentInfo, agents_dir, describe_agents, install_agents
 from chorus.cli._app import app
 
 agents_app = typer.Typer(help="Install and list the pinned agent CLIs.", no_args_is_help=True)
@@ -24,11 +26,26 @@ def install(force: bool = typer.Option(False, help="Reinstall even if present.")
     console.print(f"folder: {agents_dir()}")
 
 
+def agent_json(info: AgentInfo) -> dict[str, object]:
+    return {
+        "name": info.name,
+        "found": info.path is not None,
+        "version": info.version,
+        "pinned": info.pinned,
+        "source": info.source,
+        "path": str(info.path) if info.path else None,
+    }
+
+
 @agents_app.command("list")
-def list_agents() -> None:
+def list_agents(as_json: bool = typer.Option(False, "--json", help="One JSON array.")) -> None:
     """Show each agent CLI: found or not, version, path."""
+    infos = describe_agents()
+    if as_json:
+        typer.echo(json.dumps([agent_json(info) for info in infos]))
+        return
     table = Table("agent", "found", "version", "pinned", "source", "path")
-    for info in describe_agents():
+    for info in infos:
         table.add_row(
             info.name,
             "yes" if info.path else "[red]no[/red]",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.console import Console
 
 from chorus._errors import ChorusError, UserError
 
@@ -16,7 +15,23 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err_console = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from chorus import __version__
+
+        typer.echo(f"chorus {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """One control plane for coding-agent CLIs."""
 
 
 def _register() -> None:
@@ -29,17 +44,18 @@ def _register() -> None:
         _policy_cmd,
         _schema_cmd,
         _store_cmd,
+        _usage_cmd,
     )
 
 
-def main() -> None:
-    """Console-script entry point: maps Chorus errors to a message and an exit code."""
+def run_app() -> None:
+    """Run the typer app on ``sys.argv``: Chorus errors become a message and an exit code."""
     _register()
     try:
         app()
     except UserError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        typer.echo(f"error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except ChorusError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        typer.echo(f"error: {exc}", err=True)
         sys.exit(1)

@@ -1,8 +1,9 @@
-"""Everyday commands on the daemon: start/stop/status, ask, task, jobs, watch, log,
-interrupt, talk, doctor.
+"""Everyday commands on the daemon, as typer commands: start/stop/status, ask, task,
+steer, jobs, watch, log, interrupt, talk, doctor.
 
-Input is validated here, before the daemon is touched, so bad input (an unknown
-body, a bad config, a missing CLI, a missing folder) exits 2 and writes nothing.
+The job commands are implemented in ``_jobs`` (shared with the fast argv path);
+the daemon validates their input (an unknown body, a missing CLI, a missing
+folder: 400, exit 2, nothing written).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,27 +21,171 @@ from rich.console import Console
 from rich.table import Table
 
 from chorus._errors import UserError
+from chorus.cli import _jobs
 from chorus.cli._app import app
-from chorus.cli._render import print_event
-from chorus.events import Event, JobEnded, event_to_json
+from chorus.cli._fast import HELP, SUMMARY
 
 console = Console()
 
-EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 3
+
+_BODY = typer.Option(None, "--body", "-b", help=HELP["body"])
+_MODEL = typer.Option(None, "--model", "-m", help=HELP["model"])
+_CWD = typer.Option(None, "--cwd", help=HELP["cwd"])
+_SESSION = typer.Option(None, "--session", "-s", help=HELP["session"])
+_MODE = typer.Option(None, "--permission-mode", help=HELP["mode"])
+_FORMAT = typer.Option(None, "--format", help=HELP["fmt"])
+_JSON = typer.Option(False, "--json", help=HELP["as_json"])
 
 
-def _validate(body: str | None, cwd: str | None) -> str:
-    """Check the config, the body name, its CLI and the folder; return the cwd."""
-    from chorus.bodies import check_installed
-    from chorus.config import load_config
+def _opts(**values: Any) -> dict[str, Any]:
+    return values
 
-    config = load_config()
-    if body is not None:
-        check_installed(body, config)
-    folder = Path(cwd or os.getcwd()).expanduser().resolve()
-    if not folder.is_dir():
-        raise UserError(f"working directory {folder} does not exist")
-    return str(folder)
+
+@app.command(help=SUMMARY["ask"])
+def ask(
+    prompt: str,
+    body: str | None = _BODY,
+    model: str | None = _MODEL,
+    cwd: str | None = _CWD,
+    session: str | None = _SESSION,
+    mode: str | None = _MODE,
+    fmt: str | None = _FORMAT,
+    as_json: bool = _JSON,
+) -> None:
+    opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
+    raise typer.Exit(_jobs.ask(prompt, opts, fmt, as_json))
+
+
+@app.command(help=SUMMARY["task"])
+def task(
+    prompt: str,
+    body: str | None = _BODY,
+    model: str | None = _MODEL,
+    cwd: str | None = _CWD,
+    session: str | None = _SESSION,
+    mode: str | None = _MODE,
+    as_json: bool = _JSON,
+) -> None:
+    opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
+    raise typer.Exit(_jobs.task(prompt, opts, as_json))
+
+
+@app.command(help=SUMMARY["steer"])
+def steer(
+    job_id: str = typer.Argument(..., help="The job (id or unique prefix)."),
+    text: str = typer.Argument(..., help="What to tell the running turn."),
+    as_json: bool = _JSON,
+) -> None:
+    raise typer.Exit(_jobs.steer(job_id, text, as_json))
+
+
+@app.command(help=SUMMARY["jobs"])
+def jobs(
+    state: str | None = typer.Option(None, "--state", help=HELP["state"]),
+    as_json: bool = _JSON,
+) -> None:
+    raise typer.Exit(_jobs.jobs(state, as_json))
+
+
+@app.command(help=SUMMARY["watch"])
+def watch(
+    job_id: str | None = typer.Argument(None, help="Default: the newest job."),
+    fmt: str | None = _FORMAT,
+    as_json: bool = _JSON,
+) -> None:
+    raise typer.Exit(_jobs.watch(job_id, fmt, as_json))
+
+
+@app.command("log")
+def log_cmd(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Print a job's events so far, without following (never starts a daemon)."""
+    from chorus.daemon import DaemonClient, NotRunningError
+
+    printer = _jobs.Printer("json" if as_json else "events")
+    try:
+        lines = list(DaemonClient(autostart=False).event_lines(job_id, follow=False))
+    except NotRunningError:
+        lines = stored_event_lines(job_id)
+    for line in lines:
+        printer.feed(line)
+    printer.finish()
+
+
+@app.command()
+def interrupt(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
+    """Interrupt a running job (or cancel a queued one)."""
+    from chorus.daemon import DaemonClient
+
+    answer = DaemonClient().interrupt(job_id)
+    typer.echo(json.dumps(answer) if as_json else answer["result"])
+
+
+@app.command()
+def start(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Start the daemon for this CHORUS_HOME (it also starts by itself on first use)."""
+    from chorus.daemon import spawn_daemon
+    from chorus.daemon._checks import load_checked_config
+
+    load_checked_config()  # a bad config or policy: exit 2 naming the key, not "daemon exited"
+    pid = spawn_daemon()
+    typer.echo(json.dumps({"pid": pid}) if as_json else f"daemon running (pid {pid})")
+
+
+@app.command()
+def stop(
+    cancel_jobs: bool = typer.Option(
+        False, "--cancel-jobs", help="Cancel running and queued jobs instead of keeping them."
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Stop the daemon; says which jobs are left (they resume at the next start).
+
+    With --cancel-jobs, running and queued jobs are cancelled first."""
+    from chorus.daemon import stop_daemon
+
+    left, cancelled = _jobs_left(cancel_jobs)
+    stopped = stop_daemon()
+    if as_json:
+        typer.echo(json.dumps({"stopped": stopped, "left": left, "cancelled": cancelled}))
+        return
+    typer.echo("daemon stopped" if stopped else "no daemon was running")
+    if cancelled:
+        typer.echo(f"cancelled {len(cancelled)} job(s): {' '.join(i[:12] for i in cancelled)}")
+    if left:
+        typer.echo(
+            f"{len(left)} job(s) left unfinished, they resume at the next start"
+            f" (`chorus start`; or `chorus stop --cancel-jobs`): {' '.join(i[:12] for i in left)}"
+        )
+
+
+def _jobs_left(cancel: bool) -> tuple[list[str], list[str]]:
+    """Ids of the running and queued jobs; with ``cancel``, (still open, cancelled)."""
+    from chorus.daemon import DaemonClient, NotRunningError
+
+    client = DaemonClient(autostart=False)
+    try:
+        open_jobs = [j["id"] for j in client.jobs() if j["state"] in ("running", "queued")]
+    except NotRunningError:
+        return [], []
+    if not cancel:
+        return open_jobs, []
+    left, deadline = open_jobs, time.monotonic() + 30
+    while left and time.monotonic() < deadline:
+        for job_id in left:  # again while a job is between states (starting, resuming)
+            client.interrupt(job_id)
+        time.sleep(0.5)
+        left = _open_jobs(client, left)
+    cancelled = [j for j in open_jobs if client.job(j)["state"] == "cancelled"]
+    return left, cancelled
+
+
+def _open_jobs(client: Any, ids: list[str]) -> list[str]:
+    return [j for j in ids if client.job(j)["state"] in ("running", "queued")]
+
+
+@app.command(help=SUMMARY["status"])
+def status(as_json: bool = _JSON) -> None:
+    raise typer.Exit(_jobs.status(as_json))
 
 
 def _client() -> Any:
@@ -48,182 +194,11 @@ def _client() -> Any:
     return DaemonClient()
 
 
-def _stream(job_id: str, *, as_json: bool, from_seq: int = 1) -> JobEnded | None:
-    ended: JobEnded | None = None
-    for event in _client().events(job_id, from_seq=from_seq):
-        _show(event, as_json)
-        if isinstance(event, JobEnded):
-            ended = event
-    return ended
+def stored_event_lines(job_id: str) -> list[str]:
+    """A job's events as JSON lines, read from the store (no daemon)."""
+    from chorus.cli._offline import stored_events
 
-
-def _show(event: Event, as_json: bool) -> None:
-    if as_json:
-        typer.echo(event_to_json(event))
-    else:
-        print_event(console, event)
-
-
-def _exit_code(ended: JobEnded | None) -> int:
-    if ended is None:
-        return EXIT_FAILED
-    return {"succeeded": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(ended.state, EXIT_FAILED)
-
-
-def _submit(
-    prompt: str,
-    body: str | None,
-    model: str | None,
-    cwd: str | None,
-    session: str | None,
-    mode: str | None,
-) -> dict[str, Any]:
-    folder = _validate(body, cwd) if session is None else None
-    request = {
-        "prompt": prompt,
-        "body": body,
-        "model": model,
-        "cwd": folder,
-        "session_id": session,
-        "permission_mode": mode,
-    }
-    job: dict[str, Any] = _client().submit(**request)
-    return job
-
-
-_BODY = typer.Option(None, "--body", "-b", help="claude, codex, gemini, ... (default: routed)")
-_MODEL = typer.Option(None, "--model", "-m", help="Model for the body.")
-_CWD = typer.Option(None, "--cwd", help="Working directory (default: here).")
-_SESSION = typer.Option(None, "--session", "-s", help="Continue this Chorus session.")
-_MODE = typer.Option(
-    None,
-    "--permission-mode",
-    help="default|acceptEdits|plan|bypassPermissions (default: the policy's mode)",
-)
-
-
-@app.command()
-def ask(
-    prompt: str,
-    body: str | None = _BODY,
-    model: str | None = _MODEL,
-    cwd: str | None = _CWD,
-    session: str | None = _SESSION,
-    mode: str | None = _MODE,
-    as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
-) -> None:
-    """Run a job and stream its events until it ends. Ctrl-C interrupts the job.
-
-    Exit code: 0 succeeded, 1 failed, 3 cancelled or interrupted, 2 bad input."""
-    job = _submit(prompt, body, model, cwd, session, mode)
-    try:
-        ended = _stream(job["id"], as_json=as_json)
-    except KeyboardInterrupt:
-        _client().interrupt(job["id"])
-        ended = _stream(job["id"], as_json=as_json)
-    raise typer.Exit(_exit_code(ended))
-
-
-@app.command()
-def task(
-    prompt: str,
-    body: str | None = _BODY,
-    model: str | None = _MODEL,
-    cwd: str | None = _CWD,
-    session: str | None = _SESSION,
-    mode: str | None = _MODE,
-) -> None:
-    """Queue a job and print its id at once (fire and forget)."""
-    job = _submit(prompt, body, model, cwd, session, mode)
-    typer.echo(job["id"])
-
-
-@app.command()
-def jobs(state: str | None = typer.Option(None, help="Only jobs in this state.")) -> None:
-    """List jobs, oldest first."""
-    table = Table("job", "state", "body", "session", "attempts", "prompt")
-    for job in _client().jobs(state):
-        table.add_row(
-            job["id"],
-            job["state"],
-            job["body"] or "-",
-            job["session_id"] or "-",
-            str(job["attempts"]),
-            job["prompt"][:50],
-        )
-    console.print(table)
-
-
-@app.command()
-def watch(job_id: str | None = typer.Argument(None, help="Default: the newest job.")) -> None:
-    """Follow a job's events. Ctrl-C detaches; the job goes on."""
-    client = _client()
-    if job_id is None:
-        all_jobs = client.jobs()
-        if not all_jobs:
-            raise UserError("there are no jobs to watch")
-        running = [j for j in all_jobs if j["state"] in ("running", "queued")]
-        job_id = (running or all_jobs)[-1]["id"]
-    try:
-        ended = _stream(job_id, as_json=False)
-    except KeyboardInterrupt:
-        console.print(f"[dim]detached from {job_id}; it goes on[/dim]")
-        raise typer.Exit(0) from None
-    raise typer.Exit(_exit_code(ended))
-
-
-@app.command("log")
-def log_cmd(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Print a job's events so far, without following."""
-    for event in _client().events(job_id, follow=False):
-        _show(event, as_json)
-
-
-@app.command()
-def interrupt(job_id: str) -> None:
-    """Interrupt a running job (or cancel a queued one)."""
-    typer.echo(_client().interrupt(job_id)["result"])
-
-
-@app.command()
-def start() -> None:
-    """Start the daemon for this CHORUS_HOME (it also starts by itself on first use)."""
-    from chorus.daemon import spawn_daemon
-
-    typer.echo(f"daemon running (pid {spawn_daemon()})")
-
-
-@app.command()
-def stop() -> None:
-    """Stop the daemon; running jobs resume at the next start."""
-    from chorus.daemon import stop_daemon
-
-    typer.echo("daemon stopped" if stop_daemon() else "no daemon was running")
-
-
-@app.command()
-def status(as_json: bool = typer.Option(False, "--json")) -> None:
-    """Daemon state, job counts and provider health."""
-    from chorus.daemon import DaemonClient, is_responding
-
-    if not is_responding():
-        typer.echo("daemon: not running")
-        raise typer.Exit(0)
-    data = DaemonClient(autostart=False).status()
-    if as_json:
-        typer.echo(json.dumps(data, indent=2))
-        return
-    console.print(f"daemon: running (pid {data['pid']})")
-    console.print(f"jobs: {data.get('jobs', {})}")
-    now = time.time()
-    for row in data.get("health", []):
-        left = row["cooldown_until"] - now
-        cooling = f", cooling down {left:.0f}s more" if left > 0 else ""
-        rate = sum(row["outcomes"]) / len(row["outcomes"]) if row["outcomes"] else 1.0
-        console.print(
-            f"{row['key']}: {row['quota_state']}, success {rate:.0%}"
-            f" of last {len(row['outcomes'])}{cooling}"
-        )
+    return stored_events(job_id)
 
 
 _TALK_ARGS = {
@@ -242,6 +217,11 @@ def talk(
     from chorus.bodies import CLI_OF
     from chorus.config import load_config
 
+    if not sys.stdin.isatty():
+        raise UserError(
+            "talk hands the session to the agent's own interactive CLI: run it in a terminal"
+            " (to send a prompt from a script: `chorus ask --session SESSION PROMPT`)"
+        )
     client = _client()
     if session_id is None:
         sessions = client.sessions()
@@ -271,24 +251,38 @@ _AUTH_HINTS = {
 
 
 @app.command()
-def doctor() -> None:
+def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object.")) -> None:
     """Show the agent CLIs found, their versions, auth hints, and config validity."""
     from chorus.agents import describe_agents
-    from chorus.config import load_config
+    from chorus.cli._agents_cmd import agent_json
+    from chorus.daemon._checks import load_checked_config
 
-    load_config()  # a bad config raises ConfigError → exit 2 with the reason
+    load_checked_config()  # a bad config or policy raises ConfigError → exit 2, key named
+    rows = [{**agent_json(info), "auth": _auth(info.name)} for info in describe_agents()]
+    if as_json:
+        typer.echo(json.dumps({"config": "ok", "agents": rows}))
+        return
     table = Table("agent", "version", "path", "auth")
-    for info in describe_agents():
-        cli = info.name.removesuffix("-acp").split("-")[0]  # claude-code-acp → claude
-        var, file, hint = _AUTH_HINTS.get(cli, ("", "", ""))
-        if not var:
-            auth = "-"
-        elif os.environ.get(var):
-            auth = f"{var} set"
-        elif (Path.home() / file).exists():
-            auth = f"~/{file} found"
-        else:
-            auth = f"[yellow]none: set {var} or {hint}[/yellow]"
-        table.add_row(info.name, info.version or "[red]missing[/red]", str(info.path or "-"), auth)
+    for row in rows:
+        auth = str(row["auth"])
+        auth = f"[yellow]{auth}[/yellow]" if auth.startswith("none") else auth
+        table.add_row(
+            str(row["name"]),
+            str(row["version"] or "[red]missing[/red]"),
+            str(row["path"] or "-"),
+            auth,
+        )
     console.print(table)
     console.print("config: ok")
+
+
+def _auth(name: str) -> str:
+    cli = name.removesuffix("-acp").split("-")[0]  # claude-code-acp → claude
+    var, file, hint = _AUTH_HINTS.get(cli, ("", "", ""))
+    if not var:
+        return "-"
+    if os.environ.get(var):
+        return f"{var} set"
+    if (Path.home() / file).exists():
+        return f"~/{file} found"
+    return f"none: set {var} or {hint}"

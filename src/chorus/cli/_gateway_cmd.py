@@ -143,7 +143,9 @@ def repl(
     body: str | None = typer.Option(None, "--body", "-b", help="Default: [gateway] default_body."),
     model: str | None = typer.Option(None, "--model", "-m"),
     cwd: str | None = typer.Option(None, "--cwd", help="Default: the current folder."),
-    mode: str | None = typer.Option(None, "--mode", help="Permission mode."),
+    mode: str | None = typer.Option(
+        None, "--permission-mode", "--mode", help="Permission mode (as `ask --permission-mode`)."
+    ),
     resume: str | None = typer.Option(None, "--resume", help="A Chorus session id."),
     url: str | None = typer.Option(
         None, "--url", help="A gateway's ws(s):// URL (not the daemon)."
@@ -155,7 +157,15 @@ def repl(
     fields = {"body": body, "model": model, "cwd": folder, "permission_mode": mode}
     if resume is not None:
         fields = {"resume": resume}
-    asyncio.run(_repl(url, token, {k: v for k, v in fields.items() if v is not None}))
+    if url is not None and not token:
+        raise UserError(
+            f"the gateway at {url} needs its token: pass --token or set CHORUS_GATEWAY_TOKEN"
+            " (on the gateway's machine, `chorus gateway token` prints it)"
+        )
+    try:
+        asyncio.run(_repl(url, token, {k: v for k, v in fields.items() if v is not None}))
+    except OSError as exc:
+        raise ChorusError(f"cannot reach the gateway at {url or 'the daemon'}: {exc}") from exc
 
 
 async def _repl(url: str | None, token: str | None, init: dict[str, Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import getpass
 import json
@@ -24,6 +25,7 @@ from chorus.policy import (
     FlagBoard,
     PolicyEngine,
     SecretStore,
+    Verdict,
     dangerous_flags,
     load_policy,
     policy_path,
@@ -142,10 +144,14 @@ def secret_set(
 
 
 @secret_app.command("list")
-def secret_list() -> None:
+def secret_list(as_json: bool = typer.Option(False, "--json", help="One JSON array.")) -> None:
     """List secret names and dates (never values)."""
+    entries = SecretStore().entries()
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(info) for info in entries]))
+        return
     table = Table("name", "created", "updated")
-    for info in SecretStore().entries():
+    for info in entries:
         table.add_row(info.name, _when(info.created), _when(info.updated))
     console.print(table)
 
@@ -216,19 +222,38 @@ def policy_check(
     url: str | None = typer.Option(None, help="Decide a web fetch of this URL."),
     mode: str | None = typer.Option(None, help="Permission mode to decide in."),
     cwd: Annotated[Path | None, typer.Option(help="Working directory (default: here).")] = None,
+    as_json: bool = typer.Option(False, "--json", help="The verdicts as JSON."),
 ) -> None:
-    """Validate policy.toml; with --command/--path/--url, show what it decides."""
+    """Validate policy.toml; with --command/--path/--url, show what it decides.
+
+    Exit code: 0 allowed (or asked), 1 if any is denied, 2 bad policy or input."""
     policy = load_policy()
-    console.print(f"{policy_path()}: valid")
     asks = _asks(command, path, write, url, cwd or Path.cwd())
     if mode is not None and mode not in PERMISSION_MODES:
         raise typer.BadParameter(f"unknown mode {mode!r}; one of {', '.join(PERMISSION_MODES)}")
     engine = PolicyEngine(policy, cwd=cwd)
-    for ask in asks:
-        verdict = engine.decide(ask, mode=mode)
-        risk = f" risk={verdict.risk.level}" if verdict.risk else ""
-        text = escape(f"[{verdict.rule}]{risk} {verdict.reason}")
-        console.print(f"{ask.tool}: [bold]{verdict.decision}[/bold] {text}")
+    verdicts = [(ask, engine.decide(ask, mode=mode)) for ask in asks]
+    if as_json:
+        rows = [_verdict_json(ask, verdict) for ask, verdict in verdicts]
+        typer.echo(json.dumps({"policy": str(policy_path()), "valid": True, "verdicts": rows}))
+    else:
+        console.print(f"{policy_path()}: valid")
+        for ask, verdict in verdicts:
+            risk = f" risk={verdict.risk.level}" if verdict.risk else ""
+            text = escape(f"[{verdict.rule}]{risk} {verdict.reason}")
+            console.print(f"{ask.tool}: [bold]{verdict.decision}[/bold] {text}")
+    if any(verdict.decision == "deny" for _ask, verdict in verdicts):
+        raise typer.Exit(1)
+
+
+def _verdict_json(ask: PermissionAsk, verdict: Verdict) -> dict[str, object]:
+    return {
+        "tool": ask.tool,
+        "decision": verdict.decision,
+        "rule": verdict.rule,
+        "reason": verdict.reason,
+        "risk": verdict.risk.level if verdict.risk else None,
+    }
 
 
 def _asks(
@@ -249,11 +274,15 @@ def _asks(
 
 
 @app.command("flags")
-def flags_list() -> None:
+def flags_list(as_json: bool = typer.Option(False, "--json", help="One JSON array.")) -> None:
     """List permission questions waiting for a person."""
     now = time.time()
+    pending = FlagBoard().pending()
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(flag) for flag in pending]))
+        return
     table = Table("id", "age", "default in", "body", "what", "why")
-    for flag in FlagBoard().pending():
+    for flag in pending:
         table.add_row(
             flag.id,
             f"{now - flag.created:.0f}s",

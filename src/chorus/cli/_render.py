@@ -1,121 +1,245 @@
-"""Render canonical events for a terminal (rich), one line or block per event."""
+"""Render a job's events (as JSON dicts) for a person, each thing once.
+
+Works on the wire form, not on the pydantic models, so that the everyday
+commands print without loading pydantic. :class:`Renderer` keeps the little
+state needed to show every body the same way: text streams as its deltas
+arrive and is not printed again when the whole message follows; thinking
+likewise; a tool call announced twice (ACP sends ``{}`` first) is shown once.
+
+Output goes through a ``Write`` callback taking styled segments, so the same
+renderer feeds rich on a terminal and plain text elsewhere.
+"""
 
 from __future__ import annotations
 
 import json
+import re
+import sys
+from collections.abc import Callable
 
-from rich.console import Console
-from rich.text import Text as RichText
+#: ``typing`` is not imported at run time: it costs the fast path milliseconds.
+TYPE_CHECKING = False
 
-from chorus.events import (
-    CompatibilityWarning,
-    ControlRequestEvent,
-    ControlResponseEvent,
-    Event,
-    FileChange,
-    Handoff,
-    JobEnded,
-    Notice,
-    PermissionDecision,
-    PermissionRequest,
-    RetryNotice,
-    SessionEnded,
-    SessionStarted,
-    StatusChanged,
-    Text,
-    TextDelta,
-    Thinking,
-    ToolCall,
-    ToolOutputDelta,
-    ToolResult,
-    TurnCompleted,
-    TurnFailed,
-    Unknown,
-    UsageUpdate,
-)
+if TYPE_CHECKING:
+    from typing import Any
+
+#: ``write(segments, end)``: segments are (rich style, text) pairs.
+Segments = list[tuple[str, str]]
+Write = Callable[[Segments, str], None]
+
+_COMMAND_TAGS = re.compile(r"</?local-command-std(?:out|err)>|</?command-(?:name|message|args)>")
+_HIDDEN = frozenset({"status", "control_request", "control_response", "tool_output_delta"})
 
 
-def _short(value: object, limit: int = 160) -> str:
+def clean(text: str) -> str:
+    """Text as a person should read it: without Claude's slash-command wrapper tags."""
+    return _COMMAND_TAGS.sub("", text)
+
+
+def short(value: object, limit: int = 160) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = text.replace("\n", "⏎ ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def describe(event: Event) -> RichText | None:
-    """A one-line rich description of ``event``; ``None`` for events shown elsewhere."""
-    seq = f"[dim]{event.seq:>4}[/dim] "
-    match event:
-        case SessionStarted():
-            tail = f"model={event.model} cwd={event.cwd}"
-            return RichText.from_markup(f"{seq}[cyan]session[/cyan] {event.body} {tail}")
-        case TextDelta() | ToolOutputDelta() | StatusChanged():
+class Renderer:
+    """Feeds events in order; writes one line (or one streamed line) per thing worth showing."""
+
+    def __init__(self, write: Write) -> None:
+        self._write = write
+        self._open: str | None = None  # "text" or "thinking" while a streamed line is open
+        self._streamed: set[tuple[str, str]] = set()  # (kind, message id) already streamed
+        self._tools: dict[str, bool] = {}  # call id -> shown with its input
+
+    def feed(self, event: dict[str, Any]) -> None:
+        kind = event.get("type", "")
+        if kind in ("text_delta", "thinking") and self._stream(event):
+            return
+        if kind in _HIDDEN:
+            return
+        if kind in ("text", "thinking") and self._was_streamed(event):
+            return
+        self.close()
+        line = self._line(event)
+        if line is not None:
+            self._write([("dim", f"{event.get('seq', 0):>4} "), *line], "\n")
+
+    def close(self) -> None:
+        """End a streamed line (call at the end of a stream, too)."""
+        if self._open is not None:
+            self._open = None
+            self._write([], "\n")
+
+    # -- streaming ------------------------------------------------------------------
+
+    def _stream(self, event: dict[str, Any]) -> bool:
+        """Write a delta in place; False for events that are not deltas."""
+        kind = "text" if event["type"] == "text_delta" else "thinking"
+        if kind == "thinking" and not event.get("delta"):
+            return False
+        self._streamed.add((kind, event.get("message_id") or ""))
+        chunk = clean(event.get("text", ""))
+        if self._open != kind:
+            self.close()
+            label = ("bold", "assistant ") if kind == "text" else ("dim italic", "thinking ")
+            self._write([("dim", f"{event.get('seq', 0):>4} "), label], "")
+            self._open = kind
+        self._write([("" if kind == "text" else "dim", chunk)], "")
+        return True
+
+    def _was_streamed(self, event: dict[str, Any]) -> bool:
+        key = (event["type"], event.get("message_id") or "")
+        if key not in self._streamed:
+            return False
+        self._streamed.discard(key)
+        self.close()
+        return True
+
+    # -- one line per event ----------------------------------------------------------
+
+    def _line(self, e: dict[str, Any]) -> Segments | None:
+        render = _LINES.get(e.get("type", ""))
+        if render is not None:
+            return render(e)
+        if e.get("type") == "tool_call":
+            return self._tool_call(e)
+        if e.get("type") == "tool_result":
+            return self._tool_result(e)
+        return [("dim", str(e.get("type")))]
+
+    def _tool_call(self, e: dict[str, Any]) -> Segments | None:
+        call_id, has_input = e.get("call_id", ""), bool(e.get("input"))
+        if self._tools.get(call_id) or (call_id in self._tools and not has_input):
             return None
-        case ControlRequestEvent() | ControlResponseEvent():
+        if not has_input and call_id:
+            self._tools[call_id] = False  # shown when its input (or its result) arrives
             return None
-        case JobEnded():
-            colour = {"succeeded": "green", "cancelled": "yellow"}.get(event.state, "red")
-            why = f": {event.error.code}: {_short(event.error.message)}" if event.error else ""
-            return RichText.from_markup(f"{seq}[{colour}]job {event.state}[/{colour}]") + RichText(
-                why
-            )
-        case Text():
-            return RichText.from_markup(seq + "[bold]assistant[/bold] ") + RichText(event.text)
-        case Thinking():
-            return RichText.from_markup(seq + "[dim italic]thinking[/dim italic] ") + RichText(
-                _short(event.text)
-            )
-        case ToolCall():
-            head = f"{seq}[magenta]tool[/magenta] {event.tool} [dim]({event.native_tool})[/dim] "
-            return RichText.from_markup(head) + RichText(_short(event.input))
-        case ToolResult():
-            colour = "red" if event.is_error else "green"
-            head = f"{seq}[{colour}]result[/{colour}] "
-            return RichText.from_markup(head) + RichText(_short(event.output or "(no output)"))
-        case FileChange():
-            return RichText.from_markup(f"{seq}[magenta]file[/magenta] {event.kind} {event.path}")
-        case PermissionRequest():
-            head = f"{seq}[yellow]permission?[/yellow] {event.tool} "
-            return RichText.from_markup(head) + RichText(_short(event.input))
-        case PermissionDecision():
-            colour = "green" if event.decision == "allow" else "red"
-            why = f" — {event.reason}" if event.reason else ""
-            return RichText.from_markup(f"{seq}[{colour}]{event.decision}[/{colour}]") + RichText(
-                why
-            )
-        case RetryNotice():
-            return RichText.from_markup(
-                f"{seq}[yellow]retry[/yellow] attempt {event.attempt}: {event.error.code}"
-            )
-        case UsageUpdate():
-            return RichText.from_markup(
-                f"{seq}[dim]usage in={event.usage.input_tokens}"
-                f" out={event.usage.output_tokens}[/dim]"
-            )
-        case TurnCompleted():
-            cost = f" ${event.cost_usd:.4f}" if event.cost_usd is not None else ""
-            done = event.usage
-            tokens = f" in={done.input_tokens} out={done.output_tokens}" if done else ""
-            return RichText.from_markup(f"{seq}[bold green]done[/bold green]{tokens}{cost}")
-        case TurnFailed():
-            return RichText.from_markup(
-                f"{seq}[bold red]failed[/bold red] {event.error.code}: "
-            ) + RichText(_short(event.error.message))
-        case Notice() | CompatibilityWarning():
-            return RichText.from_markup(f"{seq}[yellow]note[/yellow] ") + RichText(event.message)
-        case Handoff():
-            return RichText.from_markup(
-                f"{seq}[bold yellow]handoff[/bold yellow] {event.from_body} → {event.to_body}"
-                f" ({event.reason.code})"
-            )
-        case SessionEnded():
-            return RichText.from_markup(f"{seq}[dim]session ended: {event.reason}[/dim]")
-        case Unknown():
-            return RichText.from_markup(f"{seq}[dim]unknown {event.native_type}[/dim]")
-        case _:
-            return RichText.from_markup(f"{seq}[dim]{event.type}[/dim]")
+        self._tools[call_id] = True
+        return _tool_line(e)
+
+    def _tool_result(self, e: dict[str, Any]) -> Segments:
+        colour = "red" if e.get("is_error") else "green"
+        line: Segments = [(colour, "result "), ("", short(e.get("output") or "(no output)"))]
+        call_id = e.get("call_id", "")
+        if self._tools.get(call_id) is False:
+            self._tools[call_id] = True
+            return [("magenta", "tool "), ("", f"{call_id} "), *line]
+        return line
 
 
-def print_event(console: Console, event: Event) -> None:
-    line = describe(event)
-    if line is not None:
-        console.print(line, highlight=False)
+def _tool_line(e: dict[str, Any]) -> Segments:
+    title = e.get("title")
+    head = f"{e.get('tool')} ({e.get('native_tool')}) " + (f"{title}: " if title else "")
+    return [("magenta", "tool "), ("", head), ("dim", short(e.get("input") or {}))]
+
+
+def _session(e: dict[str, Any]) -> Segments:
+    tail = " ".join(f"{k}={e[k]}" for k in ("model", "cwd") if e.get(k))
+    return [("cyan", "session "), ("", f"{e.get('body', '')} {tail}".rstrip())]
+
+
+def _job_ended(e: dict[str, Any]) -> Segments:
+    state = e.get("state", "?")
+    colour = {"succeeded": "green", "cancelled": "yellow"}.get(state, "red")
+    err = e.get("error") or {}
+    why = f": {err.get('code')}: {short(err.get('message', ''))}" if err else ""
+    return [(colour, f"job {state}"), ("", why)]
+
+
+def _turn_completed(e: dict[str, Any]) -> Segments:
+    usage = e.get("usage") or {}
+    tokens = f" in={usage.get('input_tokens', 0)} out={usage.get('output_tokens', 0)}"
+    cost = f" ${e['cost_usd']:.4f}" if e.get("cost_usd") is not None else ""
+    return [("bold green", "done"), ("", (tokens if usage else "") + cost)]
+
+
+def _error_line(label: str, e: dict[str, Any]) -> Segments:
+    err = e.get("error") or {}
+    return [("bold red", f"{label} "), ("", f"{err.get('code')}: {short(err.get('message', ''))}")]
+
+
+def _decision(e: dict[str, Any]) -> Segments:
+    colour = "green" if e.get("decision") == "allow" else "red"
+    why = f" — {e['reason']}" if e.get("reason") else ""
+    return [(colour, str(e.get("decision"))), ("", why)]
+
+
+_LINES: dict[str, Callable[[dict[str, Any]], Segments]] = {
+    "session_started": _session,
+    "job_ended": _job_ended,
+    "turn_completed": _turn_completed,
+    "turn_failed": lambda e: _error_line("failed", e),
+    "text": lambda e: [("bold", "assistant "), ("", clean(e.get("text", "")))],
+    "thinking": lambda e: [("dim italic", "thinking "), ("dim", short(e.get("text", "")))],
+    "file_change": lambda e: [("magenta", "file "), ("", f"{e.get('kind')} {e.get('path')}")],
+    "permission_request": lambda e: [
+        ("yellow", "permission? "),
+        ("", f"{e.get('tool')} {short(e.get('input'))}"),
+    ],
+    "permission_decision": _decision,
+    "retry_notice": lambda e: [
+        ("yellow", "retry "),
+        ("", f"attempt {e.get('attempt')}: {(e.get('error') or {}).get('code')}"),
+    ],
+    "usage": lambda e: [
+        ("dim", f"usage in={e['usage'].get('input_tokens')} out={e['usage'].get('output_tokens')}")
+    ],
+    "notice": lambda e: [("yellow", "note "), ("", str(e.get("message")))],
+    "compatibility_warning": lambda e: [("yellow", "note "), ("", str(e.get("message")))],
+    "handoff": lambda e: [
+        ("bold yellow", "handoff "),
+        ("", f"{e.get('from_body')} → {e.get('to_body')} ({(e.get('reason') or {}).get('code')})"),
+    ],
+    "session_ended": lambda e: [("dim", f"session ended: {e.get('reason')}")],
+    "unknown": lambda e: [("dim", f"unknown {e.get('native_type')}")],
+}
+
+
+# -- sinks -------------------------------------------------------------------------------
+
+
+def plain_writer(stream: Any = None) -> Write:
+    """Write segments as plain text (no colour, no rich)."""
+
+    def write(segments: Segments, end: str) -> None:
+        out = stream or sys.stdout
+        out.write("".join(text for _, text in segments) + end)
+        out.flush()
+
+    return write
+
+
+def rich_writer(stderr: bool = False) -> Write:
+    """Write segments with rich styles (loads rich: only for a terminal)."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+    def write(segments: Segments, end: str) -> None:
+        console.print(Text.assemble(*[(text, style) for style, text in segments]), end=end)
+
+    return write
+
+
+def print_event(console: Any, event: Any) -> None:
+    """One event (a model) on a rich console, without streaming state (demo, repl)."""
+    from chorus.events import event_to_json
+
+    renderer = _RENDERERS.get(id(console))
+    if renderer is None:
+        renderer = _RENDERERS[id(console)] = Renderer(_console_writer(console))
+    renderer.feed(json.loads(event_to_json(event)))
+
+
+_RENDERERS: dict[int, Renderer] = {}
+
+
+def _console_writer(console: Any) -> Write:
+    from rich.text import Text
+
+    def write(segments: Segments, end: str) -> None:
+        text = Text.assemble(*[(t, s) for s, t in segments])
+        console.print(text, end=end, highlight=False, soft_wrap=True)
+
+    return write

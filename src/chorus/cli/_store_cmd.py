@@ -15,8 +15,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from chorus.cli._app import app
+from chorus.cli._jobs import short_ids
 from chorus.events import Event
 from chorus.store import (
+    AmbiguousIdError,
     NoReplayCodecError,
     ReplayReport,
     SessionRecord,
@@ -24,6 +26,7 @@ from chorus.store import (
     Store,
     UnknownSessionError,
     replay,
+    resolve_session_id,
 )
 
 T = TypeVar("T")
@@ -70,9 +73,10 @@ def list_sessions(
         console.print("no sessions recorded")
         return
     table = Table("id", "body", "model", "state", "events", "created", "updated")
+    ids = short_ids([s.id for s in sessions])
     for s in sessions:
         table.add_row(
-            s.id,
+            ids[s.id],
             s.body,
             s.model or "-",
             s.state,
@@ -93,11 +97,12 @@ def show_session(
     """Show one session and its events (exit 2 if it does not exist)."""
 
     async def load(store: Store) -> tuple[SessionRecord, list[Event]]:
-        return await store.get_session(session_id), await store.read_events(session_id)
+        full = await resolve_session_id(store, session_id)
+        return await store.get_session(full), await store.read_events(full)
 
     try:
         session, events = _with_store(load)
-    except UnknownSessionError as exc:
+    except (UnknownSessionError, AmbiguousIdError) as exc:
         raise _fail(str(exc), EXIT_UNKNOWN) from exc
     if as_json:
         document = {
@@ -137,14 +142,23 @@ def _summary(event: Event, width: int = 100) -> str:
 
 @app.command("replay")
 def replay_session(
-    session_id: str = typer.Argument(..., help="The session id."),
+    session_id: str = typer.Argument(..., help="The session id (or a unique prefix)."),
+    as_json: bool = typer.Option(False, "--json", help="The report as one JSON object."),
 ) -> None:
-    """Re-run a session's recorded stdout through its body's codec and compare with
-    the log. Exit 0 on a match, 1 on a divergence, 2 for an unknown session or body."""
+    """Re-run a session's recorded stdout through its codec; compare with the log.
+
+    Exit 0 on a match, 1 on a divergence, 2 for an unknown session or body."""
+
+    async def run(store: Store) -> ReplayReport:
+        return await replay(store, await resolve_session_id(store, session_id))
+
     try:
-        report: ReplayReport = _with_store(lambda store: replay(store, session_id))
-    except (UnknownSessionError, NoReplayCodecError) as exc:
+        report: ReplayReport = _with_store(run)
+    except (UnknownSessionError, AmbiguousIdError, NoReplayCodecError) as exc:
         raise _fail(str(exc), EXIT_UNKNOWN) from exc
+    if as_json:
+        typer.echo(json.dumps({"ok": report.ok, **dataclasses.asdict(report)}, ensure_ascii=False))
+        raise typer.Exit(EXIT_MATCH if report.ok else EXIT_DIVERGED)
     if report.ok:
         typer.echo(f"ok: {report.describe()}")
         raise typer.Exit(EXIT_MATCH)

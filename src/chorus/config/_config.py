@@ -28,7 +28,8 @@ class AgentConfig(_Strict):
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
-    protocol: str | None = None
+    #: ``acp`` makes the entry a whole ACP agent; unset, it only overrides a built-in.
+    protocol: Literal["acp"] | None = None
 
 
 class SandboxConfig(_Strict):
@@ -50,6 +51,9 @@ class DaemonConfig(_Strict):
     #: Keep one pre-started spare CLI per recently used (body, cwd), so a new session
     #: skips the CLI's boot (costs one idle CLI process each; see the README).
     spare_bodies: bool = False
+    #: Seconds between the ``: ping`` comments on an idle event stream; the client
+    #: gives a stream up after a long silence (``CHORUS_STREAM_IDLE_S``, default 60).
+    stream_ping_s: float = Field(default=15.0, gt=0, le=300)
 
 
 class RouterConfig(_Strict):

@@ -1,33 +1,58 @@
 """The daemon: durable job queue, supervisor of bodies, REST + SSE on a unix socket.
 
-The client side (``DaemonClient``, start/stop helpers) is imported eagerly; the
-supervisor, which pulls in the policy, the store and every body, only when asked
-for, so that each ``chorus`` command starts without loading the daemon's guts.
+Everything is loaded on first use: the client (``DaemonClient``) is stdlib only,
+so that the everyday commands reach the socket fast; the start/stop helpers load
+the config, and the supervisor, which pulls in the policy, the store and every
+body, only when asked for.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
-from chorus.daemon._client import DaemonClient
-from chorus.daemon._lifecycle import DaemonError, is_responding, spawn_daemon, stop_daemon
+#: ``typing`` is not imported at run time: it costs the fast path milliseconds.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from typing import Any
+
+    from chorus.daemon._client import (
+        DaemonClient,
+        DaemonError,
+        DaemonLostError,
+        NotRunningError,
+        is_responding,
+    )
+    from chorus.daemon._lifecycle import spawn_daemon, stop_daemon
     from chorus.daemon._supervisor import JobRequest, Supervisor
 
 __all__ = [
     "DaemonClient",
     "DaemonError",
+    "DaemonLostError",
     "JobRequest",
+    "NotRunningError",
     "Supervisor",
     "is_responding",
     "spawn_daemon",
     "stop_daemon",
 ]
 
-_LAZY = frozenset({"JobRequest", "Supervisor"})
+_CLIENT = frozenset(
+    {"DaemonClient", "DaemonError", "DaemonLostError", "NotRunningError", "is_responding"}
+)
+_LIFECYCLE = frozenset({"spawn_daemon", "stop_daemon"})
+_SUPERVISOR = frozenset({"JobRequest", "Supervisor"})
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
+    if name in _CLIENT:
+        from chorus.daemon import _client
+
+        return getattr(_client, name)
+    if name in _LIFECYCLE:
+        from chorus.daemon import _lifecycle
+
+        return getattr(_lifecycle, name)
+    if name in _SUPERVISOR:
         from chorus.daemon import _supervisor
 
         return getattr(_supervisor, name)

@@ -3,7 +3,9 @@
 Errors are JSON ``{"error": message, "code": code}``: 400 for bad input (nothing
 is written), 404 for unknown ids. Event streams are ``text/event-stream`` with
 one canonical event as JSON per ``data:`` line; a job's stream ends after its
-:class:`JobEnded` event.
+:class:`JobEnded` event. A followed stream with nothing to say writes an SSE comment
+(``: ping``) every ``[daemon] stream_ping_s`` seconds, so a client can read without a
+timeout and still tell a quiet job from a lost daemon.
 """
 
 from __future__ import annotations
@@ -24,7 +26,15 @@ from starlette.routing import BaseRoute, Route
 from chorus._errors import ChorusError, UserError
 from chorus.daemon._supervisor import JobRequest, Supervisor
 from chorus.events import JobEnded, event_to_json
-from chorus.store import JobRecord, JobState, SessionRecord, StoreError, UnknownRecordError
+from chorus.store import (
+    JobRecord,
+    JobState,
+    SessionRecord,
+    StoreError,
+    UnknownRecordError,
+    resolve_job_id,
+    resolve_session_id,
+)
 
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
 
@@ -53,6 +63,11 @@ def _fail(exc: Exception) -> JSONResponse:
     return _error(str(exc), name, 500)
 
 
+async def _job(sup: Supervisor, request: Request) -> JobRecord:
+    """The job named in the path, by id or unique prefix."""
+    return await sup.store.get_job(await resolve_job_id(sup.store, request.path_params["job_id"]))
+
+
 def build_app(
     sup: Supervisor, lifespan: Lifespan | None = None, extra_routes: Sequence[BaseRoute] = ()
 ) -> Starlette:
@@ -63,7 +78,8 @@ def build_app(
         counts: dict[str, int] = {}
         for job in jobs:
             counts[str(job.state)] = counts.get(str(job.state), 0) + 1
-        return JSONResponse({**sup.status(), "jobs": counts})
+        bodies = list(sup.config.router.bodies)
+        return JSONResponse({**sup.status(), "jobs": counts, "router_bodies": bodies})
 
     async def shutdown(request: Request) -> Response:
         asyncio.get_running_loop().call_later(0.1, os.kill, os.getpid(), signal.SIGTERM)
@@ -92,14 +108,14 @@ def build_app(
 
     async def get_job(request: Request) -> Response:
         try:
-            job = await sup.store.get_job(request.path_params["job_id"])
+            job = await _job(sup, request)
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
         return JSONResponse(_job_json(job))
 
     async def interrupt(request: Request) -> Response:
         try:
-            what = await sup.interrupt(request.path_params["job_id"])
+            what = await sup.interrupt((await _job(sup, request)).id)
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
         return JSONResponse({"result": what})
@@ -113,19 +129,18 @@ def build_app(
         if not isinstance(text, str):
             return _error("bad steer request: 'text' must be a string", "bad_request", 400)
         try:
-            return JSONResponse(await sup.steer(request.path_params["job_id"], text))
+            return JSONResponse(await sup.steer((await _job(sup, request)).id, text))
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
 
     async def job_events(request: Request) -> Response:
-        job_id = request.path_params["job_id"]
         try:
-            job = await sup.store.get_job(job_id)
+            job = await _job(sup, request)
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
         from_seq = int(request.query_params.get("from_seq", "1"))
         follow = request.query_params.get("follow", "1") != "0"
-        stream = _job_stream(sup, job, from_seq, follow)
+        stream = _pinged(_job_stream(sup, job, from_seq, follow), sup.config.daemon.stream_ping_s)
         return StreamingResponse(stream, media_type="text/event-stream")
 
     async def list_sessions(request: Request) -> Response:
@@ -134,7 +149,8 @@ def build_app(
 
     async def get_session(request: Request) -> Response:
         try:
-            session = await sup.store.get_session(request.path_params["session_id"])
+            sid = await resolve_session_id(sup.store, request.path_params["session_id"])
+            session = await sup.store.get_session(sid)
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
         data = _session_json(session)
@@ -142,9 +158,8 @@ def build_app(
         return JSONResponse(data)
 
     async def pause(request: Request) -> Response:
-        sid = request.path_params["session_id"]
         try:
-            await sup.store.get_session(sid)
+            sid = await resolve_session_id(sup.store, request.path_params["session_id"])
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
         # Pausing never fails: no new job of the session starts, and ``busy`` says
@@ -173,6 +188,41 @@ def build_app(
             *extra_routes,
         ],
     )
+
+
+PING = ": ping\n\n"
+
+
+async def _pinged(stream: AsyncIterator[str], every: float) -> AsyncIterator[str]:
+    """``stream``, with a ``: ping`` comment after each ``every`` seconds of silence.
+
+    The stream is pumped by its own task into a queue: timing out a read there
+    never cancels the stream itself."""
+    queue: asyncio.Queue[str | None] = asyncio.Queue(maxsize=64)
+
+    async def pump() -> None:
+        try:
+            async for chunk in stream:
+                await queue.put(chunk)
+        finally:
+            await queue.put(None)
+
+    task = asyncio.create_task(pump(), name="sse-pump")
+    try:
+        while True:
+            try:
+                chunk = await asyncio.wait_for(queue.get(), every)
+            except TimeoutError:
+                yield PING
+                continue
+            if chunk is None:
+                break
+            yield chunk
+        await task  # re-raise what ended the stream, if anything
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def _job_stream(

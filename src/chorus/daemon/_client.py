@@ -1,84 +1,231 @@
-"""The CLI's client for the daemon: httpx over the unix socket, starting it on first use."""
+"""The client for the daemon's API: stdlib HTTP over the unix socket.
+
+It imports nothing heavier than ``http.client`` and ``json`` so that the
+everyday commands reach the socket fast; starting a daemon (which loads the
+config, pydantic and the daemon's own modules) happens only when none answers.
+
+Event streams are read without a read timeout of their own: the daemon writes
+an SSE comment (``: ping``) every few seconds, and a stream that stays silent
+longer than ``stream_idle_s`` is taken as a lost daemon.
+"""
 
 from __future__ import annotations
 
+import http.client
+import json
+import os
+import socket
 import time
 from collections.abc import Iterator
-from typing import Any
-
-import httpx
+from pathlib import Path
+from urllib.parse import quote, urlencode
 
 from chorus._errors import ChorusError, UserError
-from chorus.daemon._lifecycle import DaemonError, is_responding, spawn_daemon
-from chorus.daemon._paths import socket_path
-from chorus.events import Event, parse_event
+
+#: ``typing`` is not imported at run time: it costs the fast path milliseconds.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from chorus.events import Event
+
+#: How long an event stream may stay silent (no event, no ping) before the
+#: client gives the daemon up. The daemon pings every ``[daemon] stream_ping_s``.
+DEFAULT_STREAM_IDLE_S = 60.0
+STREAM_IDLE_ENV = "CHORUS_STREAM_IDLE_S"
+
+
+class DaemonError(ChorusError):
+    """The daemon could not be started, reached or stopped."""
+
+
+class DaemonLostError(DaemonError):
+    """A stream from the daemon went silent (no event, no ping) for too long."""
+
+
+class NotRunningError(DaemonError):
+    """No daemon answers on the socket (and the caller asked not to start one)."""
+
+
+def chorus_home() -> Path:
+    """``$CHORUS_HOME`` (default ``~/.chorus``), without importing ``chorus.config``
+    (which loads pydantic): the same rule as ``chorus.config.chorus_home``."""
+    raw = os.environ.get("CHORUS_HOME")
+    return Path(raw).expanduser() if raw else Path.home() / ".chorus"
+
+
+def socket_path() -> Path:
+    return chorus_home() / "run" / "chorus.sock"
+
+
+def stream_idle_s() -> float:
+    raw = os.environ.get(STREAM_IDLE_ENV)
+    try:
+        return float(raw) if raw else DEFAULT_STREAM_IDLE_S
+    except ValueError:
+        return DEFAULT_STREAM_IDLE_S
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """``http.client`` over an AF_UNIX socket."""
+
+    def __init__(self, path: Path, timeout: float | None) -> None:
+        super().__init__("chorus", timeout=timeout)
+        self._path = str(path)
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def _connect(timeout: float | None) -> _UnixConnection:
+    """A connected client, or :class:`NotRunningError` when nothing listens."""
+    conn = _UnixConnection(socket_path(), timeout)
+    try:
+        conn.connect()
+    except OSError as exc:
+        raise NotRunningError("the daemon is not running (start it with `chorus start`)") from exc
+    return conn
+
+
+def is_responding(timeout: float = 1.0) -> bool:
+    """True if a daemon answers ``GET /status`` on the socket."""
+    try:
+        conn = _connect(timeout)
+    except NotRunningError:
+        return False
+    try:
+        conn.request("GET", "/status")
+        return conn.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+
+
+def decode(status: int, raw: bytes) -> Any:
+    """JSON body of a success; a typed error otherwise (4xx: the user's, 5xx: ours)."""
+    try:
+        data = json.loads(raw) if raw else None
+    except ValueError:
+        data = {"error": raw.decode(errors="replace")}
+    if status < 400:
+        return data
+    message = data.get("error") if isinstance(data, dict) else None
+    message = message or raw.decode(errors="replace") or f"HTTP {status}"
+    if status < 500:
+        raise UserError(message)
+    raise ChorusError(f"daemon error: {message}")
+
+
+def _path(path: str, params: dict[str, str] | None) -> str:
+    return f"{path}?{urlencode(params)}" if params else path
+
+
+def _job_path(job_id: str, tail: str = "") -> str:
+    return f"/jobs/{quote(job_id, safe='')}{tail}"
 
 
 class DaemonClient:
-    """Synchronous client. Every call starts the daemon first when ``autostart``."""
+    """Synchronous client. With ``autostart``, a call that finds no daemon starts one."""
 
     def __init__(self, *, autostart: bool = True, timeout: float = 30.0) -> None:
         self.autostart = autostart
         self.timeout = timeout
 
-    def _client(self, timeout: float | None = None) -> httpx.Client:
-        if self.autostart:
-            spawn_daemon()
-        elif not is_responding():
-            raise DaemonError("the daemon is not running (start it with `chorus start`)")
-        transport = httpx.HTTPTransport(uds=str(socket_path()))
-        return httpx.Client(
-            transport=transport, base_url="http://chorus", timeout=timeout or self.timeout
-        )
+    def _open(self, timeout: float | None) -> _UnixConnection:
+        try:
+            return _connect(timeout)
+        except NotRunningError:
+            if not self.autostart:
+                raise
+        start_daemon()
+        return _connect(timeout)
 
-    def _call(self, method: str, path: str, **kw: Any) -> Any:
-        with self._client() as client:
-            try:
-                resp = client.request(method, path, **kw)
-            except httpx.HTTPError as exc:
-                raise DaemonError(f"daemon request failed: {exc}") from exc
-        return _decode(resp)
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        """One request; returns the status and the raw body."""
+        conn = self._open(self.timeout)
+        try:
+            payload = None if body is None else json.dumps(body).encode()
+            headers = {"Content-Type": "application/json"} if payload is not None else {}
+            conn.request(method, path, body=payload, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise DaemonError(f"daemon request failed: {exc}") from exc
+        finally:
+            conn.close()
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        return decode(*self.request(method, path, body))
 
     # -- jobs ----------------------------------------------------------------------
 
     def submit(self, **request: Any) -> dict[str, Any]:
-        return dict(self._call("POST", "/jobs", json=request))
+        return dict(self.call("POST", "/jobs", request))
 
     def jobs(self, state: str | None = None) -> list[dict[str, Any]]:
-        params = {"state": state} if state else {}
-        return list(self._call("GET", "/jobs", params=params))
+        return list(self.call("GET", _path("/jobs", {"state": state} if state else None)))
 
     def job(self, job_id: str) -> dict[str, Any]:
-        return dict(self._call("GET", f"/jobs/{job_id}"))
+        return dict(self.call("GET", _job_path(job_id)))
 
     def interrupt(self, job_id: str) -> dict[str, Any]:
-        return dict(self._call("POST", f"/jobs/{job_id}/interrupt"))
+        return dict(self.call("POST", _job_path(job_id, "/interrupt")))
+
+    def steer(self, job_id: str, text: str) -> dict[str, Any]:
+        """Add ``text`` to the job's running turn (or queue it as a follow-up)."""
+        status, raw = self.request("POST", _job_path(job_id, "/steer"), {"text": text})
+        if status == 404 and not raw.startswith(b"{"):
+            raise DaemonError(
+                "this daemon cannot steer (it predates `chorus steer`): restart it with"
+                " `chorus stop` then `chorus start`"
+            )
+        return dict(decode(status, raw))
+
+    def event_lines(self, job_id: str, *, from_seq: int = 1, follow: bool = True) -> Iterator[str]:
+        """The job's events as JSON text, one per item; with ``follow`` until it ends.
+
+        No read timeout: a stream silent (no event, no ping) for ``stream_idle_s()``
+        raises :class:`DaemonLostError`."""
+        idle = stream_idle_s()
+        params = {"from_seq": str(from_seq), "follow": "1" if follow else "0"}
+        conn = self._open(self.timeout)
+        try:
+            conn.request("GET", _path(_job_path(job_id, "/events"), params))
+            resp = conn.getresponse()
+            if resp.status != 200:
+                decode(resp.status, resp.read())
+            conn.sock.settimeout(idle)
+            yield from _sse_data(resp, idle)
+        finally:
+            conn.close()
 
     def events(self, job_id: str, *, from_seq: int = 1, follow: bool = True) -> Iterator[Event]:
-        """The job's events; with ``follow`` it blocks until the job ends."""
-        params = {"from_seq": str(from_seq), "follow": "1" if follow else "0"}
-        with (
-            self._client(timeout=None) as client,
-            client.stream("GET", f"/jobs/{job_id}/events", params=params) as resp,
-        ):
-            if resp.status_code != 200:
-                resp.read()
-                _decode(resp)
-            for line in resp.iter_lines():
-                if line.startswith("data: "):
-                    yield parse_event(line[6:])
+        """The job's events, parsed; with ``follow`` it blocks until the job ends."""
+        from chorus.events import parse_event
+
+        for line in self.event_lines(job_id, from_seq=from_seq, follow=follow):
+            yield parse_event(line)
 
     # -- sessions and the daemon --------------------------------------------------------
 
     def sessions(self) -> list[dict[str, Any]]:
-        return list(self._call("GET", "/sessions"))
+        return list(self.call("GET", "/sessions"))
 
     def session(self, session_id: str) -> dict[str, Any]:
-        return dict(self._call("GET", f"/sessions/{session_id}"))
+        return dict(self.call("GET", f"/sessions/{quote(session_id, safe='')}"))
 
     def pause(self, session_id: str, *, drain_timeout: float = 600.0) -> None:
         """Stop new jobs of the session from starting, then wait until none runs."""
-        self._call("POST", f"/sessions/{session_id}/pause")
+        self.call("POST", f"/sessions/{quote(session_id, safe='')}/pause")
         deadline = time.monotonic() + drain_timeout
         while self.session(session_id).get("busy"):
             if time.monotonic() > deadline:
@@ -87,24 +234,38 @@ class DaemonClient:
             time.sleep(0.1)
 
     def resume(self, session_id: str) -> None:
-        self._call("POST", f"/sessions/{session_id}/resume")
+        self.call("POST", f"/sessions/{quote(session_id, safe='')}/resume")
 
     def status(self) -> dict[str, Any]:
-        return dict(self._call("GET", "/status"))
+        return dict(self.call("GET", "/status"))
 
     def shutdown(self) -> None:
-        self._call("POST", "/shutdown")
+        self.call("POST", "/shutdown")
 
 
-def _decode(resp: httpx.Response) -> Any:
-    """JSON body of a success; a typed error otherwise (4xx: the user's, 5xx: ours)."""
-    try:
-        data = resp.json()
-    except ValueError:
-        data = {"error": resp.text}
-    if resp.status_code < 400:
-        return data
-    message = data.get("error", resp.text) if isinstance(data, dict) else resp.text
-    if resp.status_code < 500:
-        raise UserError(message)
-    raise ChorusError(f"daemon error: {message}")
+def _sse_data(resp: http.client.HTTPResponse, idle: float) -> Iterator[str]:
+    """The ``data:`` payloads of an SSE response; comments (pings) only keep it alive."""
+    while True:
+        try:
+            line = resp.readline()
+        except TimeoutError as exc:
+            raise DaemonLostError(
+                f"lost the daemon: no event and no ping for {idle:g}s; the job may go on"
+                " (see `chorus jobs`, `chorus watch JOB`)"
+            ) from exc
+        except (OSError, http.client.HTTPException) as exc:
+            raise DaemonLostError(f"lost the daemon mid-stream: {exc}") from exc
+        if not line:
+            return
+        if line.startswith(b"data: "):
+            yield line[6:].decode().rstrip("\r\n")
+
+
+def start_daemon() -> None:
+    """Start the daemon (the slow path: checks the config first, so that a bad one
+    exits 2 with the key at fault instead of "the daemon exited")."""
+    from chorus.daemon._checks import load_checked_config
+    from chorus.daemon._lifecycle import spawn_daemon
+
+    load_checked_config()
+    spawn_daemon()

@@ -16,14 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
-from chorus._errors import ChorusError
-from chorus.daemon._paths import lock_path, log_path, pid_path, socket_path
-
-
-class DaemonError(ChorusError):
-    """The daemon could not be started, reached or stopped."""
+from chorus.daemon._client import DaemonError, is_responding
+from chorus.daemon._paths import lock_path, log_path, pid_path
 
 
 def acquire_lock() -> int | None:
@@ -42,19 +36,6 @@ def read_pid() -> int | None:
         return int(pid_path().read_text().strip())
     except (OSError, ValueError):
         return None
-
-
-def is_responding(timeout: float = 1.0) -> bool:
-    """True if a daemon answers ``GET /status`` on the socket."""
-    sock = socket_path()
-    if not sock.exists():
-        return False
-    transport = httpx.HTTPTransport(uds=str(sock))
-    try:
-        with httpx.Client(transport=transport, base_url="http://chorus", timeout=timeout) as c:
-            return c.get("/status").status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def spawn_daemon(*, wait: float = 20.0) -> int:

@@ -14,9 +14,11 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
-from chorus.config import ChorusConfig, load_config, private_home
+from chorus.config import ChorusConfig, private_home
 from chorus.daemon._api import build_app
+from chorus.daemon._checks import load_checked_config
 from chorus.daemon._lifecycle import acquire_lock
+from chorus.daemon._metrics import DaemonMetrics, following
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
 from chorus.gateway import Gateway, load_gateway_settings
@@ -38,7 +40,8 @@ def _lifespan(store: Store, sup: Supervisor, gateway: Gateway) -> Lifespan:
             async with sup.hub.running():
                 task = asyncio.create_task(sup.run(), name="supervisor")
                 try:
-                    async with gateway.running():
+                    metrics = DaemonMetrics(gateway.metrics.registry)
+                    async with gateway.running(), following(store, metrics):
                         yield
                 finally:
                     task.cancel()
@@ -72,7 +75,7 @@ async def serve() -> int:
         print("chorus daemon: another daemon already runs for this CHORUS_HOME", file=sys.stderr)
         return 0
     private_home()
-    config = load_config()
+    config = load_checked_config()
     store = SqliteStore()
     await store.start()
     parts = _policy_parts(store)

@@ -1,5 +1,6 @@
 """Routing between bodies, provider health, and the failover handoff bundle."""
 
+from chorus.router._check import MATRIX_CLASSES, STRATEGIES, check_routing
 from chorus.router._classify import Classification, TaskKind, TaskLoad, classify
 from chorus.router._handoff import HandoffBundle, Step, TouchedFile, build_bundle
 from chorus.router._health import (
@@ -14,6 +15,8 @@ from chorus.router._router import DEFAULT_MATRIX, Router
 __all__ = [
     "CREDENTIAL_VARS",
     "DEFAULT_MATRIX",
+    "MATRIX_CLASSES",
+    "STRATEGIES",
     "Classification",
     "CooldownPolicy",
     "HandoffBundle",
@@ -25,6 +28,7 @@ __all__ = [
     "TaskLoad",
     "TouchedFile",
     "build_bundle",
+    "check_routing",
     "classify",
     "provider_key",
 ]

@@ -8,6 +8,7 @@ subscribers follow sessions live from any ``seq`` with no gap and no duplicate.
 
 from chorus.store._bus import CATCH_UP_PAGE, DEFAULT_SUBSCRIBER_QUEUE, EventBus, Subscription
 from chorus.store._errors import (
+    AmbiguousIdError,
     ControlAnsweredError,
     DuplicateRecordError,
     InvalidIdError,
@@ -45,6 +46,7 @@ from chorus.store._interface import (
 )
 from chorus.store._migrations import LATEST_VERSION
 from chorus.store._origin import event_origin
+from chorus.store._prefix import resolve_job_id, resolve_session_id
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor, looks_secret_name
 from chorus.store._replay import (
     CodecFactory,
@@ -70,6 +72,7 @@ __all__ = [
     "ORIGIN_CODEC",
     "RAW_STREAMS",
     "WRITER_THREAD_NAME",
+    "AmbiguousIdError",
     "CodecFactory",
     "ControlAnsweredError",
     "ControlRecord",
@@ -111,4 +114,6 @@ __all__ = [
     "register_replay_codec",
     "replay",
     "replay_codec_factory",
+    "resolve_job_id",
+    "resolve_session_id",
 ]

@@ -8,10 +8,11 @@
     │   │   └── SessionExistsError     create_session with an id already taken
     │   ├── JobStateError              an illegal job state transition
     │   ├── ControlAnsweredError       a control request already has its response
-    │   └── UnknownRecordError         (also a UserError: exit code 2)
-    │       ├── UnknownSessionError
-    │       ├── UnknownJobError
-    │       └── UnknownControlRequestError
+    │   ├── UnknownRecordError         (also a UserError: exit code 2)
+    │   │   ├── UnknownSessionError
+    │   │   ├── UnknownJobError
+    │   │   └── UnknownControlRequestError
+    │   └── AmbiguousIdError           an id prefix matching several (also a UserError)
     ├── UserError
     │   ├── InvalidIdError             an id unusable as a record key / file name
     │   ├── NoReplayCodecError         replay asked for a body no codec registered for
@@ -73,6 +74,10 @@ class ControlAnsweredError(StoreError):
 
 class UnknownRecordError(StoreError, UserError):
     """A lookup named a record that does not exist."""
+
+
+class AmbiguousIdError(StoreError, UserError):
+    """An id prefix matches more than one record."""
 
 
 class UnknownSessionError(UnknownRecordError):

@@ -1,0 +1,157 @@
+"""The fast path of the console entry point: the everyday commands parsed from argv
+by hand, so that they reach the daemon's socket without loading typer, rich or
+pydantic. Anything this parser does not know (``--help``, a typo, another
+command) falls through to the typer app, which owns help and error messages.
+
+The option tables below mirror the typer commands in ``_daemon_cmd``; a test
+keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from chorus.cli import _jobs
+
+#: ``typing`` is not imported at run time: it costs the fast path milliseconds.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any
+
+_JOB_OPTIONS = {
+    "--body": "body",
+    "-b": "body",
+    "--model": "model",
+    "-m": "model",
+    "--cwd": "cwd",
+    "--session": "session",
+    "-s": "session",
+    "--permission-mode": "mode",
+}
+
+
+#: Help of each option by destination, shared with the typer commands (``_daemon_cmd``).
+HELP = {
+    "body": "claude, codex, gemini, ... (default: routed)",
+    "model": "Model for the body.",
+    "cwd": "Working directory (default: here).",
+    "session": "Continue this Chorus session (id or prefix).",
+    "mode": "default|acceptEdits|plan|bypassPermissions (default: the policy's mode)",
+    "fmt": "text (the answer only; default when piped), events (default on a terminal), json",
+    "as_json": "Print JSON (ask, watch: the events, one per line).",
+    "state": "Only jobs in this state.",
+}
+
+#: Each command's help, shared with the typer commands.
+SUMMARY = {
+    "ask": "Run a job and stream it until it ends. Ctrl-C interrupts the job.\n\n"
+    "Exit code: 0 succeeded, 1 failed, 3 cancelled or interrupted, 2 bad input.",
+    "task": "Queue a job and print its id at once (fire and forget).",
+    "watch": "Follow a job's events (default: the newest). Ctrl-C detaches; the job goes on.",
+    "steer": "Add text to a job's running turn; a finished job gets it as a follow-up.\n\n"
+    "Natively where the body can, else emulated. Unknown job: exit 2, nothing written.",
+    "jobs": "List jobs, oldest first (reads the log; never starts a daemon).",
+    "status": "Daemon state, job counts, every configured body's health, the gateway.",
+}
+
+
+class Spec:
+    """A command's argv shape: positionals (how many required), options, flags.
+    (A plain class: ``dataclasses`` would cost the fast path its import.)"""
+
+    def __init__(
+        self,
+        positionals: tuple[str, ...],
+        required: int,
+        options: dict[str, str] | None = None,
+        flags: dict[str, str] | None = None,
+    ) -> None:
+        self.positionals = positionals
+        self.required = required
+        self.options = options or {}
+        self.flags = flags or {"--json": "as_json"}
+
+
+SPECS: dict[str, Spec] = {
+    "ask": Spec(("prompt",), 1, {**_JOB_OPTIONS, "--format": "fmt"}),
+    "task": Spec(("prompt",), 1, dict(_JOB_OPTIONS)),
+    "watch": Spec(("job_id",), 0, {"--format": "fmt"}),
+    "steer": Spec(("job_id", "text"), 2),
+    "jobs": Spec((), 0, {"--state": "state"}),
+    "status": Spec((), 0),
+}
+
+
+def parse(spec: Spec, args: list[str]) -> dict[str, Any] | None:
+    """``args`` as keyword values, or None when they are not plainly this command's."""
+    values: dict[str, Any] = {dest: False for dest in spec.flags.values()}
+    positionals: list[str] = []
+    rest = iter(args)
+    for arg in rest:
+        if arg == "--":
+            positionals += list(rest)
+            break
+        if not arg.startswith("-") or arg == "-":
+            positionals.append(arg)
+            continue
+        name, eq, inline = arg.partition("=")
+        if name in spec.flags and not eq:
+            values[spec.flags[name]] = True
+        elif name in spec.options:
+            value = inline if eq else next(rest, None)
+            if value is None:
+                return None
+            values[spec.options[name]] = value
+        else:
+            return None
+    if not spec.required <= len(positionals) <= len(spec.positionals):
+        return None
+    values.update(zip(spec.positionals, positionals, strict=False))
+    return values
+
+
+def _job_opts(v: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.get(k) for k in ("body", "model", "cwd", "session", "mode")}
+
+
+_RUN: dict[str, Callable[[dict[str, Any]], int]] = {
+    "ask": lambda v: _jobs.ask(v["prompt"], _job_opts(v), v.get("fmt"), v["as_json"]),
+    "task": lambda v: _jobs.task(v["prompt"], _job_opts(v), v["as_json"]),
+    "watch": lambda v: _jobs.watch(v.get("job_id"), v.get("fmt"), v["as_json"]),
+    "steer": lambda v: _jobs.steer(v["job_id"], v["text"], v["as_json"]),
+    "jobs": lambda v: _jobs.jobs(v.get("state"), v["as_json"]),
+    "status": lambda v: _jobs.status(v["as_json"]),
+}
+
+
+def help_text(name: str) -> str:
+    """``chorus NAME --help``, from the tables the typer command is built from too."""
+    spec = SPECS[name]
+    args = " ".join(
+        p.upper() if i < spec.required else f"[{p.upper()}]" for i, p in enumerate(spec.positionals)
+    )
+    lines = [f"Usage: chorus {name} [OPTIONS] {args}".rstrip(), ""]
+    lines.append("\n\n".join(f"  {para}" for para in SUMMARY[name].split("\n\n")))
+    lines += ["", "Options:"]
+    names: dict[str, list[str]] = {}
+    for flag, dest in [*spec.options.items(), *spec.flags.items()]:
+        names.setdefault(dest, []).append(flag)
+    for dest, flags in names.items():
+        value = " TEXT" if dest in spec.options.values() else ""
+        lines.append(f"  {', '.join(flags) + value:<28} {HELP[dest]}")
+    lines.append(f"  {'--help':<28} Show this message and exit.")
+    return "\n".join(lines) + "\n"
+
+
+def run(argv: list[str]) -> int | None:
+    """Run ``argv`` (without the program name) on the fast path; None to fall through."""
+    if not argv or argv[0] not in SPECS:
+        return None
+    if argv[1:] == ["--help"]:
+        print(help_text(argv[0]), end="")
+        return 0
+    values = parse(SPECS[argv[0]], argv[1:])
+    if values is None:
+        return None
+    return _RUN[argv[0]](values)

@@ -1,0 +1,387 @@
+"""The everyday commands on jobs: ask, task, watch, steer, jobs, status.
+
+Stdlib only until output reaches a terminal (then rich): these are what people
+run most, so they talk to the daemon's socket before loading anything heavy.
+Both the fast argv path (``_fast``) and the typer commands call these functions,
+which return the exit code: 0 succeeded, 1 failed, 2 bad input, 3 cancelled.
+
+``ask`` and ``watch`` print in one of three formats: ``events`` (a line per
+event, text streamed as it arrives; the default on a terminal), ``text`` (only
+the final answer on stdout, notes on stderr; the default when piped) and
+``json`` (the events as JSON lines, also ``--json``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from chorus._errors import UserError
+from chorus.cli._render import Renderer, plain_writer, rich_writer
+from chorus.daemon._client import DaemonClient, NotRunningError
+
+#: ``typing`` is not imported at run time: it costs the fast path milliseconds.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from chorus.cli._progress import StatusLine
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 3
+FORMATS = ("text", "events", "json")
+_NOTES = frozenset({"notice", "retry_notice", "handoff", "turn_failed", "permission_request"})
+
+
+def _tty() -> bool:
+    return sys.stdout.isatty()
+
+
+def pick_format(fmt: str | None, as_json: bool) -> str:
+    if as_json:
+        return "json"
+    if fmt is None:
+        return "events" if _tty() else "text"
+    if fmt not in FORMATS:
+        raise UserError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def exit_code(ended: dict[str, Any] | None) -> int:
+    if ended is None:
+        return EXIT_FAILED
+    return {"succeeded": EXIT_OK, "cancelled": EXIT_CANCELLED}.get(ended["state"], EXIT_FAILED)
+
+
+# -- printing a stream --------------------------------------------------------------------
+
+
+class Answer:
+    """The final answer of a job, from its events: the result of its end, or else the
+    assistant text written after its last tool call (deltas or whole messages)."""
+
+    def __init__(self) -> None:
+        self.messages: dict[str, str] = {}
+        self._anonymous = 0
+
+    def feed(self, e: dict[str, Any]) -> None:
+        kind = e.get("type")
+        if kind == "tool_call":
+            self.messages.clear()
+        elif kind == "text_delta":
+            key = e.get("message_id") or f"_{self._anonymous}"
+            self.messages[key] = self.messages.get(key, "") + e.get("text", "")
+        elif kind == "text":
+            key = e.get("message_id") or f"_{self._anonymous}"
+            self.messages[key] = e.get("text", "")
+            self._anonymous += 0 if e.get("message_id") else 1
+
+    def text(self, ended: dict[str, Any] | None) -> str:
+        from chorus.cli._render import clean
+
+        result = (ended or {}).get("result")
+        return clean(result if result else "\n\n".join(self.messages.values())).strip()
+
+
+class Printer:
+    """Prints a stream of events (JSON text) in one format; remembers how it ended."""
+
+    def __init__(self, fmt: str) -> None:
+        self.fmt = fmt
+        self.ended: dict[str, Any] | None = None
+        self.last_seq = 0
+        self._answer = Answer()
+        self._notes = Renderer(plain_writer(sys.stderr))
+        self._renderer: Renderer | None = None
+        self._status: StatusLine | None = None  # a live line on a terminal
+        if fmt == "events" and _tty():
+            from chorus.cli._progress import StatusLine
+
+            self._status = StatusLine(sys.stdout, rich_writer())
+            self._renderer = Renderer(self._status.write)
+            self._status.start()
+        elif fmt == "events":
+            self._renderer = Renderer(plain_writer())
+
+    def feed(self, line: str) -> None:
+        event = json.loads(line)
+        self.last_seq = max(self.last_seq, int(event.get("seq") or 0))
+        if event.get("type") == "job_ended":
+            self.ended = event
+        if self.fmt == "json":
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+        elif self._renderer is not None:
+            if self._status is not None:
+                self._status.see(event)
+            self._renderer.feed(event)
+        else:
+            self._text(event)
+
+    def _text(self, event: dict[str, Any]) -> None:
+        self._answer.feed(event)
+        ended = event.get("type") == "job_ended"
+        if event.get("type") in _NOTES or (ended and event.get("state") != "succeeded"):
+            self._notes.feed(event)
+
+    def finish(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+        if self._status is not None:
+            self._status.stop()
+        if self.fmt == "text" and self.ended is not None:
+            answer = self._answer.text(self.ended)
+            if answer:
+                sys.stdout.write(answer + "\n")
+                sys.stdout.flush()
+
+
+def follow(client: DaemonClient, job_id: str, printer: Printer) -> None:
+    """Print the job's events from the printer's last seq until the job ends."""
+    for line in client.event_lines(job_id, from_seq=printer.last_seq + 1):
+        printer.feed(line)
+
+
+def _stream_to_end(client: DaemonClient, job_id: str, printer: Printer) -> int:
+    try:
+        follow(client, job_id, printer)
+    finally:
+        printer.finish()
+    if printer.ended is None:
+        note(f"the stream ended before job {job_id} did; follow it with `chorus watch {job_id}`")
+    return exit_code(printer.ended)
+
+
+def note(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+# -- the commands --------------------------------------------------------------------------
+
+
+def submit(prompt: str, opts: dict[str, Any]) -> dict[str, Any]:
+    """Queue a job. A running daemon checks the body, its CLI and the folder (400, exit
+    2); with none running they are checked here first, so bad input starts nothing."""
+    request = {
+        "prompt": prompt,
+        "body": opts.get("body"),
+        "model": opts.get("model"),
+        "cwd": None,
+        "session_id": opts.get("session"),
+        "permission_mode": opts.get("mode"),
+    }
+    if request["session_id"] is None:
+        request["cwd"] = os.path.realpath(os.path.expanduser(opts.get("cwd") or os.getcwd()))
+    try:
+        return DaemonClient(autostart=False).submit(**request)
+    except NotRunningError:
+        _check_before_start(request["body"], request["cwd"])
+    return DaemonClient().submit(**request)
+
+
+def _check_before_start(body: str | None, cwd: str | None) -> None:
+    """The daemon's own checks, before starting it (loads the config and the bodies)."""
+    from chorus.bodies import check_installed
+    from chorus.config import load_config
+    from chorus.daemon._checks import load_checked_config
+
+    if body is not None:
+        check_installed(body, load_config())
+    if cwd is not None and not os.path.isdir(cwd):
+        raise UserError(f"working directory {cwd} does not exist")
+    load_checked_config()
+
+
+def ask(prompt: str, opts: dict[str, Any], fmt: str | None = None, as_json: bool = False) -> int:
+    printer = Printer(pick_format(fmt, as_json))
+    client = DaemonClient()
+    job = submit(prompt, opts)
+    if printer.fmt == "text":
+        note(f"job {job['id'][:12]} queued")
+    try:
+        return _stream_to_end(client, job["id"], printer)
+    except KeyboardInterrupt:
+        client.interrupt(job["id"])
+        return _stream_to_end(client, job["id"], printer)
+
+
+def task(prompt: str, opts: dict[str, Any], as_json: bool = False) -> int:
+    job = submit(prompt, opts)
+    print(json.dumps(job) if as_json else job["id"])
+    return EXIT_OK
+
+
+def watch(job_id: str | None, fmt: str | None = None, as_json: bool = False) -> int:
+    printer = Printer(pick_format(fmt, as_json))
+    client = DaemonClient()
+    job_id = job_id or _newest_job(client)
+    try:
+        return _stream_to_end(client, job_id, printer)
+    except KeyboardInterrupt:
+        note(f"detached from {job_id}; it goes on")
+        return EXIT_OK
+
+
+def _newest_job(client: DaemonClient) -> str:
+    all_jobs = client.jobs()
+    if not all_jobs:
+        raise UserError("there are no jobs to watch")
+    running = [j for j in all_jobs if j["state"] in ("running", "queued")]
+    return str((running or all_jobs)[-1]["id"])
+
+
+def steer(job_id: str, text: str, as_json: bool = False) -> int:
+    """Add text to a job's running turn; the daemon says how it got there."""
+    if not text.strip():
+        raise UserError("the steer text is empty")
+    answer = DaemonClient(autostart=False).steer(job_id, text)
+    if as_json:
+        print(json.dumps(answer))
+        return EXIT_OK
+    how = {
+        "native": "steered into the running turn",
+        "emulated": "turn interrupted and restarted with your text",
+        "queued_followup": "the job had finished: queued as a follow-up",
+        "added_to_prompt": "the job was queued: added to its prompt",
+    }.get(str(answer.get("how")), str(answer.get("how")))
+    tail = f" as job {answer['followup_job_id']}" if answer.get("followup_job_id") else ""
+    seq = f" (event {answer['seq']})" if answer.get("seq") is not None else ""
+    print(f"{answer.get('job_id', job_id)}: {how}{tail}{seq}")
+    return EXIT_OK
+
+
+# -- reading: never starts a daemon --------------------------------------------------------
+
+
+def jobs(state: str | None = None, as_json: bool = False) -> int:
+    try:
+        rows = DaemonClient(autostart=False).jobs(state)
+    except NotRunningError:
+        rows = _stored_jobs(state)
+    if as_json:
+        print(json.dumps(rows))
+        return EXIT_OK
+    if not rows:
+        print("no jobs" + (f" in state {state}" if state else ""))
+        return EXIT_OK
+    print(job_table(rows, _width()))
+    return EXIT_OK
+
+
+def _stored_jobs(state: str | None) -> list[dict[str, Any]]:
+    """Jobs read from the log itself while no daemon runs (loads the store, if any)."""
+    from chorus.daemon._client import chorus_home
+
+    if not (chorus_home() / "chorus.db").exists():
+        return []
+    from chorus.cli._offline import stored_jobs
+
+    return stored_jobs(state)
+
+
+def _width() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except OSError:
+        return 120
+
+
+def short_ids(ids: list[str], least: int = 8) -> dict[str, str]:
+    """Each id cut to the shortest prefix (at least ``least`` characters) no other shares."""
+    out: dict[str, str] = {}
+    for one in ids:
+        size = least
+        while size < len(one) and any(o != one and o.startswith(one[:size]) for o in ids):
+            size += 1
+        out[one] = one[:size]
+    return out
+
+
+def job_table(rows: list[dict[str, Any]], width: int) -> str:
+    ids = short_ids([r["id"] for r in rows])
+    sids = short_ids(sorted({r["session_id"] for r in rows if r.get("session_id")}))
+    cells = [
+        [ids[r["id"]], r["state"], r.get("body") or "-", sids.get(r.get("session_id") or "", "-")]
+        for r in rows
+    ]
+    head = ["job", "state", "body", "session"]
+    sizes = [max(len(c[i]) for c in [head, *cells]) for i in range(4)]
+    room = max(10, width - sum(sizes) - 5)
+    lines = []
+    for cell, row in zip([head, *cells], [None, *rows], strict=True):
+        prompt = "prompt" if row is None else " ".join(str(row["prompt"]).split())
+        prompt = prompt if len(prompt) <= room else prompt[: room - 1] + "…"
+        lines.append(" ".join(c.ljust(s) for c, s in zip(cell, sizes, strict=True)) + " " + prompt)
+    return "\n".join(lines)
+
+
+def status(as_json: bool = False) -> int:
+    client = DaemonClient(autostart=False)
+    try:
+        data = client.status()
+    except NotRunningError:
+        data = {"daemon": "not running"}
+        print(json.dumps(data) if as_json else "daemon: not running (start it with `chorus start`)")
+        return EXIT_OK
+    data["daemon"] = "running"
+    data["gateway"] = client.call("GET", "/gateway/status")
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return EXIT_OK
+    print("\n".join(status_lines(data, time.time())))
+    return EXIT_OK
+
+
+def status_lines(data: dict[str, Any], now: float) -> list[str]:
+    counts = data.get("jobs") or {}
+    jobs_line = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none yet"
+    lines = [f"daemon: running (pid {data['pid']}, up {_age(now - data['started_at'])})"]
+    lines.append(f"jobs: {jobs_line}")
+    lines += ["bodies:", *(f"  {line}" for line in _body_lines(data, now))]
+    lines.append(f"gateway: {_gateway_line(data.get('gateway') or {})}")
+    paused = data.get("paused_sessions") or []
+    lines.append("paused sessions: " + (", ".join(s[:12] for s in paused) if paused else "none"))
+    return lines
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    return f"{seconds / 3600:.1f}h"
+
+
+def _body_lines(data: dict[str, Any], now: float) -> list[str]:
+    health = data.get("health") or []
+    names = list(data.get("router_bodies") or [])
+    names += [h["key"].split("@")[0] for h in health if h["key"].split("@")[0] not in names]
+    lines = []
+    for name in names:
+        rows = [h for h in health if h["key"].split("@")[0] == name]
+        if not rows:
+            lines.append(f"{name}: healthy, no data yet")
+        lines += [f"{name}: {_health_line(row, now)}" for row in rows]
+    return lines or ["none configured ([router] bodies)"]
+
+
+def _health_line(row: dict[str, Any], now: float) -> str:
+    account = row["key"].split("@", 1)[1] if "@" in row["key"] else "default"
+    account = "own login" if account == "default" else f"key {account}"
+    outcomes = row.get("outcomes") or []
+    rate = f"success {sum(outcomes) / len(outcomes):.0%} of last {len(outcomes)}"
+    left = float(row.get("cooldown_until") or 0) - now
+    cooling = f", cooling down {left:.0f}s more" if left > 0 else ""
+    state = "healthy" if row.get("quota_state") in (None, "ok") else str(row["quota_state"])
+    return f"{state} ({account}), {rate if outcomes else 'no data yet'}{cooling}"
+
+
+def _gateway_line(gw: dict[str, Any]) -> str:
+    if gw.get("tcp"):
+        return f"{gw['tcp']} (token: `chorus gateway token`)"
+    if gw.get("tcp_error"):
+        return f"off: {gw['tcp_error']}"
+    return "off: unix socket only ([gateway] tcp = false)"

@@ -1,0 +1,50 @@
+"""Reading the log while no daemon runs: the read-only commands never start one."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+
+def stored_jobs(state: str | None) -> list[dict[str, Any]]:
+    """Jobs as the daemon's ``GET /jobs`` would list them, read from the store."""
+    from chorus._errors import UserError
+    from chorus.store import JobState, SqliteStore, default_db_path
+
+    if not default_db_path().exists():
+        return []
+    try:
+        wanted = JobState(state) if state else None
+    except ValueError:
+        raise UserError(f"unknown state {state!r}") from None
+
+    async def read() -> list[dict[str, Any]]:
+        async with SqliteStore() as store:
+            rows = await store.list_jobs(state=wanted)
+        return [{**dataclasses.asdict(j), "state": str(j.state)} for j in rows]
+
+    return asyncio.run(read())
+
+
+def stored_events(job_id: str) -> list[str]:
+    """A job's events as JSON text, read from the store; a unique prefix will do."""
+    from chorus.events import event_to_json
+    from chorus.store import SqliteStore, default_db_path, resolve_job_id
+
+    if not default_db_path().exists():
+        raise _unknown(job_id)
+
+    async def read() -> list[str]:
+        async with SqliteStore() as store:
+            job = await store.get_job(await resolve_job_id(store, job_id))
+            events = await store.read_events(job.session_id or "", from_seq=1)
+        return [event_to_json(e) for e in events if e.job_id == job.id]
+
+    return asyncio.run(read())
+
+
+def _unknown(job_id: str) -> Exception:
+    from chorus._errors import UserError
+
+    return UserError(f"unknown job {job_id!r}")

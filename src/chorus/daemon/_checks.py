@@ -1,0 +1,19 @@
+"""Everything checked before a daemon starts, so that a bad file exits 2 naming the
+key at fault instead of a daemon that dies with "exit code 1"."""
+
+from __future__ import annotations
+
+from chorus.bodies import body_names
+from chorus.config import ChorusConfig, load_config
+from chorus.policy import load_policy
+from chorus.router import check_routing
+
+
+def load_checked_config() -> ChorusConfig:
+    """``config.toml`` validated on its own and against the bodies and the router,
+    and ``policy.toml`` loaded (made on first run); raises ``ConfigError``."""
+    config = load_config()
+    rc = config.router
+    check_routing(rc.strategy, rc.bodies, rc.matrix, body_names(config))
+    load_policy()
+    return config

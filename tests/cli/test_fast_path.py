@@ -1,0 +1,136 @@
+"""The fast path of the entry point: argv parsing, its agreement with the typer
+commands, and what it imports (nothing heavy before the socket)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+import pytest
+import typer.main
+
+from chorus.cli import app
+from chorus.cli._fast import SPECS, parse
+from chorus.daemon import is_responding
+from chorus.testing import text
+
+if TYPE_CHECKING:
+    from conftest import Chorus
+
+HEAVY = ("typer", "rich", "pydantic", "httpx", "starlette", "uvicorn", "chorus.events")
+
+
+def test_parse_takes_options_in_every_spelling() -> None:
+    spec = SPECS["ask"]
+    values = parse(spec, ["hi", "-b", "claude", "--model=m1", "--json", "--", "--cwd"])
+    assert values is None  # two positionals: not plainly `ask`
+    values = parse(spec, ["-b", "claude", "--model=m1", "--json", "--", "--not-an-option"])
+    assert values is not None
+    assert values["body"] == "claude"
+    assert values["model"] == "m1"
+    assert values["as_json"] is True
+    assert values["prompt"] == "--not-an-option"
+
+
+@pytest.mark.parametrize(
+    "args", [["--help"], ["hi", "--bogus"], ["hi", "--body"], [], ["-h", "hi"]]
+)
+def test_anything_unusual_falls_through_to_typer(args: list[str]) -> None:
+    assert parse(SPECS["ask"], args) is None
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_fast_specs_match_the_typer_commands(name: str) -> None:
+    sub = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+    options = {o for p in sub.params if p.param_type_name == "option" for o in p.opts}
+    args = tuple(p.name for p in sub.params if p.param_type_name == "argument")
+    spec = SPECS[name]
+    assert options == set(spec.options) | set(spec.flags)
+    assert args == spec.positionals
+
+
+def _imports(chorus: Chorus, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "chorus", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=chorus.work,
+        env=os.environ.copy(),
+    )
+    names = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    return done, names
+
+
+def _heavy(names: set[str]) -> set[str]:
+    return {n for n in names if n.split(".")[0] in HEAVY or n.startswith(HEAVY)}
+
+
+@pytest.mark.e2e
+def test_everyday_commands_load_nothing_heavy(chorus: Chorus) -> None:
+    chorus.server.script([text("light"), text("lighter")])
+    assert chorus.run("start").returncode == 0
+    asked, names = _imports(chorus, "ask", "hi", "--body", "claude", "--json")
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    assert _heavy(names) == set()
+    job_id = json.loads(asked.stdout.splitlines()[-1])["job_id"]
+    for args in (
+        ("jobs",),
+        ("jobs", "--json"),
+        ("status", "--json"),
+        ("watch", job_id[:8], "--json"),
+        ("task", "again", "--body", "claude"),
+    ):
+        done, names = _imports(chorus, *args)
+        assert done.returncode == 0, (args, done.stderr[-2000:])
+        assert _heavy(names) == set(), args
+
+
+def test_no_daemon_jobs_and_status_stay_light(chorus_home: object) -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "chorus", "jobs"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    assert done.stdout == "no jobs\n"
+    assert "pydantic" not in done.stderr
+    assert not is_responding()
+
+
+def test_version() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "chorus", "--version"], capture_output=True, text=True, timeout=60
+    )
+    from chorus import __version__
+
+    assert done.returncode == 0
+    assert done.stdout == f"chorus {__version__}\n"
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_fast_help_names_every_option_and_loads_nothing_heavy(name: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "chorus", name, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0
+    spec = SPECS[name]
+    assert all(flag in done.stdout for flag in [*spec.options, *spec.flags])
+    assert done.stdout.startswith(f"Usage: chorus {name} [OPTIONS]")
+    names = {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert _heavy(names) == set()

@@ -1,0 +1,152 @@
+"""The renderer shows each thing once on every body: streamed text, thinking, tool
+calls announced twice (ACP), slash-command tags, missing session fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chorus.cli._jobs import Answer, job_table, short_ids, status_lines
+from chorus.cli._render import Renderer, Segments
+
+
+def _render(events: list[dict[str, Any]]) -> str:
+    out: list[str] = []
+
+    def write(segments: Segments, end: str) -> None:
+        out.append("".join(text for _, text in segments) + end)
+
+    renderer = Renderer(write)
+    for seq, event in enumerate(events, 1):
+        renderer.feed({"seq": seq, **event})
+    renderer.close()
+    return "".join(out)
+
+
+def test_deltas_stream_and_the_whole_message_is_not_repeated() -> None:
+    out = _render(
+        [
+            {"type": "text_delta", "text": "Hel", "message_id": "m1"},
+            {"type": "text_delta", "text": "lo", "message_id": "m1"},
+            {"type": "text", "text": "Hello", "message_id": "m1"},
+            {"type": "job_ended", "state": "succeeded"},
+        ]
+    )
+    assert out.count("Hello") == 1
+    assert out.splitlines() == ["   1 assistant Hello", "   4 job succeeded"]
+
+
+def test_delta_only_bodies_show_their_answer() -> None:
+    """ACP bodies (gemini, claude-code-acp, codex-acp) send only deltas."""
+    out = _render([{"type": "text_delta", "text": "from "}, {"type": "text_delta", "text": "acp"}])
+    assert out == "   1 assistant from acp\n"
+
+
+def test_thinking_deltas_then_the_whole_thought_print_once() -> None:
+    out = _render(
+        [
+            {"type": "thinking", "text": "hmm ", "delta": True, "message_id": "m"},
+            {"type": "thinking", "text": "ok", "delta": True, "message_id": "m"},
+            {"type": "thinking", "text": "hmm ok", "message_id": "m"},
+            {"type": "text", "text": "done", "message_id": "m"},
+        ]
+    )
+    assert out.count("hmm") == 1
+    assert out.splitlines()[-1] == "   4 assistant done"
+
+
+def test_acp_tool_call_announced_empty_then_full_is_shown_once_with_its_input() -> None:
+    out = _render(
+        [
+            {
+                "type": "tool_call",
+                "call_id": "c1",
+                "tool": "shell",
+                "native_tool": "x",
+                "input": {},
+            },
+            {
+                "type": "tool_call",
+                "call_id": "c1",
+                "tool": "shell",
+                "native_tool": "x",
+                "input": {"command": "ls"},
+            },
+            {"type": "tool_result", "call_id": "c1", "output": "a.txt"},
+        ]
+    )
+    assert out.count("tool shell") == 1
+    assert '{"command": "ls"}' in out
+    assert "{}" not in out
+
+
+def test_command_tags_and_missing_fields_are_not_shown() -> None:
+    out = _render(
+        [
+            {"type": "session_started", "body": "codex-exec", "model": None, "cwd": None},
+            {"type": "text", "text": "<local-command-stdout>Cost: $0</local-command-stdout>"},
+        ]
+    )
+    assert out.splitlines() == ["   1 session codex-exec", "   2 assistant Cost: $0"]
+
+
+def test_answer_is_the_text_after_the_last_tool() -> None:
+    answer = Answer()
+    for event in [
+        {"type": "text", "text": "Let me look.", "message_id": "a"},
+        {"type": "tool_call", "call_id": "c"},
+        {"type": "text_delta", "text": "Found ", "message_id": "b"},
+        {"type": "text_delta", "text": "it.", "message_id": "b"},
+    ]:
+        answer.feed(event)
+    assert answer.text({"state": "succeeded", "result": None}) == "Found it."
+    assert answer.text({"state": "succeeded", "result": "Result."}) == "Result."
+
+
+def test_short_ids_are_unique_prefixes() -> None:
+    ids = ["abcdef0011", "abcdef0022", "99990000aa"]
+    assert short_ids(ids) == {
+        "abcdef0011": "abcdef001",
+        "abcdef0022": "abcdef002",
+        "99990000aa": "99990000",
+    }
+
+
+def test_job_table_fits_the_width() -> None:
+    rows = [
+        {
+            "id": "a" * 32,
+            "state": "running",
+            "body": "claude",
+            "session_id": "b" * 32,
+            "prompt": "x " * 200,
+        },
+    ]
+    lines = job_table(rows, 80).splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[1].startswith("aaaaaaaa running")
+
+
+def test_status_lines_name_every_body_and_the_gateway() -> None:
+    data = {
+        "pid": 7,
+        "started_at": 0.0,
+        "jobs": {"succeeded": 2},
+        "router_bodies": ["claude", "gemini"],
+        "health": [
+            {
+                "key": "claude@abc123",
+                "outcomes": [True, False],
+                "cooldown_until": 100.0,
+                "quota_state": "rate_limited",
+            },
+        ],
+        "paused_sessions": [],
+        "gateway": {"tcp": None, "tcp_error": "port 7719 in use"},
+    }
+    lines = status_lines(data, now=40.0)
+    assert "jobs: 2 succeeded" in lines
+    assert (
+        "  claude: rate_limited (key abc123), success 50% of last 2, cooling down 60s more" in lines
+    )
+    assert "  gemini: healthy, no data yet" in lines
+    assert "gateway: off: port 7719 in use" in lines

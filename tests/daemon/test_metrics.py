@@ -1,0 +1,48 @@
+"""What each event adds to the daemon's series."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+
+from chorus.daemon._metrics import DaemonMetrics
+from chorus.events import (
+    ErrorCode,
+    ErrorInfo,
+    Handoff,
+    JobEnded,
+    Notice,
+    PermissionDecision,
+    SessionStarted,
+    TurnCompleted,
+    Usage,
+)
+
+
+def test_each_event_counts_where_it_belongs() -> None:
+    registry = CollectorRegistry()
+    metrics = DaemonMetrics(registry)
+    crash = ErrorInfo(code=ErrorCode.BODY_CRASHED, message="gone")
+    for event in [
+        SessionStarted(session_id="s", body="codex", model="gpt-x"),
+        TurnCompleted(session_id="s", body="codex", usage=Usage(input_tokens=7), cost_usd=0.5),
+        TurnCompleted(session_id="other", body="codex"),
+        PermissionDecision(body="codex", request_id="r", decision="deny"),
+        PermissionDecision(body="codex", request_id="r2", decision="allow"),
+        Notice(body="codex", message="resumed", kind="recovery"),
+        Handoff(from_body="codex", to_body="claude", reason=crash),
+        JobEnded(body="claude", state="failed", error=crash),
+    ]:
+        metrics.observe(event)
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert value("chorus_turns_total", body="codex", model="gpt-x") == 1
+    assert value("chorus_turns_total", body="codex", model="default") == 1
+    assert value("chorus_tokens_total", body="codex", model="gpt-x", kind="input") == 7
+    assert value("chorus_cost_usd_total", body="codex", model="gpt-x") == 0.5
+    assert value("chorus_policy_denials_total", body="codex") == 1
+    assert value("chorus_body_crashes_total", body="codex") == 1
+    assert value("chorus_body_crashes_total", body="claude") == 1
+    assert value("chorus_failovers_total", from_body="codex", to_body="claude") == 1
+    assert value("chorus_jobs_total", body="claude", state="failed") == 1
