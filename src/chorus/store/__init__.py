@@ -1,9 +1,10 @@
 """The durable event log: sessions, events, raw lines, control requests, jobs.
 
-:class:`Store` is the contract (SQLite now, PostgreSQL later); :class:`SqliteStore`
-the embedded backend. Everything is redacted before it is written, appended
-events get a gap-free ``seq`` per session, each session has a JSONL mirror, and
-subscribers follow sessions live from any ``seq`` with no gap and no duplicate.
+:class:`Store` is the contract; :class:`SqliteStore` the embedded backend,
+:class:`PostgresStore` the shared one (``[store] url``; :func:`open_store` picks).
+Everything is redacted before it is written, appended events get a gap-free
+``seq`` per session, each session has a JSONL mirror, and subscribers follow
+sessions live from any ``seq`` with no gap and no duplicate.
 """
 
 from chorus.store._bus import CATCH_UP_PAGE, DEFAULT_SUBSCRIBER_QUEUE, EventBus, Subscription
@@ -25,6 +26,7 @@ from chorus.store._errors import (
     UnknownRecordError,
     UnknownSessionError,
 )
+from chorus.store._factory import open_store
 from chorus.store._interface import (
     JOB_TERMINAL,
     JOB_TRANSITIONS,
@@ -45,6 +47,7 @@ from chorus.store._interface import (
 )
 from chorus.store._migrations import LATEST_VERSION
 from chorus.store._origin import event_origin
+from chorus.store._postgres import PostgresStore, StoreUnreachableError, redact_url
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor, looks_secret_name
 from chorus.store._replay import (
     CodecFactory,
@@ -82,6 +85,7 @@ __all__ = [
     "JobState",
     "JobStateError",
     "NoReplayCodecError",
+    "PostgresStore",
     "RawLine",
     "RawStream",
     "RawTap",
@@ -98,6 +102,7 @@ __all__ = [
     "StoreClosedError",
     "StoreError",
     "StoreQueueFullError",
+    "StoreUnreachableError",
     "Subscription",
     "UnknownControlRequestError",
     "UnknownJobError",
@@ -108,6 +113,8 @@ __all__ = [
     "event_origin",
     "looks_secret_name",
     "new_id",
+    "open_store",
+    "redact_url",
     "register_replay_codec",
     "replay",
     "replay_codec_factory",
