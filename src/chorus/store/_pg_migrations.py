@@ -22,7 +22,7 @@ import time
 import psycopg
 
 from chorus.store._errors import SchemaVersionError
-from chorus.store._migrations import Migration
+from chorus.store._migrations import NODES_MIGRATION, Migration
 
 #: Key of the advisory lock held while migrating (any fixed 64-bit number).
 MIGRATION_LOCK = 0x63686F7275730001
@@ -95,6 +95,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX jobs_by_session ON jobs(session_id)",
         ),
     ),
+    NODES_MIGRATION,
 )
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -109,20 +109,22 @@ class Txn:
         return cursor
 
     async def flush(self) -> None:
-        """Insert the buffered rows and store the counters. A failure here is a
-        batch failure."""
+        """Insert the buffered rows and store the counters (one statement per
+        table: arrays unnested server-side). A failure here is a batch failure."""
         if self.event_rows:
-            await self.conn.cursor().executemany(
+            await self.conn.execute(
                 "INSERT INTO events (session_id, seq, ts, type, origin, payload)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                self.event_rows,
+                " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::float8[], %s::text[],"
+                " %s::text[], %s::text[])",
+                _columns(self.event_rows, 6),
             )
             self.event_rows.clear()
         if self.raw_rows:
-            await self.conn.cursor().executemany(
+            await self.conn.execute(
                 "INSERT INTO raw_lines (session_id, n, stream, line, ts)"
-                " VALUES (%s, %s, %s, %s, %s)",
-                self.raw_rows,
+                " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::text[],"
+                " %s::float8[])",
+                _columns(self.raw_rows, 5),
             )
             self.raw_rows.clear()
         await self._save_counters()
@@ -132,11 +134,13 @@ class Txn:
         for sid, cursor in self.cursors.items():
             now = (cursor.next_seq - 1, cursor.next_n - 1)
             if now != cursor.saved:
-                changed.append((now[0], now[1], sid))
+                changed.append((sid, now[0], now[1]))
                 cursor.saved = now
         if changed:
-            await self.conn.cursor().executemany(
-                "UPDATE sessions SET last_seq = %s, last_n = %s WHERE id = %s", changed
+            await self.conn.execute(
+                "UPDATE sessions s SET last_seq = c.seq, last_n = c.n FROM unnest("
+                "%s::text[], %s::bigint[], %s::bigint[]) AS c(id, seq, n) WHERE s.id = c.id",
+                _columns(changed, 3),
             )
 
     async def notify(self, writer_id: str) -> None:
@@ -260,6 +264,11 @@ class CallOp(Op):
                 return await self.fn(txn.conn)
         except pg_errors.IntegrityError as exc:
             raise StoreError(f"constraint failed: {exc}") from exc
+
+
+def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    """Rows to columns, for ``unnest``."""
+    return [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * width
 
 
 def _check_size(payload: str, limit: int) -> None:

@@ -47,12 +47,14 @@ from chorus.store._interface import (
     JobRecord,
     JobState,
     JsonDict,
+    NodeRecord,
     RawLine,
     RawStream,
     SessionRecord,
     Store,
     check_id,
     check_job_transition,
+    lease_expired_error,
     new_id,
 )
 from chorus.store._mirror import JsonlMirror
@@ -60,7 +62,14 @@ from chorus.store._pg_listen import Listener
 from chorus.store._pg_migrations import migrate
 from chorus.store._pg_writer import EVENTS_CHANNEL, AppendOp, CallOp, Conn, Op, PgWriter, RawOp
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor
-from chorus.store._sqlite import _JOB_COLUMNS, DEFAULT_MAX_EVENT_BYTES, _control, _job, _session
+from chorus.store._sqlite import (
+    _JOB_COLUMNS,
+    DEFAULT_MAX_EVENT_BYTES,
+    _control,
+    _job,
+    _node,
+    _session,
+)
 
 T = TypeVar("T")
 
@@ -127,6 +136,7 @@ class PostgresStore(Store):
         self._writer: PgWriter | None = None
         self._listener: Listener | None = None
         self._state: Literal["new", "open", "closed"] = "new"
+        self._queued_hooks: list[Callable[[], None]] = []
 
     @property
     def display_url(self) -> str:
@@ -171,7 +181,8 @@ class PostgresStore(Store):
         )
         self._writer.start()
         if self._listen:
-            self._listener = Listener(self.url, {EVENTS_CHANNEL: self._on_events_note})
+            channels = {EVENTS_CHANNEL: self._on_events_note, JOBS_CHANNEL: self._on_jobs_note}
+            self._listener = Listener(self.url, channels, on_reconnect=self._jobs_queued)
             await self._listener.start()
 
     async def _first_connection(self) -> Conn:
@@ -506,26 +517,30 @@ class PostgresStore(Store):
         session_id: str | None = None,
         options: JsonDict | None = None,
         job_id: str | None = None,
+        affinity: str | None = None,
     ) -> JobRecord:
         jid = check_id(job_id or new_id(), "job id")
         clean_prompt = self.redactor.redact_text(prompt)
         now = time.time()
-        row = (jid, session_id, body, clean_prompt, self._json(options or {}), now, now)
+        row = (jid, session_id, body, clean_prompt, self._json(options or {}), now, now, affinity)
 
         async def insert(conn: Conn) -> JobRecord:
             if session_id is not None:
                 await _require_session(conn, session_id)
             cur = await conn.execute(
-                "INSERT INTO jobs (id, session_id, body, prompt, state, options,"
-                " created_at, updated_at) VALUES (%s, %s, %s, %s, 'queued', %s, %s, %s)"
+                "INSERT INTO jobs (id, session_id, body, prompt, state, options, created_at,"
+                " updated_at, affinity) VALUES (%s, %s, %s, %s, 'queued', %s, %s, %s, %s)"
                 " ON CONFLICT (id) DO NOTHING",
                 row,
             )
             if cur.rowcount == 0:
                 raise DuplicateRecordError(f"job {jid!r} already exists")
+            await _notify_jobs(conn)
             return await _get_job(conn, jid)
 
-        return await self._call(insert)
+        job = await self._call(insert)
+        self._jobs_queued()  # this process's claimers at once; others by NOTIFY
+        return job
 
     async def get_job(self, job_id: str) -> JobRecord:
         return await self._read(lambda conn: _get_job(conn, job_id))
@@ -589,19 +604,118 @@ class PostgresStore(Store):
                 await _require_session(conn, session_id)
             if fields:
                 await _update_job_row(conn, job_id, fields)
+            if state is JobState.QUEUED:
+                await _notify_jobs(conn)
             return await _get_job(conn, job_id)
 
-        return await self._call(update)
+        job = await self._call(update)
+        if state is JobState.QUEUED:
+            self._jobs_queued()
+        return job
 
-    async def requeue_running_jobs(self) -> list[JobRecord]:
+    async def requeue_running_jobs(self, *, node: str | None = None) -> list[JobRecord]:
         async def requeue(conn: Conn) -> list[JobRecord]:
             cur = await conn.execute(
-                _JOB_SELECT + " WHERE state = 'running' ORDER BY created_at, ord FOR UPDATE"
+                _JOB_SELECT + " WHERE state = 'running' AND (%(node)s::text IS NULL"
+                " OR node = %(node)s) ORDER BY created_at, ord FOR UPDATE",
+                {"node": node},
             )
             jobs = [_job(row) for row in await cur.fetchall()]
+            if jobs:
+                await _notify_jobs(conn)
             return [await _set_job_state(conn, job, JobState.QUEUED) for job in jobs]
 
-        return await self._call(requeue)
+        jobs = await self._call(requeue)
+        if jobs:
+            self._jobs_queued()
+        return jobs
+
+    # -- worker nodes and leases (the database's clock) --------------------------------------
+
+    async def register_node(self, node_id: str, *, host: str, bodies: Sequence[str]) -> NodeRecord:
+        row = {"id": node_id, "host": host, "bodies": json.dumps(list(bodies))}
+
+        async def upsert(conn: Conn) -> NodeRecord:
+            await conn.execute(
+                "INSERT INTO nodes (id, host, bodies, started_at, last_seen)"
+                f" VALUES (%(id)s, %(host)s, %(bodies)s, {_DB_NOW}, {_DB_NOW})"
+                " ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host,"
+                " bodies = EXCLUDED.bodies, last_seen = EXCLUDED.last_seen",
+                row,
+            )
+            return next(n for n in await _list_nodes(conn) if n.id == node_id)
+
+        return await self._call(upsert)
+
+    async def list_nodes(self) -> list[NodeRecord]:
+        return await self._read(_list_nodes)
+
+    async def claim_job(
+        self,
+        node_id: str,
+        *,
+        lease_s: float,
+        host: str | None = None,
+        exclude_sessions: Sequence[str] = (),
+    ) -> JobRecord | None:
+        params = {
+            "node": node_id,
+            "host": host,
+            "exclude": list(exclude_sessions),
+            "lease": lease_s,
+            "now": time.time(),
+        }
+
+        async def claim(conn: Conn) -> JobRecord | None:
+            cur = await conn.execute(_CLAIM_UPDATE, params)
+            row = await cur.fetchone()
+            return None if row is None else _job(row)
+
+        return await self._call(claim)
+
+    async def extend_leases(
+        self, node_id: str, job_ids: Sequence[str], *, lease_s: float
+    ) -> list[str]:
+        params = {"node": node_id, "ids": list(job_ids), "lease": lease_s}
+
+        async def extend(conn: Conn) -> list[str]:
+            await conn.execute(
+                f"UPDATE nodes SET last_seen = {_DB_NOW} WHERE id = %(node)s", params
+            )
+            cur = await conn.execute(
+                f"UPDATE jobs SET lease_expires_at = {_DB_NOW} + %(lease)s WHERE node = %(node)s"
+                " AND state = 'running' AND id = ANY(%(ids)s::text[]) RETURNING id",
+                params,
+            )
+            return sorted(row[0] for row in await cur.fetchall())
+
+        return await self._call(extend)
+
+    async def requeue_expired_jobs(self, *, max_attempts: int | None = None) -> list[JobRecord]:
+        async def requeue(conn: Conn) -> list[JobRecord]:
+            cur = await conn.execute(
+                _JOB_SELECT + f" WHERE state = 'running' AND lease_expires_at < {_DB_NOW}"
+                " ORDER BY created_at, ord FOR UPDATE SKIP LOCKED"
+            )
+            jobs = [await _expire(conn, _job(row), max_attempts) for row in await cur.fetchall()]
+            if any(job.state is JobState.QUEUED for job in jobs):
+                await _notify_jobs(conn)
+            return jobs
+
+        jobs = await self._call(requeue)
+        if any(job.state is JobState.QUEUED for job in jobs):
+            self._jobs_queued()
+        return jobs
+
+    def on_jobs_queued(self, callback: Callable[[], None]) -> None:
+        self._queued_hooks.append(callback)
+
+    async def _on_jobs_note(self, payload: str) -> None:
+        self._jobs_queued()
+
+    def _jobs_queued(self) -> None:
+        for hook in list(self._queued_hooks):
+            hook()
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -642,6 +756,48 @@ _CONTROL_SELECT = (
     " responded_at FROM control_requests"
 )
 _JOB_SELECT = f"SELECT {', '.join(_JOB_COLUMNS)} FROM jobs"
+#: Seconds since the epoch on the database server: one clock for every node's leases.
+_DB_NOW = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
+#: NOTIFY channel: a job may have become claimable (payload unused).
+JOBS_CHANNEL = "chorus_jobs"
+#: Take the oldest queued job a node may run (see :meth:`Store.claim_job`). SKIP
+#: LOCKED: concurrent claimers pass over the rows others are taking.
+_CLAIM_UPDATE = (
+    "UPDATE jobs SET state = 'running', attempts = attempts + 1, started_at = %(now)s,"
+    f" ended_at = NULL, updated_at = %(now)s, node = %(node)s,"
+    f" lease_expires_at = {_DB_NOW} + %(lease)s"
+    " WHERE state = 'queued' AND id = (SELECT id FROM jobs j WHERE state = 'queued'"
+    " AND (affinity IS NULL OR affinity = %(node)s OR affinity = %(host)s::text)"
+    " AND NOT (COALESCE(session_id, '') = ANY(%(exclude)s::text[]))"
+    " AND (session_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs r"
+    " WHERE r.session_id = j.session_id AND r.state = 'running'))"
+    " ORDER BY created_at, ord LIMIT 1 FOR UPDATE SKIP LOCKED)"
+    f" RETURNING {', '.join(_JOB_COLUMNS)}"
+)
+_NODE_SELECT = (
+    "SELECT n.id, n.host, n.bodies, n.started_at, n.last_seen,"
+    " (SELECT COUNT(*) FROM jobs j WHERE j.node = n.id AND j.state = 'running') FROM nodes n"
+    " ORDER BY n.last_seen DESC, n.id"
+)
+
+
+async def _notify_jobs(conn: Conn) -> None:
+    await conn.execute("SELECT pg_notify(%s, '')", (JOBS_CHANNEL,))
+
+
+async def _list_nodes(conn: Conn) -> list[NodeRecord]:
+    cur = await conn.execute(_NODE_SELECT)
+    return [_node(row) for row in await cur.fetchall()]
+
+
+async def _expire(conn: Conn, job: JobRecord, max_attempts: int | None) -> JobRecord:
+    """A running job whose node stopped renewing its lease: queue it again, or
+    fail it once it has been claimed ``max_attempts`` times."""
+    if max_attempts is not None and job.attempts >= max_attempts:
+        await _set_job_state(conn, job, JobState.FAILED)
+        await _update_job_row(conn, job.id, {"error": json.dumps(lease_expired_error(job))})
+        return await _get_job(conn, job.id)
+    return await _set_job_state(conn, job, JobState.QUEUED)
 
 
 def _update_sql(table: str, values: dict[str, Any]) -> sql.Composed:
@@ -694,9 +850,9 @@ async def _set_job_state(conn: Conn, job: JobRecord, state: JobState) -> JobReco
     if state is JobState.RUNNING:
         fields.update(attempts=job.attempts + 1, started_at=now, ended_at=None)
     elif state is JobState.QUEUED:
-        fields.update(result=None, error=None, ended_at=None)
+        fields.update(result=None, error=None, ended_at=None, node=None, lease_expires_at=None)
     elif state in JOB_TERMINAL:
-        fields["ended_at"] = now
+        fields.update(ended_at=now, lease_expires_at=None)
     await _update_job_row(conn, job.id, fields, now=now)
     return await _get_job(conn, job.id)
 

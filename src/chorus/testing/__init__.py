@@ -32,7 +32,7 @@ from chorus.testing._offline import (
     prepare_cli,
     run_headless,
 )
-from chorus.testing._postgres import PostgresCluster, PostgresNotFoundError
+from chorus.testing._postgres import PostgresCluster, PostgresNotFoundError, free_port
 from chorus.testing._recording import RecordedRequest, RequestKind
 from chorus.testing._scenario import (
     Block,
@@ -95,6 +95,7 @@ __all__ = [
     "codex_config",
     "codex_env",
     "error",
+    "free_port",
     "gemini_env",
     "gemini_settings",
     "headless_argv",
