@@ -87,6 +87,9 @@ class StoreConfig(_Strict):
     #: Seconds a claimed job's lease lasts without renewal before another node
     #: may take the job over; the worker renews it every third of that.
     lease_s: float = Field(default=30.0, ge=1.0, le=3600.0)
+    #: A job whose lease expired this many claims in a row fails instead of being
+    #: re-queued once more (its work may not be safe to repeat forever).
+    max_claims: int = Field(default=3, ge=1, le=100)
 
     @model_validator(mode="after")
     def _known_scheme(self) -> StoreConfig:
@@ -106,7 +109,7 @@ class ChorusConfig(_Strict):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
-store: StoreConfig = Field(default_factory=StoreConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)

@@ -47,6 +47,7 @@ from chorus.store._interface import (
     new_id,
 )
 from chorus.store._migrations import LATEST_VERSION
+from chorus.store._node import WorkerNode, default_node_id
 from chorus.store._origin import event_origin
 from chorus.store._postgres import PostgresStore, StoreUnreachableError, redact_url
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor, looks_secret_name
@@ -110,8 +111,10 @@ __all__ = [
     "UnknownJobError",
     "UnknownRecordError",
     "UnknownSessionError",
+    "WorkerNode",
     "check_id",
     "default_db_path",
+    "default_node_id",
     "event_origin",
     "looks_secret_name",
     "new_id",

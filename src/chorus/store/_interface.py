@@ -193,6 +193,8 @@ class Store(ABC):
 
     #: Applied to everything before it is written (and by replay to its output).
     redactor: Redactor
+    #: True when several daemons (worker nodes) may share this store.
+    shared: bool = False
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -461,12 +463,14 @@ class Store(ABC):
         lease_s: float,
         host: str | None = None,
         exclude_sessions: Sequence[str] = (),
+        system_only: bool = False,
     ) -> JobRecord | None:
         """Atomically take the oldest ``queued`` job this node may run: not of a
         session in ``exclude_sessions`` (``""`` stands for "no session") nor of one
-        with a job running anywhere, and with no affinity or one naming
-        ``node_id`` or ``host``. It becomes ``running`` on ``node_id`` with a lease
-        of ``lease_s`` seconds. None when nothing fits. Concurrent claims, from any
+        with a job running anywhere, with no affinity or one naming ``node_id`` or
+        ``host``, and (``system_only``) with ``options["system"]`` true. It becomes
+        ``running`` on ``node_id`` with a lease of ``lease_s`` seconds. None when
+        nothing fits. Concurrent claims, from any
         number of processes, never get the same job."""
 
     @abstractmethod

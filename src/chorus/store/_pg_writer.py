@@ -398,8 +398,9 @@ class PgWriter:
             txn = Txn(conn, self._redactor, self._max_event_bytes)
             await txn.lock([sid for op in batch if (sid := op.session()) is not None])
             outcomes = [await self._apply(op, txn) for op in batch]
-            await txn.flush()
-            await txn.notify(self._writer_id)
+            async with conn.pipeline():  # the last writes in one round trip
+                await txn.flush()
+                await txn.notify(self._writer_id)
         return txn, outcomes
 
     @staticmethod

@@ -103,6 +103,8 @@ class PostgresStore(Store):
     the other options mean what they mean for :class:`SqliteStore`.
     """
 
+    shared = True
+
     def __init__(
         self,
         url: str,
@@ -587,12 +589,14 @@ class PostgresStore(Store):
         error: JsonDict | None = None,
         session_id: str | None = None,
         body: str | None = None,
+        prompt: str | None = None,
     ) -> JobRecord:
         fields: dict[str, Any] = {
             "result": None if result is None else self._json(result),
             "error": None if error is None else self._json(error),
             "session_id": session_id,
             "body": body,
+            "prompt": None if prompt is None else self.redactor.redact_text(prompt),
         }
         fields = {key: value for key, value in fields.items() if value is not None}
 
@@ -657,11 +661,13 @@ class PostgresStore(Store):
         lease_s: float,
         host: str | None = None,
         exclude_sessions: Sequence[str] = (),
+        system_only: bool = False,
     ) -> JobRecord | None:
         params = {
             "node": node_id,
             "host": host,
             "exclude": list(exclude_sessions),
+            "system_only": system_only,
             "lease": lease_s,
             "now": time.time(),
         }
@@ -769,6 +775,7 @@ _CLAIM_UPDATE = (
     " WHERE state = 'queued' AND id = (SELECT id FROM jobs j WHERE state = 'queued'"
     " AND (affinity IS NULL OR affinity = %(node)s OR affinity = %(host)s::text)"
     " AND NOT (COALESCE(session_id, '') = ANY(%(exclude)s::text[]))"
+    """ AND (NOT %(system_only)s OR options::jsonb @> '{"system": true}')"""
     " AND (session_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs r"
     " WHERE r.session_id = j.session_id AND r.state = 'running'))"
     " ORDER BY created_at, ord LIMIT 1 FOR UPDATE SKIP LOCKED)"

@@ -568,7 +568,7 @@ class SqliteStore(Store):
             "error": None if error is None else self._json(error),
             "session_id": session_id,
             "body": body,
-            "prompt": prompt,
+            "prompt": None if prompt is None else self.redactor.redact_text(prompt),
         }
         fields = {key: value for key, value in fields.items() if value is not None}
 
@@ -629,8 +629,14 @@ class SqliteStore(Store):
         lease_s: float,
         host: str | None = None,
         exclude_sessions: Sequence[str] = (),
+        system_only: bool = False,
     ) -> JobRecord | None:
-        params = {"node": node_id, "host": host, "exclude": json.dumps(list(exclude_sessions))}
+        params = {
+            "node": node_id,
+            "host": host,
+            "exclude": json.dumps(list(exclude_sessions)),
+            "system_only": system_only,
+        }
 
         def claim(conn: sqlite3.Connection) -> JobRecord | None:
             row = conn.execute(_CLAIM_SELECT, params).fetchone()
@@ -719,6 +725,7 @@ _CLAIM_SELECT = (
     "SELECT id FROM jobs j WHERE state = 'queued'"
     " AND (affinity IS NULL OR affinity = :node OR affinity = :host)"
     " AND COALESCE(session_id, '') NOT IN (SELECT value FROM json_each(:exclude))"
+    " AND (NOT :system_only OR json_extract(options, '$.system') = 1)"
     " AND (session_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs r"
     " WHERE r.session_id = j.session_id AND r.state = 'running'))"
     " ORDER BY created_at, rowid LIMIT 1"
