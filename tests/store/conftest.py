@@ -1,18 +1,14 @@
 """Fixtures for the store tests: every contract test runs against both backends.
 
 ``store`` is parametrized: ``sqlite`` (under the per-test CHORUS_HOME) and
-``postgres`` (a fresh database in one throwaway cluster per test session, see
-:class:`chorus.testing.PostgresCluster`). Without PostgreSQL installed the
-``postgres`` cases skip, except under ``CHORUS_REQUIRE_AGENTS=1`` (./run test,
-CI), where they fail: a skipped backend proves nothing.
+``postgres`` (a fresh database of the session's throwaway cluster: ``pg_url`` in
+tests/conftest.py).
 """
 
 from __future__ import annotations
 
-import itertools
-import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,33 +16,12 @@ import psycopg
 import pytest
 
 from chorus.store import PostgresStore, Redactor, SessionRecord, SqliteStore, Store
-from chorus.testing import PostgresCluster, PostgresNotFoundError
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-_databases = itertools.count(1)
 
 #: ``make_store(**options)``: an unstarted store of the test's backend; calling it
 #: again gives another handle on the same database (a reopen).
 MakeStore = Callable[..., Store]
-
-
-@pytest.fixture(scope="session")
-def pg_cluster() -> Iterator[PostgresCluster]:
-    """One PostgreSQL server for the whole test session."""
-    try:
-        cluster = PostgresCluster.start()
-    except (PostgresNotFoundError, RuntimeError) as exc:
-        if os.environ.get("CHORUS_REQUIRE_AGENTS") == "1":
-            pytest.fail(f"PostgreSQL is required (CHORUS_REQUIRE_AGENTS=1): {exc}")
-        pytest.skip(f"PostgreSQL not available: {exc}")
-    with cluster:
-        yield cluster
-
-
-@pytest.fixture
-def pg_url(pg_cluster: PostgresCluster) -> str:
-    """The URL of a fresh, empty database."""
-    return pg_cluster.create_database(f"t{next(_databases)}")
 
 
 @pytest.fixture(params=BACKENDS)
