@@ -20,9 +20,9 @@ from chorus.store import (
     NoReplayCodecError,
     ReplayReport,
     SessionRecord,
-    SqliteStore,
     Store,
     UnknownSessionError,
+    open_store,
     replay,
 )
 
@@ -40,7 +40,7 @@ def _with_store(use: Callable[[Store], Awaitable[T]]) -> T:
     """Open the store under CHORUS_HOME, run ``use`` on it, close it."""
 
     async def run() -> T:
-        async with SqliteStore() as store:
+        async with open_store() as store:
             return await use(store)
 
     return asyncio.run(run())

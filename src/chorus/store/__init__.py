@@ -49,7 +49,13 @@ from chorus.store._interface import (
 from chorus.store._migrations import LATEST_VERSION
 from chorus.store._node import WorkerNode, default_node_id
 from chorus.store._origin import event_origin
-from chorus.store._postgres import PostgresStore, StoreUnreachableError, redact_url
+from chorus.store._pg_copy import TargetNotEmptyError, copy_sqlite_to_postgres
+from chorus.store._postgres import (
+    PostgresStore,
+    StoreUnreachableError,
+    is_postgres_url,
+    redact_url,
+)
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor, looks_secret_name
 from chorus.store._replay import (
     CodecFactory,
@@ -107,15 +113,18 @@ __all__ = [
     "StoreQueueFullError",
     "StoreUnreachableError",
     "Subscription",
+    "TargetNotEmptyError",
     "UnknownControlRequestError",
     "UnknownJobError",
     "UnknownRecordError",
     "UnknownSessionError",
     "WorkerNode",
     "check_id",
+    "copy_sqlite_to_postgres",
     "default_db_path",
     "default_node_id",
     "event_origin",
+    "is_postgres_url",
     "looks_secret_name",
     "new_id",
     "open_store",
