@@ -41,18 +41,38 @@ async def test_a_dead_nodes_job_is_taken_over(store: Store) -> None:
     taken = await live.claim()
     assert taken is not None
     assert (taken.node, taken.attempts) == ("live", 2)
-    await dead.renew()  # too late: it learns it lost the job
-    assert dead.held == set()
+    lost: list[str] = []
+
+    async def stop_it(job_id: str) -> None:
+        lost.append(job_id)
+
+    dead.on_lost = stop_it
+    await dead.renew()  # it was only slow: it learns it lost the job, and stops it
+    assert (dead.held, lost) == (set(), [job.id])
     assert live.held == {job.id}
 
 
+async def test_a_job_that_ended_is_dropped_quietly(store: Store) -> None:
+    lost: list[str] = []
+
+    async def stop_it(job_id: str) -> None:
+        lost.append(job_id)
+
+    node = WorkerNode(store, bodies=[], node_id="n1", on_lost=stop_it)
+    job = await store.create_job("x")
+    await node.claim()
+    await store.update_job(job.id, state=JobState.SUCCEEDED)
+    await node.renew()
+    assert (node.held, lost) == (set(), [])
+
+
 async def test_keep_leases_renews_in_the_background(store: Store) -> None:
-    node = WorkerNode(store, bodies=[], lease_s=0.3, node_id="n1")
+    node = WorkerNode(store, bodies=[], lease_s=1.5, node_id="n1")
     job = await store.create_job("x")
     await node.claim()
     keeper = asyncio.create_task(node.keep_leases())
     try:
-        await asyncio.sleep(1.0)  # three lease lengths
+        await asyncio.sleep(3.5)  # more than two lease lengths
         assert await store.requeue_expired_jobs() == []
         assert (await store.get_job(job.id)).state is JobState.RUNNING
     finally:

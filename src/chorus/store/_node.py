@@ -18,10 +18,10 @@ import asyncio
 import hashlib
 import logging
 import socket
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from chorus.config import chorus_home
-from chorus.store._interface import JobRecord, Store
+from chorus.store._interface import JobRecord, JobState, Store
 
 log = logging.getLogger("chorus.store")
 
@@ -44,6 +44,7 @@ class WorkerNode:
         max_claims: int | None = 3,
         node_id: str | None = None,
         host: str | None = None,
+        on_lost: Callable[[str], Awaitable[object]] | None = None,
     ) -> None:
         self.store = store
         self.id = node_id or default_node_id()
@@ -53,6 +54,9 @@ class WorkerNode:
         self.max_claims = max_claims
         #: Jobs claimed here and (as far as the last renewal knows) still held.
         self.held: set[str] = set()
+        #: Called with the id of a job another node took over (this node's lease
+        #: lapsed, e.g. while the database was unreachable): stop working on it.
+        self.on_lost = on_lost
 
     async def recover(self) -> list[JobRecord]:
         """At start, before claiming: register, and re-queue the jobs a previous
@@ -78,14 +82,23 @@ class WorkerNode:
     async def renew(self) -> list[JobRecord]:
         """One renewal round; returns the jobs of dead nodes it re-queued or failed."""
         held = await self.store.extend_leases(self.id, sorted(self.held), lease_s=self.lease_s)
-        for job_id in self.held - set(held):
-            log.info("job %s is no longer held by node %s", job_id, self.id)
+        lost = self.held - set(held)
         self.held &= set(held)
+        for job_id in sorted(lost):
+            await self._lost(job_id)
         await self.store.register_node(self.id, host=self.host, bodies=self.bodies)
         expired = await self.store.requeue_expired_jobs(max_attempts=self.max_claims)
         for job in expired:
             log.warning("job %s: its node stopped renewing the lease; now %s", job.id, job.state)
         return expired
+
+    async def _lost(self, job_id: str) -> None:
+        job = await self.store.get_job(job_id)
+        if job.state is not JobState.RUNNING or job.node == self.id:
+            return  # it simply ended
+        log.warning("job %s was taken over by node %s; stopping it here", job_id, job.node)
+        if self.on_lost is not None:
+            await self.on_lost(job_id)
 
     async def keep_leases(self) -> None:
         """Renew forever (cancel to stop); a failed round is logged and retried."""

@@ -96,6 +96,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     NODES_MIGRATION,
+    Migration(
+        "writer batch markers (was a batch committed when its connection was lost?)",
+        (
+            """CREATE TABLE writer_batches (
+                writer TEXT NOT NULL,
+                batch BIGINT NOT NULL,
+                PRIMARY KEY (writer, batch)
+            )""",
+        ),
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

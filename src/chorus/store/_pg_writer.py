@@ -40,7 +40,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from chorus._errors import ChorusError, EventTooLargeError
 from chorus.events import Event
@@ -61,6 +61,10 @@ Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 EVENTS_CHANNEL = "chorus_events"
 #: Attempts of a batch that hit a deadlock or a serialization failure.
 BATCH_ATTEMPTS = 5
+#: While the database is unreachable the writer retries the batch at hand (callers
+#: keep waiting, new writes queue up to ``max_queue``) for at most this long.
+DEFAULT_OUTAGE_S = 300.0
+MAX_BACKOFF_S = 5.0
 
 
 @dataclass(slots=True)
@@ -281,6 +285,28 @@ def _check_size(payload: str, limit: int) -> None:
 # -- the task ---------------------------------------------------------------------------
 
 
+def is_outage(exc: BaseException) -> bool:
+    """The database could not be reached or went away (retry later), as opposed
+    to refusing the statements (fail now)."""
+    if isinstance(exc, PoolTimeout | OSError):
+        return True
+    if isinstance(exc, psycopg.OperationalError):
+        state = exc.sqlstate
+        return state is None or state.startswith(("08", "57P"))
+    return False
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """One try of a batch. ``at_commit`` is set once everything but COMMIT ran: a
+    connection lost after that may or may not have committed."""
+
+    number: int
+    txn: Txn | None = None
+    outcomes: list[_Outcome] = field(default_factory=list)
+    at_commit: bool = False
+
+
 @dataclass(slots=True)
 class _Outcome:
     op: Op
@@ -306,8 +332,11 @@ class PgWriter:
         max_queue: int,
         max_batch: int,
         max_event_bytes: int,
+        outage_s: float = DEFAULT_OUTAGE_S,
     ) -> None:
         self._pool = pool
+        self._outage_s = outage_s
+        self._batches = 0
         self._writer_id = writer_id
         self._redactor = redactor
         self._mirror = mirror
@@ -377,31 +406,76 @@ class PgWriter:
                 self._settle([_Outcome(op, False, StoreError(str(exc))) for op in batch])
 
     async def _process(self, batch: list[Op]) -> None:
-        for attempt in range(1, BATCH_ATTEMPTS + 1):
+        self._batches += 1
+        attempt = _Attempt(self._batches)
+        conflicts, outage_since = 0, 0.0
+        while True:
             try:
-                txn, outcomes = await self._transaction(batch)
+                if attempt.at_commit and await self._committed(attempt.number):
+                    break  # lost while committing, but it did commit
+                attempt = _Attempt(attempt.number)
+                await self._transaction(batch, attempt)
+                break
             except _RETRYABLE as exc:
-                if attempt < BATCH_ATTEMPTS:
-                    continue
-                self._fail(batch, exc)
-                return
-            except (psycopg.Error, OSError) as exc:
-                self._fail(batch, exc)
-                return
-            await self._write_mirror(txn)
-            self._settle(outcomes)
-            self._bus.publish(txn.events)
-            return
+                conflicts += 1
+                if conflicts >= BATCH_ATTEMPTS:
+                    self._fail(batch, exc)
+                    return
+            except (psycopg.Error, PoolTimeout, OSError) as exc:
+                outage_since = outage_since or time.monotonic()
+                if not is_outage(exc) or not await self._wait_out(outage_since, exc):
+                    self._fail(batch, exc)
+                    return
+        if outage_since:
+            log.warning(
+                "store: database reachable again after %.1fs", time.monotonic() - outage_since
+            )
+        assert attempt.txn is not None
+        await self._write_mirror(attempt.txn)
+        self._settle(attempt.outcomes)
+        self._bus.publish(attempt.txn.events)
 
-    async def _transaction(self, batch: list[Op]) -> tuple[Txn, list[_Outcome]]:
+    async def _wait_out(self, since: float, exc: BaseException) -> bool:
+        """Sleep before the next try; False when it is time to give up."""
+        waited = time.monotonic() - since
+        if waited > self._outage_s or not self._accepting:
+            return False
+        if waited == 0 or int(waited) % 30 == 0:
+            reason = self._redactor.redact_text(str(exc).strip() or type(exc).__name__)
+            log.warning(
+                "store: database unreachable (%s); %d writes wait", reason, len(self._queue)
+            )
+        await asyncio.sleep(min(MAX_BACKOFF_S, 0.1 * 2 ** min(10, int(waited))))
+        return True
+
+    async def _transaction(self, batch: list[Op], attempt: _Attempt) -> None:
         async with self._pool.connection() as conn, conn.transaction():
             txn = Txn(conn, self._redactor, self._max_event_bytes)
             await txn.lock([sid for op in batch if (sid := op.session()) is not None])
-            outcomes = [await self._apply(op, txn) for op in batch]
+            attempt.outcomes = [await self._apply(op, txn) for op in batch]
             async with conn.pipeline():  # the last writes in one round trip
                 await txn.flush()
                 await txn.notify(self._writer_id)
-        return txn, outcomes
+                await self._mark(conn, attempt.number)
+            attempt.txn, attempt.at_commit = txn, True
+
+    async def _mark(self, conn: Conn, number: int) -> None:
+        """Record this batch (and forget the previous ones): after a connection lost
+        during COMMIT, :meth:`_committed` tells whether it went through."""
+        await conn.execute(
+            "DELETE FROM writer_batches WHERE writer = %s AND batch < %s", (self._writer_id, number)
+        )
+        await conn.execute(
+            "INSERT INTO writer_batches (writer, batch) VALUES (%s, %s)", (self._writer_id, number)
+        )
+
+    async def _committed(self, number: int) -> bool:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT 1 FROM writer_batches WHERE writer = %s AND batch = %s",
+                (self._writer_id, number),
+            )
+            return await cur.fetchone() is not None
 
     @staticmethod
     async def _apply(op: Op, txn: Txn) -> _Outcome:

@@ -125,6 +125,14 @@ class PostgresCluster:
         if done.returncode != 0:
             raise RuntimeError(f"{tool} failed ({done.returncode}): {done.stderr or done.stdout}")
 
+    def stop_server(self) -> None:
+        """Stop the server but keep its files (a database outage, for tests)."""
+        self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop")
+
+    def start_server(self) -> None:
+        """Start it again on the same port after :meth:`stop_server`."""
+        self._pg_ctl_start()
+
     def create_database(self, name: str) -> str:
         """Create an empty database and return its URL."""
         import psycopg
