@@ -16,6 +16,7 @@ from chorus._errors import ConfigError, UserError
 from chorus.config import load_config
 from chorus.events import Text
 from chorus.store import (
+    DatabaseDownError,
     PostgresStore,
     Redactor,
     SchemaVersionError,
@@ -176,21 +177,25 @@ async def test_two_stores_appending_to_two_sessions_in_opposite_orders_do_not_de
 async def test_writes_wait_out_a_database_restart_and_nothing_is_lost_or_doubled() -> None:
     with PostgresCluster.start() as own:  # its own server: this test stops it
         url = own.create_database("outage")
-        async with PostgresStore(url, redactor=Redactor()) as store:
+        async with PostgresStore(url, redactor=Redactor(), max_queue=120) as store:
             await store.create_session("b", session_id="s")
             await store.append_many("s", [Text(text=f"before {i}") for i in range(50)])
             await asyncio.to_thread(own.stop_server)
             pending = [store.append_nowait("s", Text(text=f"during {i}")) for i in range(100)]
             await asyncio.sleep(1.5)
             assert not any(f.done() for f in pending), "nothing is acknowledged while down"
+            pending += [store.append_nowait("s", Text(text=f"more {i}")) for i in range(20)]
+            with pytest.raises(DatabaseDownError) as full:  # past the bound: refused, and why
+                store.append_nowait("s", Text(text="one too many"))
+            assert "unreachable" in str(full.value)
             await asyncio.to_thread(own.start_server)
             stamped = await asyncio.wait_for(asyncio.gather(*pending), 60)
-            assert [e.seq for e in stamped] == list(range(51, 151))
+            assert [e.seq for e in stamped] == list(range(51, 171))
             logged = await store.read_events("s")
-            assert [e.seq for e in logged] == list(range(1, 151))
+            assert [e.seq for e in logged] == list(range(1, 171))
             assert await store.integrity_check() == ["ok"]
             after = await store.append("s", Text(text="after"))
-            assert after.seq == 151
+            assert after.seq == 171
 
 
 # -- the listener -----------------------------------------------------------------------------

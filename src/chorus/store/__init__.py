@@ -10,6 +10,7 @@ sessions live from any ``seq`` with no gap and no duplicate.
 from chorus.store._bus import CATCH_UP_PAGE, DEFAULT_SUBSCRIBER_QUEUE, EventBus, Subscription
 from chorus.store._errors import (
     ControlAnsweredError,
+    DatabaseDownError,
     DuplicateRecordError,
     InvalidIdError,
     JobStateError,
@@ -85,6 +86,7 @@ __all__ = [
     "ControlAnsweredError",
     "ControlRecord",
     "ControlStatus",
+    "DatabaseDownError",
     "Divergence",
     "DuplicateRecordError",
     "EventBus",

@@ -72,8 +72,9 @@ class Listener:
             try:
                 await self._session()
             except (psycopg.Error, OSError) as exc:
+                if self.listening.is_set():  # once per loss, not once per failed retry
+                    log.warning("store: LISTEN connection lost (%s); reconnecting", exc)
                 self.listening.clear()
-                log.warning("store: LISTEN connection lost (%s); reconnecting", type(exc).__name__)
             backoff = 0.1 if self.connections > opened else min(backoff * 2, self._max_backoff_s)
             await asyncio.sleep(backoff)
 

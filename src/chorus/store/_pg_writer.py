@@ -46,6 +46,7 @@ from chorus._errors import ChorusError, EventTooLargeError
 from chorus.events import Event
 from chorus.store._bus import EventBus
 from chorus.store._errors import (
+    DatabaseDownError,
     StoreClosedError,
     StoreError,
     StoreQueueFullError,
@@ -337,6 +338,9 @@ class PgWriter:
         self._pool = pool
         self._outage_s = outage_s
         self._batches = 0
+        self._in_flight = 0  # operations of the batch being written
+        #: (since, reason) while the database is unreachable.
+        self._down: tuple[float, str] | None = None
         self._writer_id = writer_id
         self._redactor = redactor
         self._mirror = mirror
@@ -364,7 +368,10 @@ class PgWriter:
             return
         if not self._accepting:
             raise StoreClosedError("the store is closed")
-        if len(self._queue) >= self._max_queue:
+        if len(self._queue) + self._in_flight >= self._max_queue:
+            if self._down is not None:
+                since, reason = self._down
+                raise DatabaseDownError(self._max_queue, time.monotonic() - since, reason)
             raise StoreQueueFullError(self._max_queue)
         self._queue.append(op)
         self._wake.set()
@@ -399,11 +406,14 @@ class PgWriter:
                 await self._wake.wait()
                 continue
             batch = [self._queue.popleft() for _ in range(min(len(self._queue), self._max_batch))]
+            self._in_flight = len(batch)
             try:
                 await self._process(batch)
             except Exception as exc:  # a bug must not strand the callers' futures
                 log.exception("store writer: batch of %d operations failed", len(batch))
                 self._settle([_Outcome(op, False, StoreError(str(exc))) for op in batch])
+            finally:
+                self._in_flight = 0
 
     async def _process(self, batch: list[Op]) -> None:
         self._batches += 1
@@ -427,6 +437,7 @@ class PgWriter:
                     self._fail(batch, exc)
                     return
         if outage_since:
+            self._down = None
             log.warning(
                 "store: database reachable again after %.1fs", time.monotonic() - outage_since
             )
@@ -439,9 +450,11 @@ class PgWriter:
         """Sleep before the next try; False when it is time to give up."""
         waited = time.monotonic() - since
         if waited > self._outage_s or not self._accepting:
+            self._down = None
             return False
+        reason = self._redactor.redact_text(str(exc).strip() or type(exc).__name__)
+        self._down = (since, reason.splitlines()[0] if reason else "unreachable")
         if waited == 0 or int(waited) % 30 == 0:
-            reason = self._redactor.redact_text(str(exc).strip() or type(exc).__name__)
             log.warning(
                 "store: database unreachable (%s); %d writes wait", reason, len(self._queue)
             )
