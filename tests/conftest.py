@@ -3,6 +3,7 @@ and offline environments for the real agent CLIs."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,7 +12,14 @@ import pytest
 
 from chorus._errors import AgentNotFoundError
 from chorus.agents import find_agent
-from chorus.testing import Cli, ModelServer, OfflineCli, prepare_cli
+from chorus.testing import (
+    Cli,
+    ModelServer,
+    OfflineCli,
+    PostgresCluster,
+    PostgresNotFoundError,
+    prepare_cli,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -66,3 +74,27 @@ def offline_cli(tmp_path: Path, model_server: ModelServer) -> Callable[..., Offl
         )
 
     return make
+
+
+_databases = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PostgresCluster]:
+    """One throwaway PostgreSQL server (Debian's package) for the whole test session.
+    Missing, its tests skip, except under ``CHORUS_REQUIRE_AGENTS=1`` (./run test,
+    CI), where they fail: a skipped backend proves nothing."""
+    try:
+        cluster = PostgresCluster.start()
+    except (PostgresNotFoundError, RuntimeError) as exc:
+        if os.environ.get("CHORUS_REQUIRE_AGENTS") == "1":
+            pytest.fail(f"PostgreSQL is required (CHORUS_REQUIRE_AGENTS=1): {exc}")
+        pytest.skip(f"PostgreSQL not available: {exc}")
+    with cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pg_url(pg_cluster: PostgresCluster) -> str:
+    """The URL of a fresh, empty database in that server."""
+    return pg_cluster.create_database(f"t{next(_databases)}")

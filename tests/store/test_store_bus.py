@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -13,9 +11,10 @@ from chorus.events import Event, Text
 from chorus.store import (
     SessionRecord,
     SlowSubscriberError,
-    SqliteStore,
+    Store,
     Subscription,
 )
+from tests.store.conftest import MakeStore, db_rows
 
 
 def text(i: int) -> Text:
@@ -40,29 +39,21 @@ async def wait_until_caught_up(sub: Subscription) -> asyncio.Task[Event]:
     return task
 
 
-def committed_seqs(path: Path, session_id: str) -> set[int]:
-    conn = sqlite3.connect(path)
-    try:
-        rows = conn.execute("SELECT seq FROM events WHERE session_id = ?", (session_id,))
-        return {row[0] for row in rows}
-    finally:
-        conn.close()
-
-
 async def test_live_events_arrive_after_they_are_durable(
-    store: SqliteStore, session: SessionRecord
+    store: Store, session: SessionRecord
 ) -> None:
     async with await store.subscribe(session.id) as sub:
         first = await wait_until_caught_up(sub)
         await store.append_many(session.id, [text(i) for i in range(10)])
         delivered = [await first] + [await anext(sub) for _ in range(9)]
     assert [e.seq for e in delivered] == list(range(1, 11))
-    on_disk = await asyncio.to_thread(committed_seqs, store.path, session.id)
+    query = f"SELECT seq FROM events WHERE session_id = '{session.id}'"
+    on_disk = {row[0] for row in await asyncio.to_thread(db_rows, store, query)}
     assert {e.seq for e in delivered} <= on_disk
 
 
 async def test_catch_up_under_concurrent_appends_has_no_gap_and_no_duplicate(
-    store: SqliteStore, session: SessionRecord
+    store: Store, session: SessionRecord
 ) -> None:
     rng = random.Random(7)
     await store.append_many(session.id, [text(i) for i in range(700)])
@@ -89,7 +80,7 @@ async def test_catch_up_under_concurrent_appends_has_no_gap_and_no_duplicate(
 
 
 async def test_overflow_while_catching_up_rereads_the_log(
-    store: SqliteStore, session: SessionRecord
+    store: Store, session: SessionRecord
 ) -> None:
     await store.append_many(session.id, [text(i) for i in range(1000)])
     sub = await store.subscribe(session.id, from_seq=1, max_queue=10)
@@ -100,7 +91,7 @@ async def test_overflow_while_catching_up_rereads_the_log(
 
 
 async def test_a_slow_live_subscriber_is_dropped_and_can_resume(
-    store: SqliteStore, session: SessionRecord
+    store: Store, session: SessionRecord
 ) -> None:
     sub = await store.subscribe(session.id, max_queue=10)
     first = await wait_until_caught_up(sub)
@@ -115,7 +106,7 @@ async def test_a_slow_live_subscriber_is_dropped_and_can_resume(
         assert await collect(again, 51) == list(range(2, 52))
 
 
-async def test_all_sessions_subscription_sees_commit_order(store: SqliteStore) -> None:
+async def test_all_sessions_subscription_sees_commit_order(store: Store) -> None:
     a = (await store.create_session("x", session_id="a")).id
     b = (await store.create_session("y", session_id="b")).id
     async with await store.subscribe(None) as sub:
@@ -126,8 +117,8 @@ async def test_all_sessions_subscription_sees_commit_order(store: SqliteStore) -
     assert [(e.session_id, e.seq) for e in got] == [("a", 1), ("b", 1), ("a", 2)]
 
 
-async def test_closing_the_store_ends_subscriptions(chorus_home: Path) -> None:
-    store = SqliteStore()
+async def test_closing_the_store_ends_subscriptions(make_store: MakeStore) -> None:
+    store = make_store()
     await store.start()
     sid = (await store.create_session("x")).id
     sub = await store.subscribe(sid, from_seq=1)

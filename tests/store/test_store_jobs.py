@@ -12,13 +12,13 @@ from chorus.store import (
     JobState,
     JobStateError,
     SessionRecord,
-    SqliteStore,
+    Store,
     UnknownJobError,
     UnknownSessionError,
 )
 
 
-async def test_created_job_is_queued(store: SqliteStore) -> None:
+async def test_created_job_is_queued(store: Store) -> None:
     job = await store.create_job("fix the bug", body="claude", options={"model": "opus"})
     assert (job.state, job.attempts, job.body, job.options) == (
         JobState.QUEUED,
@@ -30,7 +30,7 @@ async def test_created_job_is_queued(store: SqliteStore) -> None:
     assert await store.get_job(job.id) == job
 
 
-async def test_claim_takes_the_oldest_queued_job(store: SqliteStore) -> None:
+async def test_claim_takes_the_oldest_queued_job(store: Store) -> None:
     first = await store.create_job("one")
     second = await store.create_job("two")
     claimed = await store.claim_next_job()
@@ -43,7 +43,7 @@ async def test_claim_takes_the_oldest_queued_job(store: SqliteStore) -> None:
     assert await store.claim_next_job() is None
 
 
-async def test_concurrent_claims_never_share_a_job(store: SqliteStore) -> None:
+async def test_concurrent_claims_never_share_a_job(store: Store) -> None:
     jobs = [await store.create_job(f"job {i}") for i in range(5)]
     claims = await asyncio.gather(*(store.claim_next_job() for _ in range(10)))
     taken = [c.id for c in claims if c is not None]
@@ -51,7 +51,7 @@ async def test_concurrent_claims_never_share_a_job(store: SqliteStore) -> None:
     assert claims.count(None) == 5
 
 
-async def test_finishing_a_job_records_result_and_end(store: SqliteStore) -> None:
+async def test_finishing_a_job_records_result_and_end(store: Store) -> None:
     job = await store.create_job("x")
     await store.claim_next_job()
     done = await store.update_job(job.id, state=JobState.SUCCEEDED, result={"text": "done"})
@@ -62,7 +62,7 @@ async def test_finishing_a_job_records_result_and_end(store: SqliteStore) -> Non
     assert (caught.value.current, caught.value.wanted) == ("succeeded", "running")
 
 
-async def test_retry_requeues_and_clears_the_outcome(store: SqliteStore) -> None:
+async def test_retry_requeues_and_clears_the_outcome(store: Store) -> None:
     job = await store.create_job("x")
     await store.claim_next_job()
     failed = await store.update_job(job.id, state=JobState.FAILED, error={"code": "rate_limited"})
@@ -74,7 +74,7 @@ async def test_retry_requeues_and_clears_the_outcome(store: SqliteStore) -> None
     assert reclaimed.attempts == 2
 
 
-async def test_requeue_running_jobs_after_a_restart(store: SqliteStore) -> None:
+async def test_requeue_running_jobs_after_a_restart(store: Store) -> None:
     running = await store.create_job("was running")
     queued = await store.create_job("still queued")
     await store.claim_next_job()
@@ -84,9 +84,7 @@ async def test_requeue_running_jobs_after_a_restart(store: SqliteStore) -> None:
     assert states == {running.id: JobState.QUEUED, queued.id: JobState.QUEUED}
 
 
-async def test_update_fields_without_a_state_change(
-    store: SqliteStore, session: SessionRecord
-) -> None:
+async def test_update_fields_without_a_state_change(store: Store, session: SessionRecord) -> None:
     job = await store.create_job("x")
     routed = await store.update_job(job.id, body="codex", session_id=session.id)
     assert (routed.state, routed.body, routed.session_id) == (JobState.QUEUED, "codex", session.id)
@@ -94,7 +92,7 @@ async def test_update_fields_without_a_state_change(
     assert await store.list_jobs(state=JobState.RUNNING) == []
 
 
-async def test_job_errors(store: SqliteStore) -> None:
+async def test_job_errors(store: Store) -> None:
     await store.create_job("x", job_id="j1")
     with pytest.raises(DuplicateRecordError):
         await store.create_job("y", job_id="j1")
@@ -110,7 +108,7 @@ async def test_job_errors(store: SqliteStore) -> None:
         await store.update_job("j1", state=JobState.SUCCEEDED)  # never ran
 
 
-async def test_a_failed_update_changes_nothing(store: SqliteStore) -> None:
+async def test_a_failed_update_changes_nothing(store: Store) -> None:
     job = await store.create_job("x")
     with pytest.raises(UnknownSessionError):
         await store.update_job(job.id, state=JobState.CANCELLED, session_id="nope")

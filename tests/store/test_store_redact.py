@@ -16,6 +16,7 @@ from chorus.store import (
     RedactionError,
     Redactor,
     SqliteStore,
+    Store,
     looks_secret_name,
 )
 
@@ -202,7 +203,7 @@ def _grep_home(home: Path, needles: list[str]) -> dict[str, list[str]]:
     return found
 
 
-async def _write_everything(store: SqliteStore) -> None:
+async def _write_everything(store: Store) -> None:
     carriers = [carrier for carrier, _ in SEEDED.values()]
     session = await store.create_session(
         "claude",

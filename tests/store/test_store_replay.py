@@ -16,7 +16,7 @@ from chorus.store import (
     NoReplayCodecError,
     ReplayCodec,
     SessionRecord,
-    SqliteStore,
+    Store,
     UnknownSessionError,
     register_replay_codec,
     replay,
@@ -70,9 +70,7 @@ LINES = [
 ]
 
 
-async def record(
-    store: SqliteStore, session_id: str, lines: Iterable[str], codec: ReplayCodec
-) -> None:
+async def record(store: Store, session_id: str, lines: Iterable[str], codec: ReplayCodec) -> None:
     """Log a session the way a live one is logged: raw line, then its events."""
     for i, line in enumerate(lines):
         await store.append_raw(session_id, "stdout", line)
@@ -85,21 +83,19 @@ async def record(
 
 
 @pytest.fixture
-async def recorded(store: SqliteStore, session: SessionRecord) -> str:
+async def recorded(store: Store, session: SessionRecord) -> str:
     await record(store, session.id, LINES, TinyCodec())
     return session.id
 
 
-async def test_the_same_codec_matches(store: SqliteStore, recorded: str) -> None:
+async def test_the_same_codec_matches(store: Store, recorded: str) -> None:
     report = await replay(store, recorded, TinyCodec)
     assert report.ok, report.describe()
     assert (report.raw_lines, report.compared) == (len(LINES), 6)
     assert "replay matches" in report.describe()
 
 
-async def test_an_altered_codec_names_the_first_divergence(
-    store: SqliteStore, recorded: str
-) -> None:
+async def test_an_altered_codec_names_the_first_divergence(store: Store, recorded: str) -> None:
     report = await replay(store, recorded, lambda: TinyCodec(shout_from=2))
     divergence = report.divergence
     assert divergence is not None
@@ -113,9 +109,7 @@ async def test_an_altered_codec_names_the_first_divergence(
     assert "event #3 (logged seq 5) from raw line 7" in report.describe()
 
 
-async def test_a_codec_that_produces_less_or_more_diverges(
-    store: SqliteStore, recorded: str
-) -> None:
+async def test_a_codec_that_produces_less_or_more_diverges(store: Store, recorded: str) -> None:
     def silent_end() -> ReplayCodec:
         codec = TinyCodec()
         return lambda line: [] if "end" in line else codec(line)
@@ -135,7 +129,7 @@ async def test_a_codec_that_produces_less_or_more_diverges(
     assert (more.divergence.index, more.divergence.expected) == (6, None)
 
 
-async def test_a_failing_codec_is_reported(store: SqliteStore, session: SessionRecord) -> None:
+async def test_a_failing_codec_is_reported(store: Store, session: SessionRecord) -> None:
     await record(store, session.id, ['{"say": "a"}', '{"say": "b"}'], TinyCodec())
     report = await replay(store, session.id, lambda: TinyCodec(explode_on="b"))
     assert report.divergence is not None
@@ -143,7 +137,7 @@ async def test_a_failing_codec_is_reported(store: SqliteStore, session: SessionR
     assert report.divergence.raw_n == 2
 
 
-async def test_codecs_are_found_by_body_name(store: SqliteStore, recorded: str) -> None:
+async def test_codecs_are_found_by_body_name(store: Store, recorded: str) -> None:
     register_replay_codec("testbody", TinyCodec)
     assert (await replay(store, recorded)).ok
     other = await store.create_session("no-such-body")
@@ -163,7 +157,7 @@ def _claude_factory() -> CodecFactory:
     "path", sorted(TRANSCRIPTS.glob("transcript_*.jsonl")), ids=lambda p: p.name
 )
 async def test_real_claude_transcripts_replay_with_the_claude_codec(
-    store: SqliteStore, path: Path
+    store: Store, path: Path
 ) -> None:
     factory = _claude_factory()
     session = await store.create_session("claude")

@@ -1,4 +1,6 @@
-"""The SQLite store: appends, stamping, group commit, threads, migrations, mirror."""
+"""The store contract on both backends (appends, stamping, group commit, mirror,
+sessions, raw lines, control requests) and the SQLite specifics (threads, WAL,
+migrations)."""
 
 from __future__ import annotations
 
@@ -26,11 +28,13 @@ from chorus.store import (
     SessionExistsError,
     SessionRecord,
     SqliteStore,
+    Store,
     StoreClosedError,
     StoreQueueFullError,
     UnknownControlRequestError,
     UnknownSessionError,
 )
+from tests.store.conftest import MakeStore, db_rows
 
 
 def text(i: int) -> Text:
@@ -41,7 +45,7 @@ def texts(events: Sequence[Event]) -> list[str]:
     return [e.text for e in events if isinstance(e, Text)]
 
 
-def db_rows(path: Path, sql: str) -> list[tuple[object, ...]]:
+def sqlite_rows(path: Path, sql: str) -> list[tuple[object, ...]]:
     """Read the database directly, as an outside process would (test thread only)."""
     conn = sqlite3.connect(path)
     try:
@@ -53,9 +57,7 @@ def db_rows(path: Path, sql: str) -> list[tuple[object, ...]]:
 # -- appends ------------------------------------------------------------------------
 
 
-async def test_concurrent_appends_get_gap_free_seqs(
-    store: SqliteStore, session: SessionRecord
-) -> None:
+async def test_concurrent_appends_get_gap_free_seqs(store: Store, session: SessionRecord) -> None:
     stamped = await asyncio.gather(*(store.append(session.id, text(i)) for i in range(200)))
     assert sorted(e.seq for e in stamped) == list(range(1, 201))
     assert {e.session_id for e in stamped} == {session.id}
@@ -65,18 +67,14 @@ async def test_concurrent_appends_get_gap_free_seqs(
     assert await store.last_seq(session.id) == 200
 
 
-async def test_append_nowait_stamps_in_call_order(
-    store: SqliteStore, session: SessionRecord
-) -> None:
+async def test_append_nowait_stamps_in_call_order(store: Store, session: SessionRecord) -> None:
     futures = [store.append_nowait(session.id, text(i)) for i in range(300)]
     stamped = await asyncio.gather(*futures)
     assert [e.seq for e in stamped] == list(range(1, 301))
     assert texts(stamped) == [f"text {i}" for i in range(300)]
 
 
-async def test_a_cancelled_append_is_still_written(
-    store: SqliteStore, session: SessionRecord
-) -> None:
+async def test_a_cancelled_append_is_still_written(store: Store, session: SessionRecord) -> None:
     task = asyncio.create_task(store.append(session.id, text(1)))
     await asyncio.sleep(0)  # the append is queued
     task.cancel()
@@ -84,9 +82,7 @@ async def test_a_cancelled_append_is_still_written(
     assert texts(await store.read_events(session.id)) == ["text 1", "text 2"]
 
 
-async def test_append_returns_the_event_as_stored(
-    store: SqliteStore, session: SessionRecord
-) -> None:
+async def test_append_returns_the_event_as_stored(store: Store, session: SessionRecord) -> None:
     event = ToolCall(call_id="c1", tool="shell", native_tool="Bash", input={"cmd": "ls"})
     stamped = await store.append(session.id, event)
     assert stamped.model_copy(update={"session_id": "", "seq": 0, "body": ""}) == event
@@ -94,7 +90,7 @@ async def test_append_returns_the_event_as_stored(
 
 
 async def test_a_failing_append_fails_alone_in_its_batch(
-    store: SqliteStore, session: SessionRecord
+    store: Store, session: SessionRecord
 ) -> None:
     results = await asyncio.gather(
         store.append(session.id, text(1)),
@@ -106,8 +102,8 @@ async def test_a_failing_append_fails_alone_in_its_batch(
     assert texts(await store.read_events(session.id)) == ["text 1", "text 3"]
 
 
-async def test_append_many_is_all_or_nothing(chorus_home: Path) -> None:
-    async with SqliteStore(redactor=Redactor(), max_event_bytes=2000) as store:
+async def test_append_many_is_all_or_nothing(make_store: MakeStore) -> None:
+    async with make_store(max_event_bytes=2000) as store:
         sid = (await store.create_session("b")).id
         with pytest.raises(EventTooLargeError):
             await store.append_many(sid, [text(1), Text(text="x" * 5000)])
@@ -116,9 +112,7 @@ async def test_append_many_is_all_or_nothing(chorus_home: Path) -> None:
         assert [e.seq for e in stamped] == [1, 2]
 
 
-async def test_origin_is_recorded_and_filterable(
-    store: SqliteStore, session: SessionRecord
-) -> None:
+async def test_origin_is_recorded_and_filterable(store: Store, session: SessionRecord) -> None:
     await store.append(session.id, text(1))
     request = ControlRequestEvent(request_id="r1", subtype="interrupt")
     await store.append(session.id, request, origin=ORIGIN_CHORUS)
@@ -127,11 +121,11 @@ async def test_origin_is_recorded_and_filterable(
     assert [e.seq for e in await store.read_events(session.id, from_seq=2)] == [2]
 
 
-async def test_sequence_continues_after_reopen(chorus_home: Path) -> None:
-    async with SqliteStore(redactor=Redactor()) as store:
+async def test_sequence_continues_after_reopen(make_store: MakeStore) -> None:
+    async with make_store() as store:
         sid = (await store.create_session("b")).id
         await store.append_many(sid, [text(1), text(2)])
-    async with SqliteStore(redactor=Redactor()) as store:
+    async with make_store() as store:
         assert (await store.append(sid, text(3))).seq == 3
 
 
@@ -166,8 +160,8 @@ async def test_no_sqlite_call_runs_on_the_event_loop_thread(chorus_home: Path) -
     assert writers == {WRITER_THREAD_NAME}
 
 
-async def test_full_writer_queue_raises_a_named_error(chorus_home: Path) -> None:
-    async with SqliteStore(redactor=Redactor(), max_queue=1) as store:
+async def test_full_writer_queue_raises_a_named_error(make_store: MakeStore) -> None:
+    async with make_store(max_queue=1) as store:
         sid = (await store.create_session("b")).id
 
         def flood() -> None:
@@ -180,8 +174,8 @@ async def test_full_writer_queue_raises_a_named_error(chorus_home: Path) -> None
         assert caught.value.limit == 1
 
 
-async def test_a_closed_store_refuses_work(chorus_home: Path) -> None:
-    store = SqliteStore(redactor=Redactor())
+async def test_a_closed_store_refuses_work(make_store: MakeStore) -> None:
+    store = make_store()
     with pytest.raises(StoreClosedError):
         await store.list_sessions()
     await store.start()
@@ -197,11 +191,14 @@ async def test_a_closed_store_refuses_work(chorus_home: Path) -> None:
 # -- schema ------------------------------------------------------------------------------
 
 
-async def test_database_is_wal_with_recorded_migrations(store: SqliteStore) -> None:
+async def test_database_is_wal_with_recorded_migrations(sqlite_store: SqliteStore) -> None:
+    store = sqlite_store
     assert await store.integrity_check() == ["ok"]
-    mode = await asyncio.to_thread(db_rows, store.path, "PRAGMA journal_mode")
+    mode = await asyncio.to_thread(sqlite_rows, store.path, "PRAGMA journal_mode")
     assert mode == [("wal",)]
-    versions = await asyncio.to_thread(db_rows, store.path, "SELECT version FROM schema_version")
+    versions = await asyncio.to_thread(
+        sqlite_rows, store.path, "SELECT version FROM schema_version"
+    )
     assert versions == [(v,) for v in range(1, LATEST_VERSION + 1)]
 
 
@@ -224,22 +221,18 @@ async def test_a_newer_schema_is_refused(chorus_home: Path) -> None:
 # -- mirror ----------------------------------------------------------------------------
 
 
-async def test_mirror_holds_the_stored_json(store: SqliteStore, session: SessionRecord) -> None:
+async def test_mirror_holds_the_stored_json(store: Store, session: SessionRecord) -> None:
     await asyncio.gather(*(store.append(session.id, text(i)) for i in range(50)))
     assert store.mirror is not None
     mirror = store.mirror.path(session.id)
     lines = mirror.read_text(encoding="utf-8").splitlines()
-    payloads = await asyncio.to_thread(
-        db_rows, store.path, "SELECT payload FROM events ORDER BY seq"
-    )
+    payloads = await asyncio.to_thread(db_rows, store, "SELECT payload FROM events ORDER BY seq")
     assert lines == [p for (p,) in payloads]
     assert [parse_event(line).seq for line in lines] == list(range(1, 51))
     assert mirror.stat().st_mode & 0o777 == 0o600
 
 
-async def test_rebuild_mirror_restores_a_short_file(
-    store: SqliteStore, session: SessionRecord
-) -> None:
+async def test_rebuild_mirror_restores_a_short_file(store: Store, session: SessionRecord) -> None:
     await store.append_many(session.id, [text(i) for i in range(5)])
     assert store.mirror is not None
     mirror = store.mirror.path(session.id)
@@ -252,7 +245,7 @@ async def test_rebuild_mirror_restores_a_short_file(
 # -- sessions ----------------------------------------------------------------------------
 
 
-async def test_session_lifecycle(store: SqliteStore) -> None:
+async def test_session_lifecycle(store: Store) -> None:
     created = await store.create_session(
         "claude", session_id="abc", model="opus", cwd="/w", transport={"pid": 42}
     )
@@ -265,7 +258,7 @@ async def test_session_lifecycle(store: SqliteStore) -> None:
     assert await store.get_session("abc") == updated
 
 
-async def test_session_errors(store: SqliteStore, session: SessionRecord) -> None:
+async def test_session_errors(store: Store, session: SessionRecord) -> None:
     with pytest.raises(SessionExistsError):
         await store.create_session("b", session_id=session.id)
     with pytest.raises(InvalidIdError):
@@ -276,7 +269,7 @@ async def test_session_errors(store: SqliteStore, session: SessionRecord) -> Non
         await store.update_session("nope", state="x")
 
 
-async def test_list_sessions_newest_first_with_filters(store: SqliteStore) -> None:
+async def test_list_sessions_newest_first_with_filters(store: Store) -> None:
     for name, body in (("a", "claude"), ("b", "codex"), ("c", "claude")):
         await store.create_session(body, session_id=name)
     await store.update_session("a", state="ended")
@@ -289,9 +282,7 @@ async def test_list_sessions_newest_first_with_filters(store: SqliteStore) -> No
 # -- raw lines ----------------------------------------------------------------------------
 
 
-async def test_raw_lines_are_numbered_per_session(
-    store: SqliteStore, session: SessionRecord
-) -> None:
+async def test_raw_lines_are_numbered_per_session(store: Store, session: SessionRecord) -> None:
     tap = store.raw_tap(session.id)
     tap("stdin", '{"type":"user"}')
     tap("stdout", '{"type":"assistant"}')
@@ -305,7 +296,7 @@ async def test_raw_lines_are_numbered_per_session(
 
 
 async def test_a_failed_fire_and_forget_raw_line_is_logged(
-    store: SqliteStore, session: SessionRecord, caplog: pytest.LogCaptureFixture
+    store: Store, session: SessionRecord, caplog: pytest.LogCaptureFixture
 ) -> None:
     store.record_raw("nope", "stdout", "lost line")
     await store.append_raw(session.id, "stdout", "flush")  # FIFO: the first is done
@@ -316,7 +307,7 @@ async def test_a_failed_fire_and_forget_raw_line_is_logged(
 
 
 async def test_control_request_gets_exactly_one_response(
-    store: SqliteStore, session: SessionRecord
+    store: Store, session: SessionRecord
 ) -> None:
     pending = await store.record_control_request(session.id, "r1", "set_model", {"model": "x"})
     assert (pending.status, pending.response) == (ControlStatus.PENDING, None)
@@ -339,7 +330,7 @@ async def test_control_request_gets_exactly_one_response(
     assert await store.get_control_request(session.id, "r1") == answered
 
 
-async def test_record_fields_are_stored_as_json(store: SqliteStore) -> None:
+async def test_record_fields_are_stored_as_json(store: Store) -> None:
     await store.create_session("b", session_id="j", transport={"argv": ["claude", "-p"]})
-    rows = await asyncio.to_thread(db_rows, store.path, "SELECT transport FROM sessions")
+    rows = await asyncio.to_thread(db_rows, store, "SELECT transport FROM sessions")
     assert json.loads(str(rows[0][0])) == {"argv": ["claude", "-p"]}

@@ -38,6 +38,7 @@ def _register() -> None:
     # Imported for their side effect of adding commands to ``app``.
     from chorus.cli import (  # noqa: F401
         _agents_cmd,
+        _cluster_cmd,
         _daemon_cmd,
         _demo_cmd,
         _gateway_cmd,

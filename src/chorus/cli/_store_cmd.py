@@ -22,9 +22,9 @@ from chorus.store import (
     NoReplayCodecError,
     ReplayReport,
     SessionRecord,
-    SqliteStore,
     Store,
     UnknownSessionError,
+    open_store,
     replay,
     resolve_session_id,
 )
@@ -43,7 +43,7 @@ def _with_store(use: Callable[[Store], Awaitable[T]]) -> T:
     """Open the store under CHORUS_HOME, run ``use`` on it, close it."""
 
     async def run() -> T:
-        async with SqliteStore() as store:
+        async with open_store() as store:
             return await use(store)
 
     return asyncio.run(run())

@@ -79,6 +79,33 @@ class RouterConfig(_Strict):
     notify_on_failover: bool = True
 
 
+class StoreConfig(_Strict):
+    """``[store]``: where the durable log lives (issue 23). No ``url``: SQLite in
+    CHORUS_HOME. ``postgresql://user@host:port/db``: a PostgreSQL database shared
+    by every daemon pointed at it (the password may also come from PGPASSWORD or
+    ~/.pgpass, keeping it out of this file)."""
+
+    url: str | None = None
+    #: Connections per daemon (the writer and the listener take one each).
+    pool_size: int = Field(default=8, ge=2, le=100)
+    #: Seconds a claimed job's lease lasts without renewal before another node
+    #: may take the job over; the worker renews it every third of that.
+    lease_s: float = Field(default=30.0, ge=1.0, le=3600.0)
+    #: A job whose lease expired this many claims in a row fails instead of being
+    #: re-queued once more (its work may not be safe to repeat forever).
+    max_claims: int = Field(default=3, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _known_scheme(self) -> StoreConfig:
+        if self.url is not None and not self.url.startswith(("postgresql://", "postgres://")):
+            scheme = self.url.split("://", 1)[0] if "://" in self.url else self.url[:20]
+            raise ValueError(
+                f"url: unsupported store {scheme!r}; use postgresql://user@host:port/database"
+                " or leave url out for SQLite in CHORUS_HOME"
+            )
+        return self
+
+
 class ChorusConfig(_Strict):
     """The whole config file. Unknown keys are errors, not silently ignored."""
 
@@ -86,6 +113,7 @@ class ChorusConfig(_Strict):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)

@@ -24,7 +24,7 @@ from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failove
 from chorus.gateway import Gateway, load_gateway_settings
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
-from chorus.store import SqliteStore, Store
+from chorus.store import Store, StoreUnreachableError, open_store
 
 log = logging.getLogger("chorus.daemon")
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
@@ -53,7 +53,7 @@ def _lifespan(store: Store, sup: Supervisor, gateway: Gateway) -> Lifespan:
     return lifespan
 
 
-def _policy_parts(store: SqliteStore) -> dict[str, Any]:
+def _policy_parts(store: Store) -> dict[str, Any]:
     """The policy (policy.toml, made on first run), the audit chain and the secrets
     vault, all redacting with the store's redactor (which learns every secret)."""
     redactor = store.redactor
@@ -76,8 +76,13 @@ async def serve() -> int:
         return 0
     private_home()
     config = load_checked_config()
-    store = SqliteStore()
-    await store.start()
+    store = open_store(config)  # [store] url: SQLite in CHORUS_HOME or a shared PostgreSQL
+    try:
+        await store.start()
+    except StoreUnreachableError as exc:
+        print(f"chorus daemon: {exc}", file=sys.stderr)
+        os.close(lock)
+        return 2
     parts = _policy_parts(store)
     guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
     hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))

@@ -69,7 +69,14 @@ from chorus.session import (
     policy_guards,
     start_time,
 )
-from chorus.store import ORIGIN_CHORUS, JobRecord, JobState, SessionRecord, Store
+from chorus.store import (
+    ORIGIN_CHORUS,
+    JobRecord,
+    JobState,
+    SessionRecord,
+    Store,
+    WorkerNode,
+)
 
 log = logging.getLogger("chorus.daemon")
 
@@ -145,6 +152,12 @@ class Supervisor:
         self.frameworks = FrameworkPort(self)
         self.failover_hooks: list[FailoverHook] = []
         self.started_at = time.time()
+        # Issue 23: this daemon is a worker node of the store's queue (claims with leases).
+        sc = config.store
+        self.node = WorkerNode(
+            store, bodies=rc.bodies, lease_s=sc.lease_s, max_claims=sc.max_claims
+        )
+        store.on_jobs_queued(self._wake.set)
 
     # -- submitting and controlling -------------------------------------------------
 
@@ -295,9 +308,11 @@ class Supervisor:
             await self._serve()
 
     async def _serve(self) -> None:
-        for job in await self.store.requeue_running_jobs():
+        requeued = await self.node.recover()
+        for job in requeued:
             log.info("requeued job %s after restart", job.id)
-        await self._kill_orphans()
+        await self._kill_orphans(only=_sessions_of(requeued) if self.store.shared else None)
+        leases = asyncio.create_task(self.node.keep_leases(), name="job-leases")
         try:
             while True:
                 await self._schedule()
@@ -305,9 +320,10 @@ class Supervisor:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), 1.0)
         finally:
+            leases.cancel()
             for task in list(self._tasks):
                 task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.gather(leases, *self._tasks, return_exceptions=True)
 
     async def _schedule(self) -> None:
         async with self._claim:
@@ -315,15 +331,13 @@ class Supervisor:
 
     async def _claim_jobs(self) -> None:
         limit = self.config.daemon.max_parallel_jobs
-        for job in await self.store.list_jobs(state=JobState.QUEUED):
+        while True:
             # A framework's child jobs run while their parent waits in its slot.
-            if len(self._busy) >= limit and not job.options.get("system"):
-                continue
-            sid = job.session_id or ""
-            if sid in self._busy or sid in self._paused:
-                continue
-            self._busy.add(sid)
-            job = await self.store.update_job(job.id, state=JobState.RUNNING)
+            exclude = self._busy | self._paused
+            job = await self.node.claim(exclude, system_only=len(self._busy) >= limit)
+            if job is None:
+                return
+            self._busy.add(job.session_id or "")
             task = asyncio.create_task(self._run_job(job), name=f"job-{job.id}")
             self._tasks.add(task)
             task.add_done_callback(self._job_done)
@@ -334,12 +348,13 @@ class Supervisor:
             log.error("job task crashed", exc_info=task.exception())
         self._wake.set()
 
-    async def _kill_orphans(self) -> None:
+    async def _kill_orphans(self, only: set[str] | None = None) -> None:
         """Bodies a killed daemon left (a running job's, or a warm idle one) still run in
         their own process groups: end them so a resumed one does not race them on the
-        same native session, and no idle CLI lingers."""
+        same native session, and no idle CLI lingers. ``only``: just these sessions (on
+        a shared store the other active sessions belong to live nodes)."""
         for session in await self.store.list_sessions(state="active", limit=10_000):
-            if self.hub.get(session.id) is None:
+            if self.hub.get(session.id) is None and (only is None or session.id in only):
                 self._kill_orphan(session)
 
     def _kill_orphan(self, session: SessionRecord) -> None:
@@ -728,3 +743,8 @@ def _own_hub(
     guards = policy_guards(policy, audit, secrets)
     launcher = BodyLauncher(config, store, guards=guards, factory=factory)
     return SessionHub(launcher, HubLimits(idle_timeout_s=config.daemon.session_idle_timeout_s))
+
+
+def _sessions_of(jobs: list[JobRecord]) -> set[str]:
+    """Issue 23: the sessions of the jobs this node left running (its orphans)."""
+    return {job.session_id for job in jobs if job.session_id}

@@ -1,15 +1,17 @@
 """The durable event log: sessions, events, raw lines, control requests, jobs.
 
-:class:`Store` is the contract (SQLite now, PostgreSQL later); :class:`SqliteStore`
-the embedded backend. Everything is redacted before it is written, appended
-events get a gap-free ``seq`` per session, each session has a JSONL mirror, and
-subscribers follow sessions live from any ``seq`` with no gap and no duplicate.
+:class:`Store` is the contract; :class:`SqliteStore` the embedded backend,
+:class:`PostgresStore` the shared one (``[store] url``; :func:`open_store` picks).
+Everything is redacted before it is written, appended events get a gap-free
+``seq`` per session, each session has a JSONL mirror, and subscribers follow
+sessions live from any ``seq`` with no gap and no duplicate.
 """
 
 from chorus.store._bus import CATCH_UP_PAGE, DEFAULT_SUBSCRIBER_QUEUE, EventBus, Subscription
 from chorus.store._errors import (
     AmbiguousIdError,
     ControlAnsweredError,
+    DatabaseDownError,
     DuplicateRecordError,
     InvalidIdError,
     JobStateError,
@@ -26,6 +28,7 @@ from chorus.store._errors import (
     UnknownRecordError,
     UnknownSessionError,
 )
+from chorus.store._factory import open_store
 from chorus.store._interface import (
     JOB_TERMINAL,
     JOB_TRANSITIONS,
@@ -36,6 +39,7 @@ from chorus.store._interface import (
     ControlStatus,
     JobRecord,
     JobState,
+    NodeRecord,
     RawLine,
     RawStream,
     RawTap,
@@ -45,7 +49,15 @@ from chorus.store._interface import (
     new_id,
 )
 from chorus.store._migrations import LATEST_VERSION
+from chorus.store._node import WorkerNode, default_node_id
 from chorus.store._origin import event_origin
+from chorus.store._pg_copy import TargetNotEmptyError, copy_sqlite_to_postgres
+from chorus.store._postgres import (
+    PostgresStore,
+    StoreUnreachableError,
+    is_postgres_url,
+    redact_url,
+)
 from chorus.store._prefix import resolve_job_id, resolve_session_id
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor, looks_secret_name
 from chorus.store._replay import (
@@ -77,6 +89,7 @@ __all__ = [
     "ControlAnsweredError",
     "ControlRecord",
     "ControlStatus",
+    "DatabaseDownError",
     "Divergence",
     "DuplicateRecordError",
     "EventBus",
@@ -85,6 +98,8 @@ __all__ = [
     "JobState",
     "JobStateError",
     "NoReplayCodecError",
+    "NodeRecord",
+    "PostgresStore",
     "RawLine",
     "RawStream",
     "RawTap",
@@ -101,16 +116,24 @@ __all__ = [
     "StoreClosedError",
     "StoreError",
     "StoreQueueFullError",
+    "StoreUnreachableError",
     "Subscription",
+    "TargetNotEmptyError",
     "UnknownControlRequestError",
     "UnknownJobError",
     "UnknownRecordError",
     "UnknownSessionError",
+    "WorkerNode",
     "check_id",
+    "copy_sqlite_to_postgres",
     "default_db_path",
+    "default_node_id",
     "event_origin",
+    "is_postgres_url",
     "looks_secret_name",
     "new_id",
+    "open_store",
+    "redact_url",
     "register_replay_codec",
     "replay",
     "replay_codec_factory",

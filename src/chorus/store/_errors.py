@@ -19,6 +19,7 @@
     │   └── RedactionError             a secret value or pattern is unusable
     └── LimitError
         ├── StoreQueueFullError        the writer queue is full (back-pressure)
+        │   └── DatabaseDownError      ... because the shared database is unreachable
         └── SlowSubscriberError        a bus subscriber fell behind and was dropped
 
 ``sqlite3`` errors never cross the store's public API: they are translated to
@@ -127,6 +128,19 @@ class StoreQueueFullError(LimitError):
     def __init__(self, limit: int) -> None:
         super().__init__(f"store writer queue is full ({limit} pending operations)")
         self.limit = limit
+
+
+class DatabaseDownError(StoreQueueFullError):
+    """The writer queue filled up while the (shared) database was unreachable."""
+
+    def __init__(self, limit: int, down_s: float, reason: str) -> None:
+        LimitError.__init__(
+            self,
+            f"the database has been unreachable for {down_s:.0f}s ({reason}); {limit} writes"
+            " wait for it and no more are accepted until it is back",
+        )
+        self.limit = limit
+        self.down_s = down_s
 
 
 class SlowSubscriberError(LimitError):

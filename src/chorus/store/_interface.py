@@ -134,6 +134,15 @@ def check_job_transition(job_id: str, current: JobState, wanted: JobState) -> No
         raise JobStateError(job_id, current.value, wanted.value)
 
 
+def lease_expired_error(job: JobRecord) -> JsonDict:
+    """The ``error`` of a job failed because its node stopped renewing the lease."""
+    return {
+        "code": "lease_expired",
+        "message": f"worker node {job.node} stopped renewing its lease"
+        f" ({job.attempts} attempts); not retried",
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class JobRecord:
     """One job. ``body`` is None until the router picks one; ``attempts`` counts
@@ -153,6 +162,25 @@ class JobRecord:
     attempts: int = 0
     started_at: float | None = None
     ended_at: float | None = None
+    #: The worker node that claimed it last (None: claimed the single-host way).
+    node: str | None = None
+    #: While running on a node: when its lease ends unless renewed (database clock).
+    lease_expires_at: float | None = None
+    #: A node id or host name the job must run on (its cwd lives there), or None.
+    affinity: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """A worker node: a daemon pointed at the store. ``last_seen`` is renewed with
+    its leases; ``running`` counts the jobs it holds now."""
+
+    id: str
+    host: str
+    bodies: list[str]
+    started_at: float
+    last_seen: float
+    running: int = 0
 
 
 # -- the contract -----------------------------------------------------------------
@@ -165,6 +193,8 @@ class Store(ABC):
 
     #: Applied to everything before it is written (and by replay to its output).
     redactor: Redactor
+    #: True when several daemons (worker nodes) may share this store.
+    shared: bool = False
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -364,9 +394,11 @@ class Store(ABC):
         session_id: str | None = None,
         options: JsonDict | None = None,
         job_id: str | None = None,
+        affinity: str | None = None,
     ) -> JobRecord:
-        """Insert a ``queued`` job. The stored prompt is the *redacted* prompt;
-        keep the original in memory if the body must see a secret. Raises
+        """Insert a ``queued`` job (``affinity``: see :class:`JobRecord`). The stored
+        prompt is the *redacted* prompt; keep the original in memory if the body
+        must see a secret. Raises
         :class:`DuplicateRecordError`, :class:`UnknownSessionError`."""
 
     @abstractmethod
@@ -408,9 +440,58 @@ class Store(ABC):
         clears ``result``, ``error`` and ``ended_at``. Raises :class:`UnknownJobError`."""
 
     @abstractmethod
-    async def requeue_running_jobs(self) -> list[JobRecord]:
+    async def requeue_running_jobs(self, *, node: str | None = None) -> list[JobRecord]:
         """Put every ``running`` job back to ``queued`` (for a daemon restarting
-        after a crash, before it claims anything); returns them."""
+        after a crash, before it claims anything); returns them. With ``node``,
+        only the jobs that node holds (the others belong to live nodes)."""
+
+    # -- worker nodes and leases ----------------------------------------------------------
+
+    @abstractmethod
+    async def register_node(self, node_id: str, *, host: str, bodies: Sequence[str]) -> NodeRecord:
+        """Insert or refresh a worker node (``last_seen`` now)."""
+
+    @abstractmethod
+    async def list_nodes(self) -> list[NodeRecord]:
+        """Every registered node, most recently seen first."""
+
+    @abstractmethod
+    async def claim_job(
+        self,
+        node_id: str,
+        *,
+        lease_s: float,
+        host: str | None = None,
+        exclude_sessions: Sequence[str] = (),
+        system_only: bool = False,
+    ) -> JobRecord | None:
+        """Atomically take the oldest ``queued`` job this node may run: not of a
+        session in ``exclude_sessions`` (``""`` stands for "no session") nor of one
+        with a job running anywhere, with no affinity or one naming ``node_id`` or
+        ``host``, and (``system_only``) with ``options["system"]`` true. It becomes
+        ``running`` on ``node_id`` with a lease of ``lease_s`` seconds. None when
+        nothing fits. Concurrent claims, from any
+        number of processes, never get the same job."""
+
+    @abstractmethod
+    async def extend_leases(
+        self, node_id: str, job_ids: Sequence[str], *, lease_s: float
+    ) -> list[str]:
+        """Renew the leases of the node's running jobs among ``job_ids`` and the
+        node's ``last_seen``; return the ids still held (a job missing from the
+        answer was taken over after its lease expired: stop working on it)."""
+
+    @abstractmethod
+    async def requeue_expired_jobs(self, *, max_attempts: int | None = None) -> list[JobRecord]:
+        """Put ``running`` jobs whose lease expired back to ``queued`` (their node
+        died), or to ``failed`` once they were claimed ``max_attempts`` times;
+        return them in their new state."""
+
+    @abstractmethod
+    def on_jobs_queued(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the event loop) whenever a job may have become
+        claimable: queued or requeued by this process or, for a shared store, by
+        any process. A hint only: claimers must poll as well."""
 
     # -- maintenance -------------------------------------------------------------------
 

@@ -21,6 +21,24 @@ class Migration:
     statements: tuple[str, ...]
 
 
+#: Worker nodes and job leases (issue 23); shared with the PostgreSQL schema.
+NODES_MIGRATION = Migration(
+    "worker nodes, job leases and affinity",
+    (
+        "ALTER TABLE jobs ADD COLUMN node TEXT",
+        "ALTER TABLE jobs ADD COLUMN lease_expires_at DOUBLE PRECISION",
+        "ALTER TABLE jobs ADD COLUMN affinity TEXT",
+        "CREATE INDEX jobs_by_lease ON jobs(state, lease_expires_at)",
+        """CREATE TABLE nodes (
+            id TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            bodies TEXT NOT NULL DEFAULT '[]',
+            started_at DOUBLE PRECISION NOT NULL,
+            last_seen DOUBLE PRECISION NOT NULL
+        )""",
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "sessions, events, raw lines, control requests, jobs",
@@ -85,7 +103,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX jobs_by_session ON jobs(session_id)",
         ),
     ),
+    NODES_MIGRATION,
 )
+
 
 LATEST_VERSION = len(MIGRATIONS)
 

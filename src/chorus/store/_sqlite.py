@@ -38,12 +38,14 @@ from chorus.store._interface import (
     JobRecord,
     JobState,
     JsonDict,
+    NodeRecord,
     RawLine,
     RawStream,
     SessionRecord,
     Store,
     check_id,
     check_job_transition,
+    lease_expired_error,
     new_id,
 )
 from chorus.store._mirror import JsonlMirror
@@ -108,6 +110,7 @@ class SqliteStore(Store):
         self._state: Literal["new", "open", "closed"] = "new"
         self.max_event_bytes = max_event_bytes
         self.mirror: JsonlMirror | None = None
+        self._queued_hooks: list[Callable[[], None]] = []
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -487,11 +490,12 @@ class SqliteStore(Store):
         session_id: str | None = None,
         options: JsonDict | None = None,
         job_id: str | None = None,
+        affinity: str | None = None,
     ) -> JobRecord:
         jid = check_id(job_id or new_id(), "job id")
         clean_prompt = self.redactor.redact_text(prompt)
         now = time.time()
-        row = (jid, session_id, body, clean_prompt, self._json(options or {}), now, now)
+        row = (jid, session_id, body, clean_prompt, self._json(options or {}), now, now, affinity)
 
         def insert(conn: sqlite3.Connection) -> JobRecord:
             if session_id is not None:
@@ -499,14 +503,16 @@ class SqliteStore(Store):
             try:
                 conn.execute(
                     "INSERT INTO jobs (id, session_id, body, prompt, state, options,"
-                    " created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)",
+                    " created_at, updated_at, affinity) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
                     row,
                 )
             except sqlite3.IntegrityError as exc:
                 raise DuplicateRecordError(f"job {jid!r} already exists") from exc
             return _get_job(conn, jid)
 
-        return await self._call(insert)
+        job = await self._call(insert)
+        self._jobs_queued()
+        return job
 
     async def get_job(self, job_id: str) -> JobRecord:
         return await self._read(lambda conn: _get_job(conn, job_id))
@@ -562,7 +568,7 @@ class SqliteStore(Store):
             "error": None if error is None else self._json(error),
             "session_id": session_id,
             "body": body,
-            "prompt": prompt,
+            "prompt": None if prompt is None else self.redactor.redact_text(prompt),
         }
         fields = {key: value for key, value in fields.items() if value is not None}
 
@@ -577,16 +583,112 @@ class SqliteStore(Store):
                 _update_job_row(conn, job_id, fields)
             return _get_job(conn, job_id)
 
-        return await self._call(update)
+        job = await self._call(update)
+        if state is JobState.QUEUED:
+            self._jobs_queued()
+        return job
 
-    async def requeue_running_jobs(self) -> list[JobRecord]:
+    async def requeue_running_jobs(self, *, node: str | None = None) -> list[JobRecord]:
         def requeue(conn: sqlite3.Connection) -> list[JobRecord]:
             rows = conn.execute(
-                "SELECT * FROM jobs WHERE state = 'running' ORDER BY created_at, rowid"
+                "SELECT * FROM jobs WHERE state = 'running' AND (:node IS NULL OR node = :node)"
+                " ORDER BY created_at, rowid",
+                {"node": node},
             ).fetchall()
             return [_set_job_state(conn, _job(row), JobState.QUEUED) for row in rows]
 
-        return await self._call(requeue)
+        jobs = await self._call(requeue)
+        if jobs:
+            self._jobs_queued()
+        return jobs
+
+    # -- worker nodes and leases (one host: the clock is time.time()) ----------------------
+
+    async def register_node(self, node_id: str, *, host: str, bodies: Sequence[str]) -> NodeRecord:
+        now = time.time()
+        row = {"id": node_id, "host": host, "bodies": json.dumps(list(bodies)), "now": now}
+
+        def upsert(conn: sqlite3.Connection) -> NodeRecord:
+            conn.execute(
+                "INSERT INTO nodes (id, host, bodies, started_at, last_seen)"
+                " VALUES (:id, :host, :bodies, :now, :now) ON CONFLICT (id) DO UPDATE SET"
+                " host = :host, bodies = :bodies, last_seen = :now",
+                row,
+            )
+            return next(n for n in _list_nodes(conn) if n.id == node_id)
+
+        return await self._call(upsert)
+
+    async def list_nodes(self) -> list[NodeRecord]:
+        return await self._read(_list_nodes)
+
+    async def claim_job(
+        self,
+        node_id: str,
+        *,
+        lease_s: float,
+        host: str | None = None,
+        exclude_sessions: Sequence[str] = (),
+        system_only: bool = False,
+    ) -> JobRecord | None:
+        params = {
+            "node": node_id,
+            "host": host,
+            "exclude": json.dumps(list(exclude_sessions)),
+            "system_only": system_only,
+        }
+
+        def claim(conn: sqlite3.Connection) -> JobRecord | None:
+            row = conn.execute(_CLAIM_SELECT, params).fetchone()
+            if row is None:
+                return None
+            job = _set_job_state(conn, _get_job(conn, row[0]), JobState.RUNNING)
+            lease = {"node": node_id, "lease_expires_at": (job.started_at or 0.0) + lease_s}
+            _update_job_row(conn, job.id, lease)
+            return _get_job(conn, job.id)
+
+        return await self._call(claim)
+
+    async def extend_leases(
+        self, node_id: str, job_ids: Sequence[str], *, lease_s: float
+    ) -> list[str]:
+        now = time.time()
+        params = {"node": node_id, "ids": json.dumps(list(job_ids)), "now": now}
+        params["until"] = now + lease_s
+
+        def extend(conn: sqlite3.Connection) -> list[str]:
+            conn.execute("UPDATE nodes SET last_seen = :now WHERE id = :node", params)
+            rows = conn.execute(
+                "UPDATE jobs SET lease_expires_at = :until WHERE node = :node"
+                " AND state = 'running' AND id IN (SELECT value FROM json_each(:ids)) RETURNING id",
+                params,
+            ).fetchall()
+            return sorted(row[0] for row in rows)
+
+        return await self._call(extend)
+
+    async def requeue_expired_jobs(self, *, max_attempts: int | None = None) -> list[JobRecord]:
+        now = time.time()
+
+        def requeue(conn: sqlite3.Connection) -> list[JobRecord]:
+            rows = conn.execute(
+                "SELECT * FROM jobs WHERE state = 'running' AND lease_expires_at < ?"
+                " ORDER BY created_at, rowid",
+                (now,),
+            ).fetchall()
+            return [_expire(conn, _job(row), max_attempts) for row in rows]
+
+        jobs = await self._call(requeue)
+        if any(job.state is JobState.QUEUED for job in jobs):
+            self._jobs_queued()
+        return jobs
+
+    def on_jobs_queued(self, callback: Callable[[], None]) -> None:
+        self._queued_hooks.append(callback)
+
+    def _jobs_queued(self) -> None:
+        for hook in list(self._queued_hooks):
+            hook()
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -617,6 +719,48 @@ class SqliteStore(Store):
 
 
 # -- row mapping (run on reader or writer threads) ----------------------------------------------
+
+#: The oldest queued job a node may run (see :meth:`Store.claim_job`).
+_CLAIM_SELECT = (
+    "SELECT id FROM jobs j WHERE state = 'queued'"
+    " AND (affinity IS NULL OR affinity = :node OR affinity = :host)"
+    " AND COALESCE(session_id, '') NOT IN (SELECT value FROM json_each(:exclude))"
+    " AND (NOT :system_only OR json_extract(options, '$.system') = 1)"
+    " AND (session_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs r"
+    " WHERE r.session_id = j.session_id AND r.state = 'running'))"
+    " ORDER BY created_at, rowid LIMIT 1"
+)
+_NODE_SELECT = (
+    "SELECT n.id, n.host, n.bodies, n.started_at, n.last_seen,"
+    " (SELECT COUNT(*) FROM jobs j WHERE j.node = n.id AND j.state = 'running') FROM nodes n"
+    " ORDER BY n.last_seen DESC, n.id"
+)
+
+
+def _node(row: Sequence[Any]) -> NodeRecord:
+    return NodeRecord(
+        id=row[0],
+        host=row[1],
+        bodies=json.loads(row[2]),
+        started_at=row[3],
+        last_seen=row[4],
+        running=row[5],
+    )
+
+
+def _list_nodes(conn: sqlite3.Connection) -> list[NodeRecord]:
+    return [_node(row) for row in conn.execute(_NODE_SELECT).fetchall()]
+
+
+def _expire(conn: sqlite3.Connection, job: JobRecord, max_attempts: int | None) -> JobRecord:
+    """A running job whose node stopped renewing its lease: queue it again, or
+    fail it once it has been claimed ``max_attempts`` times."""
+    if max_attempts is not None and job.attempts >= max_attempts:
+        failed = _set_job_state(conn, job, JobState.FAILED)
+        _update_job_row(conn, job.id, {"error": json.dumps(lease_expired_error(job))})
+        return _get_job(conn, failed.id)
+    return _set_job_state(conn, job, JobState.QUEUED)
+
 
 _SESSION_SELECT = (
     "SELECT s.id, s.body, s.state, s.created_at, s.updated_at, s.model, s.cwd,"
@@ -692,6 +836,9 @@ _JOB_COLUMNS = (
     "updated_at",
     "started_at",
     "ended_at",
+    "node",
+    "lease_expires_at",
+    "affinity",
 )
 
 
@@ -711,6 +858,9 @@ def _job(row: Sequence[Any]) -> JobRecord:
         attempts=data["attempts"],
         started_at=data["started_at"],
         ended_at=data["ended_at"],
+        node=data["node"],
+        lease_expires_at=data["lease_expires_at"],
+        affinity=data["affinity"],
     )
 
 
@@ -729,9 +879,9 @@ def _set_job_state(conn: sqlite3.Connection, job: JobRecord, state: JobState) ->
     if state is JobState.RUNNING:
         fields.update(attempts=job.attempts + 1, started_at=now, ended_at=None)
     elif state is JobState.QUEUED:
-        fields.update(result=None, error=None, ended_at=None)
+        fields.update(result=None, error=None, ended_at=None, node=None, lease_expires_at=None)
     elif state in JOB_TERMINAL:
-        fields["ended_at"] = now
+        fields.update(ended_at=now, lease_expires_at=None)
     _update_job_row(conn, job.id, fields, now=now)
     return _get_job(conn, job.id)
 

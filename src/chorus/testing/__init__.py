@@ -32,6 +32,7 @@ from chorus.testing._offline import (
     prepare_cli,
     run_headless,
 )
+from chorus.testing._postgres import PostgresCluster, PostgresNotFoundError, free_port
 from chorus.testing._recording import RecordedRequest, RequestKind
 from chorus.testing._scenario import (
     Block,
@@ -74,6 +75,8 @@ __all__ = [
     "HeadlessRun",
     "ModelServer",
     "OfflineCli",
+    "PostgresCluster",
+    "PostgresNotFoundError",
     "RecordedRequest",
     "Reply",
     "RequestKind",
@@ -92,6 +95,7 @@ __all__ = [
     "codex_config",
     "codex_env",
     "error",
+    "free_port",
     "gemini_env",
     "gemini_settings",
     "headless_argv",

@@ -1,0 +1,147 @@
+"""Numbered schema migrations for the PostgreSQL store.
+
+Same rules as the SQLite ones (:mod:`chorus.store._migrations`): ``MIGRATIONS[i]``
+takes the schema from version ``i`` to ``i + 1``, each in its own transaction
+with the ``schema_version`` row that records it; never edit a released one.
+Several daemons may start at once against one database: a transaction-scoped
+advisory lock makes them migrate one after the other.
+
+Differences from SQLite, on purpose:
+
+* ``sessions`` carries ``last_seq`` / ``last_n`` counters. Appends lock the
+  session row and bump them (see :mod:`chorus.store._pg_writer`).
+* ``ord`` identity columns give a stable insertion order (SQLite's ``rowid``).
+* JSON fields stay ``TEXT``: the stored text is exactly what the JSONL mirror
+  holds, and a JSON ``\\u0000`` (legal in redacted output) is refused by JSONB.
+"""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+
+from chorus.store._errors import SchemaVersionError
+from chorus.store._migrations import NODES_MIGRATION, Migration
+
+#: Key of the advisory lock held while migrating (any fixed 64-bit number).
+MIGRATION_LOCK = 0x63686F7275730001
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        "sessions, events, raw lines, control requests, jobs",
+        (
+            """CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                ord BIGINT GENERATED ALWAYS AS IDENTITY,
+                body TEXT NOT NULL,
+                model TEXT,
+                cwd TEXT,
+                native_session_id TEXT,
+                transport TEXT NOT NULL DEFAULT '{}',
+                state TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL,
+                last_seq BIGINT NOT NULL DEFAULT 0,
+                last_n BIGINT NOT NULL DEFAULT 0
+            )""",
+            "CREATE INDEX sessions_by_created ON sessions(created_at, ord)",
+            """CREATE TABLE events (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                seq BIGINT NOT NULL CHECK (seq >= 1),
+                ts DOUBLE PRECISION NOT NULL,
+                type TEXT NOT NULL,
+                origin TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                PRIMARY KEY (session_id, seq)
+            )""",
+            """CREATE TABLE raw_lines (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                n BIGINT NOT NULL CHECK (n >= 1),
+                stream TEXT NOT NULL CHECK (stream IN ('stdout', 'stderr', 'stdin')),
+                line TEXT NOT NULL,
+                ts DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (session_id, n)
+            )""",
+            """CREATE TABLE control_requests (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                request_id TEXT NOT NULL,
+                ord BIGINT GENERATED ALWAYS AS IDENTITY,
+                subtype TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                status TEXT NOT NULL,
+                response TEXT,
+                requested_at DOUBLE PRECISION NOT NULL,
+                responded_at DOUBLE PRECISION,
+                PRIMARY KEY (session_id, request_id)
+            )""",
+            """CREATE TABLE jobs (
+                id TEXT PRIMARY KEY,
+                ord BIGINT GENERATED ALWAYS AS IDENTITY,
+                session_id TEXT REFERENCES sessions(id),
+                body TEXT,
+                prompt TEXT NOT NULL,
+                state TEXT NOT NULL,
+                options TEXT NOT NULL DEFAULT '{}',
+                result TEXT,
+                error TEXT,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL,
+                started_at DOUBLE PRECISION,
+                ended_at DOUBLE PRECISION
+            )""",
+            "CREATE INDEX jobs_by_state ON jobs(state, created_at, ord)",
+            "CREATE INDEX jobs_by_session ON jobs(session_id)",
+        ),
+    ),
+    NODES_MIGRATION,
+    Migration(
+        "writer batch markers (was a batch committed when its connection was lost?)",
+        (
+            """CREATE TABLE writer_batches (
+                writer TEXT NOT NULL,
+                batch BIGINT NOT NULL,
+                PRIMARY KEY (writer, batch)
+            )""",
+        ),
+    ),
+)
+
+LATEST_VERSION = len(MIGRATIONS)
+
+
+async def migrate(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> int:
+    """Apply pending migrations (``conn`` in autocommit mode); return the version.
+    Raises :class:`SchemaVersionError` when the database is newer than this code."""
+    while True:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            version = await _current_version(conn)
+            if version > LATEST_VERSION:
+                raise SchemaVersionError(version, LATEST_VERSION)
+            if version == LATEST_VERSION:
+                return version
+            await _apply(conn, version + 1, MIGRATIONS[version])
+
+
+async def _current_version(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> int:
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
+        " description TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
+    )
+    cur = await conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version")
+    row = await cur.fetchone()
+    assert row is not None
+    return int(str(row[0]))
+
+
+async def _apply(
+    conn: psycopg.AsyncConnection[tuple[object, ...]], version: int, migration: Migration
+) -> None:
+    for statement in migration.statements:
+        await conn.execute(statement.encode())
+    await conn.execute(
+        "INSERT INTO schema_version (version, description, applied_at) VALUES (%s, %s, %s)",
+        (version, migration.description, time.time()),
+    )
