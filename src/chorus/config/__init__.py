@@ -5,6 +5,7 @@ from chorus.config._config import (
     ChorusConfig,
     DaemonConfig,
     RouterConfig,
+    RoutinesConfig,
     SandboxConfig,
     load_config,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "GatewayConfig",
     "GatewaySettings",
     "RouterConfig",
+    "RoutinesConfig",
     "SandboxConfig",
     "chorus_home",
     "load_config",

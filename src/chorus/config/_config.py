@@ -75,6 +75,21 @@ class RouterConfig(_Strict):
     notify_on_failover: bool = True
 
 
+class RoutinesConfig(_Strict):
+    """``[routines]``: defaults for routine files and the heartbeat (issue 19)."""
+
+    #: IANA timezone for cron and ``at`` routines that name none. Unset: such a
+    #: routine is refused (never silently UTC).
+    timezone: str | None = None
+    heartbeat: bool = True
+    #: Seconds, or a duration such as "30m".
+    heartbeat_interval: str | float = "30m"
+    #: "HH:MM-HH:MM" in ``timezone``; unset: all day.
+    active_hours: str | None = None
+    #: Body of heartbeat jobs (unset: the router chooses).
+    heartbeat_body: str | None = None
+
+
 class ChorusConfig(_Strict):
     """The whole config file. Unknown keys are errors, not silently ignored."""
 
@@ -82,6 +97,7 @@ class ChorusConfig(_Strict):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
+    routines: RoutinesConfig = Field(default_factory=RoutinesConfig)
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)

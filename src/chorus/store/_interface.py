@@ -155,6 +155,45 @@ class JobRecord:
     ended_at: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RoutineRecord:
+    """A routine's scheduling state. ``anchor_at`` is when the store first saw it: no
+    firing is due before it (and interval routines count from it)."""
+
+    name: str
+    enabled: bool
+    anchor_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    """One firing of a routine: the key is (``routine``, ``scheduled_for``), which the
+    store rounds to the millisecond. ``kind`` says what fired it (``schedule``,
+    ``manual``, ``file_change``, ``heartbeat``); ``detail`` carries e.g. the paths."""
+
+    routine: str
+    scheduled_for: float
+    kind: str = "schedule"
+    detail: JsonDict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FiringRecord:
+    """A stored firing. ``outcome`` is ``queued`` (it has ``job_id``) or why no job was
+    queued (``skipped``, ``coalesced``, ``missed``, ``nothing_to_do``); ``job_state``
+    is the job's current state."""
+
+    routine: str
+    scheduled_for: float
+    kind: str
+    outcome: str
+    fired_at: float
+    job_id: str | None = None
+    job_state: JobState | None = None
+    detail: JsonDict = field(default_factory=dict)
+
+
 # -- the contract -----------------------------------------------------------------
 
 
@@ -411,6 +450,48 @@ class Store(ABC):
     async def requeue_running_jobs(self) -> list[JobRecord]:
         """Put every ``running`` job back to ``queued`` (for a daemon restarting
         after a crash, before it claims anything); returns them."""
+
+    # -- routines ----------------------------------------------------------------------
+
+    @abstractmethod
+    async def register_routine(self, name: str) -> RoutineRecord:
+        """The routine's state row, created (enabled, anchored now) if it is new."""
+
+    @abstractmethod
+    async def list_routine_records(self) -> list[RoutineRecord]:
+        """Every routine's state row, by name."""
+
+    @abstractmethod
+    async def set_routine_enabled(self, name: str, enabled: bool) -> RoutineRecord:
+        """Enable or disable (registering it first if new)."""
+
+    @abstractmethod
+    async def delete_routine(self, name: str) -> None:
+        """Forget the routine's state and firings (its jobs stay). Idempotent."""
+
+    @abstractmethod
+    async def create_fired_job(
+        self,
+        firing: Firing,
+        prompt: str,
+        *,
+        body: str | None = None,
+        session_id: str | None = None,
+        options: JsonDict | None = None,
+    ) -> JobRecord:
+        """In one transaction: record ``firing`` (outcome ``queued``) and queue its job,
+        like :meth:`create_job` with ``routine`` and ``scheduled_for`` added to the
+        options. Raises :class:`FiringExistsError` (nothing written) when the routine
+        already fired for that time: a restart can never fire twice."""
+
+    @abstractmethod
+    async def record_firing(self, firing: Firing, outcome: str) -> FiringRecord:
+        """Record a firing that queued no job (skipped, coalesced, missed ...).
+        Raises :class:`FiringExistsError`."""
+
+    @abstractmethod
+    async def list_firings(self, routine: str, *, limit: int | None = None) -> list[FiringRecord]:
+        """The routine's firings, latest scheduled time first, with their jobs' states."""
 
     # -- maintenance -------------------------------------------------------------------
 
