@@ -51,6 +51,7 @@ async def test_firings_list_latest_first_with_outcomes(store: SqliteStore) -> No
         (10.0, "missed", "schedule"),
     ]
     assert len(await store.list_firings("r", limit=1)) == 1
+    assert [f.scheduled_for for f in await store.list_firings("r", kind="schedule")] == [30.0, 10.0]
 
 
 async def test_routine_state_is_registered_once_and_can_be_disabled(store: SqliteStore) -> None:

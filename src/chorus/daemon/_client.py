@@ -39,6 +39,10 @@ class DaemonClient:
                 raise DaemonError(f"daemon request failed: {exc}") from exc
         return _decode(resp)
 
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        """Any daemon route (e.g. ``/routines``), decoded like the calls below."""
+        return self._call(method, path, **kw)
+
     # -- jobs ----------------------------------------------------------------------
 
     def submit(self, **request: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -69,7 +70,7 @@ from chorus.session import (
     policy_guards,
     start_time,
 )
-from chorus.store import ORIGIN_CHORUS, JobRecord, JobState, SessionRecord, Store
+from chorus.store import ORIGIN_CHORUS, Firing, JobRecord, JobState, SessionRecord, Store
 
 log = logging.getLogger("chorus.daemon")
 
@@ -96,6 +97,9 @@ class JobRequest:
     planners: list[str] | None = None
     reviewer: str | None = None
     rounds: int | None = None
+    #: A routine's firing (issue 19): recorded with the job in one transaction, so
+    #: it queues at most one job (FiringExistsError the second time).
+    firing: Firing | None = None
 
 
 class Supervisor:
@@ -157,9 +161,10 @@ class Supervisor:
         framework = framework_options(req.framework, req.planners, req.reviewer, req.rounds, known)
         session = await self._session_for(req)
         options = {"model": req.model, "permission_mode": req.permission_mode, **framework}
-        job = await self.store.create_job(
-            req.prompt, body=session.body, session_id=session.id, options=options
-        )
+        create: Callable[..., Awaitable[JobRecord]] = self.store.create_job
+        if isinstance(req.firing, Firing):
+            create = functools.partial(self.store.create_fired_job, req.firing)
+        job = await create(req.prompt, body=session.body, session_id=session.id, options=options)
         self._wake.set()
         return job
 

@@ -454,8 +454,9 @@ class Store(ABC):
     # -- routines ----------------------------------------------------------------------
 
     @abstractmethod
-    async def register_routine(self, name: str) -> RoutineRecord:
-        """The routine's state row, created (enabled, anchored now) if it is new."""
+    async def register_routine(self, name: str, *, now: float | None = None) -> RoutineRecord:
+        """The routine's state row, created (enabled, anchored at ``now``, default the
+        current time) if it is new."""
 
     @abstractmethod
     async def list_routine_records(self) -> list[RoutineRecord]:
@@ -490,8 +491,11 @@ class Store(ABC):
         Raises :class:`FiringExistsError`."""
 
     @abstractmethod
-    async def list_firings(self, routine: str, *, limit: int | None = None) -> list[FiringRecord]:
-        """The routine's firings, latest scheduled time first, with their jobs' states."""
+    async def list_firings(
+        self, routine: str, *, kind: str | None = None, limit: int | None = None
+    ) -> list[FiringRecord]:
+        """The routine's firings (optionally of one ``kind``), latest scheduled time
+        first, with their jobs' states."""
 
     # -- maintenance -------------------------------------------------------------------
 

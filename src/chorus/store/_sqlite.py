@@ -594,8 +594,9 @@ class SqliteStore(Store):
 
     # -- routines ---------------------------------------------------------------------------
 
-    async def register_routine(self, name: str) -> RoutineRecord:
-        return await self._call(lambda conn: _register_routine(conn, name))
+    async def register_routine(self, name: str, *, now: float | None = None) -> RoutineRecord:
+        at = time.time() if now is None else now
+        return await self._call(lambda conn: _register_routine(conn, name, at))
 
     async def list_routine_records(self) -> list[RoutineRecord]:
         def select(conn: sqlite3.Connection) -> list[RoutineRecord]:
@@ -606,7 +607,7 @@ class SqliteStore(Store):
 
     async def set_routine_enabled(self, name: str, enabled: bool) -> RoutineRecord:
         def update(conn: sqlite3.Connection) -> RoutineRecord:
-            _register_routine(conn, name)
+            _register_routine(conn, name, time.time())
             conn.execute(
                 "UPDATE routines SET enabled = ?, updated_at = ? WHERE name = ?",
                 (int(enabled), time.time(), name),
@@ -657,13 +658,16 @@ class SqliteStore(Store):
 
         def insert(conn: sqlite3.Connection) -> FiringRecord:
             _insert_firing(conn, firing, at, outcome, None, detail)
-            return _firings(conn, firing.routine, "AND f.scheduled_for = ?", (at,))[0]
+            return _firings(conn, firing.routine, "AND f.scheduled_for = ?", (at, 1))[0]
 
         return await self._call(insert)
 
-    async def list_firings(self, routine: str, *, limit: int | None = None) -> list[FiringRecord]:
+    async def list_firings(
+        self, routine: str, *, kind: str | None = None, limit: int | None = None
+    ) -> list[FiringRecord]:
+        params = (kind, kind, -1 if limit is None else limit)
         return await self._read(
-            lambda conn: _firings(conn, routine, "LIMIT ?", (-1 if limit is None else limit,))
+            lambda conn: _firings(conn, routine, "AND (? IS NULL OR f.kind = ?)", params)
         )
 
     # -- maintenance ----------------------------------------------------------------------
@@ -825,8 +829,7 @@ def _get_routine(conn: sqlite3.Connection, name: str) -> RoutineRecord:
     return _routine(conn.execute(_ROUTINE_SELECT + " WHERE name = ?", (name,)).fetchone())
 
 
-def _register_routine(conn: sqlite3.Connection, name: str) -> RoutineRecord:
-    now = time.time()
+def _register_routine(conn: sqlite3.Connection, name: str, now: float) -> RoutineRecord:
     conn.execute(
         "INSERT OR IGNORE INTO routines (name, enabled, anchor_at, updated_at) VALUES (?, 1, ?, ?)",
         (name, now, now),
@@ -858,15 +861,14 @@ def _insert_firing(
 
 
 def _firings(
-    conn: sqlite3.Connection, routine: str, tail: str, params: tuple[Any, ...]
+    conn: sqlite3.Connection, routine: str, where: str, params: tuple[Any, ...]
 ) -> list[FiringRecord]:
-    # ``tail`` is one of two fixed clauses chosen by this module, never caller input.
-    where = "WHERE f.routine = ? " + (tail if tail.startswith("AND") else "")
-    limit = "" if tail.startswith("AND") else tail
+    # ``where`` is one of two fixed clauses chosen by this module, never caller input;
+    # the last parameter is the limit.
     rows = conn.execute(
         "SELECT f.routine, f.scheduled_for, f.kind, f.outcome, f.fired_at, f.job_id,"
         " j.state, f.detail FROM routine_firings f LEFT JOIN jobs j ON j.id = f.job_id "
-        f"{where} ORDER BY f.scheduled_for DESC {limit}",
+        f"WHERE f.routine = ? {where} ORDER BY f.scheduled_for DESC LIMIT ?",
         (routine, *params),
     ).fetchall()
     return [
