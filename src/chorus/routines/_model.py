@@ -188,6 +188,13 @@ def load_routine_file(
     return parse_routine(data, file=file, config=config, bodies=bodies, workspace=workspace)
 
 
+def _has_offset(text: str | None) -> bool:
+    try:
+        return text is not None and datetime.fromisoformat(text).tzinfo is not None
+    except ValueError:
+        return False
+
+
 def _problems(exc: ValidationError) -> str:
     return "; ".join(
         f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
@@ -234,17 +241,17 @@ class _Checker:
     ) -> ZoneInfo | None:
         key = spec.timezone or default
         if key is None:
-            if kind in ("cron", "at"):
+            if kind == "cron" or (kind == "at" and not _has_offset(spec.at)):
                 raise self.fail(
                     "timezone",
-                    'missing: set timezone = "Area/City" here or [routines] timezone'
+                    'missing: set timezone = "Area/City" here or routines.timezone'
                     " in config.toml (Chorus never assumes UTC)",
                 )
             return None
         try:
             return ZoneInfo(key)
         except (ZoneInfoNotFoundError, ValueError) as exc:
-            where = "timezone" if spec.timezone else "timezone (from [routines] timezone)"
+            where = "timezone" if spec.timezone else "timezone (from routines.timezone)"
             raise self.fail(where, f"unknown timezone {key!r}") from exc
 
     def schedule(
@@ -261,17 +268,17 @@ class _Checker:
             return Every(parse_duration(spec.every))
         if kind == "at":
             assert spec.at is not None
-            assert tz is not None
             return At(self._at(spec.at, tz))
         return None
 
-    def _at(self, text: str, tz: ZoneInfo) -> float:
+    def _at(self, text: str, tz: ZoneInfo | None) -> float:
         try:
             when = datetime.fromisoformat(text)
         except ValueError as exc:
             raise self.fail("at", f"not an ISO date-time: {text!r}") from exc
         if when.tzinfo is not None:
             return when.timestamp()
+        assert tz is not None  # timezone() refused a naive time without one
         return wall_to_instant(when, tz)
 
     def body(self, body: str | None, bodies: list[str]) -> str | None:

@@ -33,7 +33,7 @@ from chorus.routines._heartbeat import (
 )
 from chorus.routines._load import InvalidRoutine, Loaded, load_routines
 from chorus.routines._model import Routine
-from chorus.routines._schedule import admit, due_firings, next_fire, plan_catch_up
+from chorus.routines._schedule import At, admit, due_firings, next_fire, plan_catch_up
 from chorus.routines._watch import watch_changes
 from chorus.store import (
     Firing,
@@ -151,7 +151,10 @@ class Scheduler:
     async def _due(self, routine: Routine, record: RoutineRecord, now: float) -> None:
         assert routine.schedule is not None
         last = await self.store.list_firings(routine.name, kind="schedule", limit=1)
-        after = max(record.anchor_at, last[0].scheduled_for if last else record.anchor_at)
+        # Nothing before the routine was first seen is due, except a one-shot: its
+        # time may have passed while no daemon ran (the catch-up policy decides).
+        start = 0.0 if isinstance(routine.schedule, At) else record.anchor_at
+        after = max(start, last[0].scheduled_for if last else start)
         limit = max(routine.catch_up_cap, 1)
         due, _ = due_firings(routine.schedule, after, now, anchor=record.anchor_at, limit=limit)
         plan = plan_catch_up(
