@@ -57,8 +57,12 @@ def _claude_or_skip() -> None:
 
 
 @pytest.fixture
-async def rig(chorus_home: Path) -> AsyncIterator[Rig]:
+def claude_installed() -> None:
     _claude_or_skip()
+
+
+@pytest.fixture
+async def rig(chorus_home: Path, claude_installed: None) -> AsyncIterator[Rig]:
     async with SqliteStore(redactor=Redactor()) as store:
         sup = Supervisor(store, load_config())
         clock = Clock(0.0)

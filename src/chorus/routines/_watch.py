@@ -73,6 +73,7 @@ async def _produce(
 ) -> None:
     """Put each raw batch of changed paths on ``queue``; a failure goes on it too."""
     stop = asyncio.Event()
+    root = str(Path(path))
     try:
         async for changes in watch(
             Path(path),
@@ -82,7 +83,10 @@ async def _produce(
             poll_delay_ms=100,
             stop_event=stop,
         ):
-            await queue.put({changed for _, changed in changes})
+            # Polling also reports the watched folder itself; its entries say more.
+            changed = {name for _, name in changes if name != root}
+            if changed:
+                await queue.put(changed)
     except (OSError, RuntimeError) as exc:
         await queue.put(exc)
     finally:
