@@ -16,7 +16,7 @@ import pytest
 
 from chorus.daemon._lifecycle import read_pid
 from chorus.policy import SENSITIVE_PATHS
-from chorus.testing import shell, text
+from chorus.testing import error, shell, text
 
 if TYPE_CHECKING:
     from conftest import Chorus
@@ -243,3 +243,18 @@ def test_daemon_down_over_a_firing_catches_up_exactly_once(chorus: Chorus) -> No
     assert firing["outcome"] == "queued"  # run_latest_once, inside the grace window
     _until(lambda: _done(chorus, firing["job_id"]))
     assert chorus.client.job(firing["job_id"])["state"] == "succeeded"
+
+
+def test_a_job_failing_on_an_overloaded_api_is_retried_and_completes(chorus: Chorus) -> None:
+    with (chorus.home / "config.toml").open("a") as config:
+        config.write("[retry]\nbase_s = 3.0\nmax_retries = 2\n")
+    chorus.server.script([error("overloaded"), text("second time lucky")])
+    job_id = chorus.run("task", "flaky upstream", "--body", "claude").stdout.strip()
+    _until(lambda: chorus.client.job(job_id)["state"] == "failed")
+    status = chorus.run("status")
+    assert "pending retries: 1" in status.stdout, status.stdout
+    _until(lambda: chorus.client.job(job_id)["state"] == "succeeded")
+    job = chorus.client.job(job_id)
+    assert job["attempts"] == 2
+    assert job["result"] == {"text": "second time lucky"}
+    assert _json(chorus, "status")["pending_retries"] == 0

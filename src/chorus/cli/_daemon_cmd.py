@@ -215,6 +215,8 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
         return
     console.print(f"daemon: running (pid {data['pid']})")
     console.print(f"jobs: {data.get('jobs', {})}")
+    if "pending_retries" in data:
+        console.print(f"pending retries: {data['pending_retries']}")
     now = time.time()
     for row in data.get("health", []):
         left = row["cooldown_until"] - now

@@ -148,6 +148,8 @@ class Supervisor:
         self.outcome_hooks: list[OutcomeHook] = []
         self.frameworks = FrameworkPort(self)
         self.failover_hooks: list[FailoverHook] = []
+        #: Extra fields for ``status()`` (e.g. the retry queue's ``pending_retries``).
+        self.status_hooks: list[Callable[[], dict[str, Any]]] = []
         self.started_at = time.time()
 
     # -- submitting and controlling -------------------------------------------------
@@ -286,6 +288,7 @@ class Supervisor:
             "paused_sessions": sorted(self._paused),
             "max_parallel_jobs": self.config.daemon.max_parallel_jobs,
             "health": self.health.to_json(),
+            **{k: v for hook in self.status_hooks for k, v in hook().items()},
         }
 
     # -- the scheduling loop ------------------------------------------------------------

@@ -33,6 +33,7 @@ from chorus.routines._heartbeat import (
 )
 from chorus.routines._load import InvalidRoutine, Loaded, load_routines
 from chorus.routines._model import Routine
+from chorus.routines._retry import RetryQueue
 from chorus.routines._schedule import At, admit, due_firings, next_fire, plan_catch_up
 from chorus.routines._watch import watch_changes
 from chorus.store import (
@@ -69,7 +70,8 @@ class FireResult:
 class Scheduler:
     """Create with the daemon's supervisor, then ``await run()`` in a task; cancel it to
     stop. ``clock`` is injectable for tests; ``poll_s`` bounds how long a tick waits
-    (routine files are re-read each tick)."""
+    (routine files are re-read each tick). Creating it registers its retry queue's
+    outcome and status hooks on the supervisor."""
 
     def __init__(
         self,
@@ -88,6 +90,9 @@ class Scheduler:
         self.loaded = Loaded()
         self._wake = asyncio.Event()
         self._watchers: dict[str, tuple[tuple[str, float], asyncio.Task[None]]] = {}
+        self.retries = RetryQueue(sup, clock=clock)
+        sup.outcome_hooks.append(self.retries.on_outcome)
+        sup.status_hooks.append(self.retries.status)
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -125,7 +130,7 @@ class Scheduler:
 
     async def tick(self) -> None:
         """Fire every due routine once (by the store's firing rows), keep the file
-        watchers in step with the routines, and enforce job timeouts."""
+        watchers in step with the routines, enforce job timeouts, queue due retries."""
         loaded = self.load()
         records = await self.records()
         now = self.clock()
@@ -135,6 +140,7 @@ class Scheduler:
                 await self._due(routine, record, now)
         await self._sync_watchers(loaded, records)
         await self._enforce_timeouts(loaded, now)
+        await self.retries.tick()
 
     async def _register(self, name: str) -> RoutineRecord:
         return await self.store.register_routine(name, now=self.clock())
