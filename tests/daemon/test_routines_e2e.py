@@ -16,7 +16,7 @@ import pytest
 
 from chorus.daemon._lifecycle import read_pid
 from chorus.policy import SENSITIVE_PATHS
-from chorus.testing import error, shell, text
+from chorus.testing import error, shell, slow_text, text
 
 if TYPE_CHECKING:
     from conftest import Chorus
@@ -258,3 +258,36 @@ def test_a_job_failing_on_an_overloaded_api_is_retried_and_completes(chorus: Cho
     assert job["attempts"] == 2
     assert job["result"] == {"text": "second time lucky"}
     assert _json(chorus, "status")["pending_retries"] == 0
+
+
+def test_enable_disable_history_and_rm_from_the_cli(chorus: Chorus) -> None:
+    spec = _routine_file(chorus, "hourly", 'every = "1h"\n[routine.task]\nprompt = "p"\n')
+    assert chorus.run("routine", "create", "--file", str(spec)).returncode == 0
+    assert _json(chorus, "routine", "disable", "hourly") == {"name": "hourly", "enabled": False}
+    (row,) = [r for r in _json(chorus, "routine", "list") if r["name"] == "hourly"]
+    assert row["enabled"] is False
+    assert "routine hourly enabled" in chorus.run("routine", "enable", "hourly").stdout
+    assert _json(chorus, "routine", "history", "hourly") == []
+    removed = chorus.run("routine", "rm", "hourly")
+    assert removed.returncode == 0, removed.stderr
+    assert not (chorus.home / "routines" / "hourly.toml").exists()
+    assert all(r["name"] != "hourly" for r in _json(chorus, "routine", "list"))
+    unknown = chorus.run("routine", "history", "hourly")
+    assert unknown.returncode == 2
+    assert "no routine named 'hourly'" in unknown.stderr
+    assert chorus.run("routine", "run", "nope").returncode == 2
+
+
+def test_a_routine_job_over_its_timeout_is_interrupted(chorus: Chorus) -> None:
+    chorus.server.script([slow_text("this takes far too long " * 10, chunks=60, delay=0.5)])
+    spec = _routine_file(
+        chorus,
+        "bounded",
+        'trigger = "manual"\ntimeout = "4s"\n[routine.task]\nprompt = "slow"\n',
+    )
+    assert chorus.run("routine", "create", "--file", str(spec)).returncode == 0
+    job_id = chorus.run("routine", "run", "bounded").stdout.strip()
+    _until(lambda: _done(chorus, job_id), timeout=45)
+    job = chorus.client.job(job_id)
+    assert job["state"] == "cancelled"
+    assert job["ended_at"] - job["started_at"] < 20  # the model would stream for 30 s

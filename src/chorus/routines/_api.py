@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from chorus._errors import ChorusError, UserError
 from chorus.config import chorus_home
-from chorus.routines._errors import UnknownRoutineError
+from chorus.routines._errors import RoutineError, UnknownRoutineError
 from chorus.routines._heartbeat import HEARTBEAT
 from chorus.routines._ops import create_routine, remove_routine_file
 from chorus.routines._scheduler import FireResult, Scheduler, firing_json
@@ -58,7 +58,9 @@ def routine_routes(sched: Scheduler) -> list[BaseRoute]:
     async def action(request: Request) -> Response:
         name, what = request.path_params["name"], request.path_params["action"]
         try:
-            sched.find(name)
+            routine = sched.find(name)
+            if what == "enable" and not routine.enabled:
+                raise RoutineError(f"{routine.file}: routine.enabled is false: edit the file")
             if what == "run":
                 return JSONResponse(_fired(await sched.run_now(name)))
             if what in ("enable", "disable"):
