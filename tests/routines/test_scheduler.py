@@ -4,11 +4,16 @@ concurrency policies, manual runs, the heartbeat's no-model-call path."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from chorus.routines import HEARTBEAT, heartbeat_path, routines_dir
+from watchfiles import awatch
+
+from chorus.routines import HEARTBEAT, Scheduler, heartbeat_path, routines_dir
 from chorus.store import JobRecord, JobState, SqliteStore
 
 if TYPE_CHECKING:
@@ -194,3 +199,34 @@ async def test_heartbeat_ticks_on_its_interval_and_respects_active_hours(
     await rig.sched.tick()
     (latest, _) = await rig.store.list_firings(HEARTBEAT)
     assert latest.outcome == "queued"
+
+
+async def test_a_degraded_watcher_is_shown_on_its_routine_and_still_fires(
+    rig: Rig, tmp_path: Path
+) -> None:
+    def flaky(path: Path, **kw: Any) -> AsyncIterator[Any]:
+        if not kw["force_polling"]:
+            raise OSError(28, "inotify watch limit reached")
+        return awatch(path, **kw)
+
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    write_routine(
+        "onchange",
+        f'[routine]\ntrigger = "file_change"\nwatch_path = "{watched}"\ndebounce = "300ms"\n'
+        'model_preference = "claude"\n[routine.task]\nprompt = "changed {trigger_path}"\n',
+    )
+    rig.clock.now = time.time()
+    sched = Scheduler(rig.sup, clock=rig.clock, poll_s=0.2, watch=flaky)
+    task = asyncio.create_task(sched.run())
+    try:
+        await asyncio.sleep(1.0)
+        (watched / "a.md").write_text("x")
+        await asyncio.sleep(3.0)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    (job,) = await jobs_of(rig.store, "onchange")
+    assert job.prompt == f"changed {watched / 'a.md'}"
+    (row,) = [r for r in await sched.describe() if r["name"] == "onchange"]
+    assert "degraded to polling" in row["notice"]

@@ -71,6 +71,9 @@ def list_routines(as_json: bool = JSON_OPT) -> None:
             str(row["failing"]),
         )
     console.print(table)
+    for row in rows:
+        if row.get("notice"):
+            console.print(f"[yellow]{escape(row['name'])}:[/yellow] {escape(row['notice'])}")
 
 
 @routine_app.command("create")

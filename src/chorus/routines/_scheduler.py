@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from watchfiles import awatch
+
 from chorus._errors import ChorusError
 from chorus.bodies import body_names
 from chorus.config import load_config
@@ -35,7 +37,7 @@ from chorus.routines._load import InvalidRoutine, Loaded, load_routines
 from chorus.routines._model import Routine
 from chorus.routines._retry import RetryQueue
 from chorus.routines._schedule import At, admit, due_firings, next_fire, plan_catch_up
-from chorus.routines._watch import watch_changes
+from chorus.routines._watch import WatchFn, watch_changes
 from chorus.store import (
     Firing,
     FiringExistsError,
@@ -70,7 +72,8 @@ class FireResult:
 class Scheduler:
     """Create with the daemon's supervisor, then ``await run()`` in a task; cancel it to
     stop. ``clock`` is injectable for tests; ``poll_s`` bounds how long a tick waits
-    (routine files are re-read each tick). Creating it registers its retry queue's
+    (routine files are re-read each tick); ``watch`` is watchfiles' ``awatch`` unless
+    a test brings a failing one. Creating it registers its retry queue's
     outcome and status hooks on the supervisor."""
 
     def __init__(
@@ -80,13 +83,16 @@ class Scheduler:
         clock: Clock = time.time,
         poll_s: float = 2.0,
         on_time_s: float = 90.0,
+        watch: WatchFn = awatch,
     ) -> None:
         self.sup = sup
         self.store = sup.store
         self.clock = clock
         self.poll_s = poll_s
         self.on_time_s = on_time_s
-        self.notices: list[str] = []
+        self._watch_fn = watch
+        #: The latest notice per routine (e.g. its watcher degraded to polling).
+        self.notices: dict[str, str] = {}
         self.loaded = Loaded()
         self._wake = asyncio.Event()
         self._watchers: dict[str, tuple[tuple[str, float], asyncio.Task[None]]] = {}
@@ -295,13 +301,19 @@ class Scheduler:
             await self.fire(routine, firing)
 
         try:
-            await watch_changes(path, debounce_s, on_batch, notice=self.notice)
+            await watch_changes(
+                path,
+                debounce_s,
+                on_batch,
+                notice=lambda m: self.notice(name, m),
+                watch=self._watch_fn,
+            )
         except (OSError, RuntimeError) as exc:
-            self.notice(f"routine {name}: file watcher stopped: {exc}")
+            self.notice(name, f"file watcher stopped: {exc}")
 
-    def notice(self, message: str) -> None:
-        log.warning("%s", message)
-        self.notices = [*self.notices[-19:], message]
+    def notice(self, routine: str, message: str) -> None:
+        log.warning("routine %s: %s", routine, message)
+        self.notices[routine] = message
 
     # -- timeouts ---------------------------------------------------------------------------------
 
@@ -348,6 +360,7 @@ class Scheduler:
             "next_fire": await self.next_fire_of(routine, record),
             "last": firing_json(recent[0]) if recent else None,
             "failing": _failing(recent),
+            "notice": self.notices.get(routine.name),
         }
 
 
