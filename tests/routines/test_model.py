@@ -109,3 +109,12 @@ def test_two_schedules_and_a_name_that_differs_from_the_file_are_refused() -> No
     _, invalid = load()
     assert "give only one of schedule, every" in invalid["two"]
     assert "routine.name" in invalid["named"]
+
+
+def test_the_readme_routine_example_is_a_valid_routine() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Routines and heartbeat", 1)[1]
+    write("example", section.split("```toml", 1)[1].split("```", 1)[0])
+    valid, invalid = load()
+    assert invalid == {}
+    assert valid["example"].timezone == "Europe/Paris"  # type: ignore[attr-defined]
