@@ -73,7 +73,10 @@ def routine_routes(sched: Scheduler) -> list[BaseRoute]:
 
     async def history(request: Request) -> Response:
         name = request.path_params["name"]
-        limit = int(request.query_params.get("limit", "50"))
+        try:
+            limit = max(1, int(request.query_params.get("limit", "50")))
+        except ValueError:
+            return JSONResponse({"error": "limit must be a number", "code": "bad_request"}, 400)
         firings = await sched.store.list_firings(name, limit=limit)
         known = {*sched.load().valid, *(bad.name for bad in sched.loaded.invalid)}
         if not firings and name not in known:

@@ -108,7 +108,7 @@ class Scheduler:
             while True:
                 try:
                     await self.tick()
-                except (ChorusError, OSError):
+                except Exception:  # one bad tick must not stop every routine for good
                     log.exception("routine tick failed")
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
