@@ -76,3 +76,16 @@ async def test_pending_retries_survive_a_restart(rig: Rig) -> None:
     again = RetryQueue(rig.sup, clock=rig.clock)
     (pending,) = again.pending.values()
     assert (pending.job_id, pending.retry, pending.due_at) == (job.id, 2, 5060.0)
+
+
+async def test_a_quota_failure_waits_at_least_for_the_earliest_provider_reset(rig: Rig) -> None:
+    rig.clock.now = 10_000.0
+    quota = ErrorInfo(code=ErrorCode.QUOTA_EXHAUSTED, message="out", retry_after_s=7200)
+    for body in rig.sup.router.bodies:  # every provider is cooling down for two hours
+        rig.sup.health.failure(rig.sup.provider_key(body), quota, rig.clock.now)
+    reset = rig.sup.health.earliest_reset([rig.sup.provider_key(b) for b in rig.sup.router.bodies])
+    assert reset > rig.clock.now + 30
+    job, ended = await _failed_job(rig, ErrorCode.QUOTA_EXHAUSTED)
+    await rig.sched.retries.on_outcome(job, ended)
+    (pending,) = rig.sched.retries.pending.values()
+    assert pending.due_at >= reset
