@@ -247,10 +247,12 @@ def test_daemon_down_over_a_firing_catches_up_exactly_once(chorus: Chorus) -> No
 
 def test_a_job_failing_on_an_overloaded_api_is_retried_and_completes(chorus: Chorus) -> None:
     with (chorus.home / "config.toml").open("a") as config:
-        config.write("[retry]\nbase_s = 3.0\nmax_retries = 2\n")
+        config.write("[retry]\nbase_s = 10.0\nmax_retries = 2\n")
     chorus.server.script([error("overloaded"), text("second time lucky")])
     job_id = chorus.run("task", "flaky upstream", "--body", "claude").stdout.strip()
     _until(lambda: chorus.client.job(job_id)["state"] == "failed")
+    # the outcome hook runs just after the job is marked failed
+    _until(lambda: chorus.client.status()["pending_retries"] == 1, timeout=5)
     status = chorus.run("status")
     assert "pending retries: 1" in status.stdout, status.stdout
     _until(lambda: chorus.client.job(job_id)["state"] == "succeeded")
