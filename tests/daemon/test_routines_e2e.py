@@ -168,9 +168,9 @@ def _policy_with_open_workspace(home: Path) -> None:
     sensitive = [p for p in SENSITIVE_PATHS if p != "{chorus_home}"]
     private = ["policy.toml", "config.toml", "chorus.db", "audit", "secrets", "run", "routines"]
     denied = sensitive + [f"{{chorus_home}}/{name}" for name in private]
-    (home / "policy.toml").write_text(
-        f"version = 1\n[filesystem]\ndenied_paths = {json.dumps(denied)}\n"
-    )
+    policy = home / "policy.toml"
+    policy.write_text(f"version = 1\n[filesystem]\ndenied_paths = {json.dumps(denied)}\n")
+    policy.chmod(0o600)  # a policy others could rewrite is refused
 
 
 def test_heartbeat_runs_one_job_that_ticks_the_unchecked_item(chorus: Chorus) -> None:
