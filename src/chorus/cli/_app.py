@@ -43,6 +43,7 @@ def _register() -> None:
         _demo_cmd,
         _gateway_cmd,
         _policy_cmd,
+        _routine_cmd,
         _schema_cmd,
         _store_cmd,
         _usage_cmd,

@@ -106,6 +106,30 @@ class StoreConfig(_Strict):
         return self
 
 
+class RoutinesConfig(_Strict):
+    """``[routines]``: defaults for routine files and the heartbeat (issue 19)."""
+
+    #: IANA timezone for cron and ``at`` routines that name none. Unset: such a
+    #: routine is refused (never silently UTC).
+    timezone: str | None = None
+    heartbeat: bool = True
+    #: Seconds, or a duration such as "30m".
+    heartbeat_interval: str | float = "30m"
+    #: "HH:MM-HH:MM" in ``timezone``; unset: all day.
+    active_hours: str | None = None
+    #: Body of heartbeat jobs (unset: the router chooses).
+    heartbeat_body: str | None = None
+
+
+class RetryConfig(_Strict):
+    """``[retry]``: jobs that failed on quota or a transient error are queued again
+    after a backoff (``base_s * 2**(n-1)``, capped), at most ``max_retries`` times."""
+
+    max_retries: int = Field(default=3, ge=0, le=20)
+    base_s: float = Field(default=30.0, gt=0)
+    max_s: float = Field(default=3600.0, gt=0)
+
+
 class ChorusConfig(_Strict):
     """The whole config file. Unknown keys are errors, not silently ignored."""
 
@@ -114,6 +138,8 @@ class ChorusConfig(_Strict):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    routines: RoutinesConfig = Field(default_factory=RoutinesConfig)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)

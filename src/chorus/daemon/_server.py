@@ -23,34 +23,48 @@ from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
 from chorus.gateway import Gateway, load_gateway_settings
 from chorus.policy import AuditLog, SecretStore, load_policy
+from chorus.routines import Scheduler, routine_routes
 from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
-from chorus.store import Store, StoreUnreachableError, open_store
+from chorus.store import SqliteStore, Store, StoreUnreachableError, open_store
 
 log = logging.getLogger("chorus.daemon")
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
 
 
-def _lifespan(store: Store, sup: Supervisor, gateway: Gateway) -> Lifespan:
-    """Run the session hub, the supervisor and the gateway for the app's life; on the
-    way out stop scheduling, then the gateway, then close every body, then the store."""
+def _lifespan(store: Store, sup: Supervisor, gateway: Gateway, sched: Scheduler) -> Lifespan:
+    """Run the session hub, the supervisor, the routines' scheduler and the gateway for
+    the app's life; on the way out stop scheduling (routines first), then the gateway,
+    then close every body, then the store."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             async with sup.hub.running():
                 task = asyncio.create_task(sup.run(), name="supervisor")
+                routines = asyncio.create_task(_routines(store, sched), name="routines")
                 try:
                     metrics = DaemonMetrics(gateway.metrics.registry)
                     async with gateway.running(), following(store, metrics):
                         yield
                 finally:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                    for owned in (routines, task):
+                        owned.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await owned
         finally:
             await store.close()
 
     return lifespan
+
+
+async def _routines(store: Store, sched: Scheduler) -> None:
+    """Run the routines' scheduler: they keep their state in the SQLite store (not yet
+    on PostgreSQL, where this waits until the daemon stops)."""
+    if isinstance(store, SqliteStore):
+        await sched.run()
+    else:
+        log.info("routines are off: they need the SQLite store")
+        await asyncio.Event().wait()
 
 
 def _policy_parts(store: Store) -> dict[str, Any]:
@@ -92,7 +106,9 @@ async def serve() -> int:
     if config.router.notify_on_failover:
         sup.failover_hooks.append(notify_failover)
     gateway = Gateway(store, config, guards=guards, hub=hub)
-    app = build_app(sup, lifespan=_lifespan(store, sup, gateway), extra_routes=gateway.routes())
+    sched = Scheduler(sup)
+    routes = [*gateway.routes(), *routine_routes(sched)]
+    app = build_app(sup, lifespan=_lifespan(store, sup, gateway, sched), extra_routes=routes)
     listener = _bind_private_socket()
     try:
         # uvicorn's own ``uds=`` would chmod the socket 0666; hand it our 0600 one.

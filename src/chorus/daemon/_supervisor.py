@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -71,6 +72,7 @@ from chorus.session import (
 )
 from chorus.store import (
     ORIGIN_CHORUS,
+    Firing,
     JobRecord,
     JobState,
     SessionRecord,
@@ -103,6 +105,9 @@ class JobRequest:
     planners: list[str] | None = None
     reviewer: str | None = None
     rounds: int | None = None
+    #: A routine's firing (issue 19): recorded with the job in one transaction, so
+    #: it queues at most one job (FiringExistsError the second time).
+    firing: Firing | None = None
 
 
 class Supervisor:
@@ -151,6 +156,8 @@ class Supervisor:
         self.outcome_hooks: list[OutcomeHook] = []
         self.frameworks = FrameworkPort(self)
         self.failover_hooks: list[FailoverHook] = []
+        #: Extra fields for ``status()`` (e.g. the retry queue's ``pending_retries``).
+        self.status_hooks: list[Callable[[], dict[str, Any]]] = []
         self.started_at = time.time()
         # Issue 23: this daemon is a worker node of the store's queue (claims with leases).
         sc = config.store
@@ -170,9 +177,10 @@ class Supervisor:
         framework = framework_options(req.framework, req.planners, req.reviewer, req.rounds, known)
         session = await self._session_for(req)
         options = {"model": req.model, "permission_mode": req.permission_mode, **framework}
-        job = await self.store.create_job(
-            req.prompt, body=session.body, session_id=session.id, options=options
-        )
+        create: Callable[..., Awaitable[JobRecord]] = self.store.create_job
+        if isinstance(req.firing, Firing):
+            create = functools.partial(self.store.create_fired_job, req.firing)
+        job = await create(req.prompt, body=session.body, session_id=session.id, options=options)
         self._wake.set()
         return job
 
@@ -294,6 +302,7 @@ class Supervisor:
             "paused_sessions": sorted(self._paused),
             "max_parallel_jobs": self.config.daemon.max_parallel_jobs,
             "health": self.health.to_json(),
+            **{k: v for hook in self.status_hooks for k, v in hook().items()},
         }
 
     # -- the scheduling loop ------------------------------------------------------------

@@ -5,7 +5,8 @@
     │   ├── StoreClosedError           used before start() or after close()
     │   ├── SchemaVersionError         the database was written by a newer Chorus
     │   ├── DuplicateRecordError       a job / control request id already taken
-    │   │   └── SessionExistsError     create_session with an id already taken
+    │   │   ├── SessionExistsError     create_session with an id already taken
+    │   │   └── FiringExistsError      a routine already fired for that scheduled time
     │   ├── JobStateError              an illegal job state transition
     │   ├── ControlAnsweredError       a control request already has its response
     │   ├── UnknownRecordError         (also a UserError: exit code 2)
@@ -57,6 +58,15 @@ class DuplicateRecordError(StoreError):
 
 class SessionExistsError(DuplicateRecordError):
     """A session with this id already exists."""
+
+
+class FiringExistsError(DuplicateRecordError):
+    """The routine already has a firing for this scheduled time (it fired once)."""
+
+    def __init__(self, routine: str, scheduled_for: float) -> None:
+        super().__init__(f"routine {routine!r} already fired for {scheduled_for}")
+        self.routine = routine
+        self.scheduled_for = scheduled_for
 
 
 class JobStateError(StoreError):

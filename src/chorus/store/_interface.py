@@ -24,7 +24,7 @@ from typing import Any, Literal, Self
 
 from chorus.events import Event
 from chorus.store._bus import DEFAULT_SUBSCRIBER_QUEUE, Subscription
-from chorus.store._errors import InvalidIdError, JobStateError
+from chorus.store._errors import InvalidIdError, JobStateError, StoreError
 from chorus.store._redact import Redactor
 
 JsonDict = dict[str, Any]
@@ -181,6 +181,45 @@ class NodeRecord:
     started_at: float
     last_seen: float
     running: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RoutineRecord:
+    """A routine's scheduling state. ``anchor_at`` is when the store first saw it: no
+    firing is due before it (and interval routines count from it)."""
+
+    name: str
+    enabled: bool
+    anchor_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Firing:
+    """One firing of a routine: the key is (``routine``, ``scheduled_for``), which the
+    store rounds to the millisecond. ``kind`` says what fired it (``schedule``,
+    ``manual``, ``file_change``, ``heartbeat``); ``detail`` carries e.g. the paths."""
+
+    routine: str
+    scheduled_for: float
+    kind: str = "schedule"
+    detail: JsonDict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FiringRecord:
+    """A stored firing. ``outcome`` is ``queued`` (it has ``job_id``) or why no job was
+    queued (``skipped``, ``coalesced``, ``missed``, ``nothing_to_do``); ``job_state``
+    is the job's current state."""
+
+    routine: str
+    scheduled_for: float
+    kind: str
+    outcome: str
+    fired_at: float
+    job_id: str | None = None
+    job_state: JobState | None = None
+    detail: JsonDict = field(default_factory=dict)
 
 
 # -- the contract -----------------------------------------------------------------
@@ -493,6 +532,53 @@ class Store(ABC):
         claimable: queued or requeued by this process or, for a shared store, by
         any process. A hint only: claimers must poll as well."""
 
+    # -- routines ----------------------------------------------------------------------
+    # Implemented by the SQLite store; a backend without them refuses routines.
+
+    async def register_routine(self, name: str, *, now: float | None = None) -> RoutineRecord:
+        """The routine's state row, created (enabled, anchored at ``now``, default the
+        current time) if it is new."""
+        raise _no_routines(self)
+
+    async def list_routine_records(self) -> list[RoutineRecord]:
+        """Every routine's state row, by name."""
+        raise _no_routines(self)
+
+    async def set_routine_enabled(self, name: str, enabled: bool) -> RoutineRecord:
+        """Enable or disable (registering it first if new)."""
+        raise _no_routines(self)
+
+    async def delete_routine(self, name: str) -> None:
+        """Forget the routine's state and firings (its jobs stay). Idempotent."""
+        raise _no_routines(self)
+
+    async def create_fired_job(
+        self,
+        firing: Firing,
+        prompt: str,
+        *,
+        body: str | None = None,
+        session_id: str | None = None,
+        options: JsonDict | None = None,
+    ) -> JobRecord:
+        """In one transaction: record ``firing`` (outcome ``queued``) and queue its job,
+        like :meth:`create_job` with ``routine`` and ``scheduled_for`` added to the
+        options. Raises :class:`FiringExistsError` (nothing written) when the routine
+        already fired for that time: a restart can never fire twice."""
+        raise _no_routines(self)
+
+    async def record_firing(self, firing: Firing, outcome: str) -> FiringRecord:
+        """Record a firing that queued no job (skipped, coalesced, missed ...).
+        Raises :class:`FiringExistsError`."""
+        raise _no_routines(self)
+
+    async def list_firings(
+        self, routine: str, *, kind: str | None = None, limit: int | None = None
+    ) -> list[FiringRecord]:
+        """The routine's firings (optionally of one ``kind``), latest scheduled time
+        first, with their jobs' states."""
+        raise _no_routines(self)
+
     # -- maintenance -------------------------------------------------------------------
 
     @abstractmethod
@@ -503,3 +589,10 @@ class Store(ABC):
     async def rebuild_mirror(self, session_id: str) -> None:
         """Rewrite the session's JSONL mirror from the log (after a crash may have
         left it short). Raises :class:`UnknownSessionError`."""
+
+
+def _no_routines(store: object) -> StoreError:
+    return StoreError(
+        f"routines are not available on {type(store).__name__} yet; "
+        "run them from a daemon on the SQLite store"
+    )

@@ -104,6 +104,30 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     NODES_MIGRATION,
+    Migration(
+        "routines and their firings (one row per routine and scheduled time)",
+        (
+            """CREATE TABLE routines (
+                name TEXT PRIMARY KEY,
+                enabled INTEGER NOT NULL DEFAULT 1,
+                anchor_at REAL NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+            # The primary key is what makes a firing happen at most once: the row is
+            # inserted in the same transaction as the job it queues.
+            """CREATE TABLE routine_firings (
+                routine TEXT NOT NULL,
+                scheduled_for REAL NOT NULL,
+                kind TEXT NOT NULL,
+                outcome TEXT NOT NULL,
+                job_id TEXT REFERENCES jobs(id),
+                detail TEXT NOT NULL DEFAULT '{}',
+                fired_at REAL NOT NULL,
+                PRIMARY KEY (routine, scheduled_for)
+            )""",
+            "CREATE INDEX routine_firings_by_job ON routine_firings(job_id)",
+        ),
+    ),
 )
 
 

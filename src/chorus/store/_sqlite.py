@@ -23,6 +23,7 @@ from chorus.store._bus import DEFAULT_SUBSCRIBER_QUEUE, EventBus, Subscription
 from chorus.store._errors import (
     ControlAnsweredError,
     DuplicateRecordError,
+    FiringExistsError,
     SessionExistsError,
     StoreClosedError,
     StoreError,
@@ -35,12 +36,15 @@ from chorus.store._interface import (
     ORIGIN_CODEC,
     ControlRecord,
     ControlStatus,
+    Firing,
+    FiringRecord,
     JobRecord,
     JobState,
     JsonDict,
     NodeRecord,
     RawLine,
     RawStream,
+    RoutineRecord,
     SessionRecord,
     Store,
     check_id,
@@ -690,6 +694,84 @@ class SqliteStore(Store):
         for hook in list(self._queued_hooks):
             hook()
 
+    # -- routines ---------------------------------------------------------------------------
+
+    async def register_routine(self, name: str, *, now: float | None = None) -> RoutineRecord:
+        at = time.time() if now is None else now
+        return await self._call(lambda conn: _register_routine(conn, name, at))
+
+    async def list_routine_records(self) -> list[RoutineRecord]:
+        def select(conn: sqlite3.Connection) -> list[RoutineRecord]:
+            rows = conn.execute(_ROUTINE_SELECT + " ORDER BY name").fetchall()
+            return [_routine(row) for row in rows]
+
+        return await self._read(select)
+
+    async def set_routine_enabled(self, name: str, enabled: bool) -> RoutineRecord:
+        def update(conn: sqlite3.Connection) -> RoutineRecord:
+            _register_routine(conn, name, time.time())
+            conn.execute(
+                "UPDATE routines SET enabled = ?, updated_at = ? WHERE name = ?",
+                (int(enabled), time.time(), name),
+            )
+            return _get_routine(conn, name)
+
+        return await self._call(update)
+
+    async def delete_routine(self, name: str) -> None:
+        def delete(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM routine_firings WHERE routine = ?", (name,))
+            conn.execute("DELETE FROM routines WHERE name = ?", (name,))
+
+        await self._call(delete)
+
+    async def create_fired_job(
+        self,
+        firing: Firing,
+        prompt: str,
+        *,
+        body: str | None = None,
+        session_id: str | None = None,
+        options: JsonDict | None = None,
+    ) -> JobRecord:
+        at = _firing_key(firing)
+        jid = new_id()
+        merged = {**(options or {}), "routine": firing.routine, "scheduled_for": at}
+        row = (jid, session_id, body, self.redactor.redact_text(prompt), self._json(merged))
+        detail = self._json(firing.detail)
+
+        def insert(conn: sqlite3.Connection) -> JobRecord:
+            if session_id is not None:
+                _require_session(conn, session_id)
+            now = time.time()
+            conn.execute(
+                "INSERT INTO jobs (id, session_id, body, prompt, state, options,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)",
+                (*row, now, now),
+            )
+            _insert_firing(conn, firing, at, "queued", jid, detail)
+            return _get_job(conn, jid)
+
+        return await self._call(insert)
+
+    async def record_firing(self, firing: Firing, outcome: str) -> FiringRecord:
+        at = _firing_key(firing)
+        detail = self._json(firing.detail)
+
+        def insert(conn: sqlite3.Connection) -> FiringRecord:
+            _insert_firing(conn, firing, at, outcome, None, detail)
+            return _firings(conn, firing.routine, "AND f.scheduled_for = ?", (at, 1))[0]
+
+        return await self._call(insert)
+
+    async def list_firings(
+        self, routine: str, *, kind: str | None = None, limit: int | None = None
+    ) -> list[FiringRecord]:
+        params = (kind, kind, -1 if limit is None else limit)
+        return await self._read(
+            lambda conn: _firings(conn, routine, "AND (? IS NULL OR f.kind = ?)", params)
+        )
+
     # -- maintenance ----------------------------------------------------------------------
 
     async def integrity_check(self) -> list[str]:
@@ -884,6 +966,74 @@ def _set_job_state(conn: sqlite3.Connection, job: JobRecord, state: JobState) ->
         fields.update(ended_at=now, lease_expires_at=None)
     _update_job_row(conn, job.id, fields, now=now)
     return _get_job(conn, job.id)
+
+
+_ROUTINE_SELECT = "SELECT name, enabled, anchor_at, updated_at FROM routines"
+
+
+def _routine(row: Sequence[Any]) -> RoutineRecord:
+    return RoutineRecord(name=row[0], enabled=bool(row[1]), anchor_at=row[2], updated_at=row[3])
+
+
+def _get_routine(conn: sqlite3.Connection, name: str) -> RoutineRecord:
+    return _routine(conn.execute(_ROUTINE_SELECT + " WHERE name = ?", (name,)).fetchone())
+
+
+def _register_routine(conn: sqlite3.Connection, name: str, now: float) -> RoutineRecord:
+    conn.execute(
+        "INSERT OR IGNORE INTO routines (name, enabled, anchor_at, updated_at) VALUES (?, 1, ?, ?)",
+        (name, now, now),
+    )
+    return _get_routine(conn, name)
+
+
+def _firing_key(firing: Firing) -> float:
+    """Firings are keyed to the millisecond, so float noise never makes two keys."""
+    return round(firing.scheduled_for, 3)
+
+
+def _insert_firing(
+    conn: sqlite3.Connection,
+    firing: Firing,
+    at: float,
+    outcome: str,
+    job_id: str | None,
+    detail: str,
+) -> None:
+    try:
+        conn.execute(
+            "INSERT INTO routine_firings (routine, scheduled_for, kind, outcome, job_id,"
+            " detail, fired_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (firing.routine, at, firing.kind, outcome, job_id, detail, time.time()),
+        )
+    except sqlite3.IntegrityError as exc:
+        raise FiringExistsError(firing.routine, at) from exc
+
+
+def _firings(
+    conn: sqlite3.Connection, routine: str, where: str, params: tuple[Any, ...]
+) -> list[FiringRecord]:
+    # ``where`` is one of two fixed clauses chosen by this module, never caller input;
+    # the last parameter is the limit.
+    rows = conn.execute(
+        "SELECT f.routine, f.scheduled_for, f.kind, f.outcome, f.fired_at, f.job_id,"
+        " j.state, f.detail FROM routine_firings f LEFT JOIN jobs j ON j.id = f.job_id "
+        f"WHERE f.routine = ? {where} ORDER BY f.scheduled_for DESC LIMIT ?",
+        (routine, *params),
+    ).fetchall()
+    return [
+        FiringRecord(
+            routine=r[0],
+            scheduled_for=r[1],
+            kind=r[2],
+            outcome=r[3],
+            fired_at=r[4],
+            job_id=r[5],
+            job_state=None if r[6] is None else JobState(r[6]),
+            detail=json.loads(r[7]),
+        )
+        for r in rows
+    ]
 
 
 def _update_job_row(

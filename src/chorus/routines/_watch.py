@@ -1,0 +1,113 @@
+"""File-change triggers: watchfiles with a trailing debounce.
+
+A burst of writes becomes one batch once the folder has been quiet for the
+routine's debounce (capped, so endless writes still fire now and then). ``.git``
+and editor noise are ignored (watchfiles' ``DefaultFilter``). If the native
+watcher cannot start (e.g. inotify limits), the watch degrades to polling and
+says so through ``notice``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from watchfiles import DefaultFilter, awatch
+
+log = logging.getLogger("chorus.routines")
+
+Batch = Callable[[list[str]], Awaitable[None]]
+Notice = Callable[[str], None]
+WatchFn = Callable[..., AsyncIterator[set[tuple[Any, str]]]]
+
+#: Longest one burst is grouped before it fires anyway.
+MAX_GROUPING_S = 60.0
+#: Raw batches waiting for the debouncer (the watcher waits when it is full).
+_QUEUE = 256
+
+
+async def watch_changes(
+    path: str,
+    debounce_s: float,
+    on_batch: Batch,
+    *,
+    notice: Notice,
+    watch: WatchFn = awatch,
+) -> None:
+    """Call ``on_batch(paths)`` for every debounced burst of changes under ``path``,
+    forever (cancel to stop). Paths are sorted and unique."""
+    polling = False
+    while True:
+        try:
+            await _watch(path, debounce_s, on_batch, polling=polling, watch=watch)
+            return
+        except (OSError, RuntimeError) as exc:
+            if polling:
+                raise
+            polling = True
+            notice(f"file watcher for {path} failed ({exc}); degraded to polling")
+
+
+async def _watch(
+    path: str, debounce_s: float, on_batch: Batch, *, polling: bool, watch: WatchFn
+) -> None:
+    queue: asyncio.Queue[set[str] | BaseException] = asyncio.Queue(maxsize=_QUEUE)
+    producer = asyncio.create_task(_produce(path, queue, polling=polling, watch=watch))
+    try:
+        while True:
+            await on_batch(sorted(await _one_burst(queue, debounce_s)))
+    finally:
+        producer.cancel()
+        await asyncio.gather(producer, return_exceptions=True)
+
+
+async def _produce(
+    path: str,
+    queue: asyncio.Queue[set[str] | BaseException],
+    *,
+    polling: bool,
+    watch: WatchFn,
+) -> None:
+    """Put each raw batch of changed paths on ``queue``; a failure goes on it too."""
+    stop = asyncio.Event()
+    root = str(Path(path))
+    try:
+        async for changes in watch(
+            Path(path),
+            watch_filter=DefaultFilter(),
+            step=50,
+            force_polling=polling,
+            poll_delay_ms=100,
+            stop_event=stop,
+        ):
+            # Polling also reports the watched folder itself; its entries say more.
+            changed = {name for _, name in changes if name != root}
+            if changed:
+                await queue.put(changed)
+    except (OSError, RuntimeError) as exc:
+        await queue.put(exc)
+    finally:
+        stop.set()
+
+
+async def _one_burst(queue: asyncio.Queue[set[str] | BaseException], quiet_s: float) -> set[str]:
+    """Wait for a change, then collect until ``quiet_s`` pass without one (a trailing
+    debounce), or :data:`MAX_GROUPING_S` since the first."""
+    paths = _take(await queue.get())
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + MAX_GROUPING_S
+    while (left := min(quiet_s, deadline - loop.time())) > 0:
+        try:
+            paths |= _take(await asyncio.wait_for(queue.get(), left))
+        except TimeoutError:
+            break
+    return paths
+
+
+def _take(item: set[str] | BaseException) -> set[str]:
+    if isinstance(item, BaseException):
+        raise item
+    return item

@@ -1,0 +1,72 @@
+"""File-change triggers with the real watchfiles: a trailing debounce over repeated
+writes, and the fall-back to polling when the native watcher cannot start."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from watchfiles import awatch
+
+from chorus.routines._watch import watch_changes
+
+
+async def _collect(
+    path: Path, debounce_s: float, **kw: Any
+) -> tuple[list[tuple[float, list[str]]], asyncio.Task[None]]:
+    batches: list[tuple[float, list[str]]] = []
+
+    async def on_batch(paths: list[str]) -> None:
+        batches.append((time.monotonic(), paths))
+
+    task = asyncio.create_task(watch_changes(str(path), debounce_s, on_batch, **kw))
+    await asyncio.sleep(0.5)  # the watcher is up
+    return batches, task
+
+
+async def _stop(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_repeated_writes_to_one_file_fire_once_after_the_quiet_period(tmp_path: Path) -> None:
+    notices: list[str] = []
+    batches, task = await _collect(tmp_path, 0.8, notice=notices.append)
+    try:
+        for i in range(6):
+            (tmp_path / "same.txt").write_text(f"v{i}")
+            await asyncio.sleep(0.2)
+        last_write = time.monotonic()
+        await asyncio.sleep(2.5)
+    finally:
+        await _stop(task)
+    assert len(batches) == 1
+    fired_at, paths = batches[0]
+    assert paths == [str(tmp_path / "same.txt")]
+    assert fired_at - last_write >= 0.6  # trailing: after the last write went quiet
+    assert notices == []
+
+
+async def test_a_failing_native_watcher_degrades_to_polling_and_still_fires(tmp_path: Path) -> None:
+    calls: list[bool] = []
+
+    def flaky(path: Path, **kw: Any) -> AsyncIterator[Any]:
+        calls.append(kw["force_polling"])
+        if not kw["force_polling"]:
+            raise OSError(28, "inotify watch limit reached")
+        return awatch(path, **kw)
+
+    notices: list[str] = []
+    batches, task = await _collect(tmp_path, 0.3, notice=notices.append, watch=flaky)
+    try:
+        (tmp_path / "a.txt").write_text("x")
+        await asyncio.sleep(3)  # polling every 100 ms, then 300 ms of quiet
+    finally:
+        await _stop(task)
+    assert calls == [False, True]
+    assert len(notices) == 1
+    assert "degraded to polling" in notices[0]
+    assert batches[0][1] == [str(tmp_path / "a.txt")]
