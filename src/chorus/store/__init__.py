@@ -24,6 +24,7 @@ from chorus.store._errors import (
     UnknownJobError,
     UnknownRecordError,
     UnknownSessionError,
+    UnknownWorktreeError,
 )
 from chorus.store._interface import (
     JOB_TERMINAL,
@@ -40,6 +41,7 @@ from chorus.store._interface import (
     RawTap,
     SessionRecord,
     Store,
+    WorktreeRecord,
     check_id,
     new_id,
 )
@@ -103,6 +105,8 @@ __all__ = [
     "UnknownJobError",
     "UnknownRecordError",
     "UnknownSessionError",
+    "UnknownWorktreeError",
+    "WorktreeRecord",
     "check_id",
     "default_db_path",
     "event_origin",

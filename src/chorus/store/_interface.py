@@ -155,6 +155,28 @@ class JobRecord:
     ended_at: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class WorktreeRecord:
+    """The git worktree a job runs in (issue 24), keyed by the job that made it.
+
+    ``repo`` is the main checkout's top level; ``base`` the ref it was created
+    from (``base_commit`` that ref's commit then); ``into`` the branch a merge
+    goes into. ``state`` is owned by :mod:`chorus.worktrees` (its transition
+    table); ``info`` carries that package's extra facts (e.g. the merged tip)."""
+
+    job_id: str
+    repo: str
+    path: str
+    branch: str
+    base: str
+    base_commit: str
+    into: str
+    state: str
+    created_at: float
+    updated_at: float
+    info: JsonDict = field(default_factory=dict)
+
+
 # -- the contract -----------------------------------------------------------------
 
 
@@ -411,6 +433,28 @@ class Store(ABC):
     async def requeue_running_jobs(self) -> list[JobRecord]:
         """Put every ``running`` job back to ``queued`` (for a daemon restarting
         after a crash, before it claims anything); returns them."""
+
+    # -- worktrees -----------------------------------------------------------------------
+
+    @abstractmethod
+    async def create_worktree(self, record: WorktreeRecord) -> WorktreeRecord:
+        """Insert the record (its timestamps are set now). Raises
+        :class:`DuplicateRecordError` when the job or the path already has one."""
+
+    @abstractmethod
+    async def get_worktree(self, job_id: str) -> WorktreeRecord:
+        """The job's worktree, or :class:`UnknownWorktreeError`."""
+
+    @abstractmethod
+    async def list_worktrees(self, *, repo: str | None = None) -> list[WorktreeRecord]:
+        """Worktree records oldest first, optionally of one repository."""
+
+    @abstractmethod
+    async def update_worktree(
+        self, job_id: str, *, state: str | None = None, info: JsonDict | None = None
+    ) -> WorktreeRecord:
+        """Set the state and/or replace ``info`` (None: leave as is) and ``updated_at``.
+        Raises :class:`UnknownWorktreeError`."""
 
     # -- maintenance -------------------------------------------------------------------
 
