@@ -32,6 +32,7 @@ from chorus.events import (
     TurnFailed,
     Unknown,
     UsageUpdate,
+    Worktree,
 )
 
 
@@ -107,6 +108,10 @@ def describe(event: Event) -> RichText | None:
                 f"{seq}[bold yellow]handoff[/bold yellow] {event.from_body} → {event.to_body}"
                 f" ({event.reason.code})"
             )
+        case Worktree():
+            line = f"{event.action} {event.path}" + (f" ({event.branch})" if event.branch else "")
+            detail = f": {event.detail}" if event.detail else ""
+            return RichText.from_markup(f"{seq}[cyan]worktree[/cyan] ") + RichText(line + detail)
         case SessionEnded():
             return RichText.from_markup(f"{seq}[dim]session ended: {event.reason}[/dim]")
         case Unknown():
