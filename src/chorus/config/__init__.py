@@ -6,6 +6,7 @@ from chorus.config._config import (
     DaemonConfig,
     RouterConfig,
     SandboxConfig,
+    WorktreeConfig,
     load_config,
 )
 from chorus.config._gateway import (
@@ -28,6 +29,7 @@ __all__ = [
     "GatewaySettings",
     "RouterConfig",
     "SandboxConfig",
+    "WorktreeConfig",
     "chorus_home",
     "load_config",
     "load_gateway_settings",

@@ -50,6 +50,24 @@ class DaemonConfig(_Strict):
     #: Keep one pre-started spare CLI per recently used (body, cwd), so a new session
     #: skips the CLI's boot (costs one idle CLI process each; see the README).
     spare_bodies: bool = False
+    #: ``auto``: a new job whose folder is in a git repository runs in its own
+    #: worktree unless it asks not to; ``never``: only when a job asks (``--worktree``).
+    worktree: Literal["auto", "never"] = "never"
+
+
+class WorktreeConfig(_Strict):
+    """``[worktree]``: where job worktrees live and how they are set up (issue 24)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    #: Parent of ``<repo>/<job>`` folders; default ``CHORUS_HOME/worktrees``. Never a
+    #: temp dir: OS temp cleaners delete a worktree's small ``.git`` file.
+    root: str | None = None
+    #: ``copy``: untracked files copied from the main checkout (globs, e.g. ``.env*``).
+    copy_files: list[str] = Field(default_factory=list, alias="copy")
+    #: A shell command run in a new worktree (e.g. ``npm ci``); failing, it undoes it.
+    setup: str | None = None
+    setup_timeout_s: float = Field(default=600.0, gt=0)
 
 
 class RouterConfig(_Strict):
@@ -82,6 +100,7 @@ class ChorusConfig(_Strict):
     daemon: DaemonConfig = Field(default_factory=DaemonConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     router: RouterConfig = Field(default_factory=RouterConfig)
+    worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)
