@@ -29,6 +29,7 @@ def _register() -> None:
         _policy_cmd,
         _schema_cmd,
         _store_cmd,
+        _worktree_cmd,
     )
 
 

@@ -77,6 +77,7 @@ def _submit(
     cwd: str | None,
     session: str | None,
     mode: str | None,
+    worktree: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     folder = _validate(body, cwd) if session is None else None
     request = {
@@ -86,6 +87,7 @@ def _submit(
         "cwd": folder,
         "session_id": session,
         "permission_mode": mode,
+        **(worktree or {}),
     }
     job: dict[str, Any] = _client().submit(**request)
     return job
@@ -101,6 +103,21 @@ _MODE = typer.Option(
     help="default|acceptEdits|plan|bypassPermissions (default: the policy's mode)",
 )
 
+# issue 24: a git worktree per job (see chorus.worktrees)
+_WORKTREE = typer.Option(
+    None,
+    "--worktree/--no-worktree",
+    help="Run in a git worktree of its own (default: [daemon] worktree).",
+)
+_BRANCH = typer.Option(
+    None, "--branch", help="The worktree's branch (default chorus/<job>-<slug>)."
+)
+_BASE = typer.Option(None, "--base", help="Start the worktree from REF (default: HEAD's branch).")
+
+
+def _wt(worktree: bool | None, branch: str | None, base: str | None) -> dict[str, Any]:
+    return {"worktree": worktree, "branch": branch, "base": base}
+
 
 @app.command()
 def ask(
@@ -111,11 +128,14 @@ def ask(
     session: str | None = _SESSION,
     mode: str | None = _MODE,
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
+    worktree: bool | None = _WORKTREE,
+    branch: str | None = _BRANCH,
+    base: str | None = _BASE,
 ) -> None:
     """Run a job and stream its events until it ends. Ctrl-C interrupts the job.
 
     Exit code: 0 succeeded, 1 failed, 3 cancelled or interrupted, 2 bad input."""
-    job = _submit(prompt, body, model, cwd, session, mode)
+    job = _submit(prompt, body, model, cwd, session, mode, _wt(worktree, branch, base))
     try:
         ended = _stream(job["id"], as_json=as_json)
     except KeyboardInterrupt:
@@ -132,9 +152,12 @@ def task(
     cwd: str | None = _CWD,
     session: str | None = _SESSION,
     mode: str | None = _MODE,
+    worktree: bool | None = _WORKTREE,
+    branch: str | None = _BRANCH,
+    base: str | None = _BASE,
 ) -> None:
     """Queue a job and print its id at once (fire and forget)."""
-    job = _submit(prompt, body, model, cwd, session, mode)
+    job = _submit(prompt, body, model, cwd, session, mode, _wt(worktree, branch, base))
     typer.echo(job["id"])
 
 

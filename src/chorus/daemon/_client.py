@@ -68,6 +68,21 @@ class DaemonClient:
                 if line.startswith("data: "):
                     yield parse_event(line[6:])
 
+    # -- worktrees (issue 24) -----------------------------------------------------------
+
+    def worktrees(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/worktrees"))
+
+    def worktree(self, job_id: str, action: str = "", **body: Any) -> dict[str, Any]:
+        """``action``: "" (describe), ``diff`` (GET); ``merge``, ``rm`` (POST with ``body``)."""
+        path = f"/worktrees/{job_id}" + (f"/{action}" if action else "")
+        if action in ("", "diff"):
+            return dict(self._call("GET", path))
+        return dict(self._call("POST", path, json=body))
+
+    def prune_worktrees(self) -> dict[str, Any]:
+        return dict(self._call("POST", "/worktrees/prune"))
+
     # -- sessions and the daemon --------------------------------------------------------
 
     def sessions(self) -> list[dict[str, Any]]:

@@ -211,6 +211,20 @@ async def start_job_worktree(store: Store, job: JobRecord) -> TurnFailed | None:
     return None
 
 
+async def guard_job_worktree(store: Store, job: JobRecord) -> TurnFailed | None:
+    """The guard alone, before a body (re)starts within the job (crash restart,
+    failover): the failure the attempt ends with when the worktree is unusable."""
+    rec = await job_worktree(store, job)
+    if rec is None:
+        return None
+    try:
+        await asyncio.to_thread(_ops.guard, Path(rec.path), rec.branch)
+    except WorktreeGuardError as exc:
+        await _refuse(store, job, rec, exc)
+        return TurnFailed(error=ErrorInfo(code=ErrorCode.INVALID_REQUEST, message=str(exc)))
+    return None
+
+
 async def _announce(store: Store, job: JobRecord, rec: WorktreeRecord) -> None:
     """The ``created`` event, once, with what creation noted (copies, setup, warnings)."""
     if rec.info.get("announced", True):
