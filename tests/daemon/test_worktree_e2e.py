@@ -128,11 +128,19 @@ def test_two_jobs_in_their_own_worktrees_then_merge_and_a_refused_rm(chorus: Cho
     assert "write yours too" in refused.stderr  # the commit it would lose, listed
     assert Path(rows[ids[1]]["path"]).is_dir()
 
+    shown = chorus.run("worktree", "diff", ids[1])
+    assert shown.returncode == 0, shown.stderr
+    assert f"+from {ids[1]}" in shown.stdout
+
     removed = chorus.run("worktree", "rm", ids[0])
     assert removed.returncode == 0, removed.stderr
     after = _worktrees(chorus)
     assert (after[ids[0]]["state"], after[ids[1]]["state"]) == ("removed", "ready")
     assert not Path(rows[ids[0]]["path"]).exists()
+    pruned = json.loads(chorus.run("worktree", "prune", "--json").stdout)
+    assert pruned["removed"] == []
+    assert [k["job_id"] for k in pruned["kept"]] == [ids[1]]
+    assert Path(rows[ids[1]]["path"]).is_dir()
 
 
 def test_a_follow_up_job_of_the_session_resumes_in_the_same_worktree(chorus: Chorus) -> None:
@@ -200,3 +208,30 @@ def test_bad_worktree_input_exits_2_and_makes_nothing(chorus: Chorus) -> None:
     assert chorus.client.sessions() == []
     assert _worktrees(chorus) == {}
     assert not (chorus.home / "worktrees").exists()
+
+
+def test_orphans_are_reported_at_daemon_start_and_rm_force_lists_what_it_discards(
+    chorus: Chorus,
+) -> None:
+    make_repo(chorus.work)
+    chorus.server.script([shell("echo kept > kept.txt"), text("done")])
+    ran = chorus.run("ask", "keep this", "--body", "claude", "--worktree", "--json")
+    assert ran.returncode == 0, ran.stderr
+    job_id = json.loads(ran.stdout.splitlines()[-1])["job_id"]
+    row = _worktrees(chorus)[job_id]
+    assert chorus.run("stop").returncode == 0
+    shutil.rmtree(row["path"])
+
+    assert chorus.run("start").returncode == 0
+    log = (chorus.home / "run" / "daemon.log").read_text()
+    assert f"orphaned worktree: job {job_id}: folder {row['path']} is gone" in log
+    after = _worktrees(chorus)[job_id]
+    assert (after["state"], after["exists"]) == ("missing", False)
+    assert git(chorus.work, "log", "--format=%s", "-1", row["branch"]) == "keep this"
+
+    forced = chorus.run("worktree", "rm", job_id, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "discarding 1 unmerged commit(s):" in forced.stderr
+    assert "keep this" in forced.stderr
+    assert git(chorus.work, "branch", "--list", row["branch"]) == ""
+    assert _worktrees(chorus)[job_id]["state"] == "removed"

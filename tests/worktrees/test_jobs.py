@@ -175,3 +175,34 @@ async def test_orphans_are_reported_never_deleted(store: SqliteStore, repo: Path
     assert Path(stray_rec.path).is_dir()
     assert git(repo, "branch", "--list", (await store.get_worktree(gone.id)).branch) != ""
     assert (await store.get_worktree(gone.id)).state == "missing"
+
+
+async def test_the_created_event_says_a_dirty_checkout_was_left_out(
+    store: SqliteStore, repo: Path
+) -> None:
+    (repo / "README").write_text("not committed\n")
+    job = await submit(store, Ask("x", str(repo)))
+    await start_job_worktree(store, job)
+    events = [e for e in await store.read_events(job.session_id or "") if isinstance(e, Worktree)]
+    assert events[0].action == "created"
+    assert "1 uncommitted change(s)" in events[0].detail
+    assert "without them" in events[0].detail
+    await start_job_worktree(store, job)  # a restart after a crash: announced once only
+    again = [e for e in await store.read_events(job.session_id or "") if isinstance(e, Worktree)]
+    assert [e.action for e in again] == ["created", "locked", "locked"]
+
+
+async def test_the_guard_before_a_body_restart_refuses_a_vanished_worktree(
+    store: SqliteStore, repo: Path
+) -> None:
+    from chorus.worktrees import guard_job_worktree
+
+    job = await submit(store, Ask("x", str(repo)))
+    assert await start_job_worktree(store, job) is None
+    assert await guard_job_worktree(store, job) is None
+    shutil.rmtree((await store.get_worktree(job.id)).path)
+    refused = await guard_job_worktree(store, job)
+    assert isinstance(refused, TurnFailed)
+    assert "is gone" in refused.error.message
+    assert (await store.get_worktree(job.id)).state == "missing"
+    await finish_job_worktree(store, job)  # the job ends without a commit or an error
