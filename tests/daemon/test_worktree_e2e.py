@@ -4,8 +4,10 @@ and the real Claude Code CLI against the scripted model server (issue 24)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chorus.events import JobEnded, Worktree, parse_event
-from chorus.testing import shell, slow_text, text
+from chorus.daemon import stop_daemon
+from chorus.events import Handoff, JobEnded, Worktree, parse_event
+from chorus.testing import ModelServer, error, offline_env, shell, slow_text, text
 
 if TYPE_CHECKING:
     from conftest import Chorus
@@ -235,3 +238,52 @@ def test_orphans_are_reported_at_daemon_start_and_rm_force_lists_what_it_discard
     assert "keep this" in forced.stderr
     assert git(chorus.work, "branch", "--list", row["branch"]) == ""
     assert _worktrees(chorus)[job_id]["state"] == "removed"
+
+
+ASK = [sys.executable, "-m", "chorus", "ask"]
+
+
+def test_failover_continues_in_the_same_worktree(chorus_home: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    make_repo(work)
+    with ModelServer() as server:
+        lines = ["[daemon]", "notifications = false", "[router]", 'bodies = ["claude", "codex"]']
+        lines += ["notify_on_failover = false", "rate_limit_delay_s = 0.2"]
+        for cli in ("claude", "codex"):
+            env = offline_env(cli, tmp_path / f"{cli}-home", server.lane_url(cli))
+            lines.append(f"[agents.{cli}.env]")
+            lines += [f"{k} = {json.dumps(v)}" for k, v in env.items()]
+        chorus_home.mkdir(parents=True, exist_ok=True)
+        (chorus_home / "config.toml").write_text("\n".join(lines) + "\n")
+        server.script([shell("echo one > one.txt"), error("quota", times=None)], lane="claude")
+        server.script([shell("echo two > two.txt"), text("finished the rest")], lane="codex")
+        try:
+            ran = subprocess.run(
+                [*ASK, "Write one.txt then two.txt", "--body", "claude", "--worktree", "--json"],
+                capture_output=True,
+                text=True,
+                timeout=180,
+                cwd=work,
+                env=os.environ.copy(),
+            )
+            assert ran.returncode == 0, ran.stderr
+            events = [parse_event(line) for line in ran.stdout.splitlines()]
+            first_codex = server.turn_requests(lane="codex")[0].last_user_text() or ""
+        finally:
+            stop_daemon()
+    assert server.errors == []
+    assert any(isinstance(e, Handoff) and e.to_body == "codex" for e in events)
+    created = next(e for e in events if isinstance(e, Worktree))
+    tree = Path(created.path)
+    assert f"The git worktree {tree} on branch {created.branch}" in first_codex
+    assert (tree / "one.txt").read_text() == "one\n"
+    assert (tree / "two.txt").read_text() == "two\n"  # codex worked in the same worktree
+    assert not (work / "one.txt").exists()
+    assert not (work / "two.txt").exists()
+    assert git(tree, "show", "--name-only", "--format=%s", "HEAD").split("\n") == [
+        "Write one.txt then two.txt",
+        "",
+        "one.txt",
+        "two.txt",
+    ]

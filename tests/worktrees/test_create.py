@@ -44,7 +44,8 @@ def test_slug_and_branch_name() -> None:
 
 
 def test_a_worktree_from_head_on_its_own_branch(repo: Path, git: Git) -> None:
-    spec = create(plan(repo, JOB, "add a file", WorktreeConfig()), WorktreeConfig())
+    spec = plan(repo, JOB, "add a file", WorktreeConfig())
+    assert create(spec, WorktreeConfig()) == []
     assert spec.path.parent.parent == (chorus_home() / "worktrees").resolve()
     assert spec.path.name == JOB
     assert (spec.branch, spec.base, spec.into) == ("chorus/01234567-add-a-file", "main", "main")
@@ -65,7 +66,8 @@ def test_given_branch_and_base(repo: Path, git: Git) -> None:
 
 def test_configured_root_is_used(repo: Path, tmp_path: Path) -> None:
     config = WorktreeConfig(root=str(tmp_path / "trees"))
-    spec = create(plan(repo, JOB, "x", config), config)
+    spec = plan(repo, JOB, "x", config)
+    create(spec, config)
     assert spec.path.parent.parent == (tmp_path / "trees").resolve()
     assert spec.path.is_dir()
 
@@ -109,7 +111,8 @@ def test_bad_branch_name_and_unknown_base(repo: Path, git: Git) -> None:
 
 def test_dirty_main_checkout_starts_from_the_last_commit_and_says_so(repo: Path) -> None:
     (repo / "README").write_text("edited, not committed\n")
-    spec = create(plan(repo, JOB, "x", WorktreeConfig()), WorktreeConfig())
+    spec = plan(repo, JOB, "x", WorktreeConfig())
+    create(spec, WorktreeConfig())
     assert (spec.path / "README").read_text() == "hello\n"
     assert "1 uncommitted change(s)" in spec.warnings[0]
     assert "without them" in spec.warnings[0]
@@ -120,11 +123,12 @@ def test_untracked_files_are_copied_and_setup_runs(repo: Path) -> None:
     (repo / ".env").write_text("TOKEN=1\n")
     (repo / ".env.local").write_text("LOCAL=1\n")
     config = WorktreeConfig(copy_files=[".env*"], setup="echo ready > setup.out")
-    spec = create(plan(repo, JOB, "x", config), config)
+    spec = plan(repo, JOB, "x", config)
+    notes = create(spec, config)
     assert (spec.path / ".env").read_text() == "TOKEN=1\n"
     assert (spec.path / ".env.local").read_text() == "LOCAL=1\n"
     assert (spec.path / "setup.out").read_text() == "ready\n"
-    assert spec.notes == ["copied .env, .env.local", "setup 'echo ready > setup.out' ok"]
+    assert notes == ["copied .env, .env.local", "setup 'echo ready > setup.out' ok"]
 
 
 def test_failing_setup_undoes_everything(repo: Path, git: Git) -> None:

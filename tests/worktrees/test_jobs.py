@@ -206,3 +206,25 @@ async def test_the_guard_before_a_body_restart_refuses_a_vanished_worktree(
     assert "is gone" in refused.error.message
     assert (await store.get_worktree(job.id)).state == "missing"
     await finish_job_worktree(store, job)  # the job ends without a commit or an error
+
+
+async def test_a_follow_up_after_rm_is_refused_not_run_elsewhere(
+    store: SqliteStore, repo: Path
+) -> None:
+    first = await submit(store, Ask("first", str(repo)))
+    await remove(store, first.id)
+    later = await submit(store, Ask("later", None, session_id=first.session_id, worktree=None))
+    assert later.options == {"worktree": first.id}
+    refused = await start_job_worktree(store, later)
+    assert isinstance(refused, TurnFailed)
+    assert "is gone" in refused.error.message
+
+
+async def test_the_orphan_report_survives_a_broken_repository(
+    store: SqliteStore, repo: Path
+) -> None:
+    job = await submit(store, Ask("x", str(repo)))
+    shutil.rmtree(repo / ".git")
+    found = await report_orphans(store, CONFIG)
+    assert any("cannot list its worktrees" in line for line in found)
+    assert (await store.get_worktree(job.id)).state == "ready"

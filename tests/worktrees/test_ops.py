@@ -32,7 +32,9 @@ OTHER = "fedcba9876543210fedcba9876543210"
 
 def made(repo: Path, job: str = JOB, config: WorktreeConfig | None = None) -> Spec:
     config = config or WorktreeConfig()
-    return create(plan(repo, job, f"job {job[:4]}", config), config)
+    spec = plan(repo, job, f"job {job[:4]}", config)
+    create(spec, config)
+    return spec
 
 
 def work(spec: Spec, name: str, text: str, git: Git) -> None:
@@ -179,7 +181,8 @@ def test_merge_into_a_dirty_checkout_is_refused(repo: Path, git: Git) -> None:
 
 def test_merge_needs_the_target_checked_out(repo: Path, git: Git) -> None:
     git(repo, "branch", "develop")
-    spec = create(plan(repo, JOB, "x", WorktreeConfig(), base="develop"), WorktreeConfig())
+    spec = plan(repo, JOB, "x", WorktreeConfig(), base="develop")
+    create(spec, WorktreeConfig())
     work(spec, "a.txt", "a\n", git)
     with pytest.raises(WorktreeError, match="'develop' is not checked out anywhere"):
         merge(repo, spec.branch, "develop", squash=False, message="m")

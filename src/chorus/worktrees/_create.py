@@ -18,7 +18,7 @@ import contextlib
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from chorus.config import WorktreeConfig
@@ -49,7 +49,6 @@ class Spec:
     #: The folder the job runs in: the same subfolder of the worktree as the request's.
     job_cwd: Path
     warnings: tuple[str, ...] = ()
-    notes: list[str] = field(default_factory=list)
 
 
 def plan(
@@ -131,18 +130,20 @@ def _dirty_note(source: Path, base: str) -> tuple[str, ...]:
     )
 
 
-def create(spec: Spec, config: WorktreeConfig) -> Spec:
-    """Add the worktree, copy untracked files, run the setup command. On any
-    failure the worktree and its new branch are removed again, then it raises."""
+def create(spec: Spec, config: WorktreeConfig) -> list[str]:
+    """Add the worktree, copy untracked files, run the setup command; return notes
+    on what was done. On any failure the worktree and its new branch are removed
+    again, then it raises."""
     spec.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     git.run(spec.main, "worktree", "add", "-q", "-b", spec.branch, str(spec.path), spec.base_commit)
+    notes: list[str] = []
     with _undo_on_error(spec):
         copied = copy_untracked(spec.source, spec.path, config.copy_files)
         if copied:
-            spec.notes.append("copied " + ", ".join(copied))
+            notes.append("copied " + ", ".join(copied))
         if config.setup:
-            spec.notes.append(run_setup(spec.path, config.setup, config.setup_timeout_s))
-    return spec
+            notes.append(run_setup(spec.path, config.setup, config.setup_timeout_s))
+    return notes
 
 
 @contextlib.contextmanager

@@ -88,9 +88,9 @@ async def prepare_job_worktree(
         yield PreparedJob(job_id, ask.cwd)
         return
     async with repo_lock(str(spec.main)):
-        await asyncio.to_thread(_create.create, spec, config.worktree)
+        notes = await asyncio.to_thread(_create.create, spec, config.worktree)
     try:
-        await store.create_worktree(_record(spec))
+        await store.create_worktree(_record(spec, notes))
         cwd = spec.job_cwd if spec.job_cwd.is_dir() else spec.path
         yield PreparedJob(job_id, str(cwd), {"worktree": job_id})
     except BaseException:
@@ -140,19 +140,19 @@ async def _session_worktree(store: Store, ask: WorktreeAsk) -> dict[str, Any]:
 
 
 async def find_by_folder(store: Store, folder: str | None) -> WorktreeRecord | None:
-    """The live worktree record whose folder is ``folder`` or contains it."""
+    """The worktree record whose folder is ``folder`` or contains it, in any state:
+    a session whose worktree was removed must meet the guard, not run elsewhere."""
     if not folder:
         return None
     here = Path(folder)
     for rec in await store.list_worktrees():
-        inside = here == Path(rec.path) or Path(rec.path) in here.parents
-        if inside and rec.state != WorktreeState.REMOVED:
+        if here == Path(rec.path) or Path(rec.path) in here.parents:
             return rec
     return None
 
 
-def _record(spec: _create.Spec) -> WorktreeRecord:
-    info = {"warnings": list(spec.warnings), "notes": list(spec.notes), "announced": False}
+def _record(spec: _create.Spec, notes: list[str]) -> WorktreeRecord:
+    info = {"warnings": list(spec.warnings), "notes": notes, "announced": False}
     return WorktreeRecord(
         job_id=spec.job_id,
         repo=str(spec.main),

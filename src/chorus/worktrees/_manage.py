@@ -137,7 +137,16 @@ async def _log(store: Store, rec: WorktreeRecord, action: str, detail: str) -> N
 
 async def report_orphans(store: Store, config: ChorusConfig) -> list[str]:
     """At daemon start: records whose folder is gone (marked ``missing``, branch
-    kept) and worktrees under the root that no record owns. Reported, never deleted."""
+    kept) and worktrees under the root that no record owns. Reported (logged and
+    returned), never deleted; never raises, the daemon must start regardless."""
+    try:
+        return await _orphans(store, config)
+    except Exception:
+        log.exception("could not check worktrees for orphans")
+        return []
+
+
+async def _orphans(store: Store, config: ChorusConfig) -> list[str]:
     found: list[str] = []
     records = await store.list_worktrees()
     for rec in records:
@@ -157,7 +166,12 @@ def _unrecorded(records: list[WorktreeRecord], root: Path) -> list[str]:
     owned = {r.path for r in records if r.state != WorktreeState.REMOVED}
     out: list[str] = []
     for repo in {r.repo for r in records if Path(r.repo).is_dir()}:
-        for listed in git.worktrees(Path(repo)):
+        try:
+            listed_here = git.worktrees(Path(repo))
+        except GitError as exc:
+            out.append(f"{repo}: cannot list its worktrees ({exc})")
+            continue
+        for listed in listed_here:
             inside = root in listed.path.parents
             if inside and str(listed.path) not in owned:
                 out.append(f"{listed.path} (branch {listed.branch}) has no Chorus record")
