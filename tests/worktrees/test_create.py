@@ -10,6 +10,7 @@ import pytest
 from chorus.config import WorktreeConfig, chorus_home
 from chorus.worktrees import (
     BranchInUseError,
+    Created,
     DetachedHeadError,
     NotARepositoryError,
     SetupFailedError,
@@ -45,7 +46,7 @@ def test_slug_and_branch_name() -> None:
 
 def test_a_worktree_from_head_on_its_own_branch(repo: Path, git: Git) -> None:
     spec = plan(repo, JOB, "add a file", WorktreeConfig())
-    assert create(spec, WorktreeConfig()) == []
+    assert create(spec, WorktreeConfig()) == Created(copied=[], notes=[])
     assert spec.path.parent.parent == (chorus_home() / "worktrees").resolve()
     assert spec.path.name == JOB
     assert (spec.branch, spec.base, spec.into) == ("chorus/01234567-add-a-file", "main", "main")
@@ -124,11 +125,12 @@ def test_untracked_files_are_copied_and_setup_runs(repo: Path) -> None:
     (repo / ".env.local").write_text("LOCAL=1\n")
     config = WorktreeConfig(copy_files=[".env*"], setup="echo ready > setup.out")
     spec = plan(repo, JOB, "x", config)
-    notes = create(spec, config)
+    made = create(spec, config)
     assert (spec.path / ".env").read_text() == "TOKEN=1\n"
     assert (spec.path / ".env.local").read_text() == "LOCAL=1\n"
     assert (spec.path / "setup.out").read_text() == "ready\n"
-    assert notes == ["copied .env, .env.local", "setup 'echo ready > setup.out' ok"]
+    assert made.copied == [".env", ".env.local"]
+    assert made.notes == ["copied .env, .env.local", "setup 'echo ready > setup.out' ok"]
 
 
 def test_failing_setup_undoes_everything(repo: Path, git: Git) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from chorus.config import ChorusConfig, DaemonConfig
+from chorus.config import ChorusConfig, DaemonConfig, WorktreeConfig
 from chorus.events import TurnFailed, Worktree
 from chorus.store import JobRecord, Redactor, SqliteStore
 from chorus.worktrees import (
@@ -228,3 +228,24 @@ async def test_the_orphan_report_survives_a_broken_repository(
     found = await report_orphans(store, CONFIG)
     assert any("cannot list its worktrees" in line for line in found)
     assert (await store.get_worktree(job.id)).state == "ready"
+
+
+async def test_copied_files_are_never_committed_and_go_with_rm(
+    store: SqliteStore, repo: Path, git: Git
+) -> None:
+    (repo / "local.cfg").write_text("secret-ish, and not ignored\n")
+    config = ChorusConfig(worktree=WorktreeConfig(copy_files=["local.cfg"]))
+    job = await submit(store, Ask("x", str(repo)), config)
+    rec = await store.get_worktree(job.id)
+    assert (Path(rec.path) / "local.cfg").is_file()
+    await start_job_worktree(store, job)
+    (Path(rec.path) / "work.txt").write_text("w")
+    await finish_job_worktree(store, job)
+    assert git(Path(rec.path), "show", "--name-only", "--format=", "HEAD") == "work.txt"
+    row = (await list_all(store))[0]
+    assert (row["dirty"], row["ahead"]) == (0, 1)
+    await merge(store, job.id)
+    assert git(repo, "ls-files", "local.cfg") == ""  # the merge did not bring it into main
+    assert (repo / "work.txt").read_text() == "w"
+    await remove(store, job.id)
+    assert not Path(rec.path).exists()

@@ -13,7 +13,7 @@ Pure git through subprocess (:mod:`._git`); records live in the store
 (:class:`chorus.store.WorktreeRecord`), events in the log (:class:`chorus.events.Worktree`).
 """
 
-from chorus.worktrees._create import Spec, copy_untracked, create, plan, undo
+from chorus.worktrees._create import Created, Spec, copy_untracked, create, plan, undo
 from chorus.worktrees._errors import (
     BranchInUseError,
     DetachedHeadError,
@@ -52,6 +52,7 @@ from chorus.worktrees._state import TRANSITIONS, WorktreeState
 __all__ = [
     "TRANSITIONS",
     "BranchInUseError",
+    "Created",
     "DetachedHeadError",
     "GitError",
     "MergeConflictError",

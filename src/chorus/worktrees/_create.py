@@ -130,10 +130,19 @@ def _dirty_note(source: Path, base: str) -> tuple[str, ...]:
     )
 
 
-def create(spec: Spec, config: WorktreeConfig) -> list[str]:
-    """Add the worktree, copy untracked files, run the setup command; return notes
-    on what was done. On any failure the worktree and its new branch are removed
-    again, then it raises."""
+@dataclass(frozen=True, slots=True)
+class Created:
+    """What :func:`create` did besides adding the worktree. ``copied`` files are
+    copies of the main checkout's: never committed, not counted as changes, and
+    removed with the worktree."""
+
+    copied: list[str]
+    notes: list[str]
+
+
+def create(spec: Spec, config: WorktreeConfig) -> Created:
+    """Add the worktree, copy untracked files, run the setup command. On any
+    failure the worktree and its new branch are removed again, then it raises."""
     spec.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     git.run(spec.main, "worktree", "add", "-q", "-b", spec.branch, str(spec.path), spec.base_commit)
     notes: list[str] = []
@@ -143,7 +152,7 @@ def create(spec: Spec, config: WorktreeConfig) -> list[str]:
             notes.append("copied " + ", ".join(copied))
         if config.setup:
             notes.append(run_setup(spec.path, config.setup, config.setup_timeout_s))
-    return notes
+    return Created(copied, notes)
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,10 +76,17 @@ def valid_branch_name(path: Path, name: str) -> bool:
     return run(path, "check-ref-format", "--branch", name, check=False).returncode == 0
 
 
-def changes(path: Path) -> list[str]:
-    """``git status --porcelain`` lines: uncommitted and untracked (not ignored) files."""
-    text = run(path, "status", "--porcelain", "--untracked-files=all").stdout
+def changes(path: Path, skip: Sequence[str] = ()) -> list[str]:
+    """``git status --porcelain`` lines: uncommitted and untracked (not ignored)
+    files, leaving out the paths in ``skip``."""
+    args = ["status", "--porcelain", "--untracked-files=all", *outside(skip)]
+    text = run(path, *args).stdout
     return [line for line in text.split("\n") if line]
+
+
+def outside(skip: Sequence[str]) -> list[str]:
+    """Pathspecs for "everything but ``skip``" (each taken literally)."""
+    return ["--", ".", *(f":(exclude,literal){p}" for p in skip)] if skip else []
 
 
 def commits_between(path: Path, since: str, until: str) -> list[str]:

@@ -88,9 +88,9 @@ async def prepare_job_worktree(
         yield PreparedJob(job_id, ask.cwd)
         return
     async with repo_lock(str(spec.main)):
-        notes = await asyncio.to_thread(_create.create, spec, config.worktree)
+        made = await asyncio.to_thread(_create.create, spec, config.worktree)
     try:
-        await store.create_worktree(_record(spec, notes))
+        await store.create_worktree(_record(spec, made))
         cwd = spec.job_cwd if spec.job_cwd.is_dir() else spec.path
         yield PreparedJob(job_id, str(cwd), {"worktree": job_id})
     except BaseException:
@@ -151,8 +151,13 @@ async def find_by_folder(store: Store, folder: str | None) -> WorktreeRecord | N
     return None
 
 
-def _record(spec: _create.Spec, notes: list[str]) -> WorktreeRecord:
-    info = {"warnings": list(spec.warnings), "notes": notes, "announced": False}
+def _record(spec: _create.Spec, made: _create.Created) -> WorktreeRecord:
+    info = {
+        "warnings": list(spec.warnings),
+        "notes": made.notes,
+        "copied": made.copied,
+        "announced": False,
+    }
     return WorktreeRecord(
         job_id=spec.job_id,
         repo=str(spec.main),
@@ -166,6 +171,12 @@ def _record(spec: _create.Spec, notes: list[str]) -> WorktreeRecord:
         updated_at=0.0,
         info=info,
     )
+
+
+def copied_of(rec: WorktreeRecord) -> list[str]:
+    """The files copied into the worktree at creation (never committed)."""
+    copied = rec.info.get("copied", [])
+    return [str(c) for c in copied] if isinstance(copied, list) else []
 
 
 async def job_worktree(store: Store, job: JobRecord) -> WorktreeRecord | None:
@@ -251,7 +262,7 @@ async def finish_job_worktree(store: Store, job: JobRecord) -> None:
         return  # no worktree, or the start refused it
     try:
         made = await asyncio.to_thread(
-            _ops.autocommit, Path(rec.path), first_line(job.prompt), rec.branch
+            _ops.autocommit, Path(rec.path), first_line(job.prompt), rec.branch, copied_of(rec)
         )
         if made is not None:
             await emit(store, job, rec, "committed", f"{made[0]}: {made[1]} file(s)")

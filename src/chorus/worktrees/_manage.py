@@ -20,7 +20,7 @@ from chorus.store import Store, UnknownWorktreeError, WorktreeRecord
 from chorus.worktrees import _git as git
 from chorus.worktrees import _ops
 from chorus.worktrees._errors import GitError, UnmergedWorkError, WorktreeError
-from chorus.worktrees._jobs import emit, repo_lock, set_state
+from chorus.worktrees._jobs import copied_of, emit, repo_lock, set_state
 from chorus.worktrees._naming import worktrees_root
 from chorus.worktrees._state import WorktreeState
 
@@ -41,7 +41,7 @@ async def resolve(store: Store, ref: str) -> WorktreeRecord:
 async def _status(rec: WorktreeRecord) -> _ops.Status:
     tip = rec.info.get("merged_tip")
     return await asyncio.to_thread(
-        _ops.status, Path(rec.repo), Path(rec.path), rec.branch, rec.into, tip
+        _ops.status, Path(rec.repo), Path(rec.path), rec.branch, rec.into, tip, copied_of(rec)
     )
 
 
@@ -100,7 +100,13 @@ async def remove(store: Store, ref: str, *, force: bool = False) -> dict[str, An
     async with repo_lock(rec.repo):
         st = await _status(rec)
         lost = await asyncio.to_thread(
-            _ops.remove, Path(rec.repo), Path(rec.path), rec.branch, st, force=force
+            _ops.remove,
+            Path(rec.repo),
+            Path(rec.path),
+            rec.branch,
+            st,
+            force=force,
+            copied=copied_of(rec),
         )
         rec = await set_state(store, rec, WorktreeState.REMOVED)
     detail = f"discarded {len(lost)} commit(s): {'; '.join(lost)}" if lost else "clean and merged"

@@ -8,6 +8,7 @@ folder is gone, an empty directory would let git walk up to the main checkout's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,15 +47,18 @@ def unlock(main: Path, path: Path) -> None:
     git.run(main, "worktree", "unlock", str(path), check=False)
 
 
-def autocommit(path: Path, message: str, branch: str = "") -> tuple[str, int] | None:
+def autocommit(
+    path: Path, message: str, branch: str = "", skip: Sequence[str] = ()
+) -> tuple[str, int] | None:
     """Commit everything uncommitted in the worktree (tracked and untracked, not
-    ignored) on its branch; return (short hash, files) or None when it was clean.
-    Hooks are skipped: a failing pre-commit hook must not leave work behind."""
+    ignored, not in ``skip``: the copied files) on its branch; return (short hash,
+    files) or None when it was clean. Hooks are skipped: a failing pre-commit hook
+    must not leave work behind."""
     guard(path, branch)
-    changed = git.changes(path)
+    changed = git.changes(path, skip)
     if not changed:
         return None
-    git.run(path, "add", "-A")
+    git.run(path, "add", "-A", *git.outside(skip))
     ident = () if git.has_identity(path) else git.FALLBACK_IDENTITY
     git.run(path, *ident, "commit", "-q", "--no-verify", "-m", message)
     return git.out(path, "rev-parse", "--short", "HEAD"), len(changed)
@@ -72,12 +76,19 @@ class Status:
     unmerged: list[str]
 
 
-def status(main: Path, path: Path, branch: str, into: str, merged_tip: str | None) -> Status:
-    """Ahead/behind ``into``, uncommitted files (when the folder is live), and the
-    commits only the branch has (empty once merged, also by a squash)."""
+def status(
+    main: Path,
+    path: Path,
+    branch: str,
+    into: str,
+    merged_tip: str | None,
+    skip: Sequence[str] = (),
+) -> Status:
+    """Ahead/behind ``into``, uncommitted files but ``skip`` (when the folder is
+    live), and the commits only the branch has (empty once merged, also by a squash)."""
     tip = git.commit_of(main, f"refs/heads/{branch}")
     exists = path.is_dir() and git.toplevel(path) == path.resolve()
-    dirty = len(git.changes(path)) if exists else 0
+    dirty = len(git.changes(path, skip)) if exists else 0
     if tip is None:
         return Status(exists, dirty, 0, 0, None, [])
     ahead = int(git.out(main, "rev-list", "--count", f"{into}..{branch}"))
@@ -132,11 +143,16 @@ def _abort(target: Path, squash: bool, output: str, into: str) -> None:
     )
 
 
-def remove(main: Path, path: Path, branch: str, st: Status, *, force: bool) -> list[str]:
+def remove(
+    main: Path, path: Path, branch: str, st: Status, *, force: bool, copied: Sequence[str] = ()
+) -> list[str]:
     """Remove the worktree and its branch; refused (:class:`UnmergedWorkError`)
-    unless clean and merged, or ``force``. Returns the commits that were discarded."""
+    unless clean and merged, or ``force``. The ``copied`` files (copies of the main
+    checkout's) go with it. Returns the commits that were discarded."""
     if not force and (st.unmerged or st.dirty):
         raise UnmergedWorkError(_refusal(branch, st), st.unmerged)
+    for name in copied:
+        (path / name).unlink(missing_ok=True)
     if path.exists():
         git.run(main, "worktree", "remove", *(["--force"] if force else []), str(path))
     git.run(main, "worktree", "prune")
