@@ -287,3 +287,16 @@ def test_failover_continues_in_the_same_worktree(chorus_home: Path, tmp_path: Pa
         "one.txt",
         "two.txt",
     ]
+
+
+def test_the_agents_own_commit_lands_on_the_jobs_branch(chorus: Chorus) -> None:
+    make_repo(chorus.work)
+    commit = "echo mine > mine.txt && git add mine.txt && git commit -qm 'agent commit'"
+    chorus.server.script([shell(commit), text("committed")])
+    ran = chorus.run("ask", "commit it yourself", "--body", "claude", "--worktree", "--json")
+    assert ran.returncode == 0, ran.stderr
+    events = [parse_event(line) for line in ran.stdout.splitlines()]
+    tree = Path(next(e for e in events if isinstance(e, Worktree)).path)
+    assert git(tree, "log", "--format=%s", "-2").split("\n") == ["agent commit", "first"]
+    assert not any(isinstance(e, Worktree) and e.action == "committed" for e in events)
+    assert git(chorus.work, "log", "--format=%s", "main") == "first"
