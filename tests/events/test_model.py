@@ -47,6 +47,7 @@ _REQUIRED: dict[str, dict[str, Any]] = {
     "control_request": {"request_id": "r", "subtype": "interrupt"},
     "control_response": {"request_id": "r", "ok": True},
     "handoff": {"from_body": "claude", "to_body": "codex", "reason": _ERR},
+    "worktree": {"action": "created", "path": "/w/j1", "branch": "chorus/j1-x"},
     "session_ended": {"reason": "closed", "exit_code": 0},
     "job_ended": {"state": "failed", "error": _ERR, "attempts": 2},
     "unknown": {"raw": '{"type":"brand_new"}', "native_type": "brand_new"},

@@ -137,3 +137,18 @@ def test_resolve_keeps_both_forms(ctx: PathContext) -> None:
     assert resolved.lexical == ctx.cwd / "b"
     assert resolved.real == Path(os.path.realpath(ctx.cwd / "b"))
     assert not resolved.via_symlink
+
+
+def test_a_job_worktree_under_chorus_home_is_the_users_code(ctx: PathContext) -> None:
+    # Issue 24: jobs run in CHORUS_HOME/worktrees/<repo>/<job>; that is their cwd.
+    tree = ctx.chorus_home / "worktrees" / "repo-1234" / "job1"
+    tree.mkdir(parents=True)
+    in_tree = PathContext(cwd=tree, home=ctx.home, tmp=ctx.tmp, chorus_home=ctx.chorus_home)
+    assert check("notes.txt", in_tree).ok
+    assert check(str(tree / "sub" / "a.py"), in_tree).ok
+    # The rest of CHORUS_HOME stays denied, even from inside a worktree ...
+    for raw in ("../../../policy.toml", str(ctx.chorus_home / "chorus.db")):
+        verdict = check(raw, in_tree)
+        assert verdict.rule == "filesystem.denied_path", raw
+    # ... and other denials still apply inside it.
+    assert check(".env", in_tree).rule == "filesystem.denied_path"

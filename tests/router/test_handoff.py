@@ -68,3 +68,27 @@ def test_history_is_trimmed_to_budget_keeping_the_latest(tmp_path: Path) -> None
     assert "message number 0 " not in history
     assert "earlier history trimmed" in history
     assert len(history) < 300 * 4 + 500
+
+
+def test_the_bundle_names_the_jobs_worktree_and_branch(tmp_path: Path) -> None:
+    from chorus.store import WorktreeRecord
+
+    tree = WorktreeRecord(
+        job_id="j1",
+        repo="/r",
+        path=str(tmp_path / "wt"),
+        branch="chorus/j1-fix",
+        base="main",
+        base_commit="a" * 40,
+        into="main",
+        state="locked",
+        created_at=0.0,
+        updated_at=0.0,
+    )
+    bundle = build_bundle(
+        task="t", from_body="claude", failure=FAIL, events=[], cwd=tmp_path, worktree=tree
+    )
+    prompt = bundle.render()
+    assert f"The git worktree {tmp_path / 'wt'} on branch chorus/j1-fix" in prompt
+    plain = build_bundle(task="t", from_body="claude", failure=FAIL, events=[], cwd=tmp_path)
+    assert "worktree" not in plain.render()

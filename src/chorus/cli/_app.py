@@ -47,6 +47,7 @@ def _register() -> None:
         _schema_cmd,
         _store_cmd,
         _usage_cmd,
+        _worktree_cmd,
     )
 
 

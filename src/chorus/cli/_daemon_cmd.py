@@ -41,6 +41,39 @@ def _opts(**values: Any) -> dict[str, Any]:
     return values
 
 
+# issue 24: a git worktree per job (see chorus.worktrees); issue 25: frameworks.
+_WORKTREE = typer.Option(
+    None,
+    "--worktree/--no-worktree",
+    help="Run in a git worktree of its own (default: [daemon] worktree).",
+)
+_BRANCH = typer.Option(
+    None, "--branch", help="The worktree's branch (default chorus/<job>-<slug>)."
+)
+_BASE = typer.Option(None, "--base", help="Start the worktree from REF (default: HEAD's branch).")
+_FRAMEWORK = typer.Option(
+    None, "--framework", help="direct|consensus|reflect|sequential|script|auto (default: direct)"
+)
+_PLANNERS = typer.Option(None, "--planners", help="consensus: bodies that plan, e.g. claude,codex")
+_REVIEWER = typer.Option(None, "--reviewer", help="reflect: the body that reviews.")
+_ROUNDS = typer.Option(None, "--rounds", help="reflect: at most this many reviews (1-5).")
+
+
+def _extra(
+    worktree: bool | None,
+    branch: str | None,
+    base: str | None,
+    framework: str | None,
+    planners: str | None,
+    reviewer: str | None,
+    rounds: int | None,
+) -> dict[str, Any]:
+    listed = [p.strip() for p in planners.split(",") if p.strip()] if planners else None
+    request: dict[str, Any] = {"worktree": worktree, "branch": branch, "base": base}
+    request.update(framework=framework, planners=listed, reviewer=reviewer, rounds=rounds)
+    return {"request": {k: v for k, v in request.items() if v is not None}}
+
+
 @app.command(help=SUMMARY["ask"])
 def ask(
     prompt: str,
@@ -51,8 +84,16 @@ def ask(
     mode: str | None = _MODE,
     fmt: str | None = _FORMAT,
     as_json: bool = _JSON,
+    worktree: bool | None = _WORKTREE,
+    branch: str | None = _BRANCH,
+    base: str | None = _BASE,
+    framework: str | None = _FRAMEWORK,
+    planners: str | None = _PLANNERS,
+    reviewer: str | None = _REVIEWER,
+    rounds: int | None = _ROUNDS,
 ) -> None:
     opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
+    opts.update(_extra(worktree, branch, base, framework, planners, reviewer, rounds))
     raise typer.Exit(_jobs.ask(prompt, opts, fmt, as_json))
 
 
@@ -65,8 +106,16 @@ def task(
     session: str | None = _SESSION,
     mode: str | None = _MODE,
     as_json: bool = _JSON,
+    worktree: bool | None = _WORKTREE,
+    branch: str | None = _BRANCH,
+    base: str | None = _BASE,
+    framework: str | None = _FRAMEWORK,
+    planners: str | None = _PLANNERS,
+    reviewer: str | None = _REVIEWER,
+    rounds: int | None = _ROUNDS,
 ) -> None:
     opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
+    opts.update(_extra(worktree, branch, base, framework, planners, reviewer, rounds))
     raise typer.Exit(_jobs.task(prompt, opts, as_json))
 
 

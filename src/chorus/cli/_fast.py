@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from chorus._errors import UserError
 from chorus.cli import _jobs
 
 #: ``typing`` is not imported at run time: it costs the fast path milliseconds.
@@ -28,7 +29,14 @@ _JOB_OPTIONS = {
     "--session": "session",
     "-s": "session",
     "--permission-mode": "mode",
+    "--branch": "branch",
+    "--base": "base",
+    "--framework": "framework",
+    "--planners": "planners",
+    "--reviewer": "reviewer",
+    "--rounds": "rounds",
 }
+_JOB_FLAGS = {"--json": "as_json", "--worktree": "worktree", "--no-worktree": "no_worktree"}
 
 
 #: Help of each option by destination, shared with the typer commands (``_daemon_cmd``).
@@ -41,6 +49,14 @@ HELP = {
     "fmt": "text (the answer only; default when piped), events (default on a terminal), json",
     "as_json": "Print JSON (ask, watch: the events, one per line).",
     "state": "Only jobs in this state.",
+    "worktree": "Run in a git worktree of its own (default: [daemon] worktree).",
+    "no_worktree": "Run in the folder itself even when [daemon] worktree = auto.",
+    "branch": "The worktree's branch (default chorus/<job>-<slug>).",
+    "base": "Start the worktree from REF (default: HEAD's branch).",
+    "framework": "direct|consensus|reflect|sequential|script|auto (default: direct)",
+    "planners": "consensus: bodies that plan, e.g. claude,codex,gemini",
+    "reviewer": "reflect: the body that reviews.",
+    "rounds": "reflect: at most this many reviews (1-5).",
 }
 
 #: Each command's help, shared with the typer commands.
@@ -74,8 +90,8 @@ class Spec:
 
 
 SPECS: dict[str, Spec] = {
-    "ask": Spec(("prompt",), 1, {**_JOB_OPTIONS, "--format": "fmt"}),
-    "task": Spec(("prompt",), 1, dict(_JOB_OPTIONS)),
+    "ask": Spec(("prompt",), 1, {**_JOB_OPTIONS, "--format": "fmt"}, dict(_JOB_FLAGS)),
+    "task": Spec(("prompt",), 1, dict(_JOB_OPTIONS), dict(_JOB_FLAGS)),
     "watch": Spec(("job_id",), 0, {"--format": "fmt"}),
     "steer": Spec(("job_id", "text"), 2),
     "jobs": Spec((), 0, {"--state": "state"}),
@@ -112,7 +128,22 @@ def parse(spec: Spec, args: list[str]) -> dict[str, Any] | None:
 
 
 def _job_opts(v: dict[str, Any]) -> dict[str, Any]:
-    return {k: v.get(k) for k in ("body", "model", "cwd", "session", "mode")}
+    opts = {k: v.get(k) for k in ("body", "model", "cwd", "session", "mode")}
+    request = {k: v[k] for k in ("branch", "base", "framework", "reviewer") if v.get(k)}
+    if v.get("worktree") or v.get("no_worktree"):
+        request["worktree"] = bool(v.get("worktree"))
+    if v.get("planners"):
+        request["planners"] = [p.strip() for p in v["planners"].split(",") if p.strip()]
+    if v.get("rounds"):
+        request["rounds"] = _number(v["rounds"], "--rounds")
+    return {**opts, "request": request}
+
+
+def _number(raw: str, name: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise UserError(f"{name} takes a whole number, not {raw!r}") from None
 
 
 _RUN: dict[str, Callable[[dict[str, Any]], int]] = {

@@ -172,6 +172,7 @@ def submit(prompt: str, opts: dict[str, Any]) -> dict[str, Any]:
         "cwd": None,
         "session_id": opts.get("session"),
         "permission_mode": opts.get("mode"),
+        **opts.get("request", {}),
     }
     if request["session_id"] is None:
         request["cwd"] = os.path.realpath(os.path.expanduser(opts.get("cwd") or os.getcwd()))

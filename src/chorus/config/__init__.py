@@ -9,6 +9,7 @@ from chorus.config._config import (
     RoutinesConfig,
     SandboxConfig,
     StoreConfig,
+    WorktreeConfig,
     load_config,
 )
 from chorus.config._gateway import (
@@ -34,6 +35,7 @@ __all__ = [
     "RoutinesConfig",
     "SandboxConfig",
     "StoreConfig",
+    "WorktreeConfig",
     "chorus_home",
     "load_config",
     "load_gateway_settings",

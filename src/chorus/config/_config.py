@@ -54,6 +54,24 @@ class DaemonConfig(_Strict):
     #: Seconds between the ``: ping`` comments on an idle event stream; the client
     #: gives a stream up after a long silence (``CHORUS_STREAM_IDLE_S``, default 60).
     stream_ping_s: float = Field(default=15.0, gt=0, le=300)
+    #: ``auto``: a new job whose folder is in a git repository runs in its own
+    #: worktree unless it asks not to; ``never``: only when a job asks (``--worktree``).
+    worktree: Literal["auto", "never"] = "never"
+
+
+class WorktreeConfig(_Strict):
+    """``[worktree]``: where job worktrees live and how they are set up (issue 24)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    #: Parent of ``<repo>/<job>`` folders; default ``CHORUS_HOME/worktrees``. Never a
+    #: temp dir: OS temp cleaners delete a worktree's small ``.git`` file.
+    root: str | None = None
+    #: ``copy``: untracked files copied from the main checkout (globs, e.g. ``.env*``).
+    copy_files: list[str] = Field(default_factory=list, alias="copy")
+    #: A shell command run in a new worktree (e.g. ``npm ci``); failing, it undoes it.
+    setup: str | None = None
+    setup_timeout_s: float = Field(default=600.0, gt=0)
 
 
 class RouterConfig(_Strict):
@@ -140,6 +158,7 @@ class ChorusConfig(_Strict):
     store: StoreConfig = Field(default_factory=StoreConfig)
     routines: RoutinesConfig = Field(default_factory=RoutinesConfig)
     retry: RetryConfig = Field(default_factory=RetryConfig)
+    worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)

@@ -25,6 +25,7 @@ from starlette.routing import BaseRoute, Route
 
 from chorus._errors import ChorusError, UserError
 from chorus.daemon._supervisor import JobRequest, Supervisor
+from chorus.daemon._worktree_api import worktree_routes
 from chorus.events import JobEnded, event_to_json
 from chorus.store import (
     JobRecord,
@@ -185,6 +186,7 @@ def build_app(
             Route("/sessions", list_sessions),
             Route("/sessions/{session_id}", get_session),
             Route("/sessions/{session_id}/{action:str}", pause, methods=["POST"]),
+            *worktree_routes(sup.store, _fail),
             *extra_routes,
         ],
     )

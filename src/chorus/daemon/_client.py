@@ -215,6 +215,21 @@ class DaemonClient:
         for line in self.event_lines(job_id, from_seq=from_seq, follow=follow):
             yield parse_event(line)
 
+    # -- worktrees (issue 24) -----------------------------------------------------------
+
+    def worktrees(self) -> list[dict[str, Any]]:
+        return list(self.call("GET", "/worktrees"))
+
+    def worktree(self, job_id: str, action: str = "", **body: Any) -> dict[str, Any]:
+        """``action``: "" (describe), ``diff`` (GET); ``merge``, ``rm`` (POST with ``body``)."""
+        path = f"/worktrees/{job_id}" + (f"/{action}" if action else "")
+        if action in ("", "diff"):
+            return dict(self.call("GET", path))
+        return dict(self.call("POST", path, body))
+
+    def prune_worktrees(self) -> dict[str, Any]:
+        return dict(self.call("POST", "/worktrees/prune"))
+
     # -- sessions and the daemon --------------------------------------------------------
 
     def sessions(self) -> list[dict[str, Any]]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -33,7 +32,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +78,14 @@ from chorus.store import (
     Store,
     WorkerNode,
 )
+from chorus.worktrees import (
+    finish_job_worktree,
+    guard_job_worktree,
+    job_worktree,
+    prepare_job_worktree,
+    report_orphans,
+    start_job_worktree,
+)
 
 log = logging.getLogger("chorus.daemon")
 
@@ -108,6 +115,10 @@ class JobRequest:
     #: A routine's firing (issue 19): recorded with the job in one transaction, so
     #: it queues at most one job (FiringExistsError the second time).
     firing: Firing | None = None
+    #: Run in a git worktree of its own (None: ``[daemon] worktree``); see chorus.worktrees.
+    worktree: bool | None = None
+    branch: str | None = None
+    base: str | None = None
 
 
 class Supervisor:
@@ -175,14 +186,25 @@ class Supervisor:
         _checked_mode(req.permission_mode)
         known = body_names(self.config)
         framework = framework_options(req.framework, req.planners, req.reviewer, req.rounds, known)
-        session = await self._session_for(req)
-        options = {"model": req.model, "permission_mode": req.permission_mode, **framework}
-        create: Callable[..., Awaitable[JobRecord]] = self.store.create_job
-        if isinstance(req.firing, Firing):
-            create = functools.partial(self.store.create_fired_job, req.firing)
-        job = await create(req.prompt, body=session.body, session_id=session.id, options=options)
+        async with prepare_job_worktree(self.store, self.config, req) as wt:  # issue 24
+            session = await self._session_for(replace(req, cwd=wt.cwd))
+            options = {"model": req.model, "permission_mode": req.permission_mode, **framework}
+            job = await self._create(req, session, {**options, **wt.options}, wt.job_id)
         self._wake.set()
         return job
+
+    async def _create(
+        self, req: JobRequest, session: SessionRecord, options: dict[str, Any], job_id: str | None
+    ) -> JobRecord:
+        """Queue the job; a routine's job with its firing, in one transaction."""
+        body, sid = session.body, session.id
+        if isinstance(req.firing, Firing):
+            return await self.store.create_fired_job(
+                req.firing, req.prompt, body=body, session_id=sid, options=options
+            )
+        return await self.store.create_job(
+            req.prompt, body=body, session_id=sid, options=options, job_id=job_id
+        )
 
     async def _session_for(self, req: JobRequest) -> SessionRecord:
         if req.session_id:
@@ -321,6 +343,7 @@ class Supervisor:
         for job in requeued:
             log.info("requeued job %s after restart", job.id)
         await self._kill_orphans(only=_sessions_of(requeued) if self.store.shared else None)
+        await report_orphans(self.store, self.config)  # logged, never deleted (issue 24)
         leases = asyncio.create_task(self.node.keep_leases(), name="job-leases")
         try:
             while True:
@@ -381,11 +404,13 @@ class Supervisor:
         """Run the job and end it (JobEnded); its session's body stays warm for the next."""
         try:
             try:
-                final = await self._attempts(job)
+                refused = await start_job_worktree(self.store, job)  # the guard (issue 24)
+                final = refused or await self._attempts(job)
             except Exception as exc:  # the job must end with a reason, whatever broke
                 log.exception("job %s failed inside Chorus", job.id)
                 err = ErrorInfo(code=ErrorCode.UNKNOWN, message=f"chorus error: {exc}")
                 final = TurnFailed(error=err)
+            await finish_job_worktree(self.store, job)  # commit leftovers, unlock (issue 24)
             await self._finish(job, final)
         finally:
             self._gates.pop(job.id, None)
@@ -462,6 +487,7 @@ class Supervisor:
             events=events,
             cwd=Path(session.cwd or "."),
             token_budget=self.config.router.handoff_tokens,
+            worktree=await job_worktree(self.store, job),  # issue 24
         )
         prompt = bundle.render()
         handoff = Handoff(from_body=run.body, to_body=nxt, reason=error, bundle_chars=len(prompt))
@@ -533,6 +559,8 @@ class Supervisor:
 
     async def _one_attempt(self, job: JobRecord, body_name: str, prompt: str) -> Event:
         """One turn of the job on its session's live body (warm, or started now)."""
+        if refused := await guard_job_worktree(self.store, job):  # every body start (issue 24)
+            return refused
         record = await self.store.get_session(job.session_id or "")
         mode = job.options.get("permission_mode")
         gate = self._gate(job, record, mode)

@@ -43,6 +43,7 @@ from chorus.events._model import (
     Unknown,
     Usage,
     UsageUpdate,
+    Worktree,
 )
 from chorus.events._ucp import (
     KNOWN_REQUEST_ADAPTER,
@@ -121,6 +122,7 @@ __all__ = [
     "UsageUpdate",
     "UserContent",
     "UserMessage",
+    "Worktree",
     "error",
     "event_from_dict",
     "event_json_schema",

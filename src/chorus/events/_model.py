@@ -272,6 +272,17 @@ class Handoff(_EventBase):
     bundle_chars: int = 0
 
 
+class Worktree(_EventBase):
+    """Chorus did something to a job's git worktree (issue 24): ``action`` is one of
+    created, locked, committed, unlocked, merged, removed, refused, orphan."""
+
+    type: Literal["worktree"] = "worktree"
+    action: str
+    path: str
+    branch: str = ""
+    detail: str = ""
+
+
 class SessionEnded(_EventBase):
     type: Literal["session_ended"] = "session_ended"
     reason: str
@@ -322,6 +333,7 @@ Event = Annotated[
     | ControlRequestEvent
     | ControlResponseEvent
     | Handoff
+    | Worktree
     | SessionEnded
     | JobEnded
     | Unknown,
@@ -355,6 +367,7 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     ControlRequestEvent,
     ControlResponseEvent,
     Handoff,
+    Worktree,
     SessionEnded,
     JobEnded,
     Unknown,

@@ -48,6 +48,11 @@ SENSITIVE_PATHS: tuple[str, ...] = (
     "**/*.p12",
 )
 
+#: The one folder under ``{chorus_home}`` that holds the user's code, not Chorus's
+#: state: job worktrees (issue 24, ``chorus.worktrees``), where a job must edit
+#: files. The ``{chorus_home}`` denial stops at it; every other denial still applies.
+HOME_WORKTREES = "worktrees"
+
 _GLOB_CHARS = frozenset("*?[")
 _PLACEHOLDERS = ("{cwd}", "{home}", "{tmp}", "{chorus_home}")
 
@@ -154,6 +159,8 @@ def matches_pattern(path: Path, pattern: str, ctx: PathContext) -> bool:
         target = os.path.normpath(expanded)
         if not os.path.isabs(target):
             target = os.path.normpath(os.path.join(ctx.cwd, target))
+        if pattern == "{chorus_home}" and is_under(path, ctx.chorus_home / HOME_WORKTREES):
+            return False
         return _fold(target) in {_fold(p) for p in _ancestry(path)}
     glob = _fold(expanded.replace("**", "*"))
     return any(fnmatch.fnmatchcase(_fold(p), glob) for p in _ancestry(path))

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from chorus.events import (
     ErrorInfo,
@@ -25,6 +26,15 @@ from chorus.events import (
 
 _CHARS_PER_TOKEN = 4
 _REDIRECT = re.compile(r"(?:>>?|\btee\s+(?:-a\s+)?)\s*([^\s;&|<>]+)")
+
+
+class WorktreeLike(Protocol):
+    """Where the job works (a ``chorus.store.WorktreeRecord`` fits)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def branch(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +64,9 @@ class HandoffBundle:
     history: list[str] = field(default_factory=list)
     files: list[TouchedFile] = field(default_factory=list)
     resume_note: str = ""
+    #: The job's git worktree and branch, when it has one (issue 24).
+    worktree: str | None = None
+    branch: str | None = None
 
     def render(self) -> str:
         """The prompt for the next body."""
@@ -63,6 +76,11 @@ class HandoffBundle:
             f"{self.failure.message}",
             f"## Original task\n{self.task}",
         ]
+        if self.worktree:
+            parts.append(
+                f"## Where to work\nThe git worktree {self.worktree} on branch {self.branch}: "
+                "stay in it and commit there; never touch another checkout."
+            )
         if self.plan:
             parts.append("## Plan\n" + "\n".join(f"- {p}" for p in self.plan))
         if self.steps:
@@ -160,6 +178,7 @@ def build_bundle(
     events: Sequence[Event],
     cwd: Path,
     token_budget: int = 4000,
+    worktree: WorktreeLike | None = None,
 ) -> HandoffBundle:
     """Assemble the bundle from the job's events and the files on disk now."""
     plans = [e for e in events if isinstance(e, Plan)]
@@ -174,6 +193,8 @@ def build_bundle(
         results=texts[-5:],
         history=_history(events, token_budget * _CHARS_PER_TOKEN),
         files=_touched(events, cwd),
+        worktree=worktree.path if worktree is not None else None,
+        branch=worktree.branch if worktree is not None else None,
         resume_note=(
             "Continue the original task from where it stopped. Check the files listed "
             "above instead of recreating them, do only the remaining work, then report."

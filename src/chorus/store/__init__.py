@@ -28,6 +28,7 @@ from chorus.store._errors import (
     UnknownJobError,
     UnknownRecordError,
     UnknownSessionError,
+    UnknownWorktreeError,
 )
 from chorus.store._factory import open_store
 from chorus.store._interface import (
@@ -49,6 +50,7 @@ from chorus.store._interface import (
     RoutineRecord,
     SessionRecord,
     Store,
+    WorktreeRecord,
     check_id,
     new_id,
 )
@@ -131,7 +133,9 @@ __all__ = [
     "UnknownJobError",
     "UnknownRecordError",
     "UnknownSessionError",
+    "UnknownWorktreeError",
     "WorkerNode",
+    "WorktreeRecord",
     "check_id",
     "copy_sqlite_to_postgres",
     "default_db_path",

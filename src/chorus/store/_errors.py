@@ -12,6 +12,7 @@
     │   ├── UnknownRecordError         (also a UserError: exit code 2)
     │   │   ├── UnknownSessionError
     │   │   ├── UnknownJobError
+    │   │   ├── UnknownWorktreeError
     │   │   └── UnknownControlRequestError
     │   └── AmbiguousIdError           an id prefix matching several (also a UserError)
     ├── UserError
@@ -104,6 +105,14 @@ class UnknownJobError(UnknownRecordError):
 
     def __init__(self, job_id: str) -> None:
         super().__init__(f"unknown job {job_id!r}")
+        self.job_id = job_id
+
+
+class UnknownWorktreeError(UnknownRecordError):
+    """No worktree is recorded for this job."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"job {job_id!r} has no worktree")
         self.job_id = job_id
 
 

@@ -24,7 +24,7 @@ from typing import Any, Literal, Self
 
 from chorus.events import Event
 from chorus.store._bus import DEFAULT_SUBSCRIBER_QUEUE, Subscription
-from chorus.store._errors import InvalidIdError, JobStateError, StoreError
+from chorus.store._errors import InvalidIdError, JobStateError, StoreError, UnknownWorktreeError
 from chorus.store._redact import Redactor
 
 JsonDict = dict[str, Any]
@@ -220,6 +220,28 @@ class FiringRecord:
     job_id: str | None = None
     job_state: JobState | None = None
     detail: JsonDict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeRecord:
+    """The git worktree a job runs in (issue 24), keyed by the job that made it.
+
+    ``repo`` is the main checkout's top level; ``base`` the ref it was created
+    from (``base_commit`` that ref's commit then); ``into`` the branch a merge
+    goes into. ``state`` is owned by :mod:`chorus.worktrees` (its transition
+    table); ``info`` carries that package's extra facts (e.g. the merged tip)."""
+
+    job_id: str
+    repo: str
+    path: str
+    branch: str
+    base: str
+    base_commit: str
+    into: str
+    state: str
+    created_at: float
+    updated_at: float
+    info: JsonDict = field(default_factory=dict)
 
 
 # -- the contract -----------------------------------------------------------------
@@ -578,6 +600,29 @@ class Store(ABC):
         """The routine's firings (optionally of one ``kind``), latest scheduled time
         first, with their jobs' states."""
         raise _no_routines(self)
+
+    # -- worktrees -----------------------------------------------------------------------
+    # Implemented by the SQLite store; on a backend without them no job has a worktree.
+
+    async def create_worktree(self, record: WorktreeRecord) -> WorktreeRecord:
+        """Insert the record (its timestamps are set now). Raises
+        :class:`DuplicateRecordError` when the job or the path already has one."""
+        raise StoreError(f"worktrees are not available on {type(self).__name__} yet")
+
+    async def get_worktree(self, job_id: str) -> WorktreeRecord:
+        """The job's worktree, or :class:`UnknownWorktreeError`."""
+        raise UnknownWorktreeError(job_id)
+
+    async def list_worktrees(self, *, repo: str | None = None) -> list[WorktreeRecord]:
+        """Worktree records oldest first, optionally of one repository."""
+        return []
+
+    async def update_worktree(
+        self, job_id: str, *, state: str | None = None, info: JsonDict | None = None
+    ) -> WorktreeRecord:
+        """Set the state and/or replace ``info`` (None: leave as is) and ``updated_at``.
+        Raises :class:`UnknownWorktreeError`."""
+        raise UnknownWorktreeError(job_id)
 
     # -- maintenance -------------------------------------------------------------------
 

@@ -128,6 +128,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX routine_firings_by_job ON routine_firings(job_id)",
         ),
     ),
+    Migration(
+        "worktrees: one git worktree per job that asked for one (issue 24)",
+        (
+            """CREATE TABLE worktrees (
+                job_id TEXT PRIMARY KEY,
+                repo TEXT NOT NULL,
+                path TEXT NOT NULL UNIQUE,
+                branch TEXT NOT NULL,
+                base TEXT NOT NULL,
+                base_commit TEXT NOT NULL,
+                into_branch TEXT NOT NULL,
+                state TEXT NOT NULL,
+                info TEXT NOT NULL DEFAULT '{}',
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+            "CREATE INDEX worktrees_by_repo ON worktrees(repo, created_at)",
+        ),
+    ),
 )
 
 

@@ -19,6 +19,7 @@ from chorus.events import (
     SessionEnded,
     Steer,
     TurnFailed,
+    Worktree,
 )
 from chorus.store._interface import ORIGIN_CHORUS, ORIGIN_CODEC
 
@@ -31,6 +32,7 @@ _CHORUS_MADE = (
     JobEnded,
     Steer,
     SessionEnded,
+    Worktree,
 )
 #: Control requests Chorus sends (a codec decodes only the CLI's own requests).
 _OUR_CONTROLS = frozenset(

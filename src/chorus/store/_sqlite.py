@@ -30,6 +30,7 @@ from chorus.store._errors import (
     UnknownControlRequestError,
     UnknownJobError,
     UnknownSessionError,
+    UnknownWorktreeError,
 )
 from chorus.store._interface import (
     JOB_TERMINAL,
@@ -47,6 +48,7 @@ from chorus.store._interface import (
     RoutineRecord,
     SessionRecord,
     Store,
+    WorktreeRecord,
     check_id,
     check_job_transition,
     lease_expired_error,
@@ -772,6 +774,53 @@ class SqliteStore(Store):
             lambda conn: _firings(conn, routine, "AND (? IS NULL OR f.kind = ?)", params)
         )
 
+    # -- worktrees ------------------------------------------------------------------------
+
+    async def create_worktree(self, record: WorktreeRecord) -> WorktreeRecord:
+        check_id(record.job_id, "job id")
+        now = time.time()
+        row = (*_worktree_row(record), self._json(record.info), now, now)
+
+        def insert(conn: sqlite3.Connection) -> WorktreeRecord:
+            try:
+                conn.execute(f"INSERT INTO worktrees ({_WT_SQL}) VALUES ({_WT_MARKS})", row)
+            except sqlite3.IntegrityError as exc:
+                msg = f"a worktree for job {record.job_id!r} or at {record.path} exists"
+                raise DuplicateRecordError(msg) from exc
+            return _get_worktree(conn, record.job_id)
+
+        return await self._call(insert)
+
+    async def get_worktree(self, job_id: str) -> WorktreeRecord:
+        return await self._read(lambda conn: _get_worktree(conn, job_id))
+
+    async def list_worktrees(self, *, repo: str | None = None) -> list[WorktreeRecord]:
+        def select(conn: sqlite3.Connection) -> list[WorktreeRecord]:
+            rows = conn.execute(
+                f"SELECT {_WT_SQL} FROM worktrees WHERE (:repo IS NULL OR repo = :repo)"
+                " ORDER BY created_at, rowid",
+                {"repo": repo},
+            ).fetchall()
+            return [_worktree(row) for row in rows]
+
+        return await self._read(select)
+
+    async def update_worktree(
+        self, job_id: str, *, state: str | None = None, info: JsonDict | None = None
+    ) -> WorktreeRecord:
+        values = {"state": state, "info": None if info is None else self._json(info)}
+
+        def update(conn: sqlite3.Connection) -> WorktreeRecord:
+            _get_worktree(conn, job_id)
+            conn.execute(
+                "UPDATE worktrees SET state = COALESCE(:state, state),"
+                " info = COALESCE(:info, info), updated_at = :now WHERE job_id = :job_id",
+                {**values, "now": time.time(), "job_id": job_id},
+            )
+            return _get_worktree(conn, job_id)
+
+        return await self._call(update)
+
     # -- maintenance ----------------------------------------------------------------------
 
     async def integrity_check(self) -> list[str]:
@@ -1044,3 +1093,40 @@ def _update_job_row(
     values = {**fields, "updated_at": now or time.time()}
     assignments = ", ".join(f"{key} = :{key}" for key in values)
     conn.execute(f"UPDATE jobs SET {assignments} WHERE id = :job_id", {**values, "job_id": job_id})
+
+
+_WT_COLUMNS = (
+    "job_id",
+    "repo",
+    "path",
+    "branch",
+    "base",
+    "base_commit",
+    "into_branch",
+    "state",
+    "info",
+    "created_at",
+    "updated_at",
+)
+_WT_SQL = ", ".join(_WT_COLUMNS)
+_WT_MARKS = ", ".join("?" for _ in _WT_COLUMNS)
+
+
+def _worktree_row(record: WorktreeRecord) -> tuple[str, ...]:
+    """The record's text columns, in :data:`_WT_COLUMNS` order up to ``state``."""
+    r = record
+    return (r.job_id, r.repo, r.path, r.branch, r.base, r.base_commit, r.into, r.state)
+
+
+def _worktree(row: Sequence[Any]) -> WorktreeRecord:
+    data = dict(zip(_WT_COLUMNS, row, strict=True))
+    data["into"] = data.pop("into_branch")
+    data["info"] = json.loads(data["info"])
+    return WorktreeRecord(**data)
+
+
+def _get_worktree(conn: sqlite3.Connection, job_id: str) -> WorktreeRecord:
+    row = conn.execute(f"SELECT {_WT_SQL} FROM worktrees WHERE job_id = ?", (job_id,)).fetchone()
+    if row is None:
+        raise UnknownWorktreeError(job_id)
+    return _worktree(row)

@@ -1,0 +1,79 @@
+"""The daemon's ``/worktrees`` routes (issue 24): the daemon owns the store's one
+writer and knows which jobs run, so ``chorus worktree ...`` goes through it.
+
+``GET /worktrees`` lists them with their status; ``GET /worktrees/{job}`` is one
+(with its unmerged commits); ``GET /worktrees/{job}/diff``; ``POST
+/worktrees/{job}/merge`` ``{"squash": bool}``; ``POST /worktrees/{job}/rm``
+``{"force": bool}``; ``POST /worktrees/prune``. Errors as in :mod:`._api`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from chorus import worktrees
+from chorus._errors import ChorusError
+from chorus.store import Store, StoreError
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _errors(fail: Callable[[Exception], JSONResponse], fn: Handler) -> Handler:
+    async def handler(request: Request) -> Response:
+        try:
+            return await fn(request)
+        except (ChorusError, StoreError) as exc:
+            return fail(exc)
+
+    return handler
+
+
+async def _flag(request: Request, name: str) -> bool:
+    body: Any = await request.json() if await request.body() else {}
+    return bool(body.get(name, False)) if isinstance(body, dict) else False
+
+
+def worktree_routes(store: Store, fail: Callable[[Exception], JSONResponse]) -> list[BaseRoute]:
+    """The routes, with errors mapped by ``fail`` (the app's own mapping)."""
+
+    async def list_all(request: Request) -> Response:
+        return JSONResponse(await worktrees.list_all(store))
+
+    async def one(request: Request) -> Response:
+        rec = await worktrees.resolve(store, request.path_params["job_id"])
+        return JSONResponse(await worktrees.describe(rec))
+
+    async def diff(request: Request) -> Response:
+        return JSONResponse({"diff": await worktrees.diff(store, request.path_params["job_id"])})
+
+    async def merge(request: Request) -> Response:
+        squash = await _flag(request, "squash")
+        return JSONResponse(
+            await worktrees.merge(store, request.path_params["job_id"], squash=squash)
+        )
+
+    async def remove(request: Request) -> Response:
+        force = await _flag(request, "force")
+        return JSONResponse(
+            await worktrees.remove(store, request.path_params["job_id"], force=force)
+        )
+
+    async def prune(request: Request) -> Response:
+        return JSONResponse(await worktrees.prune(store))
+
+    def route(path: str, fn: Handler, method: str = "GET") -> Route:
+        return Route(path, _errors(fail, fn), methods=[method])
+
+    return [
+        route("/worktrees", list_all),
+        route("/worktrees/prune", prune, "POST"),
+        route("/worktrees/{job_id}", one),
+        route("/worktrees/{job_id}/diff", diff),
+        route("/worktrees/{job_id}/merge", merge, "POST"),
+        route("/worktrees/{job_id}/rm", remove, "POST"),
+    ]
