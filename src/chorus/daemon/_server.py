@@ -22,7 +22,7 @@ from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failove
 from chorus.gateway import Gateway, load_gateway_settings
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
-from chorus.store import SqliteStore, Store
+from chorus.store import SqliteStore, Store, repair_store
 
 log = logging.getLogger("chorus.daemon")
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
@@ -75,6 +75,7 @@ async def serve() -> int:
     config = load_config()
     store = SqliteStore()
     await store.start()
+    await repair_store(store)
     parts = _policy_parts(store)
     guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
     hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))

@@ -46,6 +46,7 @@ from chorus.store._interface import (
 from chorus.store._migrations import LATEST_VERSION
 from chorus.store._origin import event_origin
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor, looks_secret_name
+from chorus.store._repair import RepairReport, repair_store
 from chorus.store._replay import (
     CodecFactory,
     Divergence,
@@ -87,6 +88,7 @@ __all__ = [
     "RawTap",
     "RedactionError",
     "Redactor",
+    "RepairReport",
     "ReplayCodec",
     "ReplayReport",
     "SchemaVersionError",
@@ -109,6 +111,7 @@ __all__ = [
     "looks_secret_name",
     "new_id",
     "register_replay_codec",
+    "repair_store",
     "replay",
     "replay_codec_factory",
 ]

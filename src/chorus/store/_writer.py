@@ -226,6 +226,44 @@ class CallOp(Op):
         return result
 
 
+class EndOp(Op):
+    """Change a row and append events to the log in one transaction: both or neither.
+
+    ``fn(conn)`` runs first, inside a SAVEPOINT, and returns ``(session_id, value)``;
+    then ``events`` are appended to that session. The result is ``(value, stamped)``.
+    A :class:`ChorusError` from either half undoes both (e.g. an illegal job state,
+    an event over the size cap)."""
+
+    __slots__ = ("events", "fn", "origin")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None,
+        fn: Callable[[sqlite3.Connection], tuple[str, Any]],
+        events: Sequence[Event],
+        origin: str,
+    ) -> None:
+        super().__init__(loop)
+        self.fn = fn
+        self.events = events
+        self.origin = origin
+
+    def apply(self, txn: _Txn) -> tuple[Any, list[Event]]:
+        txn.flush()
+        txn.conn.execute("SAVEPOINT op")
+        try:
+            session_id, value = self.fn(txn.conn)
+            appended = AppendOp(None, session_id, self.events, self.origin).apply(txn)
+            txn.flush()
+        except ChorusError:
+            txn.conn.execute("ROLLBACK TO op")
+            txn.conn.execute("RELEASE op")
+            raise
+        txn.conn.execute("RELEASE op")
+        assert isinstance(appended, list)
+        return value, appended
+
+
 def _check_size(payload: str, limit: int) -> None:
     # len() counts characters, a lower bound of the UTF-8 size: encode only when close.
     if len(payload) * 4 > limit:
