@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
+import time
 from typing import TYPE_CHECKING
 
 import pytest
 
+from chorus.daemon import stop_daemon
 from chorus.events import JobEnded, parse_event
-from chorus.testing import start_faulty_daemon, text
+from chorus.testing import slow_text, start_faulty_daemon, text
 
 if TYPE_CHECKING:
-    from conftest import Chorus
+    from conftest import Chorus, TinyDisk
 
 pytestmark = [pytest.mark.e2e, pytest.mark.faults]
 
@@ -34,3 +37,33 @@ def test_a_daemon_killed_as_a_job_ends_leaves_a_job_whose_watch_ends(chorus: Cho
     seqs = [parse_event(line).seq for line in mirror.read_text().splitlines()]
     session = chorus.client.session(job["session_id"])
     assert seqs == list(range(1, session["last_seq"] + 1))
+
+
+def test_a_full_disk_mid_job_fails_it_as_storage_full_once_space_is_back(
+    chorus: Chorus, tiny_disk: TinyDisk, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tiny_disk.path / "home"
+    home.mkdir()
+    shutil.copy(chorus.home / "config.toml", home / "config.toml")
+    monkeypatch.setenv("CHORUS_HOME", str(home))  # the log, the store and daemon.log
+    chorus.server.script([slow_text("streaming onto a full disk ", chunks=30, delay=0.25)])
+    try:
+        job_id = chorus.run("task", "write a lot", "--body", "claude").stdout.strip()
+        chorus.server.wait_for(lambda reqs: any(r.kind == "turn" for r in reqs), timeout=60)
+        time.sleep(1.0)
+        tiny_disk.fill()
+        time.sleep(10.0)  # the turn ends meanwhile; nothing more can be stored
+        assert chorus.client.job(job_id)["state"] == "running"
+        tiny_disk.free()
+        watched = chorus.run("watch", job_id, timeout=60)
+        assert watched.returncode == 1, watched.stdout + watched.stderr
+        job = chorus.client.job(job_id)
+        assert job["state"] == "failed"
+        assert job["error"]["code"] == "storage_full"
+        ended = list(chorus.client.events(job_id, follow=False))[-1]
+        assert isinstance(ended, JobEnded)
+        assert ended.error is not None
+        assert ended.error.code == "storage_full"
+        assert "the disk is full" in (home / "run" / "daemon.log").read_text()
+    finally:
+        stop_daemon()

@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 from chorus.config import ChorusConfig, load_config, private_home
 from chorus.daemon._api import build_app
 from chorus.daemon._lifecycle import acquire_lock
+from chorus.daemon._logging import install_logging
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
 from chorus.gateway import Gateway, load_gateway_settings
@@ -130,5 +131,5 @@ def _bind_private_socket() -> socket.socket:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    install_logging()
     sys.exit(asyncio.run(serve()))

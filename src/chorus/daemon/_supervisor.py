@@ -39,6 +39,7 @@ from typing import Any
 from chorus._errors import UserError
 from chorus.bodies import Body, BodyOptions, body_names, check_installed
 from chorus.config import BrainConfig, ChorusConfig, chorus_home
+from chorus.daemon._durability import error_info, until_stored
 from chorus.daemon._frameworks import FrameworkPort, framework_options
 from chorus.events import (
     ErrorCode,
@@ -359,8 +360,7 @@ class Supervisor:
                 final = await self._attempts(job)
             except Exception as exc:  # the job must end with a reason, whatever broke
                 log.exception("job %s failed inside Chorus", job.id)
-                err = ErrorInfo(code=ErrorCode.UNKNOWN, message=f"chorus error: {exc}")
-                final = TurnFailed(error=err)
+                final = TurnFailed(error=error_info(exc))
             await self._finish(job, final)
         finally:
             self._gates.pop(job.id, None)
@@ -588,12 +588,15 @@ class Supervisor:
         """Move the job to ``state`` and append its JobEnded in one transaction."""
         fresh = await self.store.get_job(job.id)
         ended = JobEnded(state=state, error=error, result=result, attempts=fresh.attempts)
-        fresh, stamped = await self.store.end_job(
-            job.id,
-            JobState(state),
-            ended,
-            result={"text": result} if state == "succeeded" else None,
-            error=error.model_dump() if error is not None else None,
+        fresh, stamped = await until_stored(
+            lambda: self.store.end_job(
+                job.id,
+                JobState(state),
+                ended,
+                result={"text": result} if state == "succeeded" else None,
+                error=error.model_dump() if error is not None else None,
+            ),
+            f"ending job {job.id}",
         )
         assert isinstance(stamped, JobEnded)
         self.frameworks.ended(fresh)

@@ -32,6 +32,7 @@ from chorus._errors import ChorusError, EventTooLargeError
 from chorus.events import Event
 from chorus.store._bus import EventBus
 from chorus.store._errors import (
+    StorageFullError,
     StoreClosedError,
     StoreError,
     StoreQueueFullError,
@@ -412,7 +413,7 @@ class Writer:
                     conn.execute("ROLLBACK")
             if not isinstance(exc, sqlite3.Error):
                 raise
-            error = StoreError(f"write failed, batch rolled back: {exc}")
+            error = _write_error(exc)
             _settle([_Outcome(op, False, error) for op in batch], self._redactor)
             return
         self._write_mirror(txn)
@@ -462,6 +463,16 @@ def _resolve(outcomes: list[_Outcome]) -> None:
             future.set_result(outcome.value)
         else:
             future.set_exception(outcome.value)
+
+
+def _write_error(exc: sqlite3.Error) -> StoreError:
+    """The error every operation of a rolled-back batch gets: a full disk is told apart
+    (the caller may wait for space and retry the very same write)."""
+    message = f"write failed, batch rolled back: {exc}"
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF == sqlite3.SQLITE_FULL:
+        return StorageFullError(message)
+    return StoreError(message)
 
 
 def _as_store_error(exc: BaseException) -> ChorusError:

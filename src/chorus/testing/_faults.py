@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    import logging
+    from chorus.daemon._logging import install_logging
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    install_logging()
     sys.exit(main(sys.argv[1:]))
