@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from typing import TYPE_CHECKING
 
 import pytest
 
-from chorus.daemon._logging import ResilientStderrHandler
+from chorus.daemon._logging import QuietLoopErrors, ResilientStderrHandler
 
 if TYPE_CHECKING:
     from conftest import TinyDisk
@@ -51,3 +52,26 @@ def test_records_logged_on_a_full_disk_are_written_when_space_is_back(
     assert numbers == sorted(set(numbers))
     dropped = int(notes[0].split("; ")[1].split()[0]) if "dropped" in notes[0] else 0
     assert len(numbers) + dropped == 5
+
+
+def test_loop_errors_are_logged_once_per_interval_with_a_count(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [0.0]
+    quiet = QuietLoopErrors(interval_s=10.0, clock=lambda: now[0])
+    loop = asyncio.new_event_loop()
+    try:
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            for _ in range(1000):  # asyncio retrying a failed accept() under a flood
+                quiet(loop, {"message": "socket.accept() out of system resource"})
+            now[0] = 11.0
+            quiet(loop, {"message": "socket.accept() out of system resource"})
+            quiet(loop, {"message": "another error"})
+    finally:
+        loop.close()
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages == [
+        "socket.accept() out of system resource",
+        "socket.accept() out of system resource (and 999 more like it, not logged)",
+        "another error",
+    ]

@@ -10,13 +10,18 @@ in a loop and nothing raises into the code that logged.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import logging.handlers
 import os
+import resource
 import sys
+import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 FORMAT = "%(asctime)s %(name)s %(message)s"
 #: Records kept while stderr refuses writes (the oldest are dropped beyond it).
@@ -123,3 +128,39 @@ def install_logging(level: int = logging.INFO) -> ResilientStderrHandler:
     root.addHandler(handler)
     root.setLevel(level)
     return handler
+
+
+class QuietLoopErrors:
+    """An event-loop exception handler that logs each kind of error (its message) at
+    most once per ``interval_s``, with the count of those it held back.
+
+    asyncio reports a failed ``accept()`` (e.g. ``EMFILE``) with a full traceback each
+    time it retries; under a connection flood that is megabytes a second of the same
+    lines, on the same disk as everything else."""
+
+    def __init__(self, interval_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
+        self.interval_s = interval_s
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        key = str(context.get("message", ""))
+        now = self._clock()
+        if now - self._last.get(key, -self.interval_s) < self.interval_s:
+            self._held[key] = self._held.get(key, 0) + 1
+            return
+        self._last[key] = now
+        held = self._held.pop(key, 0)
+        if held:
+            context = {**context, "message": f"{key} (and {held} more like it, not logged)"}
+        loop.default_exception_handler(context)
+
+
+def raise_fd_limit() -> int:
+    """Raise the soft limit of open files to the hard one; return the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]

@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from chorus.config import ChorusConfig, load_config, private_home
 from chorus.daemon._api import build_app
 from chorus.daemon._lifecycle import acquire_lock
-from chorus.daemon._logging import install_logging
+from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
 from chorus.gateway import Gateway, load_gateway_settings
@@ -73,6 +73,8 @@ async def serve() -> int:
         print("chorus daemon: another daemon already runs for this CHORUS_HOME", file=sys.stderr)
         return 0
     private_home()
+    raise_fd_limit()
+    asyncio.get_running_loop().set_exception_handler(QuietLoopErrors())
     config = load_config()
     store = SqliteStore()
     await store.start()
