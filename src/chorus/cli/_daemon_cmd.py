@@ -28,12 +28,19 @@ console = Console()
 EXIT_OK, EXIT_FAILED, EXIT_CANCELLED = 0, 1, 3
 
 
-def _validate(body: str | None, cwd: str | None) -> str:
-    """Check the config, the body name, its CLI and the folder; return the cwd."""
+def _validate(prompt: str, body: str | None, cwd: str | None, *, new_session: bool) -> str | None:
+    """Check the config and the prompt's size, then (for a new session) the body name,
+    its CLI and the folder; return the cwd of a new session."""
     from chorus.bodies import check_installed
     from chorus.config import load_config
+    from chorus.daemon import prompt_problem
 
     config = load_config()
+    problem = prompt_problem(prompt, config.daemon.max_prompt_bytes)
+    if problem is not None:
+        raise UserError(problem)
+    if not new_session:
+        return None
     if body is not None:
         check_installed(body, config)
     folder = Path(cwd or os.getcwd()).expanduser().resolve()
@@ -78,7 +85,7 @@ def _submit(
     session: str | None,
     mode: str | None,
 ) -> dict[str, Any]:
-    folder = _validate(body, cwd) if session is None else None
+    folder = _validate(prompt, body, cwd, new_session=session is None)
     request = {
         "prompt": prompt,
         "body": body,

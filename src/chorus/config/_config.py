@@ -50,6 +50,8 @@ class DaemonConfig(_Strict):
     #: Keep one pre-started spare CLI per recently used (body, cwd), so a new session
     #: skips the CLI's boot (costs one idle CLI process each; see the README).
     spare_bodies: bool = False
+    #: Largest prompt a job may have (UTF-8 bytes); a bigger one is refused up front.
+    max_prompt_bytes: int = Field(default=1 << 20, ge=1, le=1 << 30)
 
 
 class RouterConfig(_Strict):
@@ -104,8 +106,14 @@ def load_config(path: Path | None = None) -> ChorusConfig:
     if not path.exists():
         return ChorusConfig()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:  # a directory, unreadable, ...
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror}); it must be a file") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     try:
         return ChorusConfig.model_validate(data)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from chorus.daemon._client import DaemonClient
 from chorus.daemon._lifecycle import DaemonError, is_responding, spawn_daemon, stop_daemon
+from chorus.daemon._requests import prompt_problem
 
 if TYPE_CHECKING:
     from chorus.daemon._supervisor import JobRequest, Supervisor
@@ -19,6 +20,7 @@ __all__ = [
     "JobRequest",
     "Supervisor",
     "is_responding",
+    "prompt_problem",
     "spawn_daemon",
     "stop_daemon",
 ]
