@@ -27,7 +27,7 @@ from chorus.bodies import PermissionCallback, allow_all, body_names
 from chorus.policy import PolicyGate
 from chorus.session._brains import Authority
 from chorus.session._errors import SessionError
-from chorus.session._launcher import BodyLauncher, Launch, native_mode
+from chorus.session._launcher import BodyLauncher, Launch, checked_mode, native_mode
 from chorus.session._session import Session, native_ids
 from chorus.session._spares import SpareKey, SparePool
 from chorus.store import SessionRecord, UnknownSessionError
@@ -186,6 +186,7 @@ class SessionHub:
             return await self._resume(resume, body, model, permission_mode), True
         body = self._check_body(body)
         folder = checked_cwd(cwd)
+        checked_mode(permission_mode)  # bad input writes nothing (no session left "starting")
         with self._reserve():
             record = await self.store.create_session(
                 body, model=model, cwd=str(folder), state="starting", transport=transport or {}
