@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import shutil
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -65,5 +68,34 @@ def test_a_full_disk_mid_job_fails_it_as_storage_full_once_space_is_back(
         assert ended.error is not None
         assert ended.error.code == "storage_full"
         assert "the disk is full" in (home / "run" / "daemon.log").read_text()
+    finally:
+        stop_daemon()
+
+
+def test_a_cli_that_exits_at_once_fails_the_job_as_body_crashed(
+    chorus_home: Path, tmp_path: Path
+) -> None:
+    # A fault the real CLIs cannot show on demand: a broken install that dies at start.
+    fake = tmp_path / "broken-claude"
+    fake.write_text('#!/bin/sh\necho "boom: cannot start" >&2\nexit 3\n')
+    fake.chmod(0o755)
+    chorus_home.mkdir()
+    (chorus_home / "config.toml").write_text(
+        "[daemon]\nnotifications = false\n[gateway]\ntcp = false\n"
+        f'[agents.claude]\ncommand = "{fake}"\n'
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "chorus", "ask", "hi", "--body", "claude", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 1, done.stderr
+        ended = parse_event(done.stdout.splitlines()[-1])
+        assert isinstance(ended, JobEnded)
+        assert ended.error is not None
+        assert ended.error.code == "body_crashed"
     finally:
         stop_daemon()

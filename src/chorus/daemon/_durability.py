@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from chorus._errors import BodyCrashedError, BodyError, BodyProtocolError, BodyTimeoutError
 from chorus.events import ErrorCode, ErrorInfo
 from chorus.store import StorageFullError
 
@@ -23,14 +24,35 @@ RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 5.0)
 
 
 def error_info(exc: Exception) -> ErrorInfo:
-    """The error a job fails with when Chorus itself broke while running it."""
+    """The error a job fails with when running it raised ``exc`` (instead of ending
+    with a failed turn): a stable code for every cause Chorus can tell apart."""
     if isinstance(exc, StorageFullError) or _caused_by_full_disk(exc):
         return ErrorInfo(
             code=ErrorCode.STORAGE_FULL,
             message=f"the event log could not be written (disk full): {exc}",
             retryable=True,
         )
+    if isinstance(exc, BodyCrashedError):
+        return _crashed(exc)
+    for kind, code in _BODY_CODES:
+        if isinstance(exc, kind):
+            return ErrorInfo(code=code, message=f"the agent CLI failed: {exc}")
     return ErrorInfo(code=ErrorCode.UNKNOWN, message=f"chorus error: {exc}")
+
+
+_BODY_CODES: tuple[tuple[type[BodyError], ErrorCode], ...] = (
+    (BodyTimeoutError, ErrorCode.TIMEOUT),
+    (BodyProtocolError, ErrorCode.BODY_PROTOCOL),
+)
+
+
+def _crashed(exc: BodyCrashedError) -> ErrorInfo:
+    """A CLI that died (often at once: a bad flag, a missing login, a broken install)."""
+    code = f"exit code {exc.exit_code}" if exc.exit_code is not None else "no exit code yet"
+    tail = exc.stderr_tail.strip()[-2000:]
+    message = f"the agent CLI exited ({code}): {exc}" + (f"\n{tail}" if tail else "")
+    native = {"exit_code": exc.exit_code, "stderr_tail": tail}
+    return ErrorInfo(code=ErrorCode.BODY_CRASHED, message=message, native=native)
 
 
 def _caused_by_full_disk(exc: BaseException) -> bool:
