@@ -193,11 +193,39 @@ def interrupt(job_id: str) -> None:
 
 
 @app.command()
-def start() -> None:
-    """Start the daemon for this CHORUS_HOME (it also starts by itself on first use)."""
+def start(as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
+    """Start the daemon for this CHORUS_HOME (it also starts by itself on first use).
+
+    Says so when the daemon runs but its TCP gateway could not start (e.g. the port
+    is taken): the unix socket works, remote brains cannot connect."""
     from chorus.daemon import spawn_daemon
 
-    typer.echo(f"daemon running (pid {spawn_daemon()})")
+    pid = spawn_daemon()
+    gateway = _gateway_status()
+    if as_json:
+        typer.echo(json.dumps({"pid": pid, "gateway_tcp": gateway.get("tcp"),
+                               "gateway_tcp_error": gateway.get("tcp_error")}))  # fmt: skip
+        return
+    typer.echo(f"daemon running (pid {pid})")
+    if gateway.get("tcp_error"):
+        err = Console(stderr=True)
+        err.print(f"[yellow]warning:[/yellow] the TCP gateway is off: {gateway['tcp_error']}")
+        err.print("change [gateway] port in config.toml (or set tcp = false), then chorus stop")
+
+
+def _gateway_status() -> dict[str, Any]:
+    """The daemon's ``/gateway/status`` (empty if it cannot be read)."""
+    import httpx
+
+    from chorus.daemon._paths import socket_path
+
+    transport = httpx.HTTPTransport(uds=str(socket_path()))
+    try:
+        with httpx.Client(transport=transport, base_url="http://chorus", timeout=10) as http:
+            data = http.get("/gateway/status").json()
+    except (httpx.HTTPError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 @app.command()
