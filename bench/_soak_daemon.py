@@ -18,7 +18,10 @@ from types import FrameType
 
 def _report(out: Path) -> None:
     base: list[tracemalloc.Snapshot] = []
-    ignore = [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<frozen*")]
+    ignore = [
+        tracemalloc.Filter(False, tracemalloc.__file__),
+        tracemalloc.Filter(False, "<frozen*"),
+    ]
 
     def dump(signum: int, frame: FrameType | None) -> None:
         if not base:

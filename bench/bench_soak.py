@@ -37,7 +37,7 @@ def _config(home: Path) -> None:
     (home / "config.toml").write_text(
         "[daemon]\nnotifications = false\n[gateway]\ntcp = false\n"
         f"[agents.fake]\ncommand = {json.dumps(sys.executable)}\n"
-        f"args = [{json.dumps(str(AGENT))}]\nprotocol = \"acp\"\n"
+        f'args = [{json.dumps(str(AGENT))}]\nprotocol = "acp"\n'
     )
 
 
