@@ -25,7 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from chorus.daemon import DaemonClient, is_responding, stop_daemon
+import httpx
+
+from chorus.daemon import is_responding, stop_daemon
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT = ROOT / "tests" / "bodies" / "acp" / "fake_acp_agent.py"
@@ -59,13 +61,14 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-def _wave(client: DaemonClient, work: Path, size: int) -> int:
+def _wave(client: httpx.Client, work: Path, size: int) -> int:
     """Submit ``size`` jobs, wait for all to end; return how many failed."""
-    ids = [client.submit(prompt="hello", body="fake", cwd=str(work))["id"] for _ in range(size)]
+    job = {"prompt": "hello", "body": "fake", "cwd": str(work)}
+    ids = [client.post("/jobs", json=job).json()["id"] for _ in range(size)]
     failed = 0
     for job_id in ids:
-        while (state := client.job(job_id)["state"]) not in TERMINAL:
-            time.sleep(0.02)
+        while (state := client.get(f"/jobs/{job_id}").json()["state"]) not in TERMINAL:
+            time.sleep(0.05)
         failed += state != "succeeded"
     return failed
 
@@ -95,9 +98,11 @@ def main() -> None:
         os.environ["CHORUS_HOME"] = str(home)
         report = Path(tmp) / "tracemalloc.txt" if args.tracemalloc else None
         proc = _start(home, report)
-        client = DaemonClient(autostart=False)
+        # A plain client with a long timeout: a tracemalloc snapshot stalls the daemon.
+        transport = httpx.HTTPTransport(uds=str(home / "run" / "chorus.sock"))
         try:
-            _soak(proc, client, work, report, args)
+            with httpx.Client(transport=transport, base_url="http://chorus", timeout=300) as client:
+                _soak(proc, client, work, report, args)
         finally:
             stop_daemon()
         if report is not None:

@@ -47,6 +47,8 @@ class DaemonConfig(_Strict):
     #: Close a session's body after this long with nothing to do; its next job resumes
     #: natively (0: keep bodies until the daemon stops).
     session_idle_timeout_s: float = Field(default=600.0, ge=0)
+    #: Idle warm bodies kept at most (the least recently used beyond it is closed).
+    max_idle_bodies: int = Field(default=16, ge=0, le=1000)
     #: Keep one pre-started spare CLI per recently used (body, cwd), so a new session
     #: skips the CLI's boot (costs one idle CLI process each; see the README).
     spare_bodies: bool = False

@@ -110,6 +110,7 @@ def _hub_limits(config: ChorusConfig) -> HubLimits:
     settings = load_gateway_settings()
     return HubLimits(
         idle_timeout_s=config.daemon.session_idle_timeout_s,
+        max_idle=config.daemon.max_idle_bodies,
         max_sessions=settings.gateway.max_sessions,
         max_queued=settings.gateway.max_queued_messages,
         spares=config.daemon.spare_bodies,
