@@ -3,6 +3,7 @@ scripted model server, a ``chorus`` runner, and a daemon stopped at teardown."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -10,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pytest
 
@@ -134,3 +135,48 @@ def daemon_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., Dae
         yield make
         stop_daemon()
     assert server.errors == []
+
+
+@dataclass
+class TinyDisk:
+    """A real, small filesystem (tmpfs) that a test can fill up and free again."""
+
+    path: Path
+
+    def fill(self) -> None:
+        """Write until the filesystem refuses (ENOSPC)."""
+        chunk = b"\0" * (1 << 16)
+        with (self.path / "filler").open("wb", buffering=0) as file:
+            while _fits(file, chunk):
+                pass
+
+    def free(self) -> None:
+        (self.path / "filler").unlink()
+
+
+def _fits(file: BinaryIO, chunk: bytes) -> bool:
+    try:
+        file.write(chunk)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        return False
+    return True
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[TinyDisk]:
+    """A 32 MiB tmpfs mounted for the test (needs root: skipped elsewhere)."""
+    mount = tmp_path / "tiny-disk"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=32m,mode=0700", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+    try:
+        yield TinyDisk(mount)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

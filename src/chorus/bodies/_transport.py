@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import signal
 from collections import deque
@@ -28,6 +29,27 @@ RawTap = Callable[[str, str], None]
 _EOF = object()
 
 
+def _grow_stdout_pipe(proc: asyncio.subprocess.Process, size: int) -> None:
+    """Best effort: F_SETPIPE_SZ on the child's stdout pipe (Linux only)."""
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    transport = getattr(proc, "_transport", None)
+    pipe = transport.get_pipe_transport(1) if transport is not None else None
+    fileobj = pipe.get_extra_info("pipe") if pipe is not None else None
+    if setsize is None or fileobj is None:
+        return
+    for wanted in (size, _pipe_max()):
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fileobj.fileno(), setsize, min(size, wanted))
+            return
+
+
+def _pipe_max() -> int:
+    try:
+        return int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    except (OSError, ValueError):
+        return 1 << 20
+
+
 @dataclass(frozen=True, slots=True)
 class SpawnSpec:
     """What to run. ``stdin_devnull`` is for CLIs that block until EOF (codex exec)."""
@@ -36,6 +58,10 @@ class SpawnSpec:
     cwd: Path
     env: Mapping[str, str]
     stdin_devnull: bool = False
+    #: Grow the stdout pipe to this many bytes (Linux; capped by the system's
+    #: pipe-max-size). Gemini (Node) drops output still queued when it exits, which
+    #: happens once one line (the echo of a big prompt) overflows a 64 KiB pipe.
+    stdout_pipe_bytes: int | None = None
     max_line_bytes: int = MAX_LINE_BYTES
     stderr_tail_lines: int = 200
 
@@ -78,6 +104,8 @@ class ProcessTransport:
                 f"could not start {self.spec.argv[0]}: {exc}", exit_code=None, stderr_tail=""
             ) from exc
         self._pgid = self._proc.pid
+        if self.spec.stdout_pipe_bytes:
+            _grow_stdout_pipe(self._proc, self.spec.stdout_pipe_bytes)
         assert self._proc.stdout is not None
         assert self._proc.stderr is not None
         self._readers = [
@@ -182,6 +210,29 @@ class ProcessTransport:
             except (BrokenPipeError, ConnectionResetError) as exc:
                 raise BodyCrashedError(
                     f"agent stdin closed: {exc}",
+                    exit_code=self.returncode,
+                    stderr_tail=self.stderr_tail,
+                ) from exc
+
+    async def send_input(self, text: str) -> None:
+        """Write ``text`` to stdin, then close stdin: the prompt of a one-shot CLI, which
+        reads to end-of-file (argv would fail with E2BIG above 128 KiB). Each line is
+        tapped as ``stdin``. Raises :class:`BodyCrashedError` if the pipe is gone."""
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            raise BodyCrashedError(
+                "agent process has no stdin pipe", exit_code=self.returncode, stderr_tail=""
+            )
+        async with self._write_lock:
+            for line in text.split("\n"):
+                self._emit("stdin", line)
+            try:
+                proc.stdin.write(text.encode("utf-8"))
+                await proc.stdin.drain()
+                proc.stdin.close()
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise BodyCrashedError(
+                    f"agent stdin closed before the prompt was written: {exc}",
                     exit_code=self.returncode,
                     stderr_tail=self.stderr_tail,
                 ) from exc

@@ -48,6 +48,8 @@ class DaemonConfig(_Strict):
     #: Close a session's body after this long with nothing to do; its next job resumes
     #: natively (0: keep bodies until the daemon stops).
     session_idle_timeout_s: float = Field(default=600.0, ge=0)
+    #: Idle warm bodies kept at most (the least recently used beyond it is closed).
+    max_idle_bodies: int = Field(default=16, ge=0, le=1000)
     #: Keep one pre-started spare CLI per recently used (body, cwd), so a new session
     #: skips the CLI's boot (costs one idle CLI process each; see the README).
     spare_bodies: bool = False
@@ -57,6 +59,8 @@ class DaemonConfig(_Strict):
     #: ``auto``: a new job whose folder is in a git repository runs in its own
     #: worktree unless it asks not to; ``never``: only when a job asks (``--worktree``).
     worktree: Literal["auto", "never"] = "never"
+    #: Largest prompt a job may have (UTF-8 bytes); a bigger one is refused up front.
+    max_prompt_bytes: int = Field(default=1 << 20, ge=1, le=1 << 30)
 
 
 class WorktreeConfig(_Strict):
@@ -181,8 +185,14 @@ def load_config(path: Path | None = None) -> ChorusConfig:
     if not path.exists():
         return ChorusConfig()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:  # a directory, unreadable, ...
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror}); it must be a file") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     try:
         return ChorusConfig.model_validate(data)

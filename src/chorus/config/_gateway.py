@@ -71,6 +71,13 @@ class GatewayConfig(_Strict):
     session_idle_timeout_s: float = Field(default=1800.0, ge=0)
     #: The body ``initialize`` starts when it names none.
     default_body: str = "claude"
+    #: Open TCP connections at once, all peers together; beyond it a new one is closed
+    #: at accept (the daemon's file descriptors, and so its unix API, stay available).
+    max_connections: int = Field(default=256, ge=1, le=100_000)
+    #: Open TCP connections from one peer address.
+    max_connections_per_peer: int = Field(default=32, ge=1, le=100_000)
+    #: A TCP connection must send its whole request head within this (slowloris).
+    header_timeout_s: float = Field(default=10.0, gt=0)
     #: Whether ``/metrics`` on TCP needs the token too (the unix socket never does).
     metrics_require_token: bool = True
 

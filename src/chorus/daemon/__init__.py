@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         is_responding,
     )
     from chorus.daemon._lifecycle import spawn_daemon, stop_daemon
+    from chorus.daemon._requests import prompt_problem
     from chorus.daemon._supervisor import JobRequest, Supervisor
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "NotRunningError",
     "Supervisor",
     "is_responding",
+    "prompt_problem",
     "spawn_daemon",
     "stop_daemon",
 ]
@@ -41,6 +43,7 @@ _CLIENT = frozenset(
 )
 _LIFECYCLE = frozenset({"spawn_daemon", "stop_daemon"})
 _SUPERVISOR = frozenset({"JobRequest", "Supervisor"})
+_REQUESTS = frozenset({"prompt_problem"})
 
 
 def __getattr__(name: str) -> Any:
@@ -52,6 +55,10 @@ def __getattr__(name: str) -> Any:
         from chorus.daemon import _lifecycle
 
         return getattr(_lifecycle, name)
+    if name in _REQUESTS:
+        from chorus.daemon import _requests
+
+        return getattr(_requests, name)
     if name in _SUPERVISOR:
         from chorus.daemon import _supervisor
 

@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from chorus._errors import ChorusError, UserError
+from chorus.daemon._requests import BadJobRequestError, read_job_request
 from chorus.daemon._supervisor import JobRequest, Supervisor
 from chorus.daemon._worktree_api import worktree_routes
 from chorus.events import JobEnded, event_to_json
@@ -88,9 +89,11 @@ def build_app(
 
     async def create_job(request: Request) -> Response:
         try:
-            payload = await request.json()
-            req = JobRequest(**{k: v for k, v in payload.items() if v is not None})
-        except (ValueError, TypeError) as exc:
+            fields = await read_job_request(request, sup.config.daemon.max_prompt_bytes)
+            req = JobRequest(**fields)
+        except BadJobRequestError as exc:
+            return _error(str(exc), exc.code, 400)
+        except TypeError as exc:
             return _error(f"bad job request: {exc}", "bad_request", 400)
         try:
             job = await sup.submit(req)

@@ -1,7 +1,8 @@
 """Start, find and stop the daemon process.
 
 Exactly one daemon runs per ``CHORUS_HOME``: it holds an exclusive ``flock`` on
-``run/daemon.lock`` for its whole life, so a second one exits at once. The
+the home directory itself for its whole life, so a second one exits at once
+(deleting a file cannot release it). The
 socket is created with mode 0600 (the file mode is the authentication).
 """
 
@@ -16,13 +17,21 @@ import sys
 import time
 from pathlib import Path
 
+from chorus.config import chorus_home
 from chorus.daemon._client import DaemonError, is_responding
-from chorus.daemon._paths import lock_path, log_path, pid_path
+from chorus.daemon._paths import log_path, pid_path
 
 
 def acquire_lock() -> int | None:
-    """Take the per-home lock; return its fd, or ``None`` if another daemon holds it."""
-    fd = os.open(lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
+    """Take the per-home lock; return its fd, or ``None`` if another daemon holds it.
+
+    The lock is an exclusive ``flock`` on the ``CHORUS_HOME`` directory itself, not on
+    a file inside it: deleting ``run/daemon.lock`` (or anything else in the home) does
+    not release it, so a second daemon can never run beside the first. It goes with
+    the process, however that ends."""
+    home = chorus_home()
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -18,6 +18,7 @@ from chorus.config import ChorusConfig, private_home
 from chorus.daemon._api import build_app
 from chorus.daemon._checks import load_checked_config
 from chorus.daemon._lifecycle import acquire_lock
+from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
 from chorus.daemon._metrics import DaemonMetrics, following
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
@@ -25,7 +26,7 @@ from chorus.gateway import Gateway, load_gateway_settings
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.routines import Scheduler, routine_routes
 from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
-from chorus.store import SqliteStore, Store, StoreUnreachableError, open_store
+from chorus.store import SqliteStore, Store, StoreUnreachableError, open_store, repair_store
 
 log = logging.getLogger("chorus.daemon")
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
@@ -89,6 +90,8 @@ async def serve() -> int:
         print("chorus daemon: another daemon already runs for this CHORUS_HOME", file=sys.stderr)
         return 0
     private_home()
+    raise_fd_limit()
+    asyncio.get_running_loop().set_exception_handler(QuietLoopErrors())
     config = load_checked_config()
     store = open_store(config)  # [store] url: SQLite in CHORUS_HOME or a shared PostgreSQL
     try:
@@ -97,6 +100,7 @@ async def serve() -> int:
         print(f"chorus daemon: {exc}", file=sys.stderr)
         os.close(lock)
         return 2
+    await repair_store(store)
     parts = _policy_parts(store)
     guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
     hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))
@@ -130,6 +134,7 @@ def _hub_limits(config: ChorusConfig) -> HubLimits:
     settings = load_gateway_settings()
     return HubLimits(
         idle_timeout_s=config.daemon.session_idle_timeout_s,
+        max_idle=config.daemon.max_idle_bodies,
         max_sessions=settings.gateway.max_sessions,
         max_queued=settings.gateway.max_queued_messages,
         spares=config.daemon.spare_bodies,
@@ -153,5 +158,5 @@ def _bind_private_socket() -> socket.socket:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    install_logging()
     sys.exit(asyncio.run(serve()))

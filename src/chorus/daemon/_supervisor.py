@@ -39,6 +39,7 @@ from typing import Any
 from chorus._errors import UserError
 from chorus.bodies import Body, BodyOptions, body_names, check_installed
 from chorus.config import BrainConfig, ChorusConfig, chorus_home
+from chorus.daemon._durability import error_info, until_stored
 from chorus.daemon._frameworks import FrameworkPort, framework_options
 from chorus.events import (
     ErrorCode,
@@ -246,7 +247,6 @@ class Supervisor:
         """Interrupt a running job or cancel a queued one; returns what was done."""
         job = await self.store.get_job(job_id)
         if job.state == JobState.QUEUED:
-            await self.store.update_job(job_id, state=JobState.CANCELLED)
             await self._end(job, "cancelled", None, result=None)
             return "cancelled"
         session = self._live.get(job_id)
@@ -408,8 +408,7 @@ class Supervisor:
                 final = refused or await self._attempts(job)
             except Exception as exc:  # the job must end with a reason, whatever broke
                 log.exception("job %s failed inside Chorus", job.id)
-                err = ErrorInfo(code=ErrorCode.UNKNOWN, message=f"chorus error: {exc}")
-                final = TurnFailed(error=err)
+                final = TurnFailed(error=error_info(exc))
             await finish_job_worktree(self.store, job)  # commit leftovers, unlock (issue 24)
             await self._finish(job, final)
         finally:
@@ -625,27 +624,32 @@ class Supervisor:
 
     async def _finish(self, job: JobRecord, final: Event) -> None:
         if isinstance(final, TurnCompleted):
-            await self.store.update_job(
-                job.id, state=JobState.SUCCEEDED, result={"text": final.result}
-            )
             await self._end(job, "succeeded", None, result=final.result)
             return
         error = _error_of(final)
         if job.id in self._interrupted:
             self._interrupted.discard(job.id)
             error = ErrorInfo(code=ErrorCode.INTERRUPTED, message="interrupted by the user")
-            await self.store.update_job(job.id, state=JobState.CANCELLED, error=error.model_dump())
             await self._end(job, "cancelled", error, result=None)
             return
-        await self.store.update_job(job.id, state=JobState.FAILED, error=error.model_dump())
         await self._end(job, "failed", error, result=None)
 
     async def _end(
         self, job: JobRecord, state: str, error: ErrorInfo | None, *, result: str | None
     ) -> None:
+        """Move the job to ``state`` and append its JobEnded in one transaction."""
         fresh = await self.store.get_job(job.id)
         ended = JobEnded(state=state, error=error, result=result, attempts=fresh.attempts)
-        stamped = await self._append(job, ended)
+        fresh, stamped = await until_stored(
+            lambda: self.store.end_job(
+                job.id,
+                JobState(state),
+                ended,
+                result={"text": result} if state == "succeeded" else None,
+                error=error.model_dump() if error is not None else None,
+            ),
+            f"ending job {job.id}",
+        )
         assert isinstance(stamped, JobEnded)
         self.frameworks.ended(fresh)
         for hook in self.outcome_hooks:

@@ -37,6 +37,8 @@ class ErrorCode(StrEnum):
     POLICY_DENIED = "policy_denied"
     SESSION_NOT_FOUND = "session_not_found"
     INVALID_REQUEST = "invalid_request"
+    #: Chorus could not write the log (the disk is full); the job ended once it could.
+    STORAGE_FULL = "storage_full"
     UNKNOWN = "unknown"
 
 

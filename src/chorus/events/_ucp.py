@@ -31,13 +31,18 @@ class _Request(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
 
+#: A name, path or id that ends up on a command line or in a file name: no control
+#: characters (a NUL cannot be passed to a process at all).
+Word = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]*$")]
+
+
 class InitializeRequest(_Request):
     subtype: Literal["initialize"] = "initialize"
-    body: str | None = None
-    model: str | None = None
-    cwd: str | None = None
-    permission_mode: str | None = None
-    resume: str | None = None
+    body: Word | None = None
+    model: Word | None = None
+    cwd: Word | None = None
+    permission_mode: Word | None = None
+    resume: Word | None = None
     last_seq: int | None = None
     #: The brain answers ``can_use_tool`` requests (permission asks) on this link.
     can_use_tool: bool = False
@@ -45,7 +50,7 @@ class InitializeRequest(_Request):
 
 class SetModelRequest(_Request):
     subtype: Literal["set_model"] = "set_model"
-    model: str | None = None
+    model: Word | None = None
 
 
 class SetPermissionModeRequest(_Request):

@@ -196,11 +196,13 @@ class UcpConnection:
 
     async def _on_message(self, data: str | bytes) -> None:
         frame = decode_frame(data, max_bytes=self._cfg.max_frame_bytes)
-        if isinstance(frame, Rejected):
-            await self._reject(frame)
-            return
+        # Every frame spends a token, malformed ones too: garbage cannot buy unlimited
+        # error answers. A malformed frame over the limit is dropped unanswered.
         if not self._bucket.take():
             await self._rate_limited(frame)
+            return
+        if isinstance(frame, Rejected):
+            await self._reject(frame)
             return
         if isinstance(frame, ControlRequest):
             await self._start_request(frame)
@@ -219,6 +221,8 @@ class UcpConnection:
             await self._reject(Rejected(GatewayCode.RATE_LIMITED, message, frame.request_id))
         elif isinstance(frame, UserMessage):
             await self._reject(Rejected(GatewayCode.RATE_LIMITED, message))
+        elif isinstance(frame, Rejected):
+            self._svc.metrics.rejected_frames_total.inc(GatewayCode.RATE_LIMITED)
         # keep_alive and stray responses over the limit are dropped: nothing to answer.
 
     async def _on_user(self, frame: UserMessage) -> None:

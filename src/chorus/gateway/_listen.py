@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from chorus.config import run_dir
+from chorus.gateway._accept import ConnectionCaps, guarded_protocol
 from chorus.gateway._config import GatewayConfig
 from chorus.gateway._errors import GatewayError
 
@@ -49,9 +50,12 @@ class TcpListener:
         host, port = self._socket.getsockname()[:2]
         self.host, self.port = str(host), int(port)
         app = Starlette(routes=routes)
+        self.caps = ConnectionCaps(config.max_connections, config.max_connections_per_peer)
         self._server = _EmbeddedServer(
             uvicorn.Config(
                 app,
+                http=guarded_protocol(self.caps, config.header_timeout_s),
+                limit_concurrency=config.max_connections,
                 lifespan="off",
                 log_config=None,  # the host process owns logging configuration
                 log_level="warning",

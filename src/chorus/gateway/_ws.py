@@ -97,9 +97,11 @@ def handshake_refusal(
 
 def bearer_matches(header: str | None, token: str) -> bool:
     """Constant-time check of an ``Authorization: Bearer <token>`` header."""
-    if header is None or not header.startswith("Bearer "):
+    # The scheme is case-insensitive (RFC 9110 section 11.1); the token is not.
+    scheme, _, given = (header or "").strip().partition(" ")
+    if scheme.lower() != "bearer":
         return False
-    return hmac.compare_digest(header[len("Bearer ") :].encode(), token.encode())
+    return hmac.compare_digest(given.strip().encode(), token.encode())
 
 
 async def _refuse(websocket: WebSocket, status: int, message: str) -> None:

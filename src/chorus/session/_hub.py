@@ -44,6 +44,10 @@ class HubLimits:
     idle_timeout_s: float = 600.0
     #: Sessions a brain may open (the daemon's own jobs are bounded by its queue).
     max_sessions: int = 64
+    #: Idle warm bodies kept at most; beyond it the least recently used is closed (its
+    #: next turn resumes natively). Without it every ``chorus ask`` (a new session)
+    #: left a CLI process for ``idle_timeout_s``: thousands under load.
+    max_idle: int = 16
     #: Brain messages one session holds before ``queue_full``.
     max_queued: int = 100
     #: Keep one pre-started spare body per recently used (body, cwd, options).
@@ -186,7 +190,7 @@ class SessionHub:
             return await self._resume(resume, body, model, permission_mode), True
         body = self._check_body(body)
         folder = checked_cwd(cwd)
-        checked_mode(permission_mode)  # bad input writes nothing
+        checked_mode(permission_mode)  # bad input writes nothing (no session left "starting")
         with self._reserve():
             record = await self.store.create_session(
                 body, model=model, cwd=str(folder), state="starting", transport=transport or {}
@@ -326,6 +330,19 @@ class SessionHub:
         session.touch()
         self._live[session.id] = session
         self._drivers[session.id] = tg.create_task(self._drive(session), name=f"s-{session.id}")
+        if len(self._live) > self.limits.max_idle:
+            tg.create_task(self.trim_idle(keep=session.id), name="session-trim")
+
+    async def trim_idle(self, keep: str | None = None) -> list[str]:
+        """Close the least recently used unused sessions beyond ``limits.max_idle``
+        (never ``keep``); returns their ids."""
+        idle = [s for s in self._live.values() if s.unused and s.id != keep]
+        idle.sort(key=lambda s: max(s.idle_since, s.detached_at))
+        extra = idle[: max(0, len(idle) - self.limits.max_idle)]
+        for session in extra:
+            log.info("closing session %s: over %d idle bodies", session.id, self.limits.max_idle)
+            await session.close()
+        return [s.id for s in extra]
 
     async def _drive(self, session: Session) -> None:
         try:

@@ -21,6 +21,7 @@ from chorus.store._errors import (
     SchemaVersionError,
     SessionExistsError,
     SlowSubscriberError,
+    StorageFullError,
     StoreClosedError,
     StoreError,
     StoreQueueFullError,
@@ -66,6 +67,7 @@ from chorus.store._postgres import (
 )
 from chorus.store._prefix import resolve_job_id, resolve_session_id
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor, looks_secret_name
+from chorus.store._repair import RepairReport, repair_store
 from chorus.store._replay import (
     CodecFactory,
     Divergence,
@@ -114,6 +116,7 @@ __all__ = [
     "RawTap",
     "RedactionError",
     "Redactor",
+    "RepairReport",
     "ReplayCodec",
     "ReplayReport",
     "RoutineRecord",
@@ -122,6 +125,7 @@ __all__ = [
     "SessionRecord",
     "SlowSubscriberError",
     "SqliteStore",
+    "StorageFullError",
     "Store",
     "StoreClosedError",
     "StoreError",
@@ -147,6 +151,7 @@ __all__ = [
     "open_store",
     "redact_url",
     "register_replay_codec",
+    "repair_store",
     "replay",
     "replay_codec_factory",
     "resolve_job_id",

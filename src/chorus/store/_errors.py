@@ -3,6 +3,7 @@
     ChorusError
     ├── StoreError                     the durable log failed or refused an operation
     │   ├── StoreClosedError           used before start() or after close()
+    │   ├── StorageFullError           the disk (or a quota) is full: retry once space is back
     │   ├── SchemaVersionError         the database was written by a newer Chorus
     │   ├── DuplicateRecordError       a job / control request id already taken
     │   │   ├── SessionExistsError     create_session with an id already taken
@@ -39,6 +40,11 @@ class StoreError(ChorusError):
 
 class StoreClosedError(StoreError):
     """The store is not running (never started, or already closed)."""
+
+
+class StorageFullError(StoreError):
+    """A write failed because the disk is full; nothing of it was written. The same
+    write succeeds once space is back."""
 
 
 class SchemaVersionError(StoreError):

@@ -128,6 +128,12 @@ JOB_TRANSITIONS: Mapping[JobState, frozenset[JobState]] = {
 JOB_TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
 
 
+def check_job_end(job_id: str, state: JobState) -> None:
+    """Raise :class:`JobStateError` unless ``state`` is terminal (what a job can end in)."""
+    if state not in JOB_TERMINAL:
+        raise JobStateError(job_id, "?", f"{state.value} (not a terminal state)")
+
+
 def check_job_transition(job_id: str, current: JobState, wanted: JobState) -> None:
     """Raise :class:`JobStateError` unless ``current -> wanted`` is in the table."""
     if wanted not in JOB_TRANSITIONS[current]:
@@ -499,6 +505,37 @@ class Store(ABC):
         is; ``prompt`` replaces the prompt, e.g. to add a steer to a queued job). Entering
         a terminal state sets ``ended_at``; re-entering ``queued``
         clears ``result``, ``error`` and ``ended_at``. Raises :class:`UnknownJobError`."""
+
+    @abstractmethod
+    async def end_job(
+        self,
+        job_id: str,
+        state: JobState,
+        ended: Event,
+        *,
+        result: JsonDict | None = None,
+        error: JsonDict | None = None,
+        origin: str = ORIGIN_CHORUS,
+    ) -> tuple[JobRecord, Event]:
+        """End a job for good, in ONE transaction: move it to the terminal ``state``
+        (checked like :meth:`update_job`), set ``result``/``error``, and append
+        ``ended`` (its :class:`JobEnded`, tagged with ``job_id``) to the job's
+        session. A crash leaves either both or neither, so a follower of the job's
+        events always sees its end. Returns the job and the stamped event. Raises
+        :class:`JobStateError` (illegal transition, no session),
+        :class:`UnknownJobError`, :class:`EventTooLargeError`; nothing is written then."""
+
+    @abstractmethod
+    async def jobs_missing_end(self) -> list[JobRecord]:
+        """Terminal jobs with a session whose log holds no ``job_ended`` event for them
+        (left by a Chorus that ended jobs in two transactions). Start-up repair
+        appends the missing ends (see :func:`chorus.store.repair_store`)."""
+
+    async def stale_mirrors(self) -> list[str]:
+        """Sessions whose JSONL mirror is not exactly the log (a crash after a commit
+        and before the mirror write); :meth:`rebuild_mirror` fixes each. A backend
+        without mirrors has none."""
+        return []
 
     @abstractmethod
     async def requeue_running_jobs(self, *, node: str | None = None) -> list[JobRecord]:

@@ -10,9 +10,11 @@ from two batches interleaved.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from chorus.store._interface import check_id
 
@@ -34,6 +36,22 @@ class JsonlMirror:
             if lines:
                 _append_bytes(self.path(session_id), _encode(lines))
 
+    def last_seq(self, session_id: str) -> int:
+        """The ``seq`` of the mirror's last whole line (0: no file, empty, or unreadable)."""
+        try:
+            with self.path(session_id).open("rb") as file:
+                tail = _tail(file)
+        except OSError:
+            return 0
+        lines = tail.rstrip(b"\n").rsplit(b"\n", 1)
+        if not tail.endswith(b"\n"):
+            return -1  # a torn last line: rebuild
+        try:
+            seq = json.loads(lines[-1]).get("seq", 0)
+        except (ValueError, AttributeError):
+            return -1
+        return seq if isinstance(seq, int) else -1
+
     def rebuild(self, session_id: str, lines: Iterable[str]) -> None:
         """Replace the session's mirror atomically (write aside, then rename)."""
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -47,6 +65,15 @@ class JsonlMirror:
         finally:
             os.close(fd)
         os.replace(temp, target)
+
+
+def _tail(file: BinaryIO, size: int = 1 << 16) -> bytes:
+    """The file's last ``size`` bytes (enough for the last line of nearly any event;
+    a longer one reads as unparseable and the mirror is rebuilt, which is safe)."""
+    file.seek(0, os.SEEK_END)
+    end = file.tell()
+    file.seek(max(0, end - size))
+    return file.read()
 
 
 def _encode(lines: Sequence[str]) -> bytes:

@@ -271,6 +271,37 @@ class CallOp(Op):
             raise StoreError(f"constraint failed: {exc}") from exc
 
 
+class EndOp(Op):
+    """End a job (``fn`` moves it to its terminal state and returns its session) and
+    append its end event, inside one SAVEPOINT: both, or neither."""
+
+    __slots__ = ("event", "fn", "origin")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None,
+        fn: Callable[[Conn], Awaitable[tuple[str, Any]]],
+        event: Event,
+        origin: str,
+    ) -> None:
+        super().__init__(loop)
+        self.fn = fn
+        self.event = event
+        self.origin = origin
+
+    async def apply(self, txn: Txn) -> tuple[Any, Event]:
+        await txn.flush()
+        try:
+            async with txn.conn.transaction():
+                session_id, job = await self.fn(txn.conn)
+                append = AppendOp(None, session_id, (self.event,), self.origin, single=True)
+                stamped = await append.apply(txn)
+        except pg_errors.IntegrityError as exc:
+            raise StoreError(f"constraint failed: {exc}") from exc
+        assert isinstance(stamped, Event)
+        return job, stamped
+
+
 def _columns(rows: Sequence[tuple[Any, ...]], width: int) -> list[list[Any]]:
     """Rows to columns, for ``unnest``."""
     return [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * width

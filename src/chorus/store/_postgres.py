@@ -32,6 +32,7 @@ from chorus.store._bus import DEFAULT_SUBSCRIBER_QUEUE, EventBus, Subscription
 from chorus.store._errors import (
     ControlAnsweredError,
     DuplicateRecordError,
+    JobStateError,
     SessionExistsError,
     StoreClosedError,
     StoreError,
@@ -41,6 +42,7 @@ from chorus.store._errors import (
 )
 from chorus.store._interface import (
     JOB_TERMINAL,
+    ORIGIN_CHORUS,
     ORIGIN_CODEC,
     ControlRecord,
     ControlStatus,
@@ -53,6 +55,7 @@ from chorus.store._interface import (
     SessionRecord,
     Store,
     check_id,
+    check_job_end,
     check_job_transition,
     lease_expired_error,
     new_id,
@@ -60,7 +63,16 @@ from chorus.store._interface import (
 from chorus.store._mirror import JsonlMirror
 from chorus.store._pg_listen import Listener
 from chorus.store._pg_migrations import migrate
-from chorus.store._pg_writer import EVENTS_CHANNEL, AppendOp, CallOp, Conn, Op, PgWriter, RawOp
+from chorus.store._pg_writer import (
+    EVENTS_CHANNEL,
+    AppendOp,
+    CallOp,
+    Conn,
+    EndOp,
+    Op,
+    PgWriter,
+    RawOp,
+)
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor
 from chorus.store._sqlite import (
     _JOB_COLUMNS,
@@ -616,6 +628,48 @@ class PostgresStore(Store):
         if state is JobState.QUEUED:
             self._jobs_queued()
         return job
+
+    async def end_job(
+        self,
+        job_id: str,
+        state: JobState,
+        ended: Event,
+        *,
+        result: JsonDict | None = None,
+        error: JsonDict | None = None,
+        origin: str = ORIGIN_CHORUS,
+    ) -> tuple[JobRecord, Event]:
+        check_job_end(job_id, state)
+        fields: dict[str, Any] = {
+            "result": None if result is None else self._json(result),
+            "error": None if error is None else self._json(error),
+        }
+        fields = {key: value for key, value in fields.items() if value is not None}
+
+        async def end(conn: Conn) -> tuple[str, JobRecord]:
+            job = await _set_job_state(conn, await _get_job(conn, job_id, lock=True), state)
+            if fields:
+                await _update_job_row(conn, job_id, fields)
+            if job.session_id is None:
+                raise JobStateError(job_id, job.state.value, "ended without a session")
+            return job.session_id, await _get_job(conn, job_id)
+
+        tagged = ended.model_copy(update={"job_id": job_id})
+        op = EndOp(asyncio.get_running_loop(), end, tagged, origin)
+        job, stamped = await self._write(op)
+        return job, stamped
+
+    async def jobs_missing_end(self) -> list[JobRecord]:
+        async def select(conn: Conn) -> list[JobRecord]:
+            cur = await conn.execute(
+                _JOB_SELECT + " WHERE state IN ('succeeded', 'failed', 'cancelled')"
+                " AND session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM events e"
+                " WHERE e.session_id = jobs.session_id AND e.type = 'job_ended'"
+                " AND (e.payload::jsonb ->> 'job_id') = jobs.id) ORDER BY created_at, ord"
+            )
+            return [_job(row) for row in await cur.fetchall()]
+
+        return await self._read(select)
 
     async def requeue_running_jobs(self, *, node: str | None = None) -> list[JobRecord]:
         async def requeue(conn: Conn) -> list[JobRecord]:

@@ -24,6 +24,7 @@ from chorus.store._errors import (
     ControlAnsweredError,
     DuplicateRecordError,
     FiringExistsError,
+    JobStateError,
     SessionExistsError,
     StoreClosedError,
     StoreError,
@@ -34,6 +35,7 @@ from chorus.store._errors import (
 )
 from chorus.store._interface import (
     JOB_TERMINAL,
+    ORIGIN_CHORUS,
     ORIGIN_CODEC,
     ControlRecord,
     ControlStatus,
@@ -50,13 +52,14 @@ from chorus.store._interface import (
     Store,
     WorktreeRecord,
     check_id,
+    check_job_end,
     check_job_transition,
     lease_expired_error,
     new_id,
 )
 from chorus.store._mirror import JsonlMirror
 from chorus.store._redact import Redactor
-from chorus.store._writer import AppendOp, CallOp, Op, RawOp, Writer
+from chorus.store._writer import AppendOp, CallOp, EndOp, Op, RawOp, Writer
 
 T = TypeVar("T")
 
@@ -593,6 +596,63 @@ class SqliteStore(Store):
         if state is JobState.QUEUED:
             self._jobs_queued()
         return job
+
+    async def end_job(
+        self,
+        job_id: str,
+        state: JobState,
+        ended: Event,
+        *,
+        result: JsonDict | None = None,
+        error: JsonDict | None = None,
+        origin: str = ORIGIN_CHORUS,
+    ) -> tuple[JobRecord, Event]:
+        check_job_end(job_id, state)
+        fields: dict[str, Any] = {
+            "result": None if result is None else self._json(result),
+            "error": None if error is None else self._json(error),
+        }
+        fields = {key: value for key, value in fields.items() if value is not None}
+
+        def end(conn: sqlite3.Connection) -> tuple[str, JobRecord]:
+            job = _set_job_state(conn, _get_job(conn, job_id), state)
+            if fields:
+                _update_job_row(conn, job_id, fields)
+            if job.session_id is None:
+                raise JobStateError(job_id, job.state.value, "ended without a session")
+            return job.session_id, _get_job(conn, job_id)
+
+        tagged = ended.model_copy(update={"job_id": job_id})
+        op = EndOp(asyncio.get_running_loop(), end, (tagged,), origin)
+        job, stamped = await self._write(op)
+        return job, stamped[0]
+
+    async def jobs_missing_end(self) -> list[JobRecord]:
+        def select(conn: sqlite3.Connection) -> list[JobRecord]:
+            rows = conn.execute(
+                "SELECT * FROM jobs j WHERE j.state IN ('succeeded', 'failed', 'cancelled')"
+                " AND j.session_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM events e"
+                " WHERE e.session_id = j.session_id AND e.type = 'job_ended'"
+                " AND json_extract(e.payload, '$.job_id') = j.id)"
+                " ORDER BY j.created_at, j.rowid"
+            ).fetchall()
+            return [_job(row) for row in rows]
+
+        return await self._read(select)
+
+    async def stale_mirrors(self) -> list[str]:
+        def counts(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+            rows = conn.execute(
+                "SELECT session_id, MAX(seq) FROM events GROUP BY session_id"
+            ).fetchall()
+            return [(str(row[0]), int(row[1])) for row in rows]
+
+        assert self.mirror is not None
+        mirror = self.mirror
+        last = await self._read(counts)
+        return await asyncio.to_thread(
+            lambda: [sid for sid, seq in last if mirror.last_seq(sid) != seq]
+        )
 
     async def requeue_running_jobs(self, *, node: str | None = None) -> list[JobRecord]:
         def requeue(conn: sqlite3.Connection) -> list[JobRecord]:

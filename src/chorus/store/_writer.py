@@ -32,6 +32,7 @@ from chorus._errors import ChorusError, EventTooLargeError
 from chorus.events import Event
 from chorus.store._bus import EventBus
 from chorus.store._errors import (
+    StorageFullError,
     StoreClosedError,
     StoreError,
     StoreQueueFullError,
@@ -226,6 +227,44 @@ class CallOp(Op):
         return result
 
 
+class EndOp(Op):
+    """Change a row and append events to the log in one transaction: both or neither.
+
+    ``fn(conn)`` runs first, inside a SAVEPOINT, and returns ``(session_id, value)``;
+    then ``events`` are appended to that session. The result is ``(value, stamped)``.
+    A :class:`ChorusError` from either half undoes both (e.g. an illegal job state,
+    an event over the size cap)."""
+
+    __slots__ = ("events", "fn", "origin")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None,
+        fn: Callable[[sqlite3.Connection], tuple[str, Any]],
+        events: Sequence[Event],
+        origin: str,
+    ) -> None:
+        super().__init__(loop)
+        self.fn = fn
+        self.events = events
+        self.origin = origin
+
+    def apply(self, txn: _Txn) -> tuple[Any, list[Event]]:
+        txn.flush()
+        txn.conn.execute("SAVEPOINT op")
+        try:
+            session_id, value = self.fn(txn.conn)
+            appended = AppendOp(None, session_id, self.events, self.origin).apply(txn)
+            txn.flush()
+        except ChorusError:
+            txn.conn.execute("ROLLBACK TO op")
+            txn.conn.execute("RELEASE op")
+            raise
+        txn.conn.execute("RELEASE op")
+        assert isinstance(appended, list)
+        return value, appended
+
+
 def _check_size(payload: str, limit: int) -> None:
     # len() counts characters, a lower bound of the UTF-8 size: encode only when close.
     if len(payload) * 4 > limit:
@@ -374,7 +413,7 @@ class Writer:
                     conn.execute("ROLLBACK")
             if not isinstance(exc, sqlite3.Error):
                 raise
-            error = StoreError(f"write failed, batch rolled back: {exc}")
+            error = _write_error(exc)
             _settle([_Outcome(op, False, error) for op in batch], self._redactor)
             return
         self._write_mirror(txn)
@@ -424,6 +463,16 @@ def _resolve(outcomes: list[_Outcome]) -> None:
             future.set_result(outcome.value)
         else:
             future.set_exception(outcome.value)
+
+
+def _write_error(exc: sqlite3.Error) -> StoreError:
+    """The error every operation of a rolled-back batch gets: a full disk is told apart
+    (the caller may wait for space and retry the very same write)."""
+    message = f"write failed, batch rolled back: {exc}"
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF == sqlite3.SQLITE_FULL:
+        return StorageFullError(message)
+    return StoreError(message)
 
 
 def _as_store_error(exc: BaseException) -> ChorusError:

@@ -11,6 +11,7 @@ Typical use::
         assert server.turn_requests()[1].last_tool_result() is not None
 """
 
+from chorus.testing._faults import start_faulty_daemon
 from chorus.testing._offline import (
     CLIS,
     CODEX_KEY_VAR,
@@ -105,6 +106,7 @@ __all__ = [
     "run_headless",
     "shell",
     "slow_text",
+    "start_faulty_daemon",
     "text",
     "thinking",
     "tool_call",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from pathlib import Path
@@ -326,3 +327,20 @@ async def test_print_body_falls_back_from_an_unknown_session(
     assert _one(events, Notice).kind == "resume_fallback"
     assert isinstance(events[-1], TurnCompleted)
     assert body.native_session_id not in (None, missing)
+
+
+#: 300 KiB: more than the kernel takes in one argv string (128 KiB).
+BIG_PROMPT = "BIG-START " + " ".join(f"w{i}" for i in range(60_000))[: 300 << 10] + " BIG-END"
+
+
+async def test_print_body_takes_a_300_kib_prompt_on_stdin(
+    tmp_path: Path, work: Path, claude: Path
+) -> None:
+    with ModelServer(Scenario.of(text("read it all"))) as server:
+        async with ClaudePrintBody(_options(tmp_path, work, claude, server.url)) as body:
+            events = await _turn(body, BIG_PROMPT)
+        sent = json.dumps(server.turn_requests()[-1].body)
+    assert isinstance(events[-1], TurnCompleted)
+    assert events[-1].result == "read it all"
+    assert "BIG-START" in sent
+    assert "BIG-END" in sent

@@ -57,18 +57,18 @@ def test_app_server_runs_offline_safe() -> None:
 
 def test_exec_command_lines(tmp_path: Path) -> None:
     body = CodexExecBody(_options(tmp_path, permission_mode="default", model="gpt-5.5"))
-    first = body.argv("-looks like a flag")
+    first = body.argv()
     assert first[:3] == ["/opt/codex", "exec", "--json"]
     assert "--skip-git-repo-check" in first
     assert first[first.index("-c") + 1] == 'sandbox_mode="workspace-write"'
     assert first[first.index("-m") + 1] == "gpt-5.5"
-    assert first[-2:] == ["--", "-looks like a flag"]
+    assert first[-2:] == ["--", "-"]  # the prompt is read from stdin
     resumed = CodexExecBody(_options(tmp_path, permission_mode="bypassPermissions", resume="T1"))
-    argv = resumed.argv("again")
+    argv = resumed.argv()
     assert argv[1:3] == ["exec", "resume"]
     assert "--dangerously-bypass-approvals-and-sandbox" in argv
     assert "-c" not in argv
-    assert argv[-3:] == ["--", "T1", "again"]
+    assert argv[-3:] == ["--", "T1", "-"]
 
 
 async def test_controls_between_turns(tmp_path: Path) -> None:
@@ -88,7 +88,7 @@ async def test_exec_controls_apply_to_the_next_run(tmp_path: Path) -> None:
     body = CodexExecBody(_options(tmp_path))
     await body.set_model("gpt-5.4")
     await body.set_permission_mode("plan")
-    argv = body.argv("hi")
+    argv = body.argv()
     assert argv[argv.index("-m") + 1] == "gpt-5.4"
     assert 'sandbox_mode="read-only"' in argv
     await body.interrupt()  # nothing running: a no-op

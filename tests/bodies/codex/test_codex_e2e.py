@@ -374,3 +374,23 @@ async def test_exec_interrupt(model_server: ModelServer, offline_cli: Factory) -
     failed = events[-1]
     assert isinstance(failed, TurnFailed)
     assert failed.error.code == ErrorCode.INTERRUPTED
+
+
+#: 300 KiB: more than the kernel takes in one argv string (128 KiB).
+BIG_PROMPT = "BIG-START " + " ".join(f"w{i}" for i in range(60_000))[: 300 << 10] + " BIG-END"
+
+
+async def test_exec_takes_a_300_kib_prompt_on_stdin(
+    model_server: ModelServer, offline_cli: Factory
+) -> None:
+    cli = offline_cli("codex")
+    model_server.script(Scenario.of(text("read it all"), text("and again")))
+    async with CodexExecBody(_options(cli)) as body:
+        first = await _turn(body, BIG_PROMPT)
+        second = await _turn(body, BIG_PROMPT.replace("BIG-END", "BIG-AGAIN"))  # exec resume
+    assert isinstance(first[-1], TurnCompleted)
+    assert isinstance(second[-1], TurnCompleted)
+    assert second[-1].result == "and again"
+    sent = model_server.turn_requests()[-1].last_user_text() or ""
+    assert sent.startswith("BIG-START")
+    assert sent.endswith("BIG-AGAIN")

@@ -7,6 +7,7 @@ quota errors arrive in seconds.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -218,3 +219,21 @@ async def test_headless_quota_fails_fast_and_a_kill_is_a_crash(
     crashed = _one(killed, TurnFailed)
     assert crashed.error.code is ErrorCode.BODY_CRASHED
     assert crashed.error.native["exit_code"] == -signal.SIGKILL
+
+
+#: 300 KiB: more than the kernel takes in one argv string (128 KiB).
+BIG_PROMPT = "BIG-START " + " ".join(f"w{i}" for i in range(60_000))[: 300 << 10] + " BIG-END"
+
+
+async def test_headless_takes_a_300_kib_prompt_on_stdin(
+    model_server: ModelServer, offline_cli: Callable[..., OfflineCli]
+) -> None:
+    cli = offline_cli("gemini")
+    model_server.script(Scenario.of(text("read it all")))
+    async with GeminiBody(_options(cli)) as body:
+        events = await _turn(body, BIG_PROMPT)
+    # The CLI echoes the prompt as one 300 KiB line, then answers: both must arrive.
+    assert _one(events, TurnCompleted).result == "read it all"
+    sent = json.dumps(model_server.turn_requests()[-1].body)
+    assert "BIG-START" in sent
+    assert "BIG-END" in sent

@@ -1,4 +1,5 @@
-"""The one-shot Claude body: ``claude -p PROMPT --output-format stream-json --verbose``.
+"""The one-shot Claude body: ``claude -p --output-format stream-json --verbose``, the
+prompt on stdin.
 
 Each turn is its own process; the next turn resumes the session the previous
 one confirmed (``--resume``). Same codec as the bidirectional body. There is
@@ -93,12 +94,12 @@ class ClaudePrintBody(Body):
         if not await wait_task(runner, _EXIT_WAIT):
             raise BodyError("claude-print runs one turn at a time; the last one still runs")
 
-    def _argv(self, prompt: str, resume: str | None) -> list[str]:
+    def _argv(self, resume: str | None) -> list[str]:
         policy_args = self.options.permission_args
         mode = None if policy_args is not None else self.permission_mode
         flags = session_flags(model=self.model, permission_mode=mode, resume=resume)
         flags += policy_args or ()
-        # "--" keeps a prompt that starts with "-" from being read as a flag.
+        # The prompt goes on stdin (see _spawn): no size limit, never read as a flag.
         return [
             str(executable(self.options)),
             "-p",
@@ -106,15 +107,16 @@ class ClaudePrintBody(Body):
             "--include-partial-messages",
             *flags,
             *self.options.extra_args,
-            "--",
-            prompt,
         ]
 
     async def _spawn(self, prompt: str, resume: str | None) -> ProcessTransport:
-        spec = spawn_spec(self.options, self._argv(prompt, resume), stdin_devnull=True)
+        """Start the turn's process and write the prompt to its stdin (``claude -p``
+        reads the prompt from stdin when none is given; argv is capped at 128 KiB)."""
+        spec = spawn_spec(self.options, self._argv(resume))
         transport = ProcessTransport(spec, tap=self.options.raw_tap)
         await transport.start()
         self._transport = transport
+        await transport.send_input(prompt)
         return transport
 
     async def _finish_turn(

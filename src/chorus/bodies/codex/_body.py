@@ -462,7 +462,7 @@ class CodexExecBody(Body):
         """Find the executable (nothing runs until the first turn)."""
         self._executable = codex_executable(self.options)
 
-    def argv(self, prompt: str) -> list[str]:
+    def argv(self) -> list[str]:
         """The command line of the next run (``exec`` or ``exec resume <thread>``)."""
         exe = str(self._executable or codex_executable(self.options))
         thread = self._codec.thread_id
@@ -477,8 +477,8 @@ class CodexExecBody(Body):
         if self.model:
             argv += ["-m", self.model]
         argv += self.options.extra_args
-        # "--" so that a prompt starting with "-" is never read as a flag.
-        return [*argv, "--", *([thread] if thread else []), prompt]
+        # The prompt is read from stdin ("-"): argv is capped at 128 KiB per argument.
+        return [*argv, "--", *([thread] if thread else []), "-"]
 
     async def _send_prompt(self, prompt: str) -> None:
         if self._closed:
@@ -486,15 +486,12 @@ class CodexExecBody(Body):
         await self._finish_previous()
         self._codec.begin_run(model=self.model, permission_mode=self.permission_mode)
         self._interrupted = False
-        spec = SpawnSpec(
-            argv=self.argv(prompt),
-            cwd=self.options.cwd,
-            env=self.options.child_env(),
-            stdin_devnull=True,
-        )
+        spec = SpawnSpec(argv=self.argv(), cwd=self.options.cwd, env=self.options.child_env())
         transport = ProcessTransport(spec, tap=self.options.raw_tap)
         await transport.start()
         self._transport = transport
+        # codex exec waits for end-of-file on stdin: the prompt, then close.
+        await transport.send_input(prompt)
         self._run_task = asyncio.create_task(self._run(transport))
 
     async def _finish_previous(self) -> None:

@@ -2,7 +2,7 @@
 
 - :class:`GeminiAcpBody`: ``gemini --acp``, the generic ACP body with Gemini's
   quirks (see :data:`chorus.bodies.acp.GEMINI_QUIRKS`).
-- :class:`GeminiBody`: ``gemini --prompt=... --output-format stream-json --yolo``,
+- :class:`GeminiBody`: ``gemini --output-format stream-json --yolo`` (prompt on stdin),
   a process per turn, chained with ``--resume``; :class:`GeminiStreamCodec` is
   its sans-I/O codec.
 - The ``settings.json`` Gemini needs for either: :data:`RECOMMENDED_SETTINGS`,

@@ -4,12 +4,13 @@
 entry (``gemini --acp``; its quirks: no ``session/load``, missing files read as
 empty, mode changes announced as text, tool names in call ids).
 
-:class:`GeminiBody` is the fallback: one ``gemini --prompt=... --output-format
-stream-json`` process per turn, chained with ``--resume <session id>``. It has
+:class:`GeminiBody` is the fallback: one ``gemini --output-format stream-json``
+process per turn (the prompt on its stdin), chained with ``--resume <session id>``. It has
 no approval channel, so it runs ``--yolo`` (``--approval-mode plan`` /
 ``auto_edit`` for those permission modes); interrupting it signals the whole
-process group (the launcher ignores a signal sent to it alone). A prompt is one
-command-line argument, so it must stay under the kernel's 128 KiB per argument.
+process group (the launcher ignores a signal sent to it alone). The prompt goes on
+stdin, not argv (the kernel caps one argument at 128 KiB); the stdout pipe is grown
+so that the CLI's echo of a big prompt does not make Node drop the rest at exit.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ GEMINI_HEADLESS_CAPABILITIES = Capabilities(
     cost=Support.UNSUPPORTED,
     rate_limit_signal=Support.NATIVE,  # exit 173 (= 429), result.status "error"
 )
+
+#: Stdout pipe size asked for (capped by /proc/sys/fs/pipe-max-size, 1 MiB by default).
+_STDOUT_PIPE_BYTES = 4 << 20
 
 _APPROVAL_ARGS = {
     "plan": ("--approval-mode", "plan"),
@@ -138,24 +142,26 @@ class GeminiBody(Body):
             await self._reap(previous)
         self.codec.start_turn()
         spec = SpawnSpec(
-            argv=self._argv(prompt),
+            argv=self._argv(),
             cwd=self.options.cwd,
             env=self.options.child_env(),
-            stdin_devnull=True,  # -p appends stdin to the prompt; never let it wait on us
+            stdout_pipe_bytes=_STDOUT_PIPE_BYTES,
         )
         run = _Run(ProcessTransport(spec, self.options.raw_tap))
         self._run = run
         try:
             await run.transport.start()
+            # Without --prompt, gemini reads the prompt from stdin to end-of-file.
+            await run.transport.send_input(prompt)
         except BodyCrashedError as exc:
             run.done.set()
             await self._emit_all(self.codec.finish(None, str(exc)))
             return
         run.task = asyncio.create_task(self._pump(run), name="gemini-run")
 
-    def _argv(self, prompt: str) -> list[str]:
-        # --prompt=<text> keeps a prompt that starts with "-" from being read as a flag.
-        argv = [str(self._executable), f"--prompt={prompt}", "--output-format", "stream-json"]
+    def _argv(self) -> list[str]:
+        # No --prompt: the prompt goes on stdin (no argv size limit, never read as a flag).
+        argv = [str(self._executable), "--output-format", "stream-json"]
         if self.options.permission_args is not None:
             argv += self.options.permission_args
         else:

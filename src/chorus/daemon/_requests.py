@@ -1,0 +1,92 @@
+"""Checks on a job request before anything is written: its shape and its size.
+
+The body of ``POST /jobs`` is read with a cap (a 12 MB prompt is refused without
+being parsed or stored), must be a JSON object whose fields are strings (or null),
+and its prompt must fit ``[daemon] max_prompt_bytes``. Every refusal is a
+:class:`chorus.UserError` (HTTP 400, CLI exit 2) with a stable code.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from chorus._errors import UserError
+
+#: Room for the request's other fields and JSON escaping around the prompt.
+_ENVELOPE_BYTES = 64 << 10
+#: Escaping can make a prompt's JSON up to 6x its UTF-8 size (\uXXXX).
+_JSON_ESCAPE_FACTOR = 6
+_STRING_FIELDS = (
+    "prompt",
+    "body",
+    "model",
+    "cwd",
+    "session_id",
+    "permission_mode",
+    "framework",
+    "reviewer",
+)
+
+
+class BadJobRequestError(UserError):
+    """A job request refused before anything was written; ``code`` is stable."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def prompt_problem(prompt: str, limit: int) -> str | None:
+    """Why ``prompt`` cannot be a job's prompt (too large), or None."""
+    size = len(prompt.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return None
+    return (
+        f"the prompt is {size:,} bytes; the limit is {limit:,} "
+        "([daemon] max_prompt_bytes in config.toml)"
+    )
+
+
+async def read_job_request(request: Request, max_prompt_bytes: int) -> dict[str, Any]:
+    """The request's fields (None values dropped), or :class:`BadJobRequestError`."""
+    cap = max_prompt_bytes * _JSON_ESCAPE_FACTOR + _ENVELOPE_BYTES
+    raw = await _read_capped(request, cap)
+    try:
+        payload = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise BadJobRequestError(f"bad job request: not JSON ({exc})", "bad_request") from exc
+    if not isinstance(payload, dict):
+        raise BadJobRequestError("bad job request: expected a JSON object", "bad_request")
+    for name in _STRING_FIELDS:
+        value = payload.get(name)
+        if value is not None and not isinstance(value, str):
+            raise BadJobRequestError(f"bad job request: {name!r} must be a string", "bad_request")
+    problem = prompt_problem(payload.get("prompt") or "", max_prompt_bytes)
+    if problem is not None:
+        raise BadJobRequestError(problem, "prompt_too_large")
+    return {key: value for key, value in payload.items() if value is not None}
+
+
+async def _read_capped(request: Request, cap: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > cap:
+        raise _too_large(int(declared))
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise _too_large(size)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(size: int) -> BadJobRequestError:
+    return BadJobRequestError(
+        f"the job request is over {size:,} bytes: its prompt is over the limit "
+        "([daemon] max_prompt_bytes in config.toml)",
+        "prompt_too_large",
+    )

@@ -1,0 +1,55 @@
+"""``chorus start`` says when the TCP gateway could not start (issue 18, case 7)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chorus.daemon import stop_daemon
+
+pytestmark = pytest.mark.faults
+
+
+def _chorus(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chorus", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_start_says_the_gateway_is_off_when_its_port_is_taken(chorus_home: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        chorus_home.mkdir()
+        (chorus_home / "config.toml").write_text(
+            f"[daemon]\nnotifications = false\n[gateway]\nport = {port}\n"
+        )
+        try:
+            started = _chorus("start")
+            assert started.returncode == 0, started.stderr
+            warning = started.stderr.replace("\n", " ")
+            assert "the TCP gateway is off" in warning
+            assert f"127.0.0.1:{port}" in warning
+            as_json = json.loads(_chorus("start", "--json").stdout)
+            assert as_json["gateway_tcp"] is None
+            assert f":{port}" in as_json["gateway_tcp_error"]
+        finally:
+            stop_daemon()
+
+
+def test_start_is_quiet_about_a_working_gateway(chorus_home: Path) -> None:
+    chorus_home.mkdir()
+    (chorus_home / "config.toml").write_text(
+        "[daemon]\nnotifications = false\n[gateway]\nport = 0\n"
+    )
+    try:
+        started = _chorus("start")
+        assert started.returncode == 0
+        assert "gateway" not in started.stderr
+        assert json.loads(_chorus("start", "--json").stdout)["gateway_tcp"].startswith("ws://")
+    finally:
+        stop_daemon()
