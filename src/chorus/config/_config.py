@@ -85,6 +85,8 @@ class ChorusConfig(_Strict):
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)
+    #: ``[memory]``: validated by ``chorus.memory.MemorySettings``.
+    memory: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _gateway_tables(self) -> ChorusConfig:
