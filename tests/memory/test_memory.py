@@ -67,7 +67,8 @@ def test_the_same_text_reinforces_instead_of_duplicating(mem: Memory, clock: Clo
 def test_similar_text_of_the_same_kind_reinforces(mem: Memory) -> None:
     first = mem.add("the staging database runs PostgreSQL 15 on port 5433", "fact").item
     similar = mem.add("the staging database runs PostgreSQL 15 on port 5433 now", "fact")
-    assert similar.op == "reinforce" and similar.item.id == first.id
+    assert similar.op == "reinforce"
+    assert similar.item.id == first.id
     other_kind = mem.add("the staging database runs PostgreSQL 15 on port 5433 now", "decision")
     assert other_kind.op == "add"
 
@@ -77,7 +78,8 @@ def test_a_contradiction_supersedes_the_old_item(mem: Memory) -> None:
     new = mem.add("Use ruff format instead of black", "decision", supersedes=old.id)
     assert [e.op for e in new.events] == ["add", "supersede"]
     kept = mem.get(old.id)
-    assert kept.status == "superseded" and kept.superseded_by == new.item.id
+    assert kept.status == "superseded"
+    assert kept.superseded_by == new.item.id
     assert mem.layout.item_path(old.id).exists()  # never a silent delete
     assert [h.item.id for h in mem.search("formatting black ruff") if h.item] == [new.item.id]
 
@@ -113,7 +115,8 @@ def test_notes_and_memory_md_are_searched_with_their_line(mem: Memory) -> None:
     mem.layout.memory_md.write_text("# Me\n\nI live in Lisbon and work on compilers.\n")
     mem.note("Met Ana about the parser rewrite", when=dt.datetime(2026, 11, 20, 9, 30))
     hits = {h.source: h for h in mem.search("Lisbon parser")}
-    assert hits["memory_md"].line == 3 and hits["memory_md"].path == str(mem.layout.memory_md)
+    assert hits["memory_md"].line == 3
+    assert hits["memory_md"].path == str(mem.layout.memory_md)
     assert hits["daily"].ref == "2026-11-20.md#L3"
     # A hand edit of MEMORY.md is seen at the next search (the files are the truth).
     mem.layout.memory_md.write_text("I moved to Porto.\n")
@@ -126,7 +129,8 @@ def test_salience_prefers_recent_reinforced_and_trusted(mem: Memory, clock: Cloc
     clock.now += 200 * DAY
     new = mem.add("the build machine is called hopper too", "event", source_kind="user").item
     top = mem.search("hopper")
-    assert top[0].item is not None and top[0].item.id == new.id
+    assert top[0].item is not None
+    assert top[0].item.id == new.id
     assert top[0].why["recency"] > top[1].why["recency"]
     guessed = mem.add("hopper build notes extracted", "fact", source_kind="extraction").item
     by_id = {h.item.id: h for h in mem.search("hopper") if h.item}
@@ -140,7 +144,8 @@ def test_hashing_vectors_find_what_words_alone_miss(tmp_path: Path) -> None:
         item = mem.add("release checklist: bump version, tag, push wheels", "procedure").item
         # Lexically both words match; the vector ranking is fused in (two rankings).
         hit = mem.search("release checklist")[0]
-        assert hit.item is not None and hit.item.id == item.id
+        assert hit.item is not None
+        assert hit.item.id == item.id
         assert hit.why["rrf"] == pytest.approx(2 / 61)
 
 
