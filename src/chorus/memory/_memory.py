@@ -168,8 +168,9 @@ class Memory:
             return None
         rows = self.index.rows_for(self.index.lexical(query, 10))
         for what, value in rows.values():
-            similar = _rank.jaccard(text, value.text) >= self.settings.dedup_similarity
-            if what == "item" and value.kind == kind and similar:
+            if what != "item" or value.kind != kind:
+                continue
+            if _rank.jaccard(text, value.text) >= self.settings.dedup_similarity:
                 return value  # type: ignore[no-any-return]
         return None
 

@@ -1,0 +1,21 @@
+"""Context assembly: identity, time, environment, memory and project files, within
+a token budget, the same for every body; and what Chorus adds to a body it starts
+(:func:`build_body_extras`)."""
+
+from chorus.context._assemble import TRIM_ORDER, Context, Section, assemble, tokens
+from chorus.context._project import ProjectContext, load_project, project_root
+from chorus.context._system import DEFAULT_SOUL, soul, system_spec
+
+__all__ = [
+    "DEFAULT_SOUL",
+    "TRIM_ORDER",
+    "Context",
+    "ProjectContext",
+    "Section",
+    "assemble",
+    "load_project",
+    "project_root",
+    "soul",
+    "system_spec",
+    "tokens",
+]
