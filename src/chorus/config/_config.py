@@ -93,6 +93,13 @@ class ChorusConfig(_Strict):
         settings_from_tables({"gateway": self.gateway, "brain": self.brain}, where="tables")
         return self
 
+    @model_validator(mode="after")
+    def _memory_table(self) -> ChorusConfig:
+        from chorus.memory import memory_settings  # the memory package imports this one
+
+        memory_settings(self.memory)
+        return self
+
     redact_patterns: list[str] = Field(default_factory=list)
 
 

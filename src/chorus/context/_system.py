@@ -115,7 +115,8 @@ def _memory_gb() -> float | None:
 
 
 def render_spec(spec: dict[str, Any]) -> str:
-    langs = ", ".join(f"{v}" for v in spec.get("languages", {}).values()) or "none found"
+    found = spec.get("languages", {}).items()
+    langs = ", ".join(v if k in v.casefold() else f"{k} {v}" for k, v in found) or "none found"
     tools = ", ".join(spec.get("tools", [])) or "none found"
     return (
         f"Languages: {langs}\nTools on PATH: {tools}\n"
