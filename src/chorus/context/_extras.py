@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
 
-from chorus.bodies import McpServer
-from chorus.config import ChorusConfig
+from chorus.bodies import BodyOptions, McpServer
+from chorus.config import ChorusConfig, load_config
 from chorus.context._assemble import assemble
 from chorus.mcpserver import SERVER_NAME, server_command
 from chorus.memory import Memory, memory_settings
@@ -40,3 +42,17 @@ def build_body_extras(
     for note in context.notes:
         log.info("context for session %s: %s", session_id, note)
     return context.text, servers
+
+
+async def with_body_extras(
+    options: BodyOptions, session: Any, job: Any, config: ChorusConfig | None = None
+) -> BodyOptions:
+    """``options`` with the context and Chorus's MCP server for ``job`` (a record with
+    ``.id`` and ``.prompt``) added; assembled in a thread (it reads files)."""
+    config = config or load_config()
+    append, servers = await asyncio.to_thread(
+        build_body_extras, session, options.cwd, job.prompt, config=config, job_id=job.id
+    )
+    return dataclasses.replace(
+        options, system_prompt_append=append, mcp_servers={**options.mcp_servers, **servers}
+    )

@@ -36,7 +36,7 @@ def build_server(ctx: ToolContext, audit: AuditLog | None = None) -> MCPServer:
     server: MCPServer = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, log_level="WARNING")
     for spec in registered_tools():
         fn = _audited(spec.name, spec.factory(ctx), ctx, audit)
-        server.add_tool(fn, name=spec.name, description=spec.description)
+        server.add_tool(fn, name=spec.name, description=spec.description, structured_output=False)
     return server
 
 

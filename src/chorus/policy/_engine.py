@@ -397,6 +397,8 @@ class PolicyEngine:
     def _mcp_rule(self, ask: PermissionAsk) -> Verdict | None:
         server = mcp_server(ask)
         allowed = self.policy.mcp.allowed_servers
+        if server == CHORUS_MCP_SERVER:
+            return None  # Chorus's own server: its tools check and audit themselves
         if "*" in allowed or (server is not None and server in allowed):
             return None
         name = server or "(unknown)"
@@ -484,6 +486,10 @@ def _under_cwd(raw: str, ctx: PathContext) -> bool:
         return False
     cwd = resolve_path(str(ctx.cwd), ctx).real
     return real == cwd or cwd in real.parents
+
+
+#: The name under which Chorus adds its own MCP server to every body (``chorus mcp``).
+CHORUS_MCP_SERVER = "chorus"
 
 
 def mcp_server(ask: PermissionAsk) -> str | None:
