@@ -46,6 +46,9 @@ class McpServer:
     command: str
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    #: The CLI must wait for it before the first model call (Codex otherwise starts
+    #: the turn while the server is still starting, and its tools are missing).
+    required: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,10 @@ def codex_args(options: BodyOptions) -> list[str]:
     if options.system_prompt_append:
         args += ["-c", f"developer_instructions={json.dumps(options.system_prompt_append)}"]
     for name, server in options.mcp_servers.items():
-        args += ["-c", f"mcp_servers.{_toml_key(name)}={_toml_inline(_stdio(server))}"]
+        fields = _stdio(server, with_type=False)  # Codex warns about a "type" key
+        if server.required:
+            fields["required"] = True
+        args += ["-c", f"mcp_servers.{_toml_key(name)}={_toml_inline(fields)}"]
     return args
 
 
@@ -93,4 +96,4 @@ def _toml_inline(value: Any) -> str:
         )
     if isinstance(value, list):
         return "[" + ", ".join(_toml_inline(v) for v in value) + "]"
-    return json.dumps(value)
+    return json.dumps(value)  # strings, numbers and true/false are the same in TOML

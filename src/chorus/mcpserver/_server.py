@@ -88,4 +88,4 @@ def server_command(session_id: str | None, job_id: str | None = None) -> McpServ
     env = {"CHORUS_HOME": str(chorus_home())}
     if job_id:
         env[JOB_ENV] = job_id
-    return McpServer(command=sys.executable, args=tuple(args), env=env)
+    return McpServer(command=sys.executable, args=tuple(args), env=env, required=True)
