@@ -87,7 +87,7 @@ def test_a_fact_added_on_the_cli_reaches_a_new_session_of_each_body(
 MEMORY_WRITE = {
     "claude": "mcp__chorus__memory_write",
     "codex": "mcp__chorus__memory_write",
-    "gemini": "memory_write",
+    "gemini": "mcp_chorus_memory_write",
 }
 # Codex defers MCP tools behind tool_search; a model then calls them by namespace.
 NAMESPACE = {"codex": "mcp__chorus"}
