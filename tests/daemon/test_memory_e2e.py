@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,3 +144,32 @@ def test_chorus_md_imports_reach_the_body_and_an_escaping_one_does_not(
     assert "Convention: name branches feat/<topic>." in sent
     assert "OUTSIDE-SECRET-9137" not in sent
     assert "import refused: @../outside.md" in sent
+
+
+def test_extraction_at_job_end_remembers_what_the_job_settled(
+    lanes: tuple[ModelServer, Path], chorus_home: Path
+) -> None:
+    server, work = lanes
+    with (chorus_home / "config.toml").open("a") as config:
+        config.write("[memory]\nextraction = true\n")
+    item = {"kind": "preference", "text": "The user wants pnpm instead of npm", "importance": 0.9}
+    server.script(
+        [text("Sure, pnpm from now on."), text(f"```json\n{json.dumps([item])}\n```")],
+        lane="claude",
+    )
+    ask(work, "claude", "From now on use pnpm, not npm.")
+    deadline = time.monotonic() + 90
+    hits: list[dict[str, object]] = []
+    while not hits and time.monotonic() < deadline:
+        found = chorus(work, "memory", "search", "pnpm npm", "--json")
+        hits = [h for h in json.loads(found.stdout) if h["source"] == "item"]
+        time.sleep(0.5)
+    assert hits, "the extracted item never appeared"
+    assert hits[0]["text"] == item["text"]
+    assert hits[0]["item"]["source_kind"] == "extraction"  # type: ignore[index]
+    job_request, extraction_request = server.turn_requests(lane="claude")[:2]
+    assert "# Context from Chorus" in json.dumps(job_request.body)
+    sent = extraction_request.last_user_text() or ""
+    assert "USER: From now on use pnpm, not npm." in sent
+    assert "ASSISTANT: Sure, pnpm from now on." in sent
+    assert "# Context from Chorus" not in json.dumps(extraction_request.body)

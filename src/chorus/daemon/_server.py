@@ -20,6 +20,7 @@ from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
 from chorus.gateway import Gateway, load_gateway_settings
+from chorus.memory import extraction_hook
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
 from chorus.store import SqliteStore, Store
@@ -83,6 +84,7 @@ async def serve() -> int:
         sup.outcome_hooks.append(notify_desktop)
     if config.router.notify_on_failover:
         sup.failover_hooks.append(notify_failover)
+    sup.outcome_hooks.append(extraction_hook(store, config))
     gateway = Gateway(store, config, guards=guards, hub=hub)
     app = build_app(sup, lifespan=_lifespan(store, sup, gateway), extra_routes=gateway.routes())
     listener = _bind_private_socket()

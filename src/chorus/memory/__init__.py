@@ -9,6 +9,16 @@ Every write is also a :class:`chorus.events.MemoryChanged` in the event log.
 """
 
 from chorus.memory._embed import Embedder, HashingEmbedder, make_embedder
+from chorus.memory._extract import (
+    ONE_SHOT,
+    Extracted,
+    apply_items,
+    extract_job,
+    extraction_hook,
+    extraction_prompt,
+    parse_items,
+    talk_of,
+)
 from chorus.memory._files import Layout
 from chorus.memory._log import MEMORY_SESSION, record_changes
 from chorus.memory._memory import Memory, WriteResult
@@ -28,9 +38,11 @@ from chorus.memory._model import (
 __all__ = [
     "ITEM_KINDS",
     "MEMORY_SESSION",
+    "ONE_SHOT",
     "SOURCE_KINDS",
     "TRUST",
     "Embedder",
+    "Extracted",
     "HashingEmbedder",
     "Hit",
     "ItemKind",
@@ -40,8 +52,14 @@ __all__ = [
     "MemoryItem",
     "MemorySettings",
     "WriteResult",
+    "apply_items",
     "content_hash",
+    "extract_job",
+    "extraction_hook",
+    "extraction_prompt",
     "make_embedder",
     "memory_settings",
+    "parse_items",
     "record_changes",
+    "talk_of",
 ]
