@@ -92,10 +92,10 @@ async def test_extraction_adds_dedups_and_supersedes(chorus_home: Path) -> None:
     with Memory() as mem:
         assert mem.get(old.id).status == "superseded"
         assert mem.get(same.id).reinforcement == 2
-        new = [i for i in mem.items() if i.text == "The project uses pnpm, not npm"][0]
+        new = next(i for i in mem.items() if i.text == "The project uses pnpm, not npm")
         assert new.source_kind == "extraction"
         assert new.supersedes == old.id
-        liked = [i for i in mem.items() if i.kind == "preference"][0]
+        liked = next(i for i in mem.items() if i.kind == "preference")
         assert liked.supersedes is None  # an unknown id is not a supersede
 
 
