@@ -56,6 +56,7 @@ CREATE INDEX IF NOT EXISTS chunks_path ON chunks (path);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts
     USING fts5 (text, tokenize = 'unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5vocab (fts, 'row');
 """
 
 _ITEM_COLS = (
@@ -177,6 +178,21 @@ class MemoryIndex:
         self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
 
     # -- search --------------------------------------------------------------------------
+
+    def doc_counts(self, terms: list[str]) -> dict[str, int]:
+        """How many searchable rows hold each term (FTS5's own vocabulary)."""
+        marks = ",".join("?" * len(terms))
+        rows = self.conn.execute(f"SELECT term, doc FROM fts_terms WHERE term IN ({marks})", terms)
+        return {r[0]: r[1] for r in rows}
+
+    def searchable_rows(self) -> int:
+        """Active items plus note chunks (what ``fts`` holds; counting ``fts`` itself
+        reads every row)."""
+        row = self.conn.execute(
+            "SELECT (SELECT COUNT(*) FROM items WHERE status = 'active')"
+            " + (SELECT COUNT(*) FROM chunks)"
+        ).fetchone()
+        return int(row[0])
 
     def lexical(self, query: str, limit: int) -> list[int]:
         """FTS rowids by BM25, best first."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -50,6 +51,8 @@ from chorus.memory._model import (
 )
 
 log = logging.getLogger("chorus.memory")
+#: Longest time between two checks of every note file by one open :class:`Memory`.
+SWEEP_EVERY_S = 5.0
 Op = Literal["add", "reinforce", "edit", "supersede", "forget"]
 _CANDIDATES = 50
 
@@ -81,6 +84,10 @@ class Memory:
         self.index = MemoryIndex(self.layout.index)
         self.embedder: Embedder | None = make_embedder(self.settings.embedder)
         self.warnings: list[str] = []
+        self._stamps: dict[str, tuple[int, int]] | None = None
+        self._daily_mtime = 0
+        self._sweep_due = 0.0
+        self._rows: int | None = None
         self._check_embedder()
 
     @classmethod
@@ -286,22 +293,52 @@ class Memory:
     def sync(self) -> None:
         """Bring the index up to date with the files: changed notes are re-chunked,
         item files added or removed by hand are picked up (an item edited in place by
-        hand needs ``reindex`` or ``chorus memory edit``)."""
-        stamps = self.index.file_stamps()
-        seen: set[str] = set()
-        for path, source, day in self._note_files():
-            key = str(path)
-            seen.add(key)
-            stat = path.stat()
-            stamp = (stat.st_mtime_ns, stat.st_size)
-            if stamps.get(key) != stamp:
-                self._index_note(path, source, day, stamp)
-        gone = [p for p in stamps if p not in seen]
+        hand needs ``reindex`` or ``chorus memory edit``).
+
+        Every note is checked on the first call, when a folder changed (a note added,
+        removed or replaced) and every :data:`SWEEP_EVERY_S` seconds; in between
+        only MEMORY.md and the notes of today and yesterday, the files written in
+        place, are (so a search stays cheap with a year of notes)."""
+        daily_mtime = self.layout.daily.stat().st_mtime_ns
+        now = time.monotonic()
+        if self._stamps is None or daily_mtime != self._daily_mtime or now > self._sweep_due:
+            self._sweep()
+            self._daily_mtime, self._sweep_due = daily_mtime, now + SWEEP_EVERY_S
+        else:
+            self._check(self._hot_notes())
+        self._sync_items()
+
+    def _sweep(self) -> None:
+        self._stamps = self.index.file_stamps()
+        notes = self._note_files()
+        self._check(notes)
+        seen = {str(path) for path, _, _ in notes}
+        gone = [p for p in self._stamps if p not in seen]
         if gone:
             with self.index.transaction():
                 for path_str in gone:
                     self.index.drop_note(path_str)
-        self._sync_items()
+                    self._stamps.pop(path_str, None)
+
+    def _check(self, notes: list[tuple[Path, str, float | None]]) -> None:
+        assert self._stamps is not None
+        for path, source, day in notes:
+            try:
+                stat = os.stat(path)
+            except FileNotFoundError:
+                continue  # gone: the next sweep drops it
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            if self._stamps.get(str(path)) != stamp:
+                self._index_note(path, source, day, stamp)
+                self._stamps[str(path)] = stamp
+
+    def _hot_notes(self) -> list[tuple[Path, str, float | None]]:
+        today = dt.date.today()
+        out: list[tuple[Path, str, float | None]] = [(self.layout.memory_md, "memory_md", None)]
+        for day in (today - dt.timedelta(days=1), today):
+            noon = dt.datetime.combine(day, dt.time(12)).timestamp()
+            out.append((self.layout.day_path(day), "daily", noon))
+        return out
 
     def _note_files(self) -> list[tuple[Path, str, float | None]]:
         out: list[tuple[Path, str, float | None]] = []
@@ -347,6 +384,7 @@ class Memory:
     def reindex(self) -> dict[str, int]:
         """Rebuild the whole index from the files; returns the counts."""
         self.warnings.clear()
+        self._stamps, self._rows = None, None
         with self.index.transaction():
             self.index.clear()
             self.index.set_meta("items_mtime", "")
@@ -375,7 +413,14 @@ class Memory:
         return hits[:limit]
 
     def _lexical(self, query: str) -> list[int]:
-        fts = _rank.fts_query(query)
+        words = _rank.words_of(query)
+        if not words:
+            return []
+        counts = self.index.doc_counts(words)
+        if self._rows is None:
+            # Cached: only the stop-word share depends on it, and writes move it little.
+            self._rows = self.index.searchable_rows()
+        fts = _rank.or_query(_rank.informative(words, counts, self._rows))
         return self.index.lexical(fts, _CANDIDATES) if fts else []
 
     def _vector(self, query: str) -> list[int]:

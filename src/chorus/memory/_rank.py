@@ -23,13 +23,36 @@ RRF_K = 60
 DAY = 86_400.0
 
 
+def words_of(text: str, max_terms: int = 32) -> list[str]:
+    """The distinct words of a query, in order, case-folded."""
+    return list(dict.fromkeys(w.casefold() for w in re.findall(r"\w+", text)))[:max_terms]
+
+
 def fts_query(text: str, max_terms: int = 32) -> str | None:
     """An FTS5 query OR-ing the text's words, each quoted (no FTS syntax leaks
     through); ``None`` when the text has no word."""
-    words = list(dict.fromkeys(w.casefold() for w in re.findall(r"\w+", text)))[:max_terms]
-    if not words:
-        return None
-    return " OR ".join(f'"{w}"' for w in words)
+    return or_query(words_of(text, max_terms))
+
+
+def or_query(words: list[str]) -> str | None:
+    return " OR ".join(f'"{w}"' for w in words) if words else None
+
+
+def informative(words: list[str], doc_counts: dict[str, int], rows: int) -> list[str]:
+    """Drop the words found in more than :data:`STOP_SHARE` of the rows (they rank
+    nothing and make BM25 score most of the index); keep the rarest one if all are."""
+    known = [w for w in words if doc_counts.get(w, 0) > 0]
+    if rows < STOP_MIN_ROWS:
+        return known
+    kept = [w for w in known if doc_counts[w] <= STOP_SHARE * rows]
+    if kept or not known:
+        return kept
+    return [min(known, key=lambda w: doc_counts[w])]
+
+
+STOP_SHARE = 0.05
+#: Below this many rows every word counts (a small memory has no stop words).
+STOP_MIN_ROWS = 200
 
 
 def rrf(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
