@@ -4,8 +4,8 @@ a subprocess): JSON output, the log, and bad input exiting 2 with nothing writte
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
