@@ -162,3 +162,13 @@ def test_relevant_items_are_searched_then_filled_with_recent(
         latest = mem.add("tea over coffee", "preference").item
         ctx = assemble(tmp_path, "connect to the VPN", memory=mem, now=NOW)
     assert ctx.items == [f"item:{wanted.id}", f"item:{latest.id}"]
+
+
+def test_an_unreadable_memory_md_line_is_a_warning_and_the_rest_loads(
+    chorus_home: Path, tmp_path: Path
+) -> None:
+    with _memory(chorus_home) as mem:
+        mem.layout.memory_md.write_bytes(b"# Me\nfirst line\n\xff\xfe broken\nlast line\n")
+        ctx = assemble(tmp_path, memory=mem, now=NOW)
+    assert f"{mem.layout.memory_md}:3: not UTF-8 text; line skipped" in ctx.notes
+    assert "first line\nlast line" in ctx.text
