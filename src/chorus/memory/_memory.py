@@ -279,10 +279,11 @@ class Memory:
     def recent_notes(self, days: int, today: dt.date | None = None) -> list[tuple[dt.date, str]]:
         """The daily notes of the last ``days`` days (today included), oldest first."""
         today = today or dt.date.today()
-        first = today - dt.timedelta(days=max(0, days - 1))
         out = []
-        for day, path in daily_files(self.layout):
-            if first <= day <= today and days > 0:
+        for back in range(max(0, days) - 1, -1, -1):
+            day = today - dt.timedelta(days=back)
+            path = self.layout.day_path(day)
+            if path.exists():
                 lines, warnings = read_lines(path)
                 self.warnings += warnings
                 out.append((day, "\n".join(lines).strip()))
