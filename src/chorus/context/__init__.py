@@ -3,7 +3,7 @@ a token budget, the same for every body; and what Chorus adds to a body it start
 (:func:`build_body_extras`)."""
 
 from chorus.context._assemble import TRIM_ORDER, Context, Section, assemble, tokens
-from chorus.context._extras import build_body_extras, with_body_extras
+from chorus.context._extras import add_body_extras, build_body_extras, with_body_extras
 from chorus.context._project import ProjectContext, load_project, project_root
 from chorus.context._system import DEFAULT_SOUL, soul, system_spec
 
@@ -13,6 +13,7 @@ __all__ = [
     "Context",
     "ProjectContext",
     "Section",
+    "add_body_extras",
     "assemble",
     "build_body_extras",
     "load_project",

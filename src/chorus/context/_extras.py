@@ -56,3 +56,15 @@ async def with_body_extras(
     return dataclasses.replace(
         options, system_prompt_append=append, mcp_servers={**options.mcp_servers, **servers}
     )
+
+
+def add_body_extras(
+    options: BodyOptions, session: Any, config: ChorusConfig | None = None, task: str = ""
+) -> BodyOptions:
+    """``options`` with the context and Chorus's MCP server added (synchronous: it
+    reads a few files and the index, ~10 ms; the first run of the day also probes
+    the system spec)."""
+    append, servers = build_body_extras(session, options.cwd, task, config=config)
+    return dataclasses.replace(
+        options, system_prompt_append=append, mcp_servers={**options.mcp_servers, **servers}
+    )

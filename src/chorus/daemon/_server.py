@@ -20,6 +20,7 @@ from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
 from chorus.gateway import Gateway, load_gateway_settings
+from chorus.mcpserver import tool_routes
 from chorus.memory import extraction_hook
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
@@ -86,7 +87,8 @@ async def serve() -> int:
         sup.failover_hooks.append(notify_failover)
     sup.outcome_hooks.append(extraction_hook(store, config))
     gateway = Gateway(store, config, guards=guards, hub=hub)
-    app = build_app(sup, lifespan=_lifespan(store, sup, gateway), extra_routes=gateway.routes())
+    routes = [*gateway.routes(), *tool_routes(sup.audit, config.memory)]  # chorus mcp's tools
+    app = build_app(sup, lifespan=_lifespan(store, sup, gateway), extra_routes=routes)
     listener = _bind_private_socket()
     try:
         # uvicorn's own ``uds=`` would chmod the socket 0666; hand it our 0600 one.

@@ -20,6 +20,7 @@ from chorus.mcpserver._server import (
     build_server,
     serve_stdio,
     server_command,
+    tool_routes,
 )
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "registered_tools",
     "serve_stdio",
     "server_command",
+    "tool_routes",
 ]

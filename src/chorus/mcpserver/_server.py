@@ -15,7 +15,11 @@ import os
 import sys
 from typing import Any
 
+import httpx
 from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from chorus.bodies import McpServer
 from chorus.config import chorus_home, load_config
@@ -31,11 +35,19 @@ _INSTRUCTIONS = (
 )
 
 
-def build_server(ctx: ToolContext, audit: AuditLog | None = None) -> MCPServer:
-    """The server with every registered tool bound to ``ctx``."""
+def build_server(
+    ctx: ToolContext, audit: AuditLog | None = None, *, via_daemon: bool = False
+) -> MCPServer:
+    """The server with every registered tool bound to ``ctx``. ``via_daemon``: each
+    call is run by the daemon (:func:`tool_routes`) instead of in this process."""
     server: MCPServer = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, log_level="WARNING")
     for spec in registered_tools():
-        fn = _audited(spec.name, spec.factory(ctx), ctx, audit)
+        local = spec.factory(ctx)
+        fn = (
+            _proxied(spec.name, local, ctx)
+            if via_daemon
+            else _audited(spec.name, local, ctx, audit)
+        )
         server.add_tool(fn, name=spec.name, description=spec.description, structured_output=False)
     return server
 
@@ -73,11 +85,73 @@ def _record(
 
 
 async def serve_stdio(session_id: str | None, job_id: str | None = None) -> None:
-    """Serve on stdin/stdout until the client closes them."""
+    """Serve on stdin/stdout until the client closes them. With a daemon listening,
+    the tools run in the daemon (a body in the OS sandbox cannot reach the store,
+    the audit chain or the memory files; it can reach the daemon's socket)."""
     session_id = session_id or os.environ.get(SESSION_ENV) or None
     job_id = job_id or os.environ.get(JOB_ENV) or None
-    ctx = ToolContext(session_id, job_id, load_config().memory)
-    await build_server(ctx, AuditLog()).run_stdio_async()
+    via_daemon = await _daemon_answers()
+    table = None if via_daemon else load_config().memory
+    ctx = ToolContext(session_id, job_id, table)
+    await build_server(ctx, AuditLog(), via_daemon=via_daemon).run_stdio_async()
+
+
+def _socket() -> str:
+    return str(chorus_home() / "run" / "chorus.sock")
+
+
+def _daemon_client() -> httpx.AsyncClient:
+    transport = httpx.AsyncHTTPTransport(uds=_socket())
+    return httpx.AsyncClient(transport=transport, base_url="http://chorus", timeout=60.0)
+
+
+async def _daemon_answers() -> bool:
+    try:
+        async with _daemon_client() as client:
+            return (await client.get("/status")).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _proxied(name: str, fn: ToolFn, ctx: ToolContext) -> ToolFn:
+    """``fn``'s signature (the SDK builds the schema from it), run by the daemon."""
+
+    @functools.wraps(fn)
+    async def call(**kwargs: Any) -> str:
+        body = {"session_id": ctx.session_id, "job_id": ctx.job_id, "arguments": kwargs}
+        try:
+            async with _daemon_client() as client:
+                resp = await client.post(f"/mcp/tools/{name}", json=body)
+        except httpx.HTTPError as exc:
+            return f"error: Chorus's daemon did not answer ({exc})"
+        data = resp.json()
+        return str(data.get("text") if resp.status_code == 200 else f"error: {data.get('error')}")
+
+    return call
+
+
+def tool_routes(audit: AuditLog | None, memory_table: dict[str, Any] | None) -> list[Route]:
+    """The daemon's side: ``POST /mcp/tools/{name}`` with ``{session_id, job_id,
+    arguments}`` runs the tool for that session, audited, and answers ``{text}``."""
+    tools = {spec.name: spec for spec in registered_tools()}
+
+    async def run_tool(request: Request) -> Response:
+        spec = tools.get(request.path_params["name"])
+        if spec is None:
+            return JSONResponse({"error": "unknown tool"}, status_code=404)
+        try:
+            payload = await request.json()
+            args = dict(payload.get("arguments") or {})
+            ctx = ToolContext(payload.get("session_id"), payload.get("job_id"), memory_table)
+        except (ValueError, TypeError, AttributeError) as exc:
+            return JSONResponse({"error": f"bad request: {exc}"}, status_code=400)
+        try:
+            text = await _audited(spec.name, spec.factory(ctx), ctx, audit)(**args)
+        except TypeError as exc:  # arguments that do not fit the tool
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSONResponse({"text": text})
+
+    return [Route("/mcp/tools/{name}", run_tool, methods=["POST"])]
 
 
 def server_command(session_id: str | None, job_id: str | None = None) -> McpServer:
