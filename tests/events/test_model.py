@@ -50,6 +50,7 @@ _REQUIRED: dict[str, dict[str, Any]] = {
     "worktree": {"action": "created", "path": "/w/j1", "branch": "chorus/j1-x"},
     "session_ended": {"reason": "closed", "exit_code": 0},
     "job_ended": {"state": "failed", "error": _ERR, "attempts": 2},
+    "memory": {"op": "add", "item_id": "m1", "kind": "fact", "text": "uses uv"},
     "unknown": {"raw": '{"type":"brand_new"}', "native_type": "brand_new"},
     "session_started": {"model": "m", "tools": ["Bash"]},
 }

@@ -1,6 +1,13 @@
 """Bodies: the agent CLIs, each behind a transport and a sans-I/O codec."""
 
-from chorus.bodies._body import PERMISSION_MODES, TERMINAL_TYPES, Body, BodyOptions, crash_error
+from chorus.bodies._body import (
+    PERMISSION_MODES,
+    TERMINAL_TYPES,
+    Body,
+    BodyOptions,
+    McpServer,
+    crash_error,
+)
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
 from chorus.bodies._registry import (
@@ -29,6 +36,7 @@ __all__ = [
     "BodyOptions",
     "Capabilities",
     "LineFramer",
+    "McpServer",
     "PermissionAnswer",
     "PermissionAsk",
     "PermissionCallback",

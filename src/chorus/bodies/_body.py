@@ -40,6 +40,18 @@ TERMINAL_TYPES = (TurnCompleted, TurnFailed, SessionEnded)
 
 
 @dataclass(frozen=True, slots=True)
+class McpServer:
+    """An MCP server on stdio that the body's CLI starts for the session."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: The CLI must wait for it before the first model call (Codex otherwise starts
+    #: the turn while the server is still starting, and its tools are missing).
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class BodyOptions:
     """How to start a body. ``env`` is the child's whole environment when given
     (tests pass an offline env); otherwise the parent's environment is used."""
@@ -61,6 +73,11 @@ class BodyOptions:
     interrupt_timeout: float = 5.0
     turn_timeout: float = 900.0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: Context Chorus adds to the CLI's own system prompt, through each CLI's channel
+    #: (``chorus.bodies._inject``); bodies without one get it before the first prompt.
+    system_prompt_append: str | None = None
+    #: MCP servers the CLI starts (name → server), Chorus's own among them.
+    mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
 
     def child_env(self) -> dict[str, str]:
         return dict(self.env) if self.env is not None else dict(os.environ)
@@ -84,6 +101,9 @@ class Body(ABC):
     capabilities: ClassVar[Capabilities]
     #: Bound on queued events; a stalled consumer pauses the reader (back-pressure).
     max_queued_events: ClassVar[int] = 10_000
+    #: True for bodies whose CLI has no system-prompt channel: the context
+    #: (``options.system_prompt_append``) goes before the session's first prompt.
+    context_in_first_prompt: ClassVar[bool] = False
 
     def __init__(self, options: BodyOptions) -> None:
         self.options = options
@@ -92,6 +112,7 @@ class Body(ABC):
         self.permission_mode = options.permission_mode
         self._events: asyncio.Queue[Event] = asyncio.Queue(self.max_queued_events)
         self._closed = False
+        self._context_sent = options.resume is not None
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -123,11 +144,20 @@ class Body(ABC):
 
     async def turn(self, prompt: str) -> AsyncIterator[Event]:
         """Send ``prompt`` and yield events up to and including the terminal one."""
-        await self._send_prompt(prompt)
+        await self._send_prompt(self._with_context(prompt))
         async for event in self.stream():
             yield event
             if isinstance(event, TERMINAL_TYPES):
                 return
+
+    def _with_context(self, prompt: str) -> str:
+        """The prompt, with the context in front of a new session's first one for
+        bodies that have no other channel for it."""
+        if not self.context_in_first_prompt or self._context_sent:
+            return prompt
+        self._context_sent = True
+        context = self.options.system_prompt_append
+        return f"{context}\n\n---\n\n{prompt}" if context else prompt
 
     async def stream(self) -> AsyncIterator[Event]:
         """Yield queued events as they arrive (no end of its own)."""

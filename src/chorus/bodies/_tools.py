@@ -63,11 +63,11 @@ _NORMALIZED: dict[str, str] = {
 def normalize_tool(native: str) -> str:
     """Map a native tool name to Chorus's vocabulary.
 
-    MCP tools (``mcp__server__tool``) become ``mcp``; anything unknown is kept
-    as ``other`` so that policy treats it conservatively.
+    MCP tools (``mcp__server__tool``; Gemini's ``mcp_server_tool``) become ``mcp``;
+    anything unknown is kept as ``other`` so that policy treats it conservatively.
     """
     if native in _NORMALIZED:
         return _NORMALIZED[native]
-    if native.startswith("mcp__"):
+    if native.startswith("mcp_"):
         return "mcp"
     return "other"

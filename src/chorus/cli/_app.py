@@ -42,6 +42,7 @@ def _register() -> None:
         _daemon_cmd,
         _demo_cmd,
         _gateway_cmd,
+        _memory_cmd,
         _policy_cmd,
         _routine_cmd,
         _schema_cmd,

@@ -166,10 +166,19 @@ class ChorusConfig(_Strict):
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)
+    #: ``[memory]``: validated by ``chorus.memory.MemorySettings``.
+    memory: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _gateway_tables(self) -> ChorusConfig:
         settings_from_tables({"gateway": self.gateway, "brain": self.brain}, where="tables")
+        return self
+
+    @model_validator(mode="after")
+    def _memory_table(self) -> ChorusConfig:
+        from chorus.memory import memory_settings  # the memory package imports this one
+
+        memory_settings(self.memory)
         return self
 
     redact_patterns: list[str] = Field(default_factory=list)

@@ -23,6 +23,8 @@ from chorus.daemon._metrics import DaemonMetrics, following
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
 from chorus.gateway import Gateway, load_gateway_settings
+from chorus.mcpserver import tool_routes
+from chorus.memory import extraction_hook
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.routines import Scheduler, routine_routes
 from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
@@ -109,9 +111,11 @@ async def serve() -> int:
         sup.outcome_hooks.append(notify_desktop)
     if config.router.notify_on_failover:
         sup.failover_hooks.append(notify_failover)
+    sup.outcome_hooks.append(extraction_hook(store, config))
     gateway = Gateway(store, config, guards=guards, hub=hub)
     sched = Scheduler(sup)
     routes = [*gateway.routes(), *routine_routes(sched)]
+    routes += tool_routes(sup.audit, config.memory)  # chorus mcp's tools
     app = build_app(sup, lifespan=_lifespan(store, sup, gateway, sched), extra_routes=routes)
     listener = _bind_private_socket()
     try:

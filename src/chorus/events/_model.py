@@ -302,6 +302,18 @@ class JobEnded(_EventBase):
     attempts: int = 1
 
 
+class MemoryChanged(_EventBase):
+    """Chorus wrote its memory (``chorus.memory``): an item was added, reinforced by a
+    duplicate, edited, superseded by a newer one, or forgotten."""
+
+    type: Literal["memory"] = "memory"
+    op: Literal["add", "reinforce", "edit", "supersede", "forget"]
+    item_id: str
+    kind: str
+    text: str = ""
+    source_kind: str = "user"
+
+
 class Unknown(_EventBase):
     """A native message no codec rule matched; ``raw`` is the line as received."""
 
@@ -338,6 +350,7 @@ Event = Annotated[
     | Worktree
     | SessionEnded
     | JobEnded
+    | MemoryChanged
     | Unknown,
     Field(discriminator="type"),
 ]
@@ -372,5 +385,6 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     Worktree,
     SessionEnded,
     JobEnded,
+    MemoryChanged,
     Unknown,
 )

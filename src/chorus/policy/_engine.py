@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import shlex
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -397,6 +398,8 @@ class PolicyEngine:
     def _mcp_rule(self, ask: PermissionAsk) -> Verdict | None:
         server = mcp_server(ask)
         allowed = self.policy.mcp.allowed_servers
+        if server == CHORUS_MCP_SERVER:
+            return None  # Chorus's own server: its tools check and audit themselves
         if "*" in allowed or (server is not None and server in allowed):
             return None
         name = server or "(unknown)"
@@ -486,13 +489,25 @@ def _under_cwd(raw: str, ctx: PathContext) -> bool:
     return real == cwd or cwd in real.parents
 
 
+#: The name under which Chorus adds its own MCP server to every body (``chorus mcp``).
+CHORUS_MCP_SERVER = "chorus"
+
+
 def mcp_server(ask: PermissionAsk) -> str | None:
-    """The MCP server of a tool call: ``mcp__<server>__<tool>`` or an input ``server`` field."""
+    """The MCP server of a tool call: ``mcp__<server>__<tool>``, an input ``server``
+    field, or Gemini's ACP title ``"<tool> (<server> MCP Server)"``."""
     if ask.native_tool.startswith("mcp__"):
         parts = ask.native_tool.split("__")
         return parts[1] if len(parts) >= 3 else None
     server = ask.input.get("server") or ask.input.get("server_name")
-    return server if isinstance(server, str) else None
+    if isinstance(server, str):
+        return server
+    title = ask.input.get("title")
+    match = _GEMINI_MCP_TITLE.search(title) if isinstance(title, str) else None
+    return match.group(1) if match and ask.native_tool.startswith("mcp_") else None
+
+
+_GEMINI_MCP_TITLE = re.compile(r"\(([^()]+) MCP Server\)$")
 
 
 # -- the gate -------------------------------------------------------------------------

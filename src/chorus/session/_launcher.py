@@ -28,6 +28,7 @@ from chorus.bodies import (
     create_body,
 )
 from chorus.config import ChorusConfig, chorus_home, run_dir
+from chorus.context import add_body_extras
 from chorus.policy import (
     PERMISSION_MODES,
     AuditLog,
@@ -144,15 +145,17 @@ class BodyLauncher:
         return Spare(self._factory(launch.body, options), redirect)
 
     def options(self, record: SessionRecord, launch: Launch) -> BodyOptions:
-        return self.options_for(record.cwd, launch, self.store.raw_tap(record.id))
+        return self.options_for(record.cwd, launch, self.store.raw_tap(record.id), record.id)
 
-    def options_for(self, cwd: str | None, launch: Launch, tap: RawTap) -> BodyOptions:
+    def options_for(
+        self, cwd: str | None, launch: Launch, tap: RawTap, session_id: str | None = None
+    ) -> BodyOptions:
         env = self._env(launch.body)
         native = self.native_flags(launch.body, launch.gate)
         if native is not None:
             env.update(native.env)
         folder = Path(cwd or os.getcwd())
-        return BodyOptions(
+        options = BodyOptions(
             cwd=folder,
             model=launch.model,
             permission_mode=native_mode(launch.gate, launch.mode),
@@ -163,6 +166,8 @@ class BodyLauncher:
             permission_args=native.args if native is not None else None,
             raw_tap=tap,
         )
+        # Issue 16: the assembled context and Chorus's own MCP server.
+        return add_body_extras(options, session_id, self.config)
 
     def gate(self, record: SessionRecord, mode: str | None) -> PolicyGate | None:
         if self.guards is None:

@@ -153,6 +153,8 @@ def _function_call(stream: _Stream, block: Shell | ToolCall) -> None:
         "call_id": stream.ctx.new_id("call"),
         "name": name,
     }
+    if isinstance(block, ToolCall) and block.namespace:
+        base["namespace"] = block.namespace
     deltas: list[tuple[str, Any]] = [
         *(
             ("response.function_call_arguments.delta", {"delta": piece})

@@ -60,6 +60,9 @@ class ToolCall(_Frozen):
     kind: Literal["tool_call"] = "tool_call"
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    #: OpenAI Responses only: the tool's namespace (Codex exposes deferred MCP tools
+    #: as ``namespace="mcp__<server>"``, ``name="<tool>"``); ignored by other APIs.
+    namespace: str | None = None
 
 
 Block = Annotated[Text | Thinking | Shell | WriteFile | ToolCall, Field(discriminator="kind")]
@@ -119,9 +122,11 @@ def write_file(path: str, content: str, *, say: str | None = None) -> Reply:
     return _with_preamble(WriteFile(path=path, content=content), say)
 
 
-def tool_call(name: str, arguments: dict[str, Any], *, say: str | None = None) -> Reply:
+def tool_call(
+    name: str, arguments: dict[str, Any], *, say: str | None = None, namespace: str | None = None
+) -> Reply:
     """A turn calling tool ``name`` with ``arguments`` exactly as given (API-level name)."""
-    return _with_preamble(ToolCall(name=name, arguments=arguments), say)
+    return _with_preamble(ToolCall(name=name, arguments=arguments, namespace=namespace), say)
 
 
 def thinking(thought: str, answer: str) -> Reply:

@@ -32,6 +32,7 @@ from chorus.bodies._body import (
     join_task,
 )
 from chorus.bodies._capabilities import Capabilities
+from chorus.bodies._inject import acp_servers
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
 from chorus.bodies.acp._codec import (
@@ -80,6 +81,7 @@ class AcpBody(Body):
 
     name: ClassVar[str] = "acp"
     capabilities: ClassVar[Capabilities] = ACP_CAPABILITIES
+    context_in_first_prompt: ClassVar[bool] = True
 
     def __init__(self, options: BodyOptions, agent: AcpAgent) -> None:
         super().__init__(options)
@@ -176,7 +178,7 @@ class AcpBody(Body):
 
     async def _open_session(self) -> None:
         cwd = str(self.roots.roots[0])
-        servers = list(self.options.extra.get("mcp_servers", ()))
+        servers = [*acp_servers(self.options), *self.options.extra.get("mcp_servers", ())]
         resume = self.options.resume
         if resume and self.codec.can_load_session:
             await self._call(self.codec.load_session(resume, cwd, servers))

@@ -29,6 +29,7 @@ from chorus.bodies._body import (
     terminate_group_until,
 )
 from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._inject import claude_args
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import ProcessTransport
 from chorus.bodies.claude._codec import BODY_NAME, CANCEL_SUBTYPE, ClaudeCodec, StdinLine
@@ -174,7 +175,7 @@ class ClaudeBody(Body):
         argv += session_flags(
             model=self.options.model, permission_mode=self.permission_mode, resume=resume
         )
-        argv += self.options.extra_args
+        argv += [*claude_args(self.options), *self.options.extra_args]
         transport = ProcessTransport(spawn_spec(self.options, argv), tap=self.options.raw_tap)
         await transport.start()
         self._transport = transport

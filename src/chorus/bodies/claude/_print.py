@@ -21,6 +21,7 @@ from chorus.bodies._body import (
     wait_task,
 )
 from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._inject import claude_args
 from chorus.bodies._transport import ProcessTransport
 from chorus.bodies.claude._codec import ClaudeCodec
 from chorus.bodies.claude._spawn import PRINT_FLAGS, executable, session_flags, spawn_spec
@@ -106,6 +107,7 @@ class ClaudePrintBody(Body):
             *PRINT_FLAGS,
             "--include-partial-messages",
             *flags,
+            *claude_args(self.options),
             *self.options.extra_args,
         ]
 

@@ -45,6 +45,7 @@ from chorus.bodies._body import (
     wait_task,
 )
 from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._inject import codex_args
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
 from chorus.bodies.codex._codec import (
@@ -194,7 +195,8 @@ class CodexBody(Body):
             )
 
     async def _spawn(self) -> None:
-        argv = [str(codex_executable(self.options)), *APP_SERVER_ARGS, *self.options.extra_args]
+        exe = str(codex_executable(self.options))
+        argv = [exe, *APP_SERVER_ARGS, *codex_args(self.options), *self.options.extra_args]
         spec = SpawnSpec(argv=argv, cwd=self.options.cwd, env=self.options.child_env())
         transport = ProcessTransport(spec, tap=self.options.raw_tap)
         await transport.start()
@@ -476,7 +478,7 @@ class CodexExecBody(Body):
             argv += ["-c", f'sandbox_mode="{mode_policy(self.permission_mode).sandbox}"']
         if self.model:
             argv += ["-m", self.model]
-        argv += self.options.extra_args
+        argv += [*codex_args(self.options), *self.options.extra_args]
         # The prompt is read from stdin ("-"): argv is capped at 128 KiB per argument.
         return [*argv, "--", *([thread] if thread else []), "-"]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, model_validator
 
 from chorus.bodies._permissions import PermissionAnswer, PermissionAsk
 from chorus.bodies.codex import _schema as s
@@ -69,7 +69,7 @@ def mode_policy(mode: str) -> ModePolicy:
     return MODE_POLICIES[mode]
 
 
-ApprovalKind = Literal["command", "file_change", "legacy_command", "legacy_patch"]
+ApprovalKind = Literal["command", "file_change", "legacy_command", "legacy_patch", "mcp_tool"]
 
 #: Looks up the changes a fileChange item announced (the approval names only the item).
 ChangesOf = Callable[[str], list[JsonDict]]
@@ -137,11 +137,41 @@ def _ask_legacy_patch(params: Any, changes_of: ChangesOf) -> tuple[ApprovalKind,
     return "legacy_patch", ask
 
 
+class _McpApproval(BaseModel):
+    """``mcpServer/elicitation/request`` as Codex sends it to approve an MCP tool call
+    (``_meta.codex_approval_kind == "mcp_tool_call"``); other elicitations do not fit."""
+
+    server: str = Field(alias="serverName")
+    message: str = ""
+    meta: dict[str, Any] = Field(alias="_meta")
+
+    @model_validator(mode="after")
+    def _is_tool_approval(self) -> _McpApproval:
+        if self.meta.get("codex_approval_kind") != "mcp_tool_call":
+            raise ValueError("not an MCP tool approval")
+        return self
+
+
+def _ask_mcp_tool(params: Any, changes_of: ChangesOf) -> tuple[ApprovalKind, PermissionAsk]:
+    p = _McpApproval.model_validate(params)
+    tool = str(p.meta.get("tool_name", ""))
+    args = p.meta.get("tool_params")
+    ask = PermissionAsk(
+        body=BODY_NAME,
+        tool="mcp",
+        native_tool=f"mcp__{p.server}__{tool}",
+        input=args if isinstance(args, dict) else {},
+        description=p.message or f"{p.server}: {tool}",
+    )
+    return "mcp_tool", ask
+
+
 _ASKS: dict[str, Callable[[Any, ChangesOf], tuple[ApprovalKind, PermissionAsk]]] = {
     "item/commandExecution/requestApproval": _ask_command,
     "item/fileChange/requestApproval": _ask_file_change,
     "execCommandApproval": _ask_legacy_command,
     "applyPatchApproval": _ask_legacy_patch,
+    "mcpServer/elicitation/request": _ask_mcp_tool,
 }
 
 #: The server requests answered through the permission callback.
@@ -168,6 +198,10 @@ def decision_payload(kind: ApprovalKind, answer: PermissionAnswer) -> JsonDict:
     interrupt = bool(answer.extra.get("interrupt"))
     session = answer.scope == "session"
     model: type[BaseModel]
+    if kind == "mcp_tool":
+        if answer.decision == "allow":
+            return {"action": "accept", "content": {}}
+        return {"action": "cancel" if interrupt else "decline", "content": None}
     if kind in ("command", "file_change"):
         if answer.decision == "allow":
             decision: Any = "acceptForSession" if session else "accept"

@@ -26,6 +26,7 @@ from chorus._errors import BodyCrashedError
 from chorus.agents import find_agent
 from chorus.bodies._body import PERMISSION_MODES, Body, BodyOptions
 from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._inject import gemini_env
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
 from chorus.bodies.acp import GEMINI_ACP_CAPABILITIES, AcpAgent, AcpBody, acp_agent
 from chorus.bodies.gemini._codec import GeminiStreamCodec
@@ -98,6 +99,7 @@ class GeminiBody(Body):
 
     name: ClassVar[str] = "gemini"
     capabilities: ClassVar[Capabilities] = GEMINI_HEADLESS_CAPABILITIES
+    context_in_first_prompt: ClassVar[bool] = True
 
     def __init__(self, options: BodyOptions) -> None:
         super().__init__(options)
@@ -144,7 +146,7 @@ class GeminiBody(Body):
         spec = SpawnSpec(
             argv=self._argv(),
             cwd=self.options.cwd,
-            env=self.options.child_env(),
+            env={**self.options.child_env(), **gemini_env(self.options)},
             stdout_pipe_bytes=_STDOUT_PIPE_BYTES,
         )
         run = _Run(ProcessTransport(spec, self.options.raw_tap))

@@ -1,0 +1,25 @@
+"""Context assembly: identity, time, environment, memory and project files, within
+a token budget, the same for every body; and what Chorus adds to a body it starts
+(:func:`build_body_extras`)."""
+
+from chorus.context._assemble import TRIM_ORDER, Context, Section, assemble, tokens
+from chorus.context._extras import add_body_extras, build_body_extras, with_body_extras
+from chorus.context._project import ProjectContext, load_project, project_root
+from chorus.context._system import DEFAULT_SOUL, soul, system_spec
+
+__all__ = [
+    "DEFAULT_SOUL",
+    "TRIM_ORDER",
+    "Context",
+    "ProjectContext",
+    "Section",
+    "add_body_extras",
+    "assemble",
+    "build_body_extras",
+    "load_project",
+    "project_root",
+    "soul",
+    "system_spec",
+    "tokens",
+    "with_body_extras",
+]

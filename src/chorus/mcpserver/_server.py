@@ -1,0 +1,165 @@
+"""``chorus mcp``: Chorus's own MCP server on stdio, one per body, scoped to the
+session that started it (``--session`` or ``CHORUS_SESSION_ID``).
+
+Built on the official SDK (``mcp.server.mcpserver.MCPServer``). Every tool call is
+appended to the audit chain (kind ``mcp_tool_call``) with the tool, its input and
+whether it succeeded; the body's own permission callback has already put the call
+through the policy (the server is named :data:`SERVER_NAME`, which the policy
+allows as Chorus's own).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import Any
+
+import httpx
+from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from chorus.bodies import McpServer
+from chorus.config import chorus_home, load_config
+from chorus.mcpserver._registry import ToolContext, ToolFn, registered_tools
+from chorus.policy import AuditLog
+
+SERVER_NAME = "chorus"
+SESSION_ENV = "CHORUS_SESSION_ID"
+JOB_ENV = "CHORUS_JOB_ID"
+_INSTRUCTIONS = (
+    "Chorus's own tools: what the person's assistant remembers (memory_search, "
+    "memory_write) and a way to reach the person (notify_user)."
+)
+
+
+def build_server(
+    ctx: ToolContext, audit: AuditLog | None = None, *, via_daemon: bool = False
+) -> MCPServer:
+    """The server with every registered tool bound to ``ctx``. ``via_daemon``: each
+    call is run by the daemon (:func:`tool_routes`) instead of in this process."""
+    server: MCPServer = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, log_level="WARNING")
+    for spec in registered_tools():
+        local = spec.factory(ctx)
+        fn = (
+            _proxied(spec.name, local, ctx)
+            if via_daemon
+            else _audited(spec.name, local, ctx, audit)
+        )
+        server.add_tool(fn, name=spec.name, description=spec.description, structured_output=False)
+    return server
+
+
+def _audited(name: str, fn: ToolFn, ctx: ToolContext, audit: AuditLog | None) -> ToolFn:
+    @functools.wraps(fn)
+    async def call(**kwargs: Any) -> str:
+        try:
+            out = await fn(**kwargs)
+        except Exception as exc:
+            _record(audit, ctx, name, kwargs, ok=False, error=str(exc))
+            raise
+        failed = out.startswith("error:")
+        _record(audit, ctx, name, kwargs, ok=not failed, error=out if failed else None)
+        return out
+
+    return call
+
+
+def _record(
+    audit: AuditLog | None,
+    ctx: ToolContext,
+    tool: str,
+    args: dict[str, Any],
+    *,
+    ok: bool,
+    error: str | None,
+) -> None:
+    if audit is None:
+        return
+    data = {"server": SERVER_NAME, "tool": tool, "input": args, "ok": ok, "job_id": ctx.job_id}
+    if error:
+        data["error"] = error
+    audit.append("mcp_tool_call", data, session_id=ctx.session_id)
+
+
+async def serve_stdio(session_id: str | None, job_id: str | None = None) -> None:
+    """Serve on stdin/stdout until the client closes them. With a daemon listening,
+    the tools run in the daemon (a body in the OS sandbox cannot reach the store,
+    the audit chain or the memory files; it can reach the daemon's socket)."""
+    session_id = session_id or os.environ.get(SESSION_ENV) or None
+    job_id = job_id or os.environ.get(JOB_ENV) or None
+    via_daemon = await _daemon_answers()
+    table = None if via_daemon else load_config().memory
+    ctx = ToolContext(session_id, job_id, table)
+    await build_server(ctx, AuditLog(), via_daemon=via_daemon).run_stdio_async()
+
+
+def _socket() -> str:
+    return str(chorus_home() / "run" / "chorus.sock")
+
+
+def _daemon_client() -> httpx.AsyncClient:
+    transport = httpx.AsyncHTTPTransport(uds=_socket())
+    return httpx.AsyncClient(transport=transport, base_url="http://chorus", timeout=60.0)
+
+
+async def _daemon_answers() -> bool:
+    try:
+        async with _daemon_client() as client:
+            return (await client.get("/status")).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _proxied(name: str, fn: ToolFn, ctx: ToolContext) -> ToolFn:
+    """``fn``'s signature (the SDK builds the schema from it), run by the daemon."""
+
+    @functools.wraps(fn)
+    async def call(**kwargs: Any) -> str:
+        body = {"session_id": ctx.session_id, "job_id": ctx.job_id, "arguments": kwargs}
+        try:
+            async with _daemon_client() as client:
+                resp = await client.post(f"/mcp/tools/{name}", json=body)
+        except httpx.HTTPError as exc:
+            return f"error: Chorus's daemon did not answer ({exc})"
+        data = resp.json()
+        return str(data.get("text") if resp.status_code == 200 else f"error: {data.get('error')}")
+
+    return call
+
+
+def tool_routes(audit: AuditLog | None, memory_table: dict[str, Any] | None) -> list[Route]:
+    """The daemon's side: ``POST /mcp/tools/{name}`` with ``{session_id, job_id,
+    arguments}`` runs the tool for that session, audited, and answers ``{text}``."""
+    tools = {spec.name: spec for spec in registered_tools()}
+
+    async def run_tool(request: Request) -> Response:
+        spec = tools.get(request.path_params["name"])
+        if spec is None:
+            return JSONResponse({"error": "unknown tool"}, status_code=404)
+        try:
+            payload = await request.json()
+            args = dict(payload.get("arguments") or {})
+            ctx = ToolContext(payload.get("session_id"), payload.get("job_id"), memory_table)
+        except (ValueError, TypeError, AttributeError) as exc:
+            return JSONResponse({"error": f"bad request: {exc}"}, status_code=400)
+        try:
+            text = await _audited(spec.name, spec.factory(ctx), ctx, audit)(**args)
+        except TypeError as exc:  # arguments that do not fit the tool
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSONResponse({"text": text})
+
+    return [Route("/mcp/tools/{name}", run_tool, methods=["POST"])]
+
+
+def server_command(session_id: str | None, job_id: str | None = None) -> McpServer:
+    """How a body starts this server for ``session_id`` (same Python, same home)."""
+    args = ["-m", "chorus", "mcp"]
+    if session_id:
+        args += ["--session", session_id]
+    env = {"CHORUS_HOME": str(chorus_home())}
+    if job_id:
+        env[JOB_ENV] = job_id
+    return McpServer(command=sys.executable, args=tuple(args), env=env, required=True)

@@ -1,0 +1,65 @@
+"""Chorus's memory: files are the truth, a SQLite index makes them searchable.
+
+``CHORUS_HOME/memory/`` holds ``MEMORY.md`` (long-term, always in context),
+``daily/YYYY-MM-DD.md`` (notes; the last days in context) and ``items/<id>.md``
+(typed items: profile, preference, decision, fact, event, procedure). Search is
+SQLite FTS5 BM25, optionally fused with vectors by reciprocal rank fusion, then
+weighted by salience (recency, reinforcement, trust by source, importance).
+Every write is also a :class:`chorus.events.MemoryChanged` in the event log.
+"""
+
+from chorus.memory._embed import Embedder, HashingEmbedder, make_embedder
+from chorus.memory._extract import (
+    ONE_SHOT,
+    Extracted,
+    apply_items,
+    extract_job,
+    extraction_hook,
+    extraction_prompt,
+    parse_items,
+    talk_of,
+)
+from chorus.memory._files import Layout
+from chorus.memory._log import MEMORY_SESSION, record_changes
+from chorus.memory._memory import Memory, WriteResult
+from chorus.memory._model import (
+    ITEM_KINDS,
+    SOURCE_KINDS,
+    TRUST,
+    Hit,
+    ItemKind,
+    MemoryInputError,
+    MemoryItem,
+    MemorySettings,
+    content_hash,
+    memory_settings,
+)
+
+__all__ = [
+    "ITEM_KINDS",
+    "MEMORY_SESSION",
+    "ONE_SHOT",
+    "SOURCE_KINDS",
+    "TRUST",
+    "Embedder",
+    "Extracted",
+    "HashingEmbedder",
+    "Hit",
+    "ItemKind",
+    "Layout",
+    "Memory",
+    "MemoryInputError",
+    "MemoryItem",
+    "MemorySettings",
+    "WriteResult",
+    "apply_items",
+    "content_hash",
+    "extract_job",
+    "extraction_hook",
+    "extraction_prompt",
+    "make_embedder",
+    "memory_settings",
+    "parse_items",
+    "record_changes",
+    "talk_of",
+]

@@ -1,0 +1,222 @@
+"""Extraction at job end: a cheap one-shot body run turns the job's new talk into
+memory items.
+
+Input is only the job's own prompt and the assistant's final texts, never the
+context Chorus injected (recalled memory would be learnt again, the feedback
+loop seen in mem0's audit). The model also sees the existing items closest to
+that talk, with their ids, so that it can say which one a new item
+``supersedes``; everything it returns goes through :meth:`Memory.add` (dedup by
+content hash, then word similarity). A failed job is skipped unless
+``extract_failed`` is set.
+
+The pure parts (:func:`talk_of`, :func:`extraction_prompt`, :func:`parse_items`)
+do no I/O; :func:`extract_job` runs the body and writes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from chorus.bodies import CLI_OF, BodyOptions, create_body
+from chorus.config import ChorusConfig
+from chorus.events import Event, JobEnded, MemoryChanged, Text, TurnCompleted, TurnFailed
+from chorus.memory._log import record_changes
+from chorus.memory._memory import Memory
+from chorus.memory._model import ITEM_KINDS, MemoryItem, MemorySettings, memory_settings
+from chorus.store import JobRecord, Store
+
+log = logging.getLogger("chorus.memory")
+
+#: The one-shot mode of each built-in body: the cheap way to ask one question.
+ONE_SHOT = {"claude": "claude-print", "codex": "codex-exec", "gemini": "gemini-headless"}
+MAX_TALK_CHARS = 12_000
+EXTRACTION_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    kind: str
+    text: str
+    importance: float = 0.5
+    supersedes: str | None = None
+
+
+def talk_of(job: JobRecord, events: Sequence[Event]) -> str:
+    """The job's prompt and the assistant's complete texts, oldest first, cut to
+    :data:`MAX_TALK_CHARS` from the start (the end of a job says what was settled)."""
+    lines = [f"USER: {job.prompt.strip()}"]
+    for event in events:
+        if event.job_id == job.id and isinstance(event, Text) and event.text.strip():
+            lines.append(f"ASSISTANT: {event.text.strip()}")
+    talk = "\n\n".join(lines)
+    return talk[-MAX_TALK_CHARS:]
+
+
+def extraction_prompt(talk: str, related: Sequence[MemoryItem]) -> str:
+    known = "\n".join(f"- {i.id} [{i.kind}] {i.text}" for i in related) or "(none)"
+    return (
+        "You maintain a person's long-term memory. From the conversation below, list "
+        "only what will still matter in later sessions: stable preferences, decisions, "
+        "facts about the person or their projects, profile details, notable events, "
+        "procedures they want followed. Skip small talk, one-off task details and "
+        "anything already in the known items.\n\n"
+        "Answer with a JSON array and nothing else. Each element: "
+        f'{{"kind": one of {", ".join(ITEM_KINDS)}, "text": one self-contained '
+        'sentence, "importance": 0..1, "supersedes": the id of a known item this '
+        "one contradicts or replaces, or null}. An empty array is a fine answer.\n\n"
+        f"Known items:\n{known}\n\nConversation:\n{talk}\n"
+    )
+
+
+def parse_items(reply: str) -> tuple[list[Extracted], list[str]]:
+    """The items in the model's reply (a JSON array, possibly fenced in Markdown),
+    and a warning for each element that does not fit."""
+    match = re.search(r"\[.*\]", reply, re.DOTALL)
+    if match is None:
+        return [], [f"extraction reply holds no JSON array: {reply[:200]!r}"]
+    try:
+        raw = json.loads(match.group(0))
+    except ValueError as exc:
+        return [], [f"extraction reply is not valid JSON ({exc}): {reply[:200]!r}"]
+    items, warnings = [], []
+    for n, element in enumerate(raw if isinstance(raw, list) else []):
+        item = _item(element)
+        if item is None:
+            warnings.append(f"extraction item {n} skipped: {json.dumps(element)[:200]}")
+        else:
+            items.append(item)
+    return items, warnings
+
+
+def _item(element: Any) -> Extracted | None:
+    if not isinstance(element, dict):
+        return None
+    kind, text = element.get("kind"), element.get("text")
+    if kind not in ITEM_KINDS or not isinstance(text, str) or not text.strip():
+        return None
+    importance = element.get("importance", 0.5)
+    if not isinstance(importance, int | float) or not 0 <= importance <= 1:
+        importance = 0.5
+    supersedes = element.get("supersedes")
+    return Extracted(kind, text.strip(), float(importance), supersedes or None)
+
+
+def apply_items(
+    mem: Memory, items: Sequence[Extracted], *, session_id: str | None, source_event: str | None
+) -> list[MemoryChanged]:
+    """Write the items (dedup and supersede through :meth:`Memory.add`); a
+    ``supersedes`` naming no active item is dropped, the item is still added."""
+    events: list[MemoryChanged] = []
+    for item in items:
+        old = mem.index.get_item(item.supersedes) if item.supersedes else None
+        supersedes = old.id if old is not None and old.status == "active" else None
+        result = mem.add(
+            item.text,
+            item.kind,
+            source_kind="extraction",
+            source_event=source_event,
+            session_id=session_id,
+            importance=item.importance,
+            supersedes=supersedes,
+        )
+        events += result.events
+    return events
+
+
+# -- running it --------------------------------------------------------------------
+
+Runner = Callable[[str, str], Awaitable[str]]
+
+
+async def extract_job(
+    job: JobRecord, ended: JobEnded, store: Store, config: ChorusConfig, run: Runner | None = None
+) -> list[MemoryChanged]:
+    """Extract and write the memory items of a finished job (see the module doc)."""
+    settings = memory_settings(config.memory)
+    if not _wanted(settings, ended) or not job.session_id:
+        return []
+    events = [e for e in await store.read_events(job.session_id) if e.job_id == job.id]
+    talk = talk_of(job, events)
+    with Memory(settings=settings) as mem:
+        related = [h.item for h in mem.search(talk[-2000:], limit=8) if h.item is not None]
+    body = settings.extraction_body or ONE_SHOT.get(job.body or "", job.body or "claude-print")
+    reply = await (run or _runner(config, settings))(body, extraction_prompt(talk, related))
+    items, warnings = parse_items(reply)
+    for warning in warnings:
+        log.warning("job %s: %s", job.id, warning)
+    with Memory(settings=settings) as mem:
+        changes = apply_items(
+            mem, items, session_id=job.session_id, source_event=f"{job.session_id}:{ended.seq}"
+        )
+    await record_changes(store, changes, job.session_id)
+    return changes
+
+
+def _wanted(settings: MemorySettings, ended: JobEnded) -> bool:
+    if not settings.extraction:
+        return False
+    return ended.state == "succeeded" or (settings.extract_failed and ended.state == "failed")
+
+
+def _runner(config: ChorusConfig, settings: MemorySettings) -> Runner:
+    """Run one prompt on a one-shot body in an empty folder, read-only, with the
+    agent's configured env; return its final text."""
+
+    async def run(body_name: str, prompt: str) -> str:
+        from chorus.agents import find_agent
+
+        cli = CLI_OF.get(body_name, body_name)
+        agent = config.agents.get(cli)
+        env = {**os.environ, **(agent.env if agent else {})}
+        exe = find_agent(CLI_OF[body_name], config) if body_name in CLI_OF else None
+        with tempfile.TemporaryDirectory(prefix="chorus-extract-") as cwd:
+            options = BodyOptions(
+                cwd=Path(cwd),
+                model=settings.extraction_model,
+                permission_mode="plan",
+                env=env,
+                executable=exe,
+                turn_timeout=EXTRACTION_TIMEOUT_S,
+            )
+            async with create_body(body_name, options, config) as body:
+                return await _final_text(body.turn(prompt))
+
+    return run
+
+
+async def _final_text(events: Any) -> str:
+    texts: list[str] = []
+    async for event in events:
+        if isinstance(event, Text):
+            texts.append(event.text)
+        if isinstance(event, TurnCompleted):
+            return event.result or "\n".join(texts)
+        if isinstance(event, TurnFailed):
+            raise RuntimeError(f"extraction run failed: {event.error.message}")
+    return "\n".join(texts)
+
+
+def extraction_hook(
+    store: Store, config: ChorusConfig
+) -> Callable[[JobRecord, JobEnded], Awaitable[None]]:
+    """An outcome hook for the supervisor: extract after each job (when enabled).
+    A failure is logged; it never changes the job's outcome."""
+
+    async def hook(job: JobRecord, ended: JobEnded) -> None:
+        try:
+            changes = await extract_job(job, ended, store, config)
+        except Exception:
+            log.exception("memory extraction after job %s failed", job.id)
+            return
+        if changes:
+            log.info("job %s: %d memory writes from extraction", job.id, len(changes))
+
+    return hook

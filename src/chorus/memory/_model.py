@@ -1,0 +1,156 @@
+"""Memory records: typed items, search hits, and the settings of the ``[memory]`` table."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from chorus._errors import ConfigError, UserError
+
+ItemKind = Literal["profile", "preference", "decision", "fact", "event", "procedure"]
+ITEM_KINDS: tuple[str, ...] = get_args(ItemKind)
+#: Who said it: the person (CLI), a body through the ``memory_write`` tool, the
+#: extraction run at job end, or an import. Trust ranks them in that order.
+SourceKind = Literal["user", "import", "agent", "extraction"]
+SOURCE_KINDS: tuple[str, ...] = get_args(SourceKind)
+ItemStatus = Literal["active", "superseded", "forgotten"]
+ITEM_STATUSES: tuple[str, ...] = get_args(ItemStatus)
+
+#: Trust by source kind (a multiplier of the search score): recalled prose written
+#: by a model never ranks as high as what the person said.
+TRUST: dict[str, float] = {"user": 1.0, "import": 0.9, "agent": 0.8, "extraction": 0.6}
+
+
+class MemoryInputError(UserError):
+    """Bad input to the memory (unknown kind, empty text, unknown id)."""
+
+
+def normalize_text(text: str) -> str:
+    """The text as compared for duplicates: NFKC, case-folded, single spaces."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(re.findall(r"\w+", folded))
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(normalize_text(text).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """One typed memory item; its file under ``memory/items/`` is the truth."""
+
+    id: str
+    kind: str
+    text: str
+    status: str = "active"
+    importance: float = 0.5
+    reinforcement: int = 1
+    source_kind: str = "user"
+    source_event: str | None = None
+    session_id: str | None = None
+    created: float = 0.0
+    last_seen: float = 0.0
+    supersedes: str | None = None
+    superseded_by: str | None = None
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.text)
+
+    def but(self, **changes: Any) -> MemoryItem:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+def check_kind(kind: str) -> str:
+    if kind not in ITEM_KINDS:
+        raise MemoryInputError(f"unknown memory type {kind!r}; use one of {', '.join(ITEM_KINDS)}")
+    return kind
+
+
+def check_text(text: str) -> str:
+    clean = text.strip()
+    if not clean:
+        raise MemoryInputError("the memory text is empty")
+    if len(clean) > MAX_ITEM_CHARS:
+        raise MemoryInputError(
+            f"the memory text is {len(clean)} characters; the limit is {MAX_ITEM_CHARS}"
+            " (put long material in a daily note or MEMORY.md)"
+        )
+    return clean
+
+
+MAX_ITEM_CHARS = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result. ``ref`` is ``item:<id>`` or ``<file>#L<line>`` for notes."""
+
+    ref: str
+    source: Literal["item", "memory_md", "daily"]
+    text: str
+    score: float
+    item: MemoryItem | None = None
+    path: str | None = None
+    line: int | None = None
+    why: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "ref": self.ref,
+            "source": self.source,
+            "text": self.text,
+            "score": round(self.score, 6),
+            "why": {k: round(v, 6) for k, v in self.why.items()},
+        }
+        if self.item is not None:
+            out["item"] = self.item.to_dict()
+        if self.path is not None:
+            out["path"], out["line"] = self.path, self.line
+        return out
+
+
+class MemorySettings(BaseModel):
+    """The ``[memory]`` table of ``config.toml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: ``none`` (BM25 only, the default: offline, no weights) or ``hashing`` (a
+    #: deterministic feature-hashing embedder, for tests and experiments).
+    embedder: Literal["none", "hashing"] = "none"
+    #: Days of daily notes put in every context (today included).
+    daily_days: int = Field(default=7, ge=0, le=366)
+    #: Relevant items put in every context.
+    top_n: int = Field(default=8, ge=0, le=100)
+    #: Recency half-life of the salience score, in days.
+    half_life_days: float = Field(default=30.0, gt=0)
+    #: Token budget of the assembled context (about 4 characters a token).
+    context_tokens: int = Field(default=8000, ge=200, le=200_000)
+    #: Extract memory items from each finished job with a one-shot body run.
+    extraction: bool = False
+    #: Also extract from failed jobs (off: a failed job's talk is often wrong).
+    extract_failed: bool = False
+    #: Body of the extraction run (default: the one-shot mode of the job's body).
+    extraction_body: str | None = None
+    extraction_model: str | None = None
+    #: Items whose word sets overlap this much (Jaccard) are one item, reinforced.
+    dedup_similarity: float = Field(default=0.8, gt=0, le=1)
+
+
+def memory_settings(table: dict[str, Any] | None) -> MemorySettings:
+    """Validate the ``[memory]`` table; a bad key raises :class:`ConfigError`."""
+    try:
+        return MemorySettings.model_validate(table or {})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"memory.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(problems) from exc

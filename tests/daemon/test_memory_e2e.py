@@ -1,0 +1,175 @@
+"""Issue 16 end to end on the real CLIs: memory and context reach every body, and a
+body's ``memory_write`` call through Chorus's MCP server is remembered."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chorus.daemon import stop_daemon
+from chorus.events import JobEnded, parse_event
+from chorus.testing import ModelServer, offline_env, text, tool_call
+
+pytestmark = pytest.mark.e2e
+
+BODIES = ("claude", "codex", "gemini")
+
+
+@pytest.fixture
+def lanes(chorus_home: Path, tmp_path: Path) -> Iterator[tuple[ModelServer, Path]]:
+    """Claude, Codex and Gemini on their own lanes of one scripted server; the work
+    folder is a git repository (the project root of CHORUS.md)."""
+    work = tmp_path / "repo" / "app"
+    work.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(work.parent)], check=True)
+    with ModelServer() as server:
+        lines = ["[daemon]", "notifications = false", "[gateway]", "port = 0"]
+        for cli in BODIES:
+            env = offline_env(cli, tmp_path / f"{cli}-home", server.lane_url(cli))
+            lines += [f"[agents.{cli}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
+        chorus_home.mkdir(parents=True, exist_ok=True)
+        (chorus_home / "config.toml").write_text("\n".join(lines) + "\n")
+        yield server, work
+        stop_daemon()
+    assert server.errors == []
+
+
+def chorus(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chorus", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=work,
+        env=os.environ.copy(),
+    )
+
+
+def ask(work: Path, body: str, prompt: str) -> list[object]:
+    done = chorus(work, "ask", prompt, "--body", body, "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    events = [parse_event(line) for line in done.stdout.splitlines()]
+    assert isinstance(events[-1], JobEnded)
+    assert events[-1].state == "succeeded", events[-1]
+    return events
+
+
+def first_request(server: ModelServer, lane: str) -> str:
+    """Everything the CLI sent in its first model request of the test, as text."""
+    return json.dumps(server.turn_requests(lane=lane)[0].body, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_a_fact_added_on_the_cli_reaches_a_new_session_of_each_body(
+    lanes: tuple[ModelServer, Path], body: str
+) -> None:
+    server, work = lanes
+    added = chorus(work, "memory", "add", "The user's favourite colour is teal", "--type", "fact")
+    assert added.returncode == 0, added.stderr
+    server.script([text("noted")], lane=body)
+    ask(work, body, "what do you know about me?")
+    sent = first_request(server, body)
+    assert "The user's favourite colour is teal" in sent
+    assert "## Identity (SOUL.md)" in sent
+    Path(f"/tmp/req-{body}.json").write_text(sent)
+    # Chorus's MCP server is there (Claude and Codex defer MCP tools: Claude lists
+    # them by name, Codex finds them with tool_search, the test below calls one).
+    assert MEMORY_WRITE[body] in sent or body == "codex"
+
+
+# The MCP tool as each CLI names it to the model.
+MEMORY_WRITE = {
+    "claude": "mcp__chorus__memory_write",
+    "codex": "mcp__chorus__memory_write",
+    "gemini": "mcp_chorus_memory_write",
+}
+# Codex defers MCP tools behind tool_search; a model then calls them by namespace.
+NAMESPACE = {"codex": "mcp__chorus"}
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_a_memory_write_call_is_searchable_and_in_the_next_context(
+    lanes: tuple[ModelServer, Path], body: str
+) -> None:
+    server, work = lanes
+    fact = f"The deploy window for {body} is Tuesday 14:00 UTC"
+    server.script(
+        [
+            tool_call(
+                "memory_write" if body in NAMESPACE else MEMORY_WRITE[body],
+                {"text": fact, "kind": "decision"},
+                namespace=NAMESPACE.get(body),
+            ),
+            text("saved it"),
+            text("fresh session"),
+        ],
+        lane=body,
+    )
+    events = ask(work, body, "remember the deploy window")
+    result = server.turn_requests(lane=body)[1].last_tool_result()
+    assert result is not None
+    assert not result.is_error, result.content
+    assert '"op": "add"' in result.content, result.content
+    found = chorus(work, "memory", "search", "deploy window", "--json")
+    hits = json.loads(found.stdout)
+    assert hits[0]["text"] == fact
+    assert hits[0]["item"]["source_kind"] == "agent"
+    memory_events = [e for e in events if getattr(e, "type", "") == "memory"]
+    assert memory_events == [] or memory_events[0].item_id == hits[0]["item"]["id"]  # type: ignore[attr-defined]
+    ask(work, body, "anything planned?")
+    assert fact in json.dumps(server.turn_requests(lane=body)[2].body)
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_chorus_md_imports_reach_the_body_and_an_escaping_one_does_not(
+    lanes: tuple[ModelServer, Path], body: str
+) -> None:
+    server, work = lanes
+    root = work.parent
+    (root.parent / "outside.md").write_text("OUTSIDE-SECRET-9137\n")
+    (root / "docs").mkdir()
+    (root / "docs" / "conventions.md").write_text("Convention: name branches feat/<topic>.\n")
+    (root / "CHORUS.md").write_text("Project Zephyr.\n@docs/conventions.md\n@../outside.md\n")
+    server.script([text("ok")], lane=body)
+    ask(work, body, "start")
+    sent = first_request(server, body)
+    assert "Project Zephyr." in sent
+    assert "Convention: name branches feat/<topic>." in sent
+    assert "OUTSIDE-SECRET-9137" not in sent
+    assert "import refused: @../outside.md" in sent
+
+
+def test_extraction_at_job_end_remembers_what_the_job_settled(
+    lanes: tuple[ModelServer, Path], chorus_home: Path
+) -> None:
+    server, work = lanes
+    with (chorus_home / "config.toml").open("a") as config:
+        config.write("[memory]\nextraction = true\n")
+    item = {"kind": "preference", "text": "The user wants pnpm instead of npm", "importance": 0.9}
+    server.script(
+        [text("Sure, pnpm from now on."), text(f"```json\n{json.dumps([item])}\n```")],
+        lane="claude",
+    )
+    ask(work, "claude", "From now on use pnpm, not npm.")
+    deadline = time.monotonic() + 90
+    hits: list[dict[str, object]] = []
+    while not hits and time.monotonic() < deadline:
+        found = chorus(work, "memory", "search", "pnpm npm", "--json")
+        hits = [h for h in json.loads(found.stdout) if h["source"] == "item"]
+        time.sleep(0.5)
+    assert hits, "the extracted item never appeared"
+    assert hits[0]["text"] == item["text"]
+    assert hits[0]["item"]["source_kind"] == "extraction"  # type: ignore[index]
+    job_request, extraction_request = server.turn_requests(lane="claude")[:2]
+    assert "# Context from Chorus" in json.dumps(job_request.body)
+    sent = extraction_request.last_user_text() or ""
+    assert "USER: From now on use pnpm, not npm." in sent
+    assert "ASSISTANT: Sure, pnpm from now on." in sent
+    assert "# Context from Chorus" not in json.dumps(extraction_request.body)

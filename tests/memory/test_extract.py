@@ -1,0 +1,129 @@
+"""Extraction at job end: parsing the model's items, dedup, supersede, and when it runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chorus.config import ChorusConfig
+from chorus.events import JobEnded, Text, TextDelta
+from chorus.memory import Memory, extract_job, extraction_prompt, parse_items, talk_of
+from chorus.store import SqliteStore, Store
+
+
+def test_parse_items_reads_a_fenced_array_and_warns_about_bad_elements() -> None:
+    reply = (
+        "Here you go:\n```json\n"
+        '[{"kind": "preference", "text": "Prefers pnpm", "importance": 0.8},'
+        ' {"kind": "opinion", "text": "nope"}, {"kind": "fact"}, "junk",'
+        ' {"kind": "fact", "text": "Ships on Fridays", "importance": 7, "supersedes": "m1"}]\n```'
+    )
+    items, warnings = parse_items(reply)
+    assert [(i.kind, i.text, i.importance, i.supersedes) for i in items] == [
+        ("preference", "Prefers pnpm", 0.8, None),
+        ("fact", "Ships on Fridays", 0.5, "m1"),
+    ]
+    assert len(warnings) == 3
+    assert parse_items("no array here")[1][0].startswith("extraction reply holds no JSON array")
+    assert parse_items("[not json]")[1][0].startswith("extraction reply is not valid JSON")
+
+
+async def _job_with_talk(store: Store, state: str = "succeeded") -> tuple[object, JobEnded]:
+    session = await store.create_session("claude", state="active")
+    job = await store.create_job(
+        "From now on use pnpm, not npm.", body="claude", session_id=session.id
+    )
+    other = await store.create_job("unrelated", body="claude", session_id=session.id)
+    await store.append(session.id, TextDelta(text="Sure", job_id=job.id))
+    await store.append(session.id, Text(text="Sure, pnpm from now on.", job_id=job.id))
+    await store.append(session.id, Text(text="OTHER JOB TEXT", job_id=other.id))
+    ended = await store.append(session.id, JobEnded(state=state, job_id=job.id))
+    assert isinstance(ended, JobEnded)
+    return job, ended
+
+
+async def test_talk_is_the_jobs_prompt_and_final_texts_only(chorus_home: Path) -> None:
+    async with SqliteStore() as store:
+        job, _ = await _job_with_talk(store)
+        talk = talk_of(job, await store.read_events(job.session_id))  # type: ignore[attr-defined]
+    assert talk == "USER: From now on use pnpm, not npm.\n\nASSISTANT: Sure, pnpm from now on."
+
+
+def _config(**memory: object) -> ChorusConfig:
+    return ChorusConfig(memory={"extraction": True, **memory})
+
+
+async def test_extraction_adds_dedups_and_supersedes(chorus_home: Path) -> None:
+    with Memory() as mem:
+        old = mem.add("The project uses npm", "decision").item
+        same = mem.add("Deploys happen on Fridays", "fact").item
+    prompts: list[tuple[str, str]] = []
+
+    async def model(body: str, prompt: str) -> str:
+        prompts.append((body, prompt))
+        return json.dumps(
+            [
+                {
+                    "kind": "decision",
+                    "text": "The project uses pnpm, not npm",
+                    "supersedes": old.id,
+                },
+                {"kind": "fact", "text": "deploys happen on fridays"},
+                {
+                    "kind": "preference",
+                    "text": "Likes short answers",
+                    "supersedes": "m404404404404",
+                },
+            ]
+        )
+
+    async with SqliteStore() as store:
+        job, ended = await _job_with_talk(store)
+        changes = await extract_job(job, ended, store, _config(), run=model)  # type: ignore[arg-type]
+        logged = [e for e in await store.read_events(job.session_id) if e.type == "memory"]  # type: ignore[attr-defined]
+    assert [c.op for c in changes] == ["add", "supersede", "reinforce", "add"]
+    assert [e.op for e in logged] == ["add", "supersede", "reinforce", "add"]  # type: ignore[attr-defined]
+    body, prompt = prompts[0]
+    assert body == "claude-print"  # the one-shot mode of the job's body
+    assert f"- {old.id} [decision] The project uses npm" in prompt  # known items, with ids
+    assert "OTHER JOB TEXT" not in prompt
+    with Memory() as mem:
+        assert mem.get(old.id).status == "superseded"
+        assert mem.get(same.id).reinforcement == 2
+        new = next(i for i in mem.items() if i.text == "The project uses pnpm, not npm")
+        assert new.source_kind == "extraction"
+        assert new.supersedes == old.id
+        liked = next(i for i in mem.items() if i.kind == "preference")
+        assert liked.supersedes is None  # an unknown id is not a supersede
+
+
+@pytest.mark.parametrize(
+    ("state", "memory", "runs"),
+    [
+        ("failed", {}, False),
+        ("failed", {"extract_failed": True}, True),
+        ("succeeded", {"extraction": False}, False),
+        ("cancelled", {"extract_failed": True}, False),
+    ],
+)
+async def test_when_extraction_runs(
+    chorus_home: Path, state: str, memory: dict[str, object], runs: bool
+) -> None:
+    called: list[str] = []
+
+    async def model(body: str, prompt: str) -> str:
+        called.append(prompt)
+        return "[]"
+
+    async with SqliteStore() as store:
+        job, ended = await _job_with_talk(store, state)
+        await extract_job(job, ended, store, _config(**memory), run=model)  # type: ignore[arg-type]
+    assert bool(called) is runs
+
+
+def test_the_prompt_asks_for_json_and_lists_known_items() -> None:
+    prompt = extraction_prompt("USER: hi", [])
+    assert "Answer with a JSON array and nothing else" in prompt
+    assert "Known items:\n(none)" in prompt
