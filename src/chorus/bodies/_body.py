@@ -84,6 +84,8 @@ class Body(ABC):
     capabilities: ClassVar[Capabilities]
     #: Bound on queued events; a stalled consumer pauses the reader (back-pressure).
     max_queued_events: ClassVar[int] = 10_000
+    #: False for bodies that run one process per turn (``alive`` then means "not closed").
+    long_lived: ClassVar[bool] = True
 
     def __init__(self, options: BodyOptions) -> None:
         self.options = options
@@ -92,6 +94,26 @@ class Body(ABC):
         self.permission_mode = options.permission_mode
         self._events: asyncio.Queue[Event] = asyncio.Queue(self.max_queued_events)
         self._closed = False
+        #: The running CLI process (one-shot bodies: the current turn's, if any).
+        self._transport: ProcessTransport | None = None
+
+    # -- what a session needs to know ------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The CLI's process id, also its process group id: the current process, or the
+        last one after it ended (``None`` before any started). See :attr:`alive`."""
+        return self._transport.pid if self._transport is not None else None
+
+    @property
+    def alive(self) -> bool:
+        """True while the body can take a turn without being started again: its
+        process runs (one-shot bodies: it is started and not closed)."""
+        if self._closed:
+            return False
+        if not self.long_lived:
+            return True
+        return self._transport is not None and self._transport.running
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -126,8 +148,12 @@ class Body(ABC):
         await self._send_prompt(prompt)
         async for event in self.stream():
             yield event
-            if isinstance(event, TERMINAL_TYPES):
+            if self._ends_turn(event):
                 return
+
+    def _ends_turn(self, event: Event) -> bool:
+        """Whether ``event`` (just taken off the queue) ends the running turn."""
+        return isinstance(event, TERMINAL_TYPES)
 
     async def stream(self) -> AsyncIterator[Event]:
         """Yield queued events as they arrive (no end of its own)."""

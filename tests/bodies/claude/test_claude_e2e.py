@@ -23,11 +23,13 @@ from chorus.events import (
     RetryNotice,
     SessionEnded,
     SessionStarted,
+    StatusChanged,
     TextDelta,
     ToolCall,
     ToolResult,
     TurnCompleted,
     TurnFailed,
+    Unknown,
 )
 from chorus.testing import (
     ModelServer,
@@ -36,6 +38,7 @@ from chorus.testing import (
     offline_env,
     slow_text,
     text,
+    thinking,
     write_file,
 )
 
@@ -326,3 +329,12 @@ async def test_print_body_falls_back_from_an_unknown_session(
     assert _one(events, Notice).kind == "resume_fallback"
     assert isinstance(events[-1], TurnCompleted)
     assert body.native_session_id not in (None, missing)
+
+
+async def test_thinking_turn_maps_every_line(tmp_path: Path, work: Path, claude: Path) -> None:
+    with ModelServer(Scenario.of(thinking("pondering deeply", "answer"))) as server:
+        async with ClaudeBody(_options(tmp_path, work, claude, server.url)) as body:
+            events = await _turn(body, "think")
+    assert not [e for e in events if isinstance(e, Unknown)]
+    assert any(isinstance(e, StatusChanged) and e.state == "thinking" for e in events)
+    assert _one(events, TurnCompleted).result == "answer"

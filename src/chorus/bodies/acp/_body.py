@@ -1,7 +1,8 @@
 """A body for any ACP agent: the codec over a :class:`ProcessTransport`.
 
-Three layers, as in every body: the transport moves lines; a small router here
-matches our requests to the agent's replies by id with a bounded wait; the body
+Three layers, as in every body: the transport moves lines; the shared
+:class:`RequestRouter` matches our requests to the agent's replies by id with a
+bounded wait; the body
 on top runs the handshake, turns and controls, and serves the agent's requests
 (permission through ``options.permission_callback``, files inside the session's
 roots).
@@ -32,6 +33,7 @@ from chorus.bodies._body import (
     join_task,
 )
 from chorus.bodies._capabilities import Capabilities
+from chorus.bodies._control import RequestRouter
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
 from chorus.bodies.acp._codec import (
@@ -87,8 +89,7 @@ class AcpBody(Body):
         self.codec = AcpCodec(body=agent.name, quirks=agent.quirks)
         roots = options.extra.get("allowed_roots", ())
         self.roots = FileRoots.of(options.cwd, roots)
-        self._transport: ProcessTransport | None = None
-        self._waiters: dict[int, asyncio.Future[RpcReply]] = {}
+        self._router = RequestRouter[RpcReply](agent.name)
         self._handlers: dict[RpcId, asyncio.Task[None]] = {}
         self._tg: asyncio.TaskGroup | None = None
         self._ready = asyncio.Event()
@@ -99,11 +100,6 @@ class AcpBody(Body):
         self._ended = False
 
     # -- lifecycle -------------------------------------------------------------------
-
-    @property
-    def pid(self) -> int | None:
-        """The agent's process id (also its process group id)."""
-        return self._transport.pid if self._transport else None
 
     async def start(self) -> None:
         """Spawn the agent, ``initialize``, open the session (``session/new``, or
@@ -204,17 +200,17 @@ class AcpBody(Body):
         """Write a request and wait (bounded) for its reply; raises :class:`AcpRpcError`
         on a JSON-RPC error, :class:`BodyTimeoutError`, :class:`BodyCrashedError`."""
         request_id, line = request
-        waiter: asyncio.Future[RpcReply] = asyncio.get_running_loop().create_future()
-        self._waiters[request_id] = waiter
         limit = limit if limit is not None else self.options.control_timeout
-        try:
+
+        async def send() -> None:
             await self._write(line)
-            reply = await asyncio.wait_for(waiter, limit)
-        except TimeoutError as exc:
+
+        try:
+            what = self.codec.method_of(request_id)
+            reply = await self._router.call(request_id, send, what, limit)
+        except BodyTimeoutError:
             self.codec.forget(request_id)
-            raise BodyTimeoutError(f"{self.agent.name}: no reply within {limit}s") from exc
-        finally:
-            self._waiters.pop(request_id, None)
+            raise
         if reply.error is not None:
             err = reply.error
             code = err.get("code")
@@ -371,9 +367,7 @@ class AcpBody(Body):
 
     async def _dispatch(self, item: Inbound) -> None:
         if isinstance(item, RpcReply):
-            waiter = self._waiters.get(item.request_id)
-            if waiter is not None and not waiter.done():
-                waiter.set_result(item)
+            self._router.resolve(item.request_id, item)
         elif isinstance(item, PermissionRequested):
             self._handlers[item.request_id] = self._spawn(self._serve_permission(item))
         elif isinstance(item, FileReadRequested | FileWriteRequested):
@@ -446,9 +440,7 @@ class AcpBody(Body):
         self, exc: Exception, error: ErrorInfo | None, reason: str, code: int | None
     ) -> None:
         """Fail every waiter with ``exc``, end the turn, emit :class:`SessionEnded` once."""
-        for waiter in self._waiters.values():
-            if not waiter.done():
-                waiter.set_exception(exc)
+        self._router.fail_all(exc)
         for task in self._handlers.values():
             task.cancel()
         turn_error = error or ErrorInfo(code=ErrorCode.INTERRUPTED, message="body closed")

@@ -288,6 +288,11 @@ class AcpCodec:
         )
         return self._request(SET_CONFIG_OPTION, _dump(params))
 
+    def method_of(self, request_id: int) -> str:
+        """The method of our pending request ``request_id`` (for messages)."""
+        pending = self._pending.get(request_id)
+        return pending[0] if pending is not None else "request"
+
     def forget(self, request_id: int) -> None:
         """Stop waiting for ``request_id`` (timed out); a late reply becomes :class:`Unknown`."""
         if self._pending.pop(request_id, None) is not None:

@@ -2,9 +2,8 @@
 
 from chorus.bodies.claude._body import INITIALIZE_TIMEOUT, ClaudeBody
 from chorus.bodies.claude._codec import ClaudeCodec, StdinLine
-from chorus.bodies.claude._errors import ControlRequestError, code_for_status
+from chorus.bodies.claude._errors import ControlRequestError, code_for_status, control_payload
 from chorus.bodies.claude._print import ClaudePrintBody
-from chorus.bodies.claude._router import ControlRouter
 
 __all__ = [
     "INITIALIZE_TIMEOUT",
@@ -12,9 +11,9 @@ __all__ = [
     "ClaudeCodec",
     "ClaudePrintBody",
     "ControlRequestError",
-    "ControlRouter",
     "StdinLine",
     "code_for_status",
+    "control_payload",
 ]
 
 

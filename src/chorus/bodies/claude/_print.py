@@ -41,6 +41,7 @@ class ClaudePrintBody(Body):
     """Claude Code in print mode, one process per turn (the one-shot fallback)."""
 
     name: ClassVar[str] = "claude-print"
+    long_lived: ClassVar[bool] = False
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.EMULATED,  # signal the process group
         set_model=Support.EMULATED,  # --model on the next turn's process
@@ -60,7 +61,6 @@ class ClaudePrintBody(Body):
         self.native_session_id = None
         self._resume = options.resume
         self._codec = ClaudeCodec()
-        self._transport: ProcessTransport | None = None
         self._runner: asyncio.Task[None] | None = None
         self._interrupted = False
 

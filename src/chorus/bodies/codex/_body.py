@@ -45,6 +45,7 @@ from chorus.bodies._body import (
     wait_task,
 )
 from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._control import RequestRouter
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
 from chorus.bodies.codex._codec import (
@@ -128,11 +129,10 @@ class CodexBody(Body):
         _validate_mode(options.permission_mode)
         self.native_session_id = None
         self._codec = AppServerCodec()
-        self._transport: ProcessTransport | None = None
         self._runner: asyncio.Task[None] | None = None
         self._tg: asyncio.TaskGroup | None = None
         self._approvals: set[asyncio.Task[None]] = set()
-        self._calls: dict[int, asyncio.Future[RpcResponse]] = {}
+        self._router = RequestRouter[RpcResponse](self.name)
         self._turn_open = False
         self._turn_done = asyncio.Event()
         self._start_lock = asyncio.Lock()  # held while turn/start is in flight
@@ -141,11 +141,6 @@ class CodexBody(Body):
         self._next_mode: str | None = None
         self._escalated = False
         self._closing = False
-
-    @property
-    def pid(self) -> int | None:
-        """The app-server's process id (also its process group id), while it runs."""
-        return self._transport.pid if self._transport is not None else None
 
     @property
     def turn_id(self) -> str | None:
@@ -233,9 +228,7 @@ class CodexBody(Body):
 
     async def _dispatch(self, item: Inbound) -> None:
         if isinstance(item, RpcResponse):
-            future = self._calls.pop(int(item.id), None) if isinstance(item.id, int) else None
-            if future is not None and not future.done():
-                future.set_result(item)
+            self._router.resolve(item.id, item)
         elif isinstance(item, ApprovalRequest):
             assert self._tg is not None
             task = self._tg.create_task(self._approve(item))
@@ -264,10 +257,7 @@ class CodexBody(Body):
         code = await transport.wait(5.0)
         tail = transport.stderr_tail
         crashed = BodyCrashedError("codex app-server ended", exit_code=code, stderr_tail=tail)
-        for future in self._calls.values():
-            if not future.done():
-                future.set_exception(crashed)
-        self._calls.clear()
+        self._router.fail_all(crashed)
         for task in list(self._approvals):
             task.cancel()
         for event in self._end_events(code, tail):
@@ -331,18 +321,12 @@ class CodexBody(Body):
     ) -> JsonDict:
         """Send ``request`` and return its result; raises :class:`CodexRequestError` on a
         JSON-RPC error, :class:`BodyTimeoutError` past the deadline."""
-        future: asyncio.Future[RpcResponse] = asyncio.get_running_loop().create_future()
-        self._calls[request.id] = future
-        try:
+        deadline = timeout if timeout is not None else self.options.control_timeout
+
+        async def send() -> None:
             await self._write(request.line)
-            deadline = timeout if timeout is not None else self.options.control_timeout
-            response = await asyncio.wait_for(future, deadline)
-        except TimeoutError:
-            raise BodyTimeoutError(
-                f"codex did not answer {request.method} within {deadline:g} s"
-            ) from None
-        finally:
-            self._calls.pop(request.id, None)
+
+        response = await self._router.call(request.id, send, request.method, deadline)
         if not response.ok:
             raise CodexRequestError(request.method, response.error or {})
         return response.result or {}
@@ -433,6 +417,7 @@ class CodexExecBody(Body):
     """
 
     name: ClassVar[str] = EXEC_BODY_NAME
+    long_lived: ClassVar[bool] = False
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.EMULATED,
         set_model=Support.EMULATED,

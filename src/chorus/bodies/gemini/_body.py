@@ -93,6 +93,7 @@ class GeminiBody(Body):
     """
 
     name: ClassVar[str] = "gemini"
+    long_lived: ClassVar[bool] = False
     capabilities: ClassVar[Capabilities] = GEMINI_HEADLESS_CAPABILITIES
 
     def __init__(self, options: BodyOptions) -> None:
