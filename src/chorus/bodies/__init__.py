@@ -1,7 +1,10 @@
 """Bodies: the agent CLIs, each behind a transport and a sans-I/O codec."""
 
+from collections.abc import Callable, Iterable
+
 from chorus.bodies._body import PERMISSION_MODES, TERMINAL_TYPES, Body, BodyOptions, crash_error
 from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._catalog import BodyInfo, body_catalog
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
 from chorus.bodies._registry import (
     CLI_OF,
@@ -12,6 +15,8 @@ from chorus.bodies._registry import (
 )
 from chorus.bodies._tools import normalize_tool
 from chorus.bodies._transport import ProcessTransport, RawTap, SpawnSpec
+from chorus.config import ChorusConfig
+from chorus.events import Event
 from chorus.permissions import (
     PermissionAnswer,
     PermissionAsk,
@@ -20,12 +25,24 @@ from chorus.permissions import (
     rule_callback,
 )
 
+
+def replay_codecs(
+    config: ChorusConfig | None = None,
+) -> dict[str, Callable[[], Callable[[str], Iterable[Event]]]]:
+    """A fresh replay codec factory per body name (built-ins, ACP agents, config's
+    ACP agents), for the store's ``register_replay_codec``. Imports every body."""
+    from chorus.bodies._replay import replay_codecs as build
+
+    return build(config)
+
+
 __all__ = [
     "CLI_OF",
     "MAX_LINE_BYTES",
     "PERMISSION_MODES",
     "TERMINAL_TYPES",
     "Body",
+    "BodyInfo",
     "BodyOptions",
     "Capabilities",
     "LineFramer",
@@ -37,11 +54,13 @@ __all__ = [
     "SpawnSpec",
     "Support",
     "allow_all",
+    "body_catalog",
     "body_class",
     "body_names",
     "check_installed",
     "crash_error",
     "create_body",
     "normalize_tool",
+    "replay_codecs",
     "rule_callback",
 ]

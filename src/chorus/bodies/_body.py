@@ -86,6 +86,9 @@ class Body(ABC):
     max_queued_events: ClassVar[int] = 10_000
     #: False for bodies that run one process per turn (``alive`` then means "not closed").
     long_lived: ClassVar[bool] = True
+    #: True when the body itself gets a denial's reason to the model in the same turn
+    #: (in the tool result, or a follow-up prompt); else the session must tell it.
+    tells_denials: ClassVar[bool] = False
 
     def __init__(self, options: BodyOptions) -> None:
         self.options = options

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from chorus.agents import agents_dir, describe_agents, install_agents
+from chorus.bodies import BodyInfo, body_catalog
 from chorus.cli._app import app
 
 agents_app = typer.Typer(help="Install and list the pinned agent CLIs.", no_args_is_help=True)
@@ -24,11 +28,39 @@ def install(force: bool = typer.Option(False, help="Reinstall even if present.")
     console.print(f"folder: {agents_dir()}")
 
 
+def _bodies_table(bodies: list[BodyInfo]) -> Table:
+    table = Table("body", "kind", "program", "found", "native", "emulated")
+    for body in bodies:
+        caps = body.capabilities.as_dict()
+        native = [name for name, support in caps.items() if support == "native"]
+        emulated = [name for name, support in caps.items() if support == "emulated"]
+        found = "yes" if body.installed else f"[red]no[/red]: {body.problem}"
+        table.add_row(
+            body.name, body.kind, body.program, found, ", ".join(native), ", ".join(emulated) or "-"
+        )
+    return table
+
+
 @agents_app.command("list")
-def list_agents() -> None:
-    """Show each agent CLI: found or not, version, path."""
+def list_agents(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show each agent CLI (found or not, version, path) and each body's capabilities
+    (native / emulated / unsupported per control), config-defined ACP agents included."""
+    agents = describe_agents()
+    bodies = body_catalog()
+    if as_json:
+        payload = {
+            "agents": [
+                {**dataclasses.asdict(info), "path": str(info.path) if info.path else None}
+                for info in agents
+            ],
+            "bodies": [body.as_dict() for body in bodies],
+        }
+        typer.echo(json.dumps(payload, indent=2))
+        return
     table = Table("agent", "found", "version", "pinned", "source", "path")
-    for info in describe_agents():
+    for info in agents:
         table.add_row(
             info.name,
             "yes" if info.path else "[red]no[/red]",
@@ -38,3 +70,4 @@ def list_agents() -> None:
             str(info.path) if info.path else "-",
         )
     console.print(table)
+    console.print(_bodies_table(bodies))

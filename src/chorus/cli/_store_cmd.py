@@ -23,6 +23,7 @@ from chorus.store import (
     SqliteStore,
     Store,
     UnknownSessionError,
+    register_replay_codec,
     replay,
 )
 
@@ -135,12 +136,21 @@ def _summary(event: Event, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _register_replay_codecs() -> None:
+    """Every body's replay codec, config-defined ACP agents included."""
+    from chorus.bodies import replay_codecs
+
+    for body, factory in replay_codecs().items():
+        register_replay_codec(body, factory)
+
+
 @app.command("replay")
 def replay_session(
     session_id: str = typer.Argument(..., help="The session id."),
 ) -> None:
     """Re-run a session's recorded stdout through its body's codec and compare with
     the log. Exit 0 on a match, 1 on a divergence, 2 for an unknown session or body."""
+    _register_replay_codecs()
     try:
         report: ReplayReport = _with_store(lambda store: replay(store, session_id))
     except (UnknownSessionError, NoReplayCodecError) as exc:

@@ -49,6 +49,7 @@ from chorus.store._redact import MIN_SECRET_CHARS, Redactor, looks_secret_name
 from chorus.store._replay import (
     CodecFactory,
     Divergence,
+    DuplexReplayCodec,
     ReplayCodec,
     ReplayReport,
     register_replay_codec,
@@ -75,6 +76,7 @@ __all__ = [
     "ControlRecord",
     "ControlStatus",
     "Divergence",
+    "DuplexReplayCodec",
     "DuplicateRecordError",
     "EventBus",
     "InvalidIdError",

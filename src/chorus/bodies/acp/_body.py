@@ -34,7 +34,7 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities
 from chorus.bodies._control import RequestRouter
-from chorus.bodies._permissions import PermissionAnswer
+from chorus.bodies._permissions import PermissionAnswer, denial_notice
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
 from chorus.bodies.acp._codec import (
     AcpCodec,
@@ -62,7 +62,6 @@ from chorus.events import (
     Event,
     Notice,
     SessionEnded,
-    SessionStarted,
     TurnCompleted,
     TurnFailed,
 )
@@ -82,6 +81,7 @@ class AcpBody(Body):
 
     name: ClassVar[str] = "acp"
     capabilities: ClassVar[Capabilities] = ACP_CAPABILITIES
+    tells_denials: ClassVar[bool] = True
 
     def __init__(self, options: BodyOptions, agent: AcpAgent) -> None:
         super().__init__(options)
@@ -98,13 +98,15 @@ class AcpBody(Body):
         self._turn_over = asyncio.Event()
         self._closing = False
         self._ended = False
+        self._denials: list[str] = []  # reasons the agent has not passed to the model
+        self._followups = 0  # TurnCompleted events a denial follow-up continues
 
     # -- lifecycle -------------------------------------------------------------------
 
     async def start(self) -> None:
         """Spawn the agent, ``initialize``, open the session (``session/new``, or
         ``session/load`` for ``options.resume`` where the agent supports it), apply
-        model and permission mode, then emit :class:`SessionStarted`."""
+        model and permission mode (:class:`SessionStarted` comes with the session)."""
         if self._transport is not None:
             raise AcpStateError(f"{self.agent.name}: body already started")
         self._transport = ProcessTransport(self._spawn_spec(), self.options.raw_tap)
@@ -149,6 +151,10 @@ class AcpBody(Body):
     # -- handshake ---------------------------------------------------------------------
 
     async def _handshake(self) -> None:
+        """``initialize``, open the session (the codec decodes :class:`SessionStarted`
+        from its reply), then apply model and permission mode."""
+        self.codec.requested_model = self.options.model
+        self.codec.requested_mode = self.options.permission_mode
         await self._call(self.codec.initialize(), self.options.control_timeout * 4)
         await self._open_session()
         model = self.options.model
@@ -156,19 +162,8 @@ class AcpBody(Body):
             await self.set_model(model)
         if self.options.permission_mode != "default":
             await self.set_permission_mode(self.options.permission_mode)
-        state = self.codec.state
-        self.native_session_id = state.session_id
-        self.model = state.current_model or self.options.model
-        agent = state.agent.agent_info if state.agent else None
-        await self._emit(
-            SessionStarted(
-                model=self.model,
-                body_version=agent.version if agent else None,
-                cwd=str(self.options.cwd),
-                permission_mode=self.permission_mode,
-                native_session_id=state.session_id,
-            )
-        )
+        self.native_session_id = self.codec.state.session_id
+        self.model = self.codec.state.current_model or self.options.model
 
     async def _open_session(self) -> None:
         cwd = str(self.roots.roots[0])
@@ -262,11 +257,31 @@ class AcpBody(Body):
                 await self._finish_turn(failed)
 
     async def _finish_turn(self, event: TurnCompleted | TurnFailed) -> None:
+        follow_up = bool(self._denials) and isinstance(event, TurnCompleted) and not self._closing
+        if follow_up:
+            self._followups += 1
         await self._emit(event)
         self._turn_over.set()
         watchdog, self._watchdog = self._watchdog, None
         if watchdog is not None and watchdog is not asyncio.current_task():
             watchdog.cancel()
+        if follow_up:
+            self._spawn(self._tell_denials())
+        elif isinstance(event, TurnFailed):
+            self._denials.clear()
+
+    async def _tell_denials(self) -> None:
+        """ACP has no room for a denial's reason (claude-code-acp ends the turn with a
+        fixed message, Gemini says "canceled by the user"): prompt the agent again,
+        within the same Chorus turn, with the reasons."""
+        reasons, self._denials = self._denials, []
+        await self._send_prompt(denial_notice(reasons))
+
+    def _ends_turn(self, event: Event) -> bool:
+        if isinstance(event, TurnCompleted) and self._followups:
+            self._followups -= 1
+            return False
+        return super()._ends_turn(event)
 
     # -- controls ------------------------------------------------------------------------
 
@@ -396,6 +411,8 @@ class AcpBody(Body):
         answered = self.codec.answer_permission(item.request_id, answer)
         if answered is None:
             return
+        if answer.decision == "deny":
+            self._denials.append(answer.reason or "denied by the permission policy")
         line, events = answered
         for event in events:
             await self._emit(event)

@@ -15,13 +15,3 @@ __all__ = [
     "code_for_status",
     "control_payload",
 ]
-
-
-def _register_replay() -> None:
-    # `chorus replay` re-runs a session's raw stdout through this codec.
-    from chorus.store import register_replay_codec
-
-    register_replay_codec("claude", lambda: ClaudeCodec().feed)
-
-
-_register_replay()

@@ -76,6 +76,7 @@ class ClaudeBody(Body):
     """
 
     name: ClassVar[str] = BODY_NAME
+    tells_denials: ClassVar[bool] = True  # the reason is in the tool result
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.NATIVE,
         set_model=Support.NATIVE,

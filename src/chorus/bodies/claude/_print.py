@@ -41,6 +41,7 @@ class ClaudePrintBody(Body):
     """Claude Code in print mode, one process per turn (the one-shot fallback)."""
 
     name: ClassVar[str] = "claude-print"
+    tells_denials: ClassVar[bool] = True  # the reason is in the tool result
     long_lived: ClassVar[bool] = False
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.EMULATED,  # signal the process group
