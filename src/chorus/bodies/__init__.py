@@ -14,7 +14,7 @@ from chorus.bodies._registry import (
     create_body,
 )
 from chorus.bodies._tools import normalize_tool
-from chorus.bodies._transport import ProcessTransport, RawTap, SpawnSpec
+from chorus.bodies._transport import ProcessTransport, RawTap, SpawnSpec, kill_live_groups
 from chorus.config import ChorusConfig
 from chorus.events import Event
 from chorus.permissions import (
@@ -60,6 +60,7 @@ __all__ = [
     "check_installed",
     "crash_error",
     "create_body",
+    "kill_live_groups",
     "normalize_tool",
     "replay_codecs",
     "rule_callback",

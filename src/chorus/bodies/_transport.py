@@ -26,6 +26,20 @@ from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
 RawTap = Callable[[str, str], None]
 
 _EOF = object()
+#: Process groups started and not yet reaped, for :func:`kill_live_groups`.
+_LIVE_GROUPS: set[int] = set()
+
+
+def kill_live_groups() -> list[int]:
+    """SIGKILL every body process group this process started and has not closed
+    (the daemon's last step on shutdown: nothing of a body may outlive it).
+    Returns the groups signalled."""
+    groups = sorted(_LIVE_GROUPS)
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    _LIVE_GROUPS.clear()
+    return groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +92,7 @@ class ProcessTransport:
                 f"could not start {self.spec.argv[0]}: {exc}", exit_code=None, stderr_tail=""
             ) from exc
         self._pgid = self._proc.pid
+        _LIVE_GROUPS.add(self._pgid)
         assert self._proc.stdout is not None
         assert self._proc.stderr is not None
         self._readers = [
@@ -155,6 +170,7 @@ class ProcessTransport:
             code = await asyncio.wait_for(self._proc.wait(), timeout)
         except TimeoutError:
             return None
+        self._end_group()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*self._readers), 2.0)
         return code
@@ -188,6 +204,16 @@ class ProcessTransport:
 
     # -- signals and shutdown -----------------------------------------------------
 
+    def _end_group(self) -> None:
+        """The leader is gone: SIGKILL what is left of its group (e.g. a shell the
+        agent started, a wrapper's child), once, while the group id is still ours."""
+        if self._pgid is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._pgid, signal.SIGKILL)
+        _LIVE_GROUPS.discard(self._pgid)
+        self._pgid = None
+
     def signal_group(self, sig: int) -> None:
         """Send ``sig`` to the process group (Gemini ignores it on the launcher alone)."""
         if self._proc is None or self._proc.returncode is not None:
@@ -211,10 +237,7 @@ class ProcessTransport:
         if code is None:
             self.signal_group(signal.SIGKILL)
             code = await self.wait(5.0)
-        # The group may outlive its leader (e.g. a shell the agent started).
-        if self._pgid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._pgid, signal.SIGKILL)
+        self._end_group()
         for task in self._readers:
             task.cancel()
         await asyncio.gather(*self._readers, return_exceptions=True)
