@@ -217,6 +217,6 @@ async def test_a_duplex_codec_reads_stdin_too_and_skips_not_compared_fields(
 async def test_no_registered_codec_is_an_error_without_importing_bodies(
     store: SqliteStore,
 ) -> None:
-    session = await store.create_session("claude-print")
+    session = await store.create_session("no-such-body")
     with pytest.raises(NoReplayCodecError):
         await replay(store, session.id)

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from chorus._errors import BodyCrashedError, LineTooLongError
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
@@ -26,6 +27,35 @@ from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
 RawTap = Callable[[str, str], None]
 
 _EOF = object()
+
+
+class AgentTransport(Protocol):
+    """What a body needs of its process: :class:`ProcessTransport` (pipes) and
+    ``DetachedTransport`` (files and a FIFO, outliving us) both provide it."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def running(self) -> bool: ...
+
+    @property
+    def stderr_tail(self) -> str: ...
+
+    def lines(self) -> AsyncIterator[str]: ...
+
+    async def write_line(self, line: str) -> None: ...
+
+    async def wait(self, timeout: float | None = None) -> int | None: ...  # noqa: ASYNC109
+
+    def signal_group(self, sig: int) -> None: ...
+
+    async def close(self, *, grace: float = 2.0, term_wait: float = 3.0) -> int | None: ...
+
+
 #: Process groups started and not yet reaped, for :func:`kill_live_groups`.
 _LIVE_GROUPS: set[int] = set()
 

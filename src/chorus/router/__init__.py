@@ -1,7 +1,13 @@
 """Routing between bodies, provider health, and the failover handoff bundle."""
 
 from chorus.router._classify import Classification, TaskKind, TaskLoad, classify
-from chorus.router._handoff import HandoffBundle, Step, TouchedFile, build_bundle
+from chorus.router._handoff import (
+    HandoffBundle,
+    Step,
+    TouchedFile,
+    build_bundle,
+    transcript_bundle,
+)
 from chorus.router._health import (
     CREDENTIAL_VARS,
     CooldownPolicy,
@@ -27,4 +33,5 @@ __all__ = [
     "build_bundle",
     "classify",
     "provider_key",
+    "transcript_bundle",
 ]

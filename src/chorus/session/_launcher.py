@@ -114,6 +114,8 @@ class Launch:
     gate: PolicyGate | None
     mode: str | None
     permission: PermissionCallback
+    #: The transcript from the log, for when native resume is impossible or fails.
+    history: str | None = None
 
 
 class BodyLauncher:
@@ -162,6 +164,7 @@ class BodyLauncher:
             permission_callback=launch.permission,
             permission_args=native.args if native is not None else None,
             raw_tap=tap,
+            history=launch.history,
         )
 
     def gate(self, record: SessionRecord, mode: str | None) -> PolicyGate | None:

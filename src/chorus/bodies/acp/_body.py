@@ -146,7 +146,7 @@ class AcpBody(Body):
 
     async def _emit(self, event: Event) -> None:
         # The class is shared by every ACP agent: events carry the agent's name.
-        await self._events.put(event.model_copy(update={"body": self.agent.name}))
+        await self._enqueue(event.model_copy(update={"body": self.agent.name}))
 
     # -- handshake ---------------------------------------------------------------------
 
@@ -166,13 +166,23 @@ class AcpBody(Body):
         self.model = self.codec.state.current_model or self.options.model
 
     async def _open_session(self) -> None:
+        """``session/load`` of ``options.resume`` where the agent can; otherwise, or
+        when the load fails, a new session (rebuilt from ``options.history``)."""
         cwd = str(self.roots.roots[0])
         servers = list(self.options.extra.get("mcp_servers", ()))
         resume = self.options.resume
+        why = "no native session to resume"
         if resume and self.codec.can_load_session:
-            await self._call(self.codec.load_session(resume, cwd, servers))
-            return
-        if resume:
+            try:
+                await self._call(self.codec.load_session(resume, cwd, servers))
+            except AcpRpcError as exc:
+                why = f"session/load of {resume} failed: {exc}"
+            else:
+                await self._resumed(True)
+                return
+            await self._emit(Notice(kind="resume_fallback", message=f"{self.agent.name}: {why}"))
+        elif resume:
+            why = f"{self.agent.name} has no session/load"
             await self._emit(
                 Notice(
                     kind="warning",
@@ -182,6 +192,7 @@ class AcpBody(Body):
             )
         extra = [str(r) for r in self.roots.roots[1:]] if self._agent_takes_extra_roots() else []
         await self._call(self.codec.new_session(cwd, servers, extra))
+        await self._resumed(False, why)
 
     def _agent_takes_extra_roots(self) -> bool:
         agent = self.codec.state.agent

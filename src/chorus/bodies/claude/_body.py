@@ -35,8 +35,9 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
+from chorus.bodies._detached import BodyHandle, DetachedTransport
 from chorus.bodies._permissions import PermissionAnswer
-from chorus.bodies._transport import ProcessTransport
+from chorus.bodies._transport import AgentTransport, ProcessTransport
 from chorus.bodies.claude._codec import BODY_NAME, CANCEL_SUBTYPE, ClaudeCodec, StdinLine
 from chorus.bodies.claude._errors import ControlRequestError, control_payload
 from chorus.bodies.claude._spawn import BIDI_FLAGS, executable, session_flags, spawn_spec
@@ -136,6 +137,9 @@ class ClaudeBody(Body):
             if not (resume and self._resume_failed):
                 raise
             await self._fresh_after_failed_resume(resume)
+            await self._resumed(False, f"Claude session {resume} was not found")
+            return
+        await self._resumed(resume is not None, "no native session to resume")
 
     async def _fresh_after_failed_resume(self, resume: str) -> None:
         """``--resume`` named no session the CLI knows: start a new one, once, visibly."""
@@ -181,11 +185,53 @@ class ClaudeBody(Body):
             model=self.options.model, permission_mode=self.permission_mode, resume=resume
         )
         argv += self.options.extra_args
-        transport = ProcessTransport(spawn_spec(self.options, argv), tap=self.options.raw_tap)
-        await transport.start()
+        spec, tap = spawn_spec(self.options, argv), self.options.raw_tap
+        run_dir = self.options.run_dir
+        transport: AgentTransport
+        if run_dir is not None:
+            detached = DetachedTransport(spec, run_dir, tap=tap)
+            await detached.start()
+            transport = detached
+        else:
+            piped = ProcessTransport(spec, tap=tap)
+            await piped.start()
+            transport = piped
         self._transport = transport
         self._resuming, self._resume_failed = resume is not None, False
         self._runner = asyncio.create_task(self._run(transport, self._codec, self._router))
+
+    @classmethod
+    async def attach(
+        cls, options: BodyOptions, handle: BodyHandle, *, turn_open: bool
+    ) -> ClaudeBody:
+        """Take over a Claude CLI that another process started with ``options.run_dir``
+        (a daemon killed since): the codec state is rebuilt from stdout before
+        ``handle.offset`` (nothing emitted), then events flow from there on, none
+        lost or repeated. ``turn_open``: a turn was running; :meth:`follow` yields
+        its rest. Raises :class:`BodyCrashedError` when that process is gone (resume
+        natively then)."""
+        body = cls(options)
+        body._rebuild(handle)
+        spec = spawn_spec(options, [str(executable(options))])
+        transport = await DetachedTransport.attach(spec, handle, options.raw_tap)
+        body._transport = transport
+        body._position = (handle.offset, handle.skip)
+        body._turn_open = turn_open
+        if turn_open:
+            body._turn_done.clear()
+        body._runner = asyncio.create_task(
+            body._run(transport, body._codec, body._router, handle.skip)
+        )
+        return body
+
+    def _rebuild(self, handle: BodyHandle) -> None:
+        """Feed the codec what it read before ``handle.offset``, emitting nothing."""
+        with (handle.run_dir / "stdout").open("rb") as out:
+            seen = out.read(handle.offset)
+        for raw in seen.split(b"\n")[:-1]:
+            for event in self._codec.feed(raw.decode("utf-8", errors="replace").rstrip("\r")):
+                self._observe(event, self._codec)
+        self._turn_open = False
 
     async def close(self) -> None:
         """Close stdin, then escalate (SIGTERM, SIGKILL); emits ``SessionEnded``. Idempotent."""
@@ -203,12 +249,24 @@ class ClaudeBody(Body):
 
     # -- the runner: stdout -> events ---------------------------------------------------
 
-    async def _run(self, transport: ProcessTransport, codec: ClaudeCodec, router: _Router) -> None:
+    async def _run(
+        self, transport: AgentTransport, codec: ClaudeCodec, router: _Router, skip: int = 0
+    ) -> None:
+        """Read stdout to its end; ``skip``: events of the first line already handed out
+        (after :meth:`attach`). Detached, each event is marked with its stdout position."""
+        self._marking_task = asyncio.current_task()
+        detached = transport if isinstance(transport, DetachedTransport) else None
         async with asyncio.TaskGroup() as tg:
             self._tg = tg
+            start = detached.offset if detached else 0
             async for line in transport.lines():
-                for event in codec.feed(line):
+                events = codec.feed(line)[skip:]
+                end = detached.offset if detached else 0
+                for index, event in enumerate(events, start=skip + 1):
+                    last = index == skip + len(events)
+                    self._mark = (end, 0) if last else (start, index)
                     await self._dispatch(event, codec, router)
+                self._mark, start, skip = None, end, 0
             await self._process_ended(transport, router)
 
     async def _dispatch(self, event: Event, codec: ClaudeCodec, router: _Router) -> None:
@@ -252,7 +310,7 @@ class ClaudeBody(Body):
         self._turn_open = False
         self._turn_done.set()
 
-    async def _process_ended(self, transport: ProcessTransport, router: _Router) -> None:
+    async def _process_ended(self, transport: AgentTransport, router: _Router) -> None:
         """Stdout closed: wake control waiters, stop handlers, report how it ended."""
         code = await transport.wait(5.0)
         tail = transport.stderr_tail
@@ -414,7 +472,7 @@ class ClaudeBody(Body):
                 return
             await self._escalate(self._transport)
 
-    async def _escalate(self, transport: ProcessTransport) -> None:
+    async def _escalate(self, transport: AgentTransport) -> None:
         self._escalated = True
         await terminate_group_until(transport, self._turn_done, _SIGNAL_GRACE)
 

@@ -68,6 +68,8 @@ class ClaudePrintBody(Body):
     async def start(self) -> None:
         """Check that the CLI exists; processes start per turn."""
         executable(self.options)
+        if self.options.resume is None:
+            await self._resumed(False, "no native session to resume")
 
     async def close(self) -> None:
         """Stop a running turn (bounded) and emit ``SessionEnded``. Idempotent."""
@@ -126,6 +128,8 @@ class ClaudePrintBody(Body):
         code = await transport.close()
         if resume_failed and not self._interrupted:
             await self._emit(_fallback_notice(resume))
+            await self._resumed(False, f"Claude session {resume} was not found")
+            prompt = self._with_history(prompt)
             self._resume = None
             await self._finish_turn(await self._spawn(prompt, None), prompt, None)
         elif not ended:

@@ -47,7 +47,7 @@ from chorus.bodies._body import (
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
 from chorus.bodies._permissions import PermissionAnswer
-from chorus.bodies._transport import ProcessTransport, SpawnSpec
+from chorus.bodies._transport import AgentTransport, ProcessTransport, SpawnSpec
 from chorus.bodies.codex._codec import (
     ApprovalRequest,
     AppServerCodec,
@@ -174,6 +174,7 @@ class CodexBody(Body):
             await self._request(
                 self._codec.thread_start(cwd=cwd, mode=mode, model=model), timeout=timeout
             )
+            await self._resumed(False, "no native session to resume")
             return
         fork = bool(self.options.extra.get("fork"))
         opener = self._codec.thread_fork if fork else self._codec.thread_resume
@@ -187,6 +188,9 @@ class CodexBody(Body):
             await self._request(
                 self._codec.thread_start(cwd=cwd, mode=mode, model=model), timeout=timeout
             )
+            await self._resumed(False, f"Codex thread {resume} was not found")
+            return
+        await self._resumed(True)
 
     async def _spawn(self) -> None:
         argv = [str(codex_executable(self.options)), *APP_SERVER_ARGS, *self.options.extra_args]
@@ -385,7 +389,7 @@ class CodexBody(Body):
                 return
             await self._escalate(transport)
 
-    async def _escalate(self, transport: ProcessTransport) -> None:
+    async def _escalate(self, transport: AgentTransport) -> None:
         self._escalated = True
         await terminate_group_until(transport, self._turn_done, _SIGNAL_GRACE)
 
@@ -446,6 +450,8 @@ class CodexExecBody(Body):
     async def start(self) -> None:
         """Find the executable (nothing runs until the first turn)."""
         self._executable = codex_executable(self.options)
+        if self.options.resume is None:
+            await self._resumed(False, "no native session to resume")
 
     def argv(self, prompt: str) -> list[str]:
         """The command line of the next run (``exec`` or ``exec resume <thread>``)."""
