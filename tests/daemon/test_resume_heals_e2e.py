@@ -1,6 +1,6 @@
-"""Issue 22: a follow-up on a body that cannot resume natively (Gemini over ACP has no
-session/load) still knows the earlier turns: the daemon gives the body the session's
-transcript from its log, and the scripted server sees it in the follow-up's request."""
+"""Issue 22: a follow-up, after a daemon restart, on a body that cannot resume natively
+(Gemini over ACP has no session/load) still knows the earlier turns: the body gets
+the session's transcript from the log, and the scripted server sees it."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ def test_gemini_follow_up_is_rebuilt_from_the_log(gemini_daemon: tuple[ModelServ
     server.script([text("noted: pineapple"), text("the word was pineapple")])
     first = _ask(work, "remember the word pineapple", "--body", "gemini")
     session = first[0].session_id  # type: ignore[attr-defined]
+    stop_daemon()  # the warm body goes with it: the follow-up needs a fresh Gemini
     follow = _ask(work, "which word did I give you?", "--session", session)
     requests = server.turn_requests()
     assert len(requests) == 2
