@@ -358,5 +358,6 @@ def _check_not_writable_by_others(path: Path) -> None:
         return
     if mode & 0o022:
         raise ConfigError(
-            f"{path} has mode {mode:o}: group or others can change the policy; run chmod 600 {path}"
+            f"{path} has mode {mode:o}: group or others can change the policy; "
+            f"run chmod 600 {path}"
         )
