@@ -49,8 +49,9 @@ def test_secret_list_json_has_names_never_values(chorus_home: Path) -> None:
 
 
 def test_agents_list_and_doctor_json(chorus_home: Path) -> None:
-    agents = _json("agents", "list", "--json")
-    assert isinstance(agents, list)
+    listed = _json("agents", "list", "--json")
+    agents = listed["agents"]
+    assert {b["name"] for b in listed["bodies"]} >= {"claude", "codex", "gemini"}
     names = {a["name"] for a in agents}
     assert {"claude", "codex", "gemini"} <= names
     doctor = _json("doctor", "--json")

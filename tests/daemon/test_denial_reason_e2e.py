@@ -1,6 +1,6 @@
-"""Issue 9: a denied tool's reason reaches the model on every body. Codex and ACP
-declines carry no message, so the daemon steers it in (Codex) or puts it in front of
-the session's next prompt (Gemini over ACP)."""
+"""Issues 9 and 22: a denied tool's reason reaches the model in the same turn on every
+body. Codex and ACP declines carry no message, so the daemon steers it in (Codex) or
+the ACP body prompts again within the turn (Gemini over ACP)."""
 
 from __future__ import annotations
 
@@ -67,18 +67,29 @@ def test_codex_gets_the_reason_steered_into_the_turn(
     assert "sudo" in told[0]
 
 
-def test_gemini_acp_gets_the_reason_with_the_next_prompt(
+def test_gemini_acp_gets_the_reason_in_the_same_turn(
     daemon_for: tuple[ModelServer, Path],
 ) -> None:
     server, work = daemon_for
     server.script(
-        [shell("sudo rm -rf /tmp/not-here"), text("I could not"), text("noted")], lane="gemini"
+        [
+            shell("sudo rm -rf /tmp/not-here"),
+            text("I could not"),
+            text("noted"),
+            text("nothing more"),
+        ],
+        lane="gemini",
     )
     first = _ask(work, "clean up", "--body", "gemini")
     assert _denied(first)
+    # The body prompted again within the job: the third request carries the reason.
+    told = server.turn_requests(lane="gemini")[2].last_user_text() or ""
+    assert told.startswith("[Chorus policy]")
+    assert "sudo" in told
     session = first[0].session_id  # type: ignore[attr-defined]
     _ask(work, "what happened?", "--session", session)
+    # Gemini cannot load its session: the follow-up comes with the transcript from the
+    # log (the denial in it, as a tool result), but the reason is not told again.
     last = server.turn_requests(lane="gemini")[-1].last_user_text() or ""
-    assert last.startswith("[Chorus policy]")
-    assert "sudo" in last
     assert last.endswith("what happened?")
+    assert "[Chorus policy]" not in last.split("[End of transcript")[-1]

@@ -129,9 +129,9 @@ async def test_unknown_subtype_gets_an_error_and_a_warning(harness: Harness) -> 
 
 
 async def test_control_the_body_cannot_do_is_refused_with_a_warning(harness: Harness) -> None:
-    _needs(harness, "claude")  # Claude declares steer unsupported
+    _needs(harness, "gemini")  # Gemini over ACP declares steer unsupported
     async with harness.client() as brain:
-        await harness.open_session(brain, "claude")
+        await harness.open_session(brain, "gemini")
         reply = await brain.call("steer", text="left a bit")
         assert reply.response.subtype == "error"
         assert reply.response.error_code == GatewayCode.UNSUPPORTED

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from chorus.bodies import replay_codecs
 from chorus.events import (
     Event,
     PermissionDecision,
@@ -72,6 +73,6 @@ async def test_gateway_sessions_replay_like_jobs(harness: Harness) -> None:
         await brain.request("set_model", model="claude-sonnet-4-5")
         await brain.send_user("go")
         await brain.until(_turn_end, timeout=60)
-    report = await replay(harness.store, info["session_id"])
+    report = await replay(harness.store, info["session_id"], replay_codecs()["claude"])
     assert report.divergence is None, report.divergence
     assert report.compared > 5

@@ -60,7 +60,7 @@ async def test_commands_map_to_controls(harness: Harness) -> None:
         assert await repl.handle(":status")
         assert _last_json(said)["permission_mode"] == "plan"
         assert await repl.handle(":steer a little left")
-        assert said[-1].startswith("error [unsupported]")
+        assert said[-1].startswith("error [body_error]: no turn is running")  # steer is native
         assert await repl.handle(":teleport")
         assert said[-1].startswith("unknown command :teleport")
         assert await repl.handle(":model")

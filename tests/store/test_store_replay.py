@@ -18,6 +18,7 @@ from chorus.store import (
     SessionRecord,
     Store,
     UnknownSessionError,
+    event_origin,
     register_replay_codec,
     replay,
 )
@@ -71,10 +72,12 @@ LINES = [
 
 
 async def record(store: Store, session_id: str, lines: Iterable[str], codec: ReplayCodec) -> None:
-    """Log a session the way a live one is logged: raw line, then its events."""
+    """Log a session the way a live one is logged: raw line, then its events, each
+    tagged with its origin (a Notice is Chorus's even when a codec decoded it)."""
     for i, line in enumerate(lines):
         await store.append_raw(session_id, "stdout", line)
-        await store.append_many(session_id, list(codec(line)))
+        for event in codec(line):
+            await store.append(session_id, event, origin=event_origin(event))
         if i == 2:  # things that are not codec output must not disturb replay
             await store.append_raw(session_id, "stderr", "a warning")
             await store.append_raw(session_id, "stdin", '{"type": "user"}')
@@ -166,3 +169,48 @@ async def test_real_claude_transcripts_replay_with_the_claude_codec(
     report = await replay(store, session.id, factory)
     assert report.ok, report.describe()
     assert report.compared > 0
+
+
+class SentEcho:
+    """A duplex codec: stdout line -> Text, stdin line -> Text ``sent:<line>``."""
+
+    def __init__(self, *, compare_text: bool = True) -> None:
+        self.not_compared = frozenset() if compare_text else frozenset({"text"})
+
+    def __call__(self, line: str) -> list[Event]:
+        return [Text(text=line)]
+
+    def sent(self, line: str) -> list[Event]:
+        return [Text(text=f"sent:{line}")]
+
+
+async def _duplex_session(store: Store) -> str:
+    session = await store.create_session("duplex")
+    await store.append_raw(session.id, "stdout", "hello")
+    await store.append(session.id, Text(text="hello"))
+    await store.append_raw(session.id, "stdin", "prompt")
+    await store.append(session.id, Text(text="sent:prompt"))
+    await store.append_raw(session.id, "stdout", "bye")
+    await store.append(session.id, Text(text="bye (timed)"))
+    return session.id
+
+
+async def test_a_duplex_codec_reads_stdin_too_and_skips_not_compared_fields(
+    store: Store,
+) -> None:
+    session_id = await _duplex_session(store)
+    strict = await replay(store, session_id, SentEcho)
+    assert not strict.ok
+    assert strict.divergence is not None
+    assert (strict.divergence.index, strict.divergence.fields) == (2, ["text"])
+    lenient = await replay(store, session_id, lambda: SentEcho(compare_text=False))
+    assert lenient.ok, lenient.describe()
+    assert (lenient.raw_lines, lenient.compared) == (3, 3)
+
+
+async def test_no_registered_codec_is_an_error_without_importing_bodies(
+    store: Store,
+) -> None:
+    session = await store.create_session("no-such-body")
+    with pytest.raises(NoReplayCodecError):
+        await replay(store, session.id)

@@ -1,5 +1,7 @@
 """Bodies: the agent CLIs, each behind a transport and a sans-I/O codec."""
 
+from collections.abc import Callable, Iterable
+
 from chorus.bodies._body import (
     PERMISSION_MODES,
     TERMINAL_TYPES,
@@ -9,6 +11,7 @@ from chorus.bodies._body import (
     crash_error,
 )
 from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._catalog import BodyInfo, body_catalog
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
 from chorus.bodies._registry import (
     CLI_OF,
@@ -18,7 +21,9 @@ from chorus.bodies._registry import (
     create_body,
 )
 from chorus.bodies._tools import normalize_tool
-from chorus.bodies._transport import ProcessTransport, RawTap, SpawnSpec
+from chorus.bodies._transport import ProcessTransport, RawTap, SpawnSpec, kill_live_groups
+from chorus.config import ChorusConfig
+from chorus.events import Event
 from chorus.permissions import (
     PermissionAnswer,
     PermissionAsk,
@@ -27,12 +32,24 @@ from chorus.permissions import (
     rule_callback,
 )
 
+
+def replay_codecs(
+    config: ChorusConfig | None = None,
+) -> dict[str, Callable[[], Callable[[str], Iterable[Event]]]]:
+    """A fresh replay codec factory per body name (built-ins, ACP agents, config's
+    ACP agents), for the store's ``register_replay_codec``. Imports every body."""
+    from chorus.bodies._replay import replay_codecs as build
+
+    return build(config)
+
+
 __all__ = [
     "CLI_OF",
     "MAX_LINE_BYTES",
     "PERMISSION_MODES",
     "TERMINAL_TYPES",
     "Body",
+    "BodyInfo",
     "BodyOptions",
     "Capabilities",
     "LineFramer",
@@ -45,11 +62,14 @@ __all__ = [
     "SpawnSpec",
     "Support",
     "allow_all",
+    "body_catalog",
     "body_class",
     "body_names",
     "check_installed",
     "crash_error",
     "create_body",
+    "kill_live_groups",
     "normalize_tool",
+    "replay_codecs",
     "rule_callback",
 ]

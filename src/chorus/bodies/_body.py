@@ -17,25 +17,29 @@ import os
 import signal
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from chorus._errors import UnsupportedControlError
 from chorus.bodies._capabilities import Capabilities
+from chorus.bodies._detached import BodyHandle, DetachedTransport
 from chorus.bodies._permissions import PermissionCallback, allow_all
-from chorus.bodies._transport import ProcessTransport, RawTap
+from chorus.bodies._transport import AgentTransport, RawTap
 from chorus.events import (
     ErrorCode,
     ErrorInfo,
     Event,
+    Notice,
     SessionEnded,
     TurnCompleted,
     TurnFailed,
 )
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+#: A stdout position: (byte offset of a line, events of that line already handed out).
+Mark = tuple[int, int]
 TERMINAL_TYPES = (TurnCompleted, TurnFailed, SessionEnded)
 
 
@@ -69,6 +73,13 @@ class BodyOptions:
     #: they replace the body's own flags for ``permission_mode``.
     permission_args: tuple[str, ...] | None = None
     raw_tap: RawTap | None = None
+    #: When set, bodies that can (``claude``) start their CLI to outlive this
+    #: process: stdio in files under this directory, re-attached by offset.
+    run_dir: Path | None = None
+    #: The session so far as text (``chorus.router.transcript_bundle``), for when
+    #: native resume is impossible or fails: the body then puts it in front of its
+    #: first prompt, and says so with a ``Notice`` ("rebuilt from the log").
+    history: str | None = None
     control_timeout: float = 15.0
     interrupt_timeout: float = 5.0
     turn_timeout: float = 900.0
@@ -104,15 +115,49 @@ class Body(ABC):
     #: True for bodies whose CLI has no system-prompt channel: the context
     #: (``options.system_prompt_append``) goes before the session's first prompt.
     context_in_first_prompt: ClassVar[bool] = False
+    #: False for bodies that run one process per turn (``alive`` then means "not closed").
+    long_lived: ClassVar[bool] = True
+    #: True when the body itself gets a denial's reason to the model in the same turn
+    #: (in the tool result, or a follow-up prompt); else the session must tell it.
+    tells_denials: ClassVar[bool] = False
 
     def __init__(self, options: BodyOptions) -> None:
         self.options = options
         self.native_session_id: str | None = options.resume
         self.model: str | None = options.model
         self.permission_mode = options.permission_mode
-        self._events: asyncio.Queue[Event] = asyncio.Queue(self.max_queued_events)
+        self._events: asyncio.Queue[tuple[Event, Mark | None]] = asyncio.Queue(
+            self.max_queued_events
+        )
+        #: Set by the reader task while it dispatches a line's events: the stdout
+        #: position just after each (see :data:`Mark`); consumers' progress is kept
+        #: in ``_position`` for :meth:`handle`.
+        self._mark: Mark | None = None
+        self._marking_task: asyncio.Task[Any] | None = None
+        self._position: Mark = (0, 0)
         self._closed = False
         self._context_sent = options.resume is not None
+        #: The running CLI process (one-shot bodies: the current turn's, if any).
+        self._transport: AgentTransport | None = None
+        self._history_pending: str | None = None
+
+    # -- what a session needs to know ------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The CLI's process id, also its process group id: the current process, or the
+        last one after it ended (``None`` before any started). See :attr:`alive`."""
+        return self._transport.pid if self._transport is not None else None
+
+    @property
+    def alive(self) -> bool:
+        """True while the body can take a turn without being started again: its
+        process runs (one-shot bodies: it is started and not closed)."""
+        if self._closed:
+            return False
+        if not self.long_lived:
+            return True
+        return self._transport is not None and self._transport.running
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -144,10 +189,10 @@ class Body(ABC):
 
     async def turn(self, prompt: str) -> AsyncIterator[Event]:
         """Send ``prompt`` and yield events up to and including the terminal one."""
-        await self._send_prompt(self._with_context(prompt))
+        await self._send_prompt(self._with_context(self._with_history(prompt)))
         async for event in self.stream():
             yield event
-            if isinstance(event, TERMINAL_TYPES):
+            if self._ends_turn(event):
                 return
 
     def _with_context(self, prompt: str) -> str:
@@ -159,13 +204,60 @@ class Body(ABC):
         context = self.options.system_prompt_append
         return f"{context}\n\n---\n\n{prompt}" if context else prompt
 
+    def _ends_turn(self, event: Event) -> bool:
+        """Whether ``event`` (just taken off the queue) ends the running turn."""
+        return isinstance(event, TERMINAL_TYPES)
+
     async def stream(self) -> AsyncIterator[Event]:
         """Yield queued events as they arrive (no end of its own)."""
         while True:
-            yield await self._events.get()
+            event, mark = await self._events.get()
+            if mark is not None and mark > self._position:
+                self._position = mark
+            yield event
+
+    async def follow(self) -> AsyncIterator[Event]:
+        """The rest of a turn already running (after ``attach``), to its terminal event."""
+        async for event in self.stream():
+            yield event
+            if self._ends_turn(event):
+                return
 
     async def _emit(self, event: Event) -> None:
-        await self._events.put(event.model_copy(update={"body": self.name}))
+        await self._enqueue(event.model_copy(update={"body": self.name}))
+
+    async def _enqueue(self, event: Event) -> None:
+        """Queue ``event``; the reader task's events carry their stdout position."""
+        task = asyncio.current_task()
+        mark = self._mark if task is not None and task is self._marking_task else None
+        await self._events.put((event, mark))
+
+    def handle(self) -> BodyHandle | None:
+        """Where a later process re-attaches to this body (detached bodies only): the
+        stdout position just after the last event :meth:`stream` handed out."""
+        transport = self._transport
+        if not isinstance(transport, DetachedTransport):
+            return None
+        offset, skip = self._position
+        return replace(transport.handle(), offset=offset, skip=skip)
+
+    # -- resume ----------------------------------------------------------------------
+
+    async def _resumed(self, native: bool, why: str = "") -> None:
+        """Say which path a resume took. Without native resume, ``options.history``
+        (if any) goes in front of the first prompt: the session is rebuilt from the
+        log. Nothing to say for a session that was never resumed and has no history."""
+        if native:
+            session = self.options.resume or ""
+            await self._emit(Notice(kind="resume", message=f"resumed natively ({session})"))
+        elif self.options.history:
+            self._history_pending = self.options.history
+            suffix = f": {why}" if why else ""
+            await self._emit(Notice(kind="resume", message=f"rebuilt from the log{suffix}"))
+
+    def _with_history(self, prompt: str) -> str:
+        history, self._history_pending = self._history_pending, None
+        return f"{history}\n\n{prompt}" if history else prompt
 
     # -- controls (override where supported) ---------------------------------------
 
@@ -213,7 +305,7 @@ async def join_task(task: asyncio.Task[Any] | None, timeout: float) -> None:  # 
 
 async def interrupt_group(
     task: asyncio.Task[Any],
-    transport: ProcessTransport,
+    transport: AgentTransport,
     timeout: float,  # noqa: ASYNC109
 ) -> None:
     """The one-shot bodies' interrupt: SIGINT the process group, wait ``timeout`` for
@@ -234,7 +326,7 @@ async def set_within(event: asyncio.Event, seconds: float) -> bool:
 
 
 async def terminate_group_until(
-    transport: ProcessTransport, done: asyncio.Event, grace: float
+    transport: AgentTransport, done: asyncio.Event, grace: float
 ) -> None:
     """SIGTERM, then SIGKILL, the process group, each followed by up to ``grace``
     seconds for ``done`` (e.g. "the turn ended") to be set."""

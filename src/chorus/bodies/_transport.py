@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from chorus._errors import BodyCrashedError, LineTooLongError
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
@@ -48,6 +49,49 @@ def _pipe_max() -> int:
         return int(Path("/proc/sys/fs/pipe-max-size").read_text())
     except (OSError, ValueError):
         return 1 << 20
+
+
+class AgentTransport(Protocol):
+    """What a body needs of its process: :class:`ProcessTransport` (pipes) and
+    ``DetachedTransport`` (files and a FIFO, outliving us) both provide it."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def running(self) -> bool: ...
+
+    @property
+    def stderr_tail(self) -> str: ...
+
+    def lines(self) -> AsyncIterator[str]: ...
+
+    async def write_line(self, line: str) -> None: ...
+
+    async def wait(self, timeout: float | None = None) -> int | None: ...  # noqa: ASYNC109
+
+    def signal_group(self, sig: int) -> None: ...
+
+    async def close(self, *, grace: float = 2.0, term_wait: float = 3.0) -> int | None: ...
+
+
+#: Process groups started and not yet reaped, for :func:`kill_live_groups`.
+_LIVE_GROUPS: set[int] = set()
+
+
+def kill_live_groups() -> list[int]:
+    """SIGKILL every body process group this process started and has not closed
+    (the daemon's last step on shutdown: nothing of a body may outlive it).
+    Returns the groups signalled."""
+    groups = sorted(_LIVE_GROUPS)
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    _LIVE_GROUPS.clear()
+    return groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +150,7 @@ class ProcessTransport:
         self._pgid = self._proc.pid
         if self.spec.stdout_pipe_bytes:
             _grow_stdout_pipe(self._proc, self.spec.stdout_pipe_bytes)
+        _LIVE_GROUPS.add(self._pgid)
         assert self._proc.stdout is not None
         assert self._proc.stderr is not None
         self._readers = [
@@ -183,6 +228,7 @@ class ProcessTransport:
             code = await asyncio.wait_for(self._proc.wait(), timeout)
         except TimeoutError:
             return None
+        self._end_group()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.gather(*self._readers), 2.0)
         return code
@@ -239,6 +285,16 @@ class ProcessTransport:
 
     # -- signals and shutdown -----------------------------------------------------
 
+    def _end_group(self) -> None:
+        """The leader is gone: SIGKILL what is left of its group (e.g. a shell the
+        agent started, a wrapper's child), once, while the group id is still ours."""
+        if self._pgid is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._pgid, signal.SIGKILL)
+        _LIVE_GROUPS.discard(self._pgid)
+        self._pgid = None
+
     def signal_group(self, sig: int) -> None:
         """Send ``sig`` to the process group (Gemini ignores it on the launcher alone)."""
         if self._proc is None or self._proc.returncode is not None:
@@ -262,10 +318,7 @@ class ProcessTransport:
         if code is None:
             self.signal_group(signal.SIGKILL)
             code = await self.wait(5.0)
-        # The group may outlive its leader (e.g. a shell the agent started).
-        if self._pgid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._pgid, signal.SIGKILL)
+        self._end_group()
         for task in self._readers:
             task.cancel()
         await asyncio.gather(*self._readers, return_exceptions=True)

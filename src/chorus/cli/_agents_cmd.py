@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chorus.agents import AgentInfo, agents_dir, describe_agents, install_agents
+from chorus.bodies import BodyInfo, body_catalog
 from chorus.cli._app import app
 
 agents_app = typer.Typer(help="Install and list the pinned agent CLIs.", no_args_is_help=True)
@@ -37,15 +38,36 @@ def agent_json(info: AgentInfo) -> dict[str, object]:
     }
 
 
+def _bodies_table(bodies: list[BodyInfo]) -> Table:
+    table = Table("body", "kind", "program", "found", "native", "emulated")
+    for body in bodies:
+        caps = body.capabilities.as_dict()
+        native = [name for name, support in caps.items() if support == "native"]
+        emulated = [name for name, support in caps.items() if support == "emulated"]
+        found = "yes" if body.installed else f"[red]no[/red]: {body.problem}"
+        table.add_row(
+            body.name, body.kind, body.program, found, ", ".join(native), ", ".join(emulated) or "-"
+        )
+    return table
+
+
 @agents_app.command("list")
-def list_agents(as_json: bool = typer.Option(False, "--json", help="One JSON array.")) -> None:
-    """Show each agent CLI: found or not, version, path."""
-    infos = describe_agents()
+def list_agents(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show each agent CLI (found or not, version, path) and each body's capabilities
+    (native / emulated / unsupported per control), config-defined ACP agents included."""
+    agents = describe_agents()
+    bodies = body_catalog()
     if as_json:
-        typer.echo(json.dumps([agent_json(info) for info in infos]))
+        payload = {
+            "agents": [agent_json(info) for info in agents],
+            "bodies": [body.as_dict() for body in bodies],
+        }
+        typer.echo(json.dumps(payload, indent=2))
         return
     table = Table("agent", "found", "version", "pinned", "source", "path")
-    for info in infos:
+    for info in agents:
         table.add_row(
             info.name,
             "yes" if info.path else "[red]no[/red]",
@@ -55,3 +77,4 @@ def list_agents(as_json: bool = typer.Option(False, "--json", help="One JSON arr
             str(info.path) if info.path else "-",
         )
     console.print(table)
+    console.print(_bodies_table(bodies))

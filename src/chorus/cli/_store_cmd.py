@@ -25,6 +25,7 @@ from chorus.store import (
     Store,
     UnknownSessionError,
     open_store,
+    register_replay_codec,
     replay,
     resolve_session_id,
 )
@@ -140,14 +141,22 @@ def _summary(event: Event, width: int = 100) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _register_replay_codecs() -> None:
+    """Every body's replay codec, config-defined ACP agents included."""
+    from chorus.bodies import replay_codecs
+
+    for body, factory in replay_codecs().items():
+        register_replay_codec(body, factory)
+
+
 @app.command("replay")
 def replay_session(
     session_id: str = typer.Argument(..., help="The session id (or a unique prefix)."),
     as_json: bool = typer.Option(False, "--json", help="The report as one JSON object."),
 ) -> None:
-    """Re-run a session's recorded stdout through its codec; compare with the log.
-
-    Exit 0 on a match, 1 on a divergence, 2 for an unknown session or body."""
+    """Re-run a session's recorded stdout through its body's codec and compare with
+    the log. Exit 0 on a match, 1 on a divergence, 2 for an unknown session or body."""
+    _register_replay_codecs()
 
     async def run(store: Store) -> ReplayReport:
         return await replay(store, await resolve_session_id(store, session_id))

@@ -14,6 +14,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
+from chorus.bodies import kill_live_groups
 from chorus.config import ChorusConfig, private_home
 from chorus.daemon._api import build_app
 from chorus.daemon._checks import load_checked_config
@@ -121,11 +122,20 @@ async def serve() -> int:
     try:
         # uvicorn's own ``uds=`` would chmod the socket 0666; hand it our 0600 one.
         server = uvicorn.Server(
-            uvicorn.Config(app, fd=listener.fileno(), log_level="warning", lifespan="on")
+            uvicorn.Config(
+                app,
+                fd=listener.fileno(),
+                log_level="warning",
+                lifespan="on",
+                # A streaming `chorus ask` must not hold the shutdown past
+                # `chorus stop`'s patience (it SIGKILLs after 15 s, orphaning bodies).
+                timeout_graceful_shutdown=3,
+            )
         )
         pid_path().write_text(str(os.getpid()))
         await server.serve()
     finally:
+        kill_live_groups()  # whatever body a shutdown path did not close
         listener.close()
         socket_path().unlink(missing_ok=True)
         pid_path().unlink(missing_ok=True)

@@ -524,7 +524,7 @@ class Supervisor:
         if gate is None:
             return
         reasons = gate.take_denials()
-        if not reasons or session.body_name in _REASON_IN_RESULT:
+        if not reasons or session.body.tells_denials:
             return
         if session.steers_natively:
             try:
@@ -699,9 +699,6 @@ class _Run:
 
 
 #: Bodies whose denial answer carries the reason to the model in the tool result.
-_REASON_IN_RESULT = frozenset({"claude", "claude-print"})
-
-
 def _denial_text(reasons: list[str]) -> str:
     listed = "\n".join(f"- {reason}" for reason in reasons)
     return (

@@ -2,7 +2,13 @@
 
 from chorus.router._check import MATRIX_CLASSES, STRATEGIES, check_routing
 from chorus.router._classify import Classification, TaskKind, TaskLoad, classify
-from chorus.router._handoff import HandoffBundle, Step, TouchedFile, build_bundle
+from chorus.router._handoff import (
+    HandoffBundle,
+    Step,
+    TouchedFile,
+    build_bundle,
+    transcript_bundle,
+)
 from chorus.router._health import (
     CREDENTIAL_VARS,
     CooldownPolicy,
@@ -31,4 +37,5 @@ __all__ = [
     "check_routing",
     "classify",
     "provider_key",
+    "transcript_bundle",
 ]

@@ -9,7 +9,7 @@ next body. The history is trimmed from the oldest end to a token budget
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -19,9 +19,13 @@ from chorus.events import (
     Event,
     FileChange,
     Plan,
+    Queued,
+    Steer,
     Text,
     ToolCall,
     ToolResult,
+    TurnCompleted,
+    TurnFailed,
 )
 
 _CHARS_PER_TOKEN = 4
@@ -200,3 +204,80 @@ def build_bundle(
             "above instead of recreating them, do only the remaining work, then report."
         ),
     )
+
+
+_TRANSCRIPT_HEAD = (
+    "[Chorus] This conversation continues an earlier session whose native history "
+    "could not be restored. Its transcript, rebuilt from Chorus's log (oldest first, "
+    "trimmed to fit), follows; treat it as what was said and done so far."
+)
+_TRANSCRIPT_TAIL = "[End of transcript. The new message follows.]"
+
+
+def _turn_lines(turn: Sequence[Event], prompt: str | None) -> list[str]:
+    """One turn of the log as transcript lines: the user's prompt (when known), what
+    was said and done, and the answer (the turn's result when no text was logged)."""
+    lines = [f"user: {_clip(prompt, 2000)}"] if prompt else []
+    said = False
+    for event in turn:
+        if isinstance(event, Text) and event.text.strip():
+            lines.append(f"assistant: {_clip(event.text, 2000)}")
+            said = True
+        elif isinstance(event, Steer | Queued):
+            lines.append(f"user: {_clip(event.text, 2000)}")
+        elif isinstance(event, ToolCall):
+            lines.append(f"tool {event.tool}: {_clip(str(event.input), 300)}")
+        elif isinstance(event, ToolResult):
+            lines.append(f"result: {_clip(event.output, 300)}")
+        elif isinstance(event, TurnCompleted) and event.result and not said:
+            lines.append(f"assistant: {_clip(event.result, 2000)}")
+    return lines
+
+
+def _turns(events: Sequence[Event]) -> list[list[Event]]:
+    turns: list[list[Event]] = [[]]
+    for event in events:
+        turns[-1].append(event)
+        if isinstance(event, TurnCompleted | TurnFailed):
+            turns.append([])
+    return [turn for turn in turns if turn]
+
+
+def transcript_bundle(
+    events: Sequence[Event],
+    budget_chars: int,
+    *,
+    prompts: Mapping[str, str] | None = None,
+) -> str | None:
+    """The conversation in ``events`` (a session's log) as text a fresh body can read
+    first, newest turns kept within ``budget_chars``; ``None`` when nothing was said.
+
+    ``prompts`` maps a job id to its prompt (the log has no event for the user's
+    turn); each job's prompt heads its first turn.
+    """
+    prompts = prompts or {}
+    lines: list[str] = []
+    seen_jobs: set[str] = set()
+    for turn in _turns(events):
+        job = next((e.job_id for e in turn if e.job_id), None)
+        prompt = prompts.get(job) if job and job not in seen_jobs else None
+        if job:
+            seen_jobs.add(job)
+        lines += _turn_lines(turn, prompt)
+    if not lines:
+        return None
+    room = budget_chars - len(_TRANSCRIPT_HEAD) - len(_TRANSCRIPT_TAIL) - 4
+    kept = _newest_within(lines, room)
+    return "\n\n".join([_TRANSCRIPT_HEAD, "\n".join(kept), _TRANSCRIPT_TAIL])
+
+
+def _newest_within(lines: list[str], room: int) -> list[str]:
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        if used + len(line) + 1 > room:
+            kept.append("… (earlier turns trimmed)")
+            break
+        kept.append(line)
+        used += len(line) + 1
+    return list(reversed(kept))

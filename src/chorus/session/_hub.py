@@ -27,6 +27,7 @@ from chorus.bodies import PermissionCallback, allow_all, body_names
 from chorus.policy import PolicyGate
 from chorus.session._brains import Authority
 from chorus.session._errors import SessionError
+from chorus.session._history import session_history
 from chorus.session._launcher import BodyLauncher, Launch, checked_mode, native_mode
 from chorus.session._session import Session, native_ids
 from chorus.session._spares import SpareKey, SparePool
@@ -301,6 +302,9 @@ class SessionHub:
         """Start ``launch``'s body as the live session of ``record``, with ``gate`` as
         the session's own gate (brain turns; a job's turns bring theirs)."""
         session = self._new_session(record, launch.body, gate)
+        if launch.resume:  # should native resume fail, the log rebuilds the conversation
+            tokens = self.launcher.config.router.handoff_tokens
+            launch = replace(launch, history=await session_history(self.store, record.id, tokens))
         try:
             await session.start(lambda ask: self.launcher.create(record, _asking(launch, ask)))
         except BaseException:
@@ -369,7 +373,7 @@ class SessionHub:
 
 
 def _asking(launch: Launch, ask: PermissionCallback) -> Launch:
-    return Launch(launch.body, launch.model, launch.resume, launch.gate, launch.mode, ask)
+    return replace(launch, permission=ask)
 
 
 def _with_body(record: SessionRecord, body: str) -> SessionRecord:

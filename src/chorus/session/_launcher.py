@@ -115,6 +115,8 @@ class Launch:
     gate: PolicyGate | None
     mode: str | None
     permission: PermissionCallback
+    #: The transcript from the log, for when native resume is impossible or fails.
+    history: str | None = None
 
 
 class BodyLauncher:
@@ -165,6 +167,7 @@ class BodyLauncher:
             permission_callback=launch.permission,
             permission_args=native.args if native is not None else None,
             raw_tap=tap,
+            history=launch.history,
         )
         # Issue 16: the assembled context and Chorus's own MCP server.
         return add_body_extras(options, session_id, self.config)

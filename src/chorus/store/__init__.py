@@ -71,6 +71,7 @@ from chorus.store._repair import RepairReport, repair_store
 from chorus.store._replay import (
     CodecFactory,
     Divergence,
+    DuplexReplayCodec,
     ReplayCodec,
     ReplayReport,
     register_replay_codec,
@@ -99,6 +100,7 @@ __all__ = [
     "ControlStatus",
     "DatabaseDownError",
     "Divergence",
+    "DuplexReplayCodec",
     "DuplicateRecordError",
     "EventBus",
     "Firing",

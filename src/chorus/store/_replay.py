@@ -6,30 +6,53 @@ ignoring what the store stamps (``session_id``, ``seq``, ``ts``, ``body``). The
 report names the first divergence. The same check re-normalizes old sessions
 with a newer codec: a divergence there shows what the new codec changes.
 
-Codecs plug in by body name with :func:`register_replay_codec`. When a body has
-no registration yet, ``chorus.bodies.<body>`` is imported once, so a body
-package that registers at import time needs no other wiring.
+Codecs plug in by body name with :func:`register_replay_codec` (the store never
+imports bodies: whoever runs a replay registers them first, e.g. the CLI with
+``chorus.bodies.replay_codecs``), or the caller passes a factory.
+
+A codec for a request/response protocol (Codex app-server, ACP) must also see
+what Chorus wrote to the agent, to pair answers with requests: a codec with a
+``sent`` method (:class:`DuplexReplayCodec`) is given the session's stdin lines
+too, in their recorded order, and the events ``sent`` returns are compared like
+the others. A codec's ``not_compared`` fields (e.g. a duration the body timed
+itself) are left out of the comparison.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import AsyncGenerator, Callable, Iterable
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from chorus._errors import ChorusError
 from chorus.events import Event
 from chorus.store._errors import NoReplayCodecError
-from chorus.store._interface import ORIGIN_CODEC, JsonDict, RawLine, Store
+from chorus.store._interface import ORIGIN_CODEC, JsonDict, RawLine, RawStream, Store
+from chorus.store._origin import event_origin
 from chorus.store._redact import Redactor
 
 #: Fed one raw stdout line, returns the events it produces (possibly none).
 ReplayCodec = Callable[[str], Iterable[Event]]
 #: Returns a fresh codec (codecs are stateful: one per replay).
 CodecFactory = Callable[[], ReplayCodec]
+
+
+@runtime_checkable
+class DuplexReplayCodec(Protocol):
+    """A replay codec that also reads what Chorus wrote to the agent's stdin."""
+
+    #: Event fields the recorded lines cannot reproduce (a duration the body timed,
+    #: a setting Chorus chose that the wire spells ambiguously); not compared.
+    not_compared: frozenset[str]
+
+    def __call__(self, line: str) -> Iterable[Event]: ...
+
+    def sent(self, line: str) -> Iterable[Event]:
+        """Take note of one line written to the agent; events it implies, if any."""
+        ...
+
 
 #: Fields the store stamps on append; replay does not compare them.
 #: Set by the session and the daemon around the codec, not by the codec itself.
@@ -49,24 +72,19 @@ def register_replay_codec(body: str, factory: CodecFactory) -> None:
 
 
 def replay_codec_factory(body: str) -> CodecFactory:
-    """The registered factory for ``body``, importing ``chorus.bodies.<body>`` once
-    if needed. Raises :class:`NoReplayCodecError`."""
+    """The registered factory for ``body``. Raises :class:`NoReplayCodecError`."""
     with _registry_lock:
         factory = _registry.get(body)
-    if factory is None and body.isidentifier():
-        with suppress(ModuleNotFoundError):
-            importlib.import_module(f"chorus.bodies.{body}")
-        with _registry_lock:
-            factory = _registry.get(body)
     if factory is None:
         raise NoReplayCodecError(body)
     return factory
 
 
-def comparable(event: Event) -> JsonDict:
-    """The event as JSON without the fields the store stamps."""
+def comparable(event: Event, ignored: frozenset[str] = frozenset()) -> JsonDict:
+    """The event as JSON without the fields the store stamps (nor ``ignored`` ones)."""
     data: JsonDict = event.model_dump(mode="json")
-    return {key: value for key, value in data.items() if key not in STAMPED_FIELDS}
+    skip = STAMPED_FIELDS | ignored
+    return {key: value for key, value in data.items() if key not in skip}
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +163,11 @@ async def replay(
     """
     session = await store.get_session(session_id)
     codec = (codec_factory or replay_codec_factory(session.body))()
-    check = _Comparison(store, session_id, redactor or store.redactor)
-    async with aclosing(_stdout_lines(store, session_id)) as lines:
+    duplex = isinstance(codec, DuplexReplayCodec)
+    ignored = codec.not_compared if isinstance(codec, DuplexReplayCodec) else frozenset()
+    check = _Comparison(store, session_id, redactor or store.redactor, ignored)
+    streams: list[RawStream] = ["stdout", "stdin"] if duplex else ["stdout"]
+    async with aclosing(_raw_lines(store, session_id, streams)) as lines:
         async for raw in lines:
             if not await check.feed(codec, raw):
                 break
@@ -158,7 +179,10 @@ async def replay(
 class _Comparison:
     """Walks the logged codec events in step with the replayed ones."""
 
-    def __init__(self, store: Store, session_id: str, redactor: Redactor) -> None:
+    def __init__(
+        self, store: Store, session_id: str, redactor: Redactor, ignored: frozenset[str]
+    ) -> None:
+        self._ignored = ignored
         self._store = store
         self._session_id = session_id
         self._redactor = redactor
@@ -172,15 +196,21 @@ class _Comparison:
         """Compare the events of one raw line; False once a divergence is found."""
         self.raw_lines += 1
         try:
-            produced = list(codec(raw.line))
+            if raw.stream == "stdin":
+                assert isinstance(codec, DuplexReplayCodec)
+                produced = list(codec.sent(raw.line))
+            else:
+                produced = list(codec(raw.line))
         except ChorusError as exc:
             logged = await self._next_logged()
             self._diverge(logged, None, raw_n=raw.n, error=str(exc))
             return False
         for event in produced:
-            got = comparable(self._redactor.redact_event(event))
+            if event_origin(event) != ORIGIN_CODEC:
+                continue  # logged as Chorus's own (e.g. a Notice the codec decoded)
+            got = comparable(self._redactor.redact_event(event), self._ignored)
             logged = await self._next_logged()
-            if logged is None or comparable(logged) != got:
+            if logged is None or comparable(logged, self._ignored) != got:
                 self._diverge(logged, got, raw_n=raw.n)
                 return False
             self.index += 1
@@ -193,7 +223,7 @@ class _Comparison:
             self._diverge(logged, None)
 
     def _diverge(self, logged: Event | None, got: JsonDict | None, **extra: Any) -> None:
-        expected = None if logged is None else comparable(logged)
+        expected = None if logged is None else comparable(logged, self._ignored)
         seq = None if logged is None else logged.seq
         self.divergence = Divergence(self.index, expected, got, seq=seq, **extra)
 
@@ -210,10 +240,12 @@ class _Comparison:
         return event
 
 
-async def _stdout_lines(store: Store, session_id: str) -> AsyncGenerator[RawLine, None]:
+async def _raw_lines(
+    store: Store, session_id: str, streams: list[RawStream]
+) -> AsyncGenerator[RawLine, None]:
     from_n = 1
     while True:
-        page = await store.read_raw(session_id, streams=["stdout"], from_n=from_n, limit=_PAGE)
+        page = await store.read_raw(session_id, streams=streams, from_n=from_n, limit=_PAGE)
         for raw in page:
             yield raw
         if len(page) < _PAGE:

@@ -28,7 +28,11 @@ def _config(home: Path, text: str) -> None:
 def test_builtins() -> None:
     assert set(BUILTIN_AGENTS) == {"gemini", "claude-code-acp", "codex-acp"}
     gemini = acp_agent("gemini")
-    assert (gemini.command, gemini.args, gemini.quirks) == ("gemini", ("--acp",), GEMINI_QUIRKS)
+    assert (gemini.command, gemini.args, gemini.quirks) == (
+        "gemini",
+        ("--acp", "--debug"),
+        GEMINI_QUIRKS,
+    )
     assert gemini.capabilities.resume is Support.UNSUPPORTED
     assert gemini.capabilities.rate_limit_signal is Support.NATIVE
     assert acp_agent("codex-acp").package == "@zed-industries/codex-acp"
@@ -50,7 +54,7 @@ def test_config_adds_and_overrides(chorus_home: Path) -> None:
         {"MINE_KEY": "k"},
     )
     gemini = acp_agent("gemini")
-    assert (gemini.command, gemini.args) == ("/opt/gemini", ("--acp",))
+    assert (gemini.command, gemini.args) == ("/opt/gemini", ("--acp", "--debug"))
     assert dict(gemini.env) == {"GEMINI_API_KEY": "x"}
     assert gemini.quirks == GEMINI_QUIRKS
     assert set(acp_agents()) == {"gemini", "claude-code-acp", "codex-acp", "mine"}

@@ -430,3 +430,17 @@ def test_control_requests_and_user_lines_are_single_json_lines() -> None:
     assert json.loads(user.text)["message"] == {"role": "user", "content": "a\u2028b\nc"}
     error = json.loads(codec.control_error("h1", "nope").text)
     assert error["response"] == {"subtype": "error", "request_id": "h1", "error": "nope"}
+
+
+def test_thinking_tokens_line_is_a_thinking_status() -> None:
+    # As the pinned CLI 2.1.330 writes it before a thinking block.
+    line = (
+        '{"type":"system","subtype":"thinking_tokens","estimated_tokens":4,'
+        '"estimated_tokens_delta":4,"session_id":"09e8da10","uuid":"1027f8cd"}'
+    )
+    (event,) = ClaudeCodec().feed(line)
+    assert isinstance(event, StatusChanged)
+    assert (event.state, event.detail) == (
+        "thinking",
+        {"estimated_tokens": 4, "estimated_tokens_delta": 4},
+    )

@@ -24,11 +24,13 @@ from chorus.events import (
     RetryNotice,
     SessionEnded,
     SessionStarted,
+    StatusChanged,
     TextDelta,
     ToolCall,
     ToolResult,
     TurnCompleted,
     TurnFailed,
+    Unknown,
 )
 from chorus.testing import (
     ModelServer,
@@ -37,6 +39,7 @@ from chorus.testing import (
     offline_env,
     slow_text,
     text,
+    thinking,
     write_file,
 )
 
@@ -344,3 +347,12 @@ async def test_print_body_takes_a_300_kib_prompt_on_stdin(
     assert events[-1].result == "read it all"
     assert "BIG-START" in sent
     assert "BIG-END" in sent
+
+
+async def test_thinking_turn_maps_every_line(tmp_path: Path, work: Path, claude: Path) -> None:
+    with ModelServer(Scenario.of(thinking("pondering deeply", "answer"))) as server:
+        async with ClaudeBody(_options(tmp_path, work, claude, server.url)) as body:
+            events = await _turn(body, "think")
+    assert not [e for e in events if isinstance(e, Unknown)]
+    assert any(isinstance(e, StatusChanged) and e.state == "thinking" for e in events)
+    assert _one(events, TurnCompleted).result == "answer"

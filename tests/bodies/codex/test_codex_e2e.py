@@ -145,6 +145,30 @@ async def test_approval_decline_blocks_the_command_and_the_model_is_told(
     assert "rejected by user" in told.content
 
 
+async def test_a_declined_patch_is_a_denial_not_its_diff(
+    model_server: ModelServer, offline_cli: Factory
+) -> None:
+    cli = offline_cli("codex")
+    model_server.script(
+        Scenario.of(write_file("patched.txt", "secret plan\n"), text("ok, no patch"))
+    )
+
+    async def deny_all(ask: PermissionAsk) -> PermissionAnswer:
+        return PermissionAnswer.deny("no edits today")
+
+    options = _options(cli, permission_mode="default", permission_callback=deny_all)
+    async with CodexBody(options) as body:
+        events = await _turn(body, "make patched.txt")
+    assert not (cli.cwd / "patched.txt").exists()
+    assert _one(events, PermissionDecision).decision == "deny"
+    result = _one(events, ToolResult)
+    assert (result.status, result.is_error) == ("declined", True)
+    assert result.output == f"patch declined: {cli.cwd / 'patched.txt'}"
+    assert "secret plan" not in result.output
+    assert not _all(events, FileChange)
+    assert isinstance(events[-1], TurnCompleted)
+
+
 async def test_steer_mid_turn_reaches_the_model(
     model_server: ModelServer, offline_cli: Factory
 ) -> None:

@@ -101,6 +101,7 @@ async def test_acp_permissions_cancel_and_set_model(
             text("done"),
             shell("echo nope > denied.txt"),
             text("skipped"),
+            text("told why"),  # the body's follow-up prompt with the denial reason
             SLOW,
             text("back again"),
             text("from pro"),
@@ -138,6 +139,21 @@ async def test_acp_permissions_cancel_and_set_model(
     last = model_server.turn_requests()[-1]
     assert f"/models/{PRO}:streamGenerateContent" in last.path
     assert all(GEMINI_MODEL in r.path for r in model_server.turn_requests()[:-1])
+
+
+async def test_acp_tool_output_in_the_log_is_what_the_model_received(
+    model_server: ModelServer, offline_cli: Callable[..., OfflineCli]
+) -> None:
+    cli = offline_cli("gemini")
+    model_server.script(Scenario.of(shell("echo visible-output-123"), text("done")))
+    async with GeminiAcpBody(_options(cli)) as body:
+        events = await _turn(body, "run it")
+    result = _one(events, ToolResult)
+    assert "visible-output-123" in result.output
+    received = model_server.turn_requests()[1].last_tool_result()
+    assert received is not None
+    # Gemini wraps a tool's output for the model, and sends the rest unchanged.
+    assert received.content == f"<untrusted_context>\n{result.output}\n</untrusted_context>"
 
 
 async def test_acp_quota_fails_fast_then_a_kill_is_a_crash(

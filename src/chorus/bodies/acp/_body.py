@@ -1,7 +1,8 @@
 """A body for any ACP agent: the codec over a :class:`ProcessTransport`.
 
-Three layers, as in every body: the transport moves lines; a small router here
-matches our requests to the agent's replies by id with a bounded wait; the body
+Three layers, as in every body: the transport moves lines; the shared
+:class:`RequestRouter` matches our requests to the agent's replies by id with a
+bounded wait; the body
 on top runs the handshake, turns and controls, and serves the agent's requests
 (permission through ``options.permission_callback``, files inside the session's
 roots).
@@ -32,8 +33,9 @@ from chorus.bodies._body import (
     join_task,
 )
 from chorus.bodies._capabilities import Capabilities
+from chorus.bodies._control import RequestRouter
 from chorus.bodies._inject import acp_servers
-from chorus.bodies._permissions import PermissionAnswer
+from chorus.bodies._permissions import PermissionAnswer, denial_notice
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
 from chorus.bodies.acp._codec import (
     AcpCodec,
@@ -61,7 +63,6 @@ from chorus.events import (
     Event,
     Notice,
     SessionEnded,
-    SessionStarted,
     TurnCompleted,
     TurnFailed,
 )
@@ -82,6 +83,7 @@ class AcpBody(Body):
     name: ClassVar[str] = "acp"
     capabilities: ClassVar[Capabilities] = ACP_CAPABILITIES
     context_in_first_prompt: ClassVar[bool] = True
+    tells_denials: ClassVar[bool] = True
 
     def __init__(self, options: BodyOptions, agent: AcpAgent) -> None:
         super().__init__(options)
@@ -89,8 +91,7 @@ class AcpBody(Body):
         self.codec = AcpCodec(body=agent.name, quirks=agent.quirks)
         roots = options.extra.get("allowed_roots", ())
         self.roots = FileRoots.of(options.cwd, roots)
-        self._transport: ProcessTransport | None = None
-        self._waiters: dict[int, asyncio.Future[RpcReply]] = {}
+        self._router = RequestRouter[RpcReply](agent.name)
         self._handlers: dict[RpcId, asyncio.Task[None]] = {}
         self._tg: asyncio.TaskGroup | None = None
         self._ready = asyncio.Event()
@@ -99,18 +100,15 @@ class AcpBody(Body):
         self._turn_over = asyncio.Event()
         self._closing = False
         self._ended = False
+        self._denials: list[str] = []  # reasons the agent has not passed to the model
+        self._followups = 0  # TurnCompleted events a denial follow-up continues
 
     # -- lifecycle -------------------------------------------------------------------
-
-    @property
-    def pid(self) -> int | None:
-        """The agent's process id (also its process group id)."""
-        return self._transport.pid if self._transport else None
 
     async def start(self) -> None:
         """Spawn the agent, ``initialize``, open the session (``session/new``, or
         ``session/load`` for ``options.resume`` where the agent supports it), apply
-        model and permission mode, then emit :class:`SessionStarted`."""
+        model and permission mode (:class:`SessionStarted` comes with the session)."""
         if self._transport is not None:
             raise AcpStateError(f"{self.agent.name}: body already started")
         self._transport = ProcessTransport(self._spawn_spec(), self.options.raw_tap)
@@ -150,11 +148,15 @@ class AcpBody(Body):
 
     async def _emit(self, event: Event) -> None:
         # The class is shared by every ACP agent: events carry the agent's name.
-        await self._events.put(event.model_copy(update={"body": self.agent.name}))
+        await self._enqueue(event.model_copy(update={"body": self.agent.name}))
 
     # -- handshake ---------------------------------------------------------------------
 
     async def _handshake(self) -> None:
+        """``initialize``, open the session (the codec decodes :class:`SessionStarted`
+        from its reply), then apply model and permission mode."""
+        self.codec.requested_model = self.options.model
+        self.codec.requested_mode = self.options.permission_mode
         await self._call(self.codec.initialize(), self.options.control_timeout * 4)
         await self._open_session()
         model = self.options.model
@@ -162,28 +164,27 @@ class AcpBody(Body):
             await self.set_model(model)
         if self.options.permission_mode != "default":
             await self.set_permission_mode(self.options.permission_mode)
-        state = self.codec.state
-        self.native_session_id = state.session_id
-        self.model = state.current_model or self.options.model
-        agent = state.agent.agent_info if state.agent else None
-        await self._emit(
-            SessionStarted(
-                model=self.model,
-                body_version=agent.version if agent else None,
-                cwd=str(self.options.cwd),
-                permission_mode=self.permission_mode,
-                native_session_id=state.session_id,
-            )
-        )
+        self.native_session_id = self.codec.state.session_id
+        self.model = self.codec.state.current_model or self.options.model
 
     async def _open_session(self) -> None:
+        """``session/load`` of ``options.resume`` where the agent can; otherwise, or
+        when the load fails, a new session (rebuilt from ``options.history``)."""
         cwd = str(self.roots.roots[0])
         servers = [*acp_servers(self.options), *self.options.extra.get("mcp_servers", ())]
         resume = self.options.resume
+        why = "no native session to resume"
         if resume and self.codec.can_load_session:
-            await self._call(self.codec.load_session(resume, cwd, servers))
-            return
-        if resume:
+            try:
+                await self._call(self.codec.load_session(resume, cwd, servers))
+            except AcpRpcError as exc:
+                why = f"session/load of {resume} failed: {exc}"
+            else:
+                await self._resumed(True)
+                return
+            await self._emit(Notice(kind="resume_fallback", message=f"{self.agent.name}: {why}"))
+        elif resume:
+            why = f"{self.agent.name} has no session/load"
             await self._emit(
                 Notice(
                     kind="warning",
@@ -193,6 +194,7 @@ class AcpBody(Body):
             )
         extra = [str(r) for r in self.roots.roots[1:]] if self._agent_takes_extra_roots() else []
         await self._call(self.codec.new_session(cwd, servers, extra))
+        await self._resumed(False, why)
 
     def _agent_takes_extra_roots(self) -> bool:
         agent = self.codec.state.agent
@@ -206,17 +208,17 @@ class AcpBody(Body):
         """Write a request and wait (bounded) for its reply; raises :class:`AcpRpcError`
         on a JSON-RPC error, :class:`BodyTimeoutError`, :class:`BodyCrashedError`."""
         request_id, line = request
-        waiter: asyncio.Future[RpcReply] = asyncio.get_running_loop().create_future()
-        self._waiters[request_id] = waiter
         limit = limit if limit is not None else self.options.control_timeout
-        try:
+
+        async def send() -> None:
             await self._write(line)
-            reply = await asyncio.wait_for(waiter, limit)
-        except TimeoutError as exc:
+
+        try:
+            what = self.codec.method_of(request_id)
+            reply = await self._router.call(request_id, send, what, limit)
+        except BodyTimeoutError:
             self.codec.forget(request_id)
-            raise BodyTimeoutError(f"{self.agent.name}: no reply within {limit}s") from exc
-        finally:
-            self._waiters.pop(request_id, None)
+            raise
         if reply.error is not None:
             err = reply.error
             code = err.get("code")
@@ -268,11 +270,31 @@ class AcpBody(Body):
                 await self._finish_turn(failed)
 
     async def _finish_turn(self, event: TurnCompleted | TurnFailed) -> None:
+        follow_up = bool(self._denials) and isinstance(event, TurnCompleted) and not self._closing
+        if follow_up:
+            self._followups += 1
         await self._emit(event)
         self._turn_over.set()
         watchdog, self._watchdog = self._watchdog, None
         if watchdog is not None and watchdog is not asyncio.current_task():
             watchdog.cancel()
+        if follow_up:
+            self._spawn(self._tell_denials())
+        elif isinstance(event, TurnFailed):
+            self._denials.clear()
+
+    async def _tell_denials(self) -> None:
+        """ACP has no room for a denial's reason (claude-code-acp ends the turn with a
+        fixed message, Gemini says "canceled by the user"): prompt the agent again,
+        within the same Chorus turn, with the reasons."""
+        reasons, self._denials = self._denials, []
+        await self._send_prompt(denial_notice(reasons))
+
+    def _ends_turn(self, event: Event) -> bool:
+        if isinstance(event, TurnCompleted) and self._followups:
+            self._followups -= 1
+            return False
+        return super()._ends_turn(event)
 
     # -- controls ------------------------------------------------------------------------
 
@@ -373,9 +395,7 @@ class AcpBody(Body):
 
     async def _dispatch(self, item: Inbound) -> None:
         if isinstance(item, RpcReply):
-            waiter = self._waiters.get(item.request_id)
-            if waiter is not None and not waiter.done():
-                waiter.set_result(item)
+            self._router.resolve(item.request_id, item)
         elif isinstance(item, PermissionRequested):
             self._handlers[item.request_id] = self._spawn(self._serve_permission(item))
         elif isinstance(item, FileReadRequested | FileWriteRequested):
@@ -404,6 +424,8 @@ class AcpBody(Body):
         answered = self.codec.answer_permission(item.request_id, answer)
         if answered is None:
             return
+        if answer.decision == "deny":
+            self._denials.append(answer.reason or "denied by the permission policy")
         line, events = answered
         for event in events:
             await self._emit(event)
@@ -448,9 +470,7 @@ class AcpBody(Body):
         self, exc: Exception, error: ErrorInfo | None, reason: str, code: int | None
     ) -> None:
         """Fail every waiter with ``exc``, end the turn, emit :class:`SessionEnded` once."""
-        for waiter in self._waiters.values():
-            if not waiter.done():
-                waiter.set_exception(exc)
+        self._router.fail_all(exc)
         for task in self._handlers.values():
             task.cancel()
         turn_error = error or ErrorInfo(code=ErrorCode.INTERRUPTED, message="body closed")

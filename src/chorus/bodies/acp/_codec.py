@@ -53,6 +53,7 @@ from chorus.events import (
     JsonDict,
     PermissionDecision,
     PermissionRequest,
+    SessionStarted,
     StatusChanged,
     TextDelta,
     ToolResult,
@@ -187,6 +188,10 @@ class AcpCodec:
         self._turn: _Turn | None = None
         self._permissions: dict[RpcId, _PendingPermission] = {}
         self._tools = ToolTracker(self.quirks)
+        #: What the body asked for (Chorus's names); :class:`SessionStarted` reports
+        #: them once the session is open (the agent's own current model otherwise).
+        self.requested_model: str | None = None
+        self.requested_mode: str | None = None
 
     # -- state -----------------------------------------------------------------------
 
@@ -288,6 +293,11 @@ class AcpCodec:
         )
         return self._request(SET_CONFIG_OPTION, _dump(params))
 
+    def method_of(self, request_id: int) -> str:
+        """The method of our pending request ``request_id`` (for messages)."""
+        pending = self._pending.get(request_id)
+        return pending[0] if pending is not None else "request"
+
     def forget(self, request_id: int) -> None:
         """Stop waiting for ``request_id`` (timed out); a late reply becomes :class:`Unknown`."""
         if self._pending.pop(request_id, None) is not None:
@@ -303,6 +313,31 @@ class AcpCodec:
         self._pending[request_id] = (method, params)
         msg = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         return request_id, _line(msg)
+
+    def note_sent(self, line: str) -> None:
+        """Replay: take note of a line Chorus wrote, as if this codec had made it (a
+        request to pair with its reply, a prompt that opens a turn, a permission
+        answered)."""
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(msg, dict):
+            return
+        request_id, method = msg.get("id"), msg.get("method")
+        params = msg.get("params")
+        params = params if isinstance(params, dict) else {}
+        if isinstance(request_id, int) and isinstance(method, str):
+            self._note_request(request_id, method, params)
+        elif request_id is not None and method is None:
+            self._permissions.pop(request_id, None)
+
+    def _note_request(self, request_id: int, method: str, params: JsonDict) -> None:
+        self._pending[request_id] = (method, params)
+        if method in ("session/new", "session/load") and isinstance(params.get("cwd"), str):
+            self.state.cwd = params["cwd"]
+        if method == PROMPT:
+            self._turn = _Turn(request_id, self._clock())
 
     def _require_session(self) -> str:
         if self.state.session_id is None:
@@ -513,9 +548,23 @@ class AcpCodec:
         if method == PROMPT:
             return list(self._turn_end(request_id, msg.get("result"), error))
         reply = RpcReply(request_id, method, msg.get("result"), error)
-        if reply.ok:
-            self._absorb(method, params, reply.result)
+        if not reply.ok:
+            return [reply]
+        self._absorb(method, params, reply.result)
+        if method in ("session/new", "session/load"):
+            return [self._session_started(), reply]
         return [reply]
+
+    def _session_started(self) -> SessionStarted:
+        """The session is open: decoded here, in line order, so replay reproduces it."""
+        agent = self.state.agent.agent_info if self.state.agent else None
+        return SessionStarted(
+            model=self.requested_model or self.state.current_model,
+            body_version=agent.version if agent else None,
+            cwd=self.state.cwd,
+            permission_mode=self.requested_mode,
+            **self._base(),
+        )
 
     def _absorb(self, method: str, params: JsonDict, result: Any) -> None:
         state = self.state

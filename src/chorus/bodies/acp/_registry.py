@@ -83,7 +83,10 @@ BUILTIN_AGENTS: Mapping[str, AcpAgent] = MappingProxyType(
         "gemini": AcpAgent(
             name="gemini",
             command="gemini",
-            args=("--acp",),
+            # --debug: only then does Gemini put a shell tool's output (exactly what
+            # the model receives) in its tool_call_update; otherwise the content is
+            # empty. It costs ~50 stderr lines per session.
+            args=("--acp", "--debug"),
             package="@google/gemini-cli",
             quirks=GEMINI_QUIRKS,
             capabilities=GEMINI_ACP_CAPABILITIES,

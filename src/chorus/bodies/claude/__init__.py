@@ -2,9 +2,8 @@
 
 from chorus.bodies.claude._body import INITIALIZE_TIMEOUT, ClaudeBody
 from chorus.bodies.claude._codec import ClaudeCodec, StdinLine
-from chorus.bodies.claude._errors import ControlRequestError, code_for_status
+from chorus.bodies.claude._errors import ControlRequestError, code_for_status, control_payload
 from chorus.bodies.claude._print import ClaudePrintBody
-from chorus.bodies.claude._router import ControlRouter
 
 __all__ = [
     "INITIALIZE_TIMEOUT",
@@ -12,17 +11,7 @@ __all__ = [
     "ClaudeCodec",
     "ClaudePrintBody",
     "ControlRequestError",
-    "ControlRouter",
     "StdinLine",
     "code_for_status",
+    "control_payload",
 ]
-
-
-def _register_replay() -> None:
-    # `chorus replay` re-runs a session's raw stdout through this codec.
-    from chorus.store import register_replay_codec
-
-    register_replay_codec("claude", lambda: ClaudeCodec().feed)
-
-
-_register_replay()

@@ -8,7 +8,7 @@ while a turn streams; :meth:`close` is idempotent and bounded.
 
 Tasks: one runner task per process owns a TaskGroup holding the permission
 handlers; the runner reads stdout through the codec, routes control responses
-to the :class:`ControlRouter`, answers the CLI's own requests, and queues
+to the :class:`RequestRouter`, answers the CLI's own requests, and queues
 everything else. When stdout ends it reports the end (closed, crashed, or
 killed by an escalated interrupt) as events, never as an exception.
 """
@@ -19,7 +19,12 @@ import asyncio
 import contextlib
 from typing import Any, ClassVar
 
-from chorus._errors import BodyCrashedError, BodyTimeoutError, UnsupportedControlError
+from chorus._errors import (
+    BodyCrashedError,
+    BodyTimeoutError,
+    UnsupportedControlError,
+    UserError,
+)
 from chorus.bodies._body import (
     Body,
     BodyOptions,
@@ -29,12 +34,13 @@ from chorus.bodies._body import (
     terminate_group_until,
 )
 from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._control import RequestRouter
+from chorus.bodies._detached import BodyHandle, DetachedTransport
 from chorus.bodies._inject import claude_args
 from chorus.bodies._permissions import PermissionAnswer
-from chorus.bodies._transport import ProcessTransport
+from chorus.bodies._transport import AgentTransport, ProcessTransport
 from chorus.bodies.claude._codec import BODY_NAME, CANCEL_SUBTYPE, ClaudeCodec, StdinLine
-from chorus.bodies.claude._errors import ControlRequestError
-from chorus.bodies.claude._router import ControlRouter
+from chorus.bodies.claude._errors import ControlRequestError, control_payload
 from chorus.bodies.claude._spawn import BIDI_FLAGS, executable, session_flags, spawn_spec
 from chorus.events import (
     CompatibilityWarning,
@@ -48,6 +54,8 @@ from chorus.events import (
     PermissionDecision,
     PermissionRequest,
     SessionEnded,
+    StatusChanged,
+    Steer,
     TurnCompleted,
     TurnFailed,
 )
@@ -57,6 +65,8 @@ from chorus.events import (
 INITIALIZE_TIMEOUT = 60.0
 #: Wait after SIGTERM / SIGKILL of an interrupted turn before giving up on it.
 _SIGNAL_GRACE = 3.0
+
+_Router = RequestRouter[ControlResponseEvent]
 
 
 class ClaudeBody(Body):
@@ -68,12 +78,13 @@ class ClaudeBody(Body):
     """
 
     name: ClassVar[str] = BODY_NAME
+    tells_denials: ClassVar[bool] = True  # the reason is in the tool result
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.NATIVE,
         set_model=Support.NATIVE,
         set_permission_mode=Support.NATIVE,
         max_thinking_tokens=Support.NATIVE,
-        steer=Support.UNSUPPORTED,
+        steer=Support.NATIVE,
         permission_callback=Support.NATIVE,
         resume=Support.NATIVE,
         fork=Support.UNSUPPORTED,
@@ -88,8 +99,7 @@ class ClaudeBody(Body):
         self.native_session_id = None
         self.init_info: JsonDict = {}
         self._codec = ClaudeCodec()
-        self._router = ControlRouter(self.name)
-        self._transport: ProcessTransport | None = None
+        self._router = _Router(self.name)
         self._runner: asyncio.Task[None] | None = None
         self._tg: asyncio.TaskGroup | None = None
         self._asks: dict[str, asyncio.Task[None]] = {}
@@ -101,6 +111,8 @@ class ClaudeBody(Body):
         self._closing = False
         self._resuming = False
         self._resume_failed = False
+        self._steers_unread = 0  # steered messages no model call has taken yet
+        self._followups = 0  # TurnCompleted events that a steer's follow-up turn continues
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -126,6 +138,9 @@ class ClaudeBody(Body):
             if not (resume and self._resume_failed):
                 raise
             await self._fresh_after_failed_resume(resume)
+            await self._resumed(False, f"Claude session {resume} was not found")
+            return
+        await self._resumed(resume is not None, "no native session to resume")
 
     async def _fresh_after_failed_resume(self, resume: str) -> None:
         """``--resume`` named no session the CLI knows: start a new one, once, visibly."""
@@ -138,7 +153,7 @@ class ClaudeBody(Body):
         if self._transport is not None:
             await self._transport.close()  # already exited; this reaps it
         self._codec = ClaudeCodec()
-        self._router = ControlRouter(self.name)
+        self._router = _Router(self.name)
         await self._spawn(None)
         self.init_info = await self._control("initialize", timeout=self._init_timeout(), hooks=None)
 
@@ -147,11 +162,6 @@ class ClaudeBody(Body):
         if isinstance(configured, int | float):
             return float(configured)
         return max(self.options.control_timeout, INITIALIZE_TIMEOUT)
-
-    @property
-    def pid(self) -> int | None:
-        """The CLI's process id (also its process group id), while it runs."""
-        return self._transport.pid if self._transport is not None else None
 
     async def _emit(self, event: Event) -> None:
         if event.native_session_id is None and self.native_session_id is not None:
@@ -176,11 +186,53 @@ class ClaudeBody(Body):
             model=self.options.model, permission_mode=self.permission_mode, resume=resume
         )
         argv += [*claude_args(self.options), *self.options.extra_args]
-        transport = ProcessTransport(spawn_spec(self.options, argv), tap=self.options.raw_tap)
-        await transport.start()
+        spec, tap = spawn_spec(self.options, argv), self.options.raw_tap
+        run_dir = self.options.run_dir
+        transport: AgentTransport
+        if run_dir is not None:
+            detached = DetachedTransport(spec, run_dir, tap=tap)
+            await detached.start()
+            transport = detached
+        else:
+            piped = ProcessTransport(spec, tap=tap)
+            await piped.start()
+            transport = piped
         self._transport = transport
         self._resuming, self._resume_failed = resume is not None, False
         self._runner = asyncio.create_task(self._run(transport, self._codec, self._router))
+
+    @classmethod
+    async def attach(
+        cls, options: BodyOptions, handle: BodyHandle, *, turn_open: bool
+    ) -> ClaudeBody:
+        """Take over a Claude CLI that another process started with ``options.run_dir``
+        (a daemon killed since): the codec state is rebuilt from stdout before
+        ``handle.offset`` (nothing emitted), then events flow from there on, none
+        lost or repeated. ``turn_open``: a turn was running; :meth:`follow` yields
+        its rest. Raises :class:`BodyCrashedError` when that process is gone (resume
+        natively then)."""
+        body = cls(options)
+        body._rebuild(handle)
+        spec = spawn_spec(options, [str(executable(options))])
+        transport = await DetachedTransport.attach(spec, handle, options.raw_tap)
+        body._transport = transport
+        body._position = (handle.offset, handle.skip)
+        body._turn_open = turn_open
+        if turn_open:
+            body._turn_done.clear()
+        body._runner = asyncio.create_task(
+            body._run(transport, body._codec, body._router, handle.skip)
+        )
+        return body
+
+    def _rebuild(self, handle: BodyHandle) -> None:
+        """Feed the codec what it read before ``handle.offset``, emitting nothing."""
+        with (handle.run_dir / "stdout").open("rb") as out:
+            seen = out.read(handle.offset)
+        for raw in seen.split(b"\n")[:-1]:
+            for event in self._codec.feed(raw.decode("utf-8", errors="replace").rstrip("\r")):
+                self._observe(event, self._codec)
+        self._turn_open = False
 
     async def close(self) -> None:
         """Close stdin, then escalate (SIGTERM, SIGKILL); emits ``SessionEnded``. Idempotent."""
@@ -199,18 +251,28 @@ class ClaudeBody(Body):
     # -- the runner: stdout -> events ---------------------------------------------------
 
     async def _run(
-        self, transport: ProcessTransport, codec: ClaudeCodec, router: ControlRouter
+        self, transport: AgentTransport, codec: ClaudeCodec, router: _Router, skip: int = 0
     ) -> None:
+        """Read stdout to its end; ``skip``: events of the first line already handed out
+        (after :meth:`attach`). Detached, each event is marked with its stdout position."""
+        self._marking_task = asyncio.current_task()
+        detached = transport if isinstance(transport, DetachedTransport) else None
         async with asyncio.TaskGroup() as tg:
             self._tg = tg
+            start = detached.offset if detached else 0
             async for line in transport.lines():
-                for event in codec.feed(line):
+                events = codec.feed(line)[skip:]
+                end = detached.offset if detached else 0
+                for index, event in enumerate(events, start=skip + 1):
+                    last = index == skip + len(events)
+                    self._mark = (end, 0) if last else (start, index)
                     await self._dispatch(event, codec, router)
+                self._mark, start, skip = None, end, 0
             await self._process_ended(transport, router)
 
-    async def _dispatch(self, event: Event, codec: ClaudeCodec, router: ControlRouter) -> None:
+    async def _dispatch(self, event: Event, codec: ClaudeCodec, router: _Router) -> None:
         if isinstance(event, ControlResponseEvent):
-            router.resolve(event)
+            router.resolve(event.request_id, event)
             await self._emit(event)
         elif isinstance(event, PermissionRequest):
             await self._emit(event)
@@ -231,14 +293,25 @@ class ClaudeBody(Body):
             self._resuming = False
         if codec.model is not None:
             self.model = codec.model
-        if isinstance(event, TurnCompleted | TurnFailed):
+        if isinstance(event, StatusChanged) and event.state == "requesting":
+            self._steers_unread = 0  # this model call carries them
+        elif isinstance(event, TurnCompleted) and self._steers_unread:
+            self._steers_unread = 0  # the CLI now runs them as a follow-up turn
+            self._followups += 1
+        elif isinstance(event, TurnCompleted | TurnFailed):
             self._end_turn()
+
+    def _ends_turn(self, event: Event) -> bool:
+        if isinstance(event, TurnCompleted) and self._followups:
+            self._followups -= 1
+            return False
+        return super()._ends_turn(event)
 
     def _end_turn(self) -> None:
         self._turn_open = False
         self._turn_done.set()
 
-    async def _process_ended(self, transport: ProcessTransport, router: ControlRouter) -> None:
+    async def _process_ended(self, transport: AgentTransport, router: _Router) -> None:
         """Stdout closed: wake control waiters, stop handlers, report how it ended."""
         code = await transport.wait(5.0)
         tail = transport.stderr_tail
@@ -332,21 +405,19 @@ class ClaudeBody(Body):
         timeout: float | None = None,  # noqa: ASYNC109 - forwarded to the router's deadline
         **fields: Any,
     ) -> JsonDict:
-        """Send one control request and return its success payload (see ControlRouter.wait)."""
-        router = self._router
+        """Send one control request and return its success payload; raises what
+        :func:`control_payload` and :meth:`RequestRouter.call` raise."""
         request_id, line = self._codec.control_request(subtype, **fields)
-        future = router.expect(request_id)
-        await self._emit(
-            ControlRequestEvent(request_id=request_id, subtype=subtype, payload=fields)
-        )
-        try:
+
+        async def send() -> None:
+            event = ControlRequestEvent(request_id=request_id, subtype=subtype, payload=fields)
+            await self._emit(event)
             await self._write(line)
-        except BodyCrashedError:
-            router.forget(request_id)
-            raise
+
         deadline = timeout if timeout is not None else self.options.control_timeout
+        response = await self._router.call(request_id, send, subtype, deadline)
         try:
-            return await router.wait(request_id, future, subtype, deadline)
+            return control_payload(self.name, subtype, response)
         except UnsupportedControlError as exc:
             await self._emit(CompatibilityWarning(control=subtype, message=str(exc)))
             raise
@@ -361,6 +432,21 @@ class ClaudeBody(Body):
             raise
         if self._tg is not None:
             self._tg.create_task(self._watch_turn())
+
+    async def steer(self, text: str) -> None:
+        """Add ``text`` to the running turn; a :class:`Steer` event records it.
+
+        Claude Code takes a user message written mid-turn into its next model call
+        of the same turn. If the model call running now is the turn's last (a
+        plain answer, no tool), the CLI answers the message in a follow-up turn
+        instead; :meth:`turn` then yields both and ends after the second
+        ``TurnCompleted``. Raises :class:`UserError` between turns.
+        """
+        if not self._turn_open:
+            raise UserError("no Claude turn is running to steer")
+        self._steers_unread += 1
+        await self._emit(Steer(text=text))
+        await self._write(self._codec.steer_message(text))
 
     async def _watch_turn(self) -> None:
         """Interrupt a turn that outlives ``options.turn_timeout``; it then fails as timeout."""
@@ -387,7 +473,7 @@ class ClaudeBody(Body):
                 return
             await self._escalate(self._transport)
 
-    async def _escalate(self, transport: ProcessTransport) -> None:
+    async def _escalate(self, transport: AgentTransport) -> None:
         self._escalated = True
         await terminate_group_until(transport, self._turn_done, _SIGNAL_GRACE)
 

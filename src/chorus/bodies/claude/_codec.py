@@ -125,6 +125,7 @@ class ClaudeCodec:
             "notification": self._notification,
             "model_fallback": self._model_fallback,
             "permission_denied": self._permission_denied,
+            "thinking_tokens": self._thinking_tokens,
         }
 
     # -- lines in ---------------------------------------------------------------
@@ -225,6 +226,12 @@ class ClaudeCodec:
                 error=system_api_error(msg),
             )
         ]
+
+    def _thinking_tokens(self, msg: JsonDict) -> list[Event]:
+        """The model is thinking; the CLI's running estimate of thinking tokens."""
+        keys = ("estimated_tokens", "estimated_tokens_delta")
+        detail = {key: msg[key] for key in keys if isinstance(msg.get(key), int)}
+        return [StatusChanged(state="thinking", detail=detail)]
 
     def _state_changed(self, msg: JsonDict) -> list[Event]:
         return [StatusChanged(state=str(msg["state"]))]
@@ -435,6 +442,15 @@ class ClaudeCodec:
     def user_message(self, text: str) -> StdinLine:
         """A user turn. The CLI answers with ``system/init`` then the turn's lines."""
         self._turns += 1
+        message = {"role": "user", "content": text}
+        return _dumps(
+            {"type": "user", "session_id": "", "message": message, "parent_tool_use_id": None}
+        )
+
+    def steer_message(self, text: str) -> StdinLine:
+        """A user message for the running turn: the CLI adds it to its next model call
+        ("The user sent a new message while you were working"), or runs it as a
+        follow-up turn when the current call was the turn's last. Same turn id."""
         message = {"role": "user", "content": text}
         return _dumps(
             {"type": "user", "session_id": "", "message": message, "parent_tool_use_id": None}

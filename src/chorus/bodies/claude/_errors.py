@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from chorus._errors import BodyError
-from chorus.events import ErrorCode, ErrorInfo, JsonDict
+from chorus._errors import BodyError, UnsupportedControlError
+from chorus.events import ControlResponseEvent, ErrorCode, ErrorInfo, JsonDict
 
 #: Text of a 429 (or a 400/402) that will not clear by waiting a minute.
 _QUOTA_TEXT = re.compile(
@@ -76,6 +76,20 @@ class ControlRequestError(BodyError):
         super().__init__(f"{subtype} failed: {message}")
         self.subtype = subtype
         self.error_code = error_code
+
+
+def control_payload(body: str, subtype: str, response: ControlResponseEvent) -> JsonDict:
+    """The success payload of a control answer, or its typed error:
+    :class:`UnsupportedControlError` when the CLI does not know ``subtype``,
+    :class:`ControlRequestError` for any other error answer."""
+    if response.ok:
+        return dict(response.payload)
+    error = response.error
+    message = error.message if error else "control request failed"
+    if error is not None and error.code is ErrorCode.UNSUPPORTED:
+        raise UnsupportedControlError(body, subtype, message)
+    native = error.native if error and error.native else {}
+    raise ControlRequestError(subtype, message, error_code=native.get("error_code"))
 
 
 def code_for_status(status: int | None, text: str = "", kind: str | None = None) -> ErrorCode:

@@ -43,6 +43,8 @@ class ClaudePrintBody(Body):
     """Claude Code in print mode, one process per turn (the one-shot fallback)."""
 
     name: ClassVar[str] = "claude-print"
+    tells_denials: ClassVar[bool] = True  # the reason is in the tool result
+    long_lived: ClassVar[bool] = False
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.EMULATED,  # signal the process group
         set_model=Support.EMULATED,  # --model on the next turn's process
@@ -62,13 +64,14 @@ class ClaudePrintBody(Body):
         self.native_session_id = None
         self._resume = options.resume
         self._codec = ClaudeCodec()
-        self._transport: ProcessTransport | None = None
         self._runner: asyncio.Task[None] | None = None
         self._interrupted = False
 
     async def start(self) -> None:
         """Check that the CLI exists; processes start per turn."""
         executable(self.options)
+        if self.options.resume is None:
+            await self._resumed(False, "no native session to resume")
 
     async def close(self) -> None:
         """Stop a running turn (bounded) and emit ``SessionEnded``. Idempotent."""
@@ -129,6 +132,8 @@ class ClaudePrintBody(Body):
         code = await transport.close()
         if resume_failed and not self._interrupted:
             await self._emit(_fallback_notice(resume))
+            await self._resumed(False, f"Claude session {resume} was not found")
+            prompt = self._with_history(prompt)
             self._resume = None
             await self._finish_turn(await self._spawn(prompt, None), prompt, None)
         elif not ended:

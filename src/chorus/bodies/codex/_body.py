@@ -45,9 +45,10 @@ from chorus.bodies._body import (
     wait_task,
 )
 from chorus.bodies._capabilities import Capabilities, Support
+from chorus.bodies._control import RequestRouter
 from chorus.bodies._inject import codex_args
 from chorus.bodies._permissions import PermissionAnswer
-from chorus.bodies._transport import ProcessTransport, SpawnSpec
+from chorus.bodies._transport import AgentTransport, ProcessTransport, SpawnSpec
 from chorus.bodies.codex._codec import (
     ApprovalRequest,
     AppServerCodec,
@@ -129,11 +130,10 @@ class CodexBody(Body):
         _validate_mode(options.permission_mode)
         self.native_session_id = None
         self._codec = AppServerCodec()
-        self._transport: ProcessTransport | None = None
         self._runner: asyncio.Task[None] | None = None
         self._tg: asyncio.TaskGroup | None = None
         self._approvals: set[asyncio.Task[None]] = set()
-        self._calls: dict[int, asyncio.Future[RpcResponse]] = {}
+        self._router = RequestRouter[RpcResponse](self.name)
         self._turn_open = False
         self._turn_done = asyncio.Event()
         self._start_lock = asyncio.Lock()  # held while turn/start is in flight
@@ -142,11 +142,6 @@ class CodexBody(Body):
         self._next_mode: str | None = None
         self._escalated = False
         self._closing = False
-
-    @property
-    def pid(self) -> int | None:
-        """The app-server's process id (also its process group id), while it runs."""
-        return self._transport.pid if self._transport is not None else None
 
     @property
     def turn_id(self) -> str | None:
@@ -180,6 +175,7 @@ class CodexBody(Body):
             await self._request(
                 self._codec.thread_start(cwd=cwd, mode=mode, model=model), timeout=timeout
             )
+            await self._resumed(False, "no native session to resume")
             return
         fork = bool(self.options.extra.get("fork"))
         opener = self._codec.thread_fork if fork else self._codec.thread_resume
@@ -193,6 +189,9 @@ class CodexBody(Body):
             await self._request(
                 self._codec.thread_start(cwd=cwd, mode=mode, model=model), timeout=timeout
             )
+            await self._resumed(False, f"Codex thread {resume} was not found")
+            return
+        await self._resumed(True)
 
     async def _spawn(self) -> None:
         exe = str(codex_executable(self.options))
@@ -235,9 +234,7 @@ class CodexBody(Body):
 
     async def _dispatch(self, item: Inbound) -> None:
         if isinstance(item, RpcResponse):
-            future = self._calls.pop(int(item.id), None) if isinstance(item.id, int) else None
-            if future is not None and not future.done():
-                future.set_result(item)
+            self._router.resolve(item.id, item)
         elif isinstance(item, ApprovalRequest):
             assert self._tg is not None
             task = self._tg.create_task(self._approve(item))
@@ -266,10 +263,7 @@ class CodexBody(Body):
         code = await transport.wait(5.0)
         tail = transport.stderr_tail
         crashed = BodyCrashedError("codex app-server ended", exit_code=code, stderr_tail=tail)
-        for future in self._calls.values():
-            if not future.done():
-                future.set_exception(crashed)
-        self._calls.clear()
+        self._router.fail_all(crashed)
         for task in list(self._approvals):
             task.cancel()
         for event in self._end_events(code, tail):
@@ -333,18 +327,12 @@ class CodexBody(Body):
     ) -> JsonDict:
         """Send ``request`` and return its result; raises :class:`CodexRequestError` on a
         JSON-RPC error, :class:`BodyTimeoutError` past the deadline."""
-        future: asyncio.Future[RpcResponse] = asyncio.get_running_loop().create_future()
-        self._calls[request.id] = future
-        try:
+        deadline = timeout if timeout is not None else self.options.control_timeout
+
+        async def send() -> None:
             await self._write(request.line)
-            deadline = timeout if timeout is not None else self.options.control_timeout
-            response = await asyncio.wait_for(future, deadline)
-        except TimeoutError:
-            raise BodyTimeoutError(
-                f"codex did not answer {request.method} within {deadline:g} s"
-            ) from None
-        finally:
-            self._calls.pop(request.id, None)
+
+        response = await self._router.call(request.id, send, request.method, deadline)
         if not response.ok:
             raise CodexRequestError(request.method, response.error or {})
         return response.result or {}
@@ -403,7 +391,7 @@ class CodexBody(Body):
                 return
             await self._escalate(transport)
 
-    async def _escalate(self, transport: ProcessTransport) -> None:
+    async def _escalate(self, transport: AgentTransport) -> None:
         self._escalated = True
         await terminate_group_until(transport, self._turn_done, _SIGNAL_GRACE)
 
@@ -435,6 +423,7 @@ class CodexExecBody(Body):
     """
 
     name: ClassVar[str] = EXEC_BODY_NAME
+    long_lived: ClassVar[bool] = False
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.EMULATED,
         set_model=Support.EMULATED,
@@ -463,6 +452,8 @@ class CodexExecBody(Body):
     async def start(self) -> None:
         """Find the executable (nothing runs until the first turn)."""
         self._executable = codex_executable(self.options)
+        if self.options.resume is None:
+            await self._resumed(False, "no native session to resume")
 
     def argv(self) -> list[str]:
         """The command line of the next run (``exec`` or ``exec resume <thread>``)."""

@@ -180,6 +180,27 @@ class _TurnState:
     changes: dict[str, list[JsonDict]] = field(default_factory=dict)
 
 
+def _json_object(line: str) -> JsonDict:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return {}
+    return message if isinstance(message, dict) else {}
+
+
+def _input_text(params: JsonDict) -> str | None:
+    """The text of a ``turn/steer`` (or ``turn/start``) input, if any."""
+    inputs = params.get("input")
+    if isinstance(inputs, list) and inputs and isinstance(inputs[0], dict):
+        text = inputs[0].get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _str_or(value: Any, default: str | None) -> str | None:
+    return value if isinstance(value, str) else default
+
+
 class AppServerCodec:
     """One ``codex app-server`` connection's protocol state (one thread at a time).
 
@@ -333,6 +354,20 @@ class AppServerCodec:
             source=source,
         )
         return dumps({"id": approval.request_id, "result": result}), decision
+
+    def note_sent(self, line: str) -> None:
+        """Replay: take note of a line Chorus wrote, as if this codec had made it
+        (a request to pair with its answer, an approval answered)."""
+        message = _json_object(line)
+        rid, method = message.get("id"), message.get("method")
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
+        if isinstance(rid, int) and isinstance(method, str):
+            self._pending[rid] = _Pending(method, _input_text(params))
+            self._next_id = max(self._next_id, rid + 1)
+            self.model = _str_or(params.get("model"), self.model)
+        elif rid is not None and ("result" in message or "error" in message):
+            self._approvals.pop(rid, None)
 
     def _require_thread(self) -> str:
         if self.thread_id is None:

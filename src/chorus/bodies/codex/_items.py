@@ -78,9 +78,7 @@ def tool_result_fields(item: Any) -> JsonDict | None:
         fields = _result(item.id, item.aggregatedOutput or "", error=failed, status=item.status)
         return {**fields, "exit_code": item.exitCode}
     if isinstance(item, s.FileChangeThreadItem):
-        output = "\n".join(c.diff for c in item.changes)
-        failed = item.status in ("failed", "declined")
-        return _result(item.id, output, error=failed, status=item.status)
+        return _file_change_result(item)
     if isinstance(item, s.McpToolCallThreadItem):
         output = item.error.message if item.error else content_text(item.result)
         return _result(item.id, output, error=item.status == "failed", status=item.status)
@@ -95,6 +93,15 @@ def tool_result_fields(item: Any) -> JsonDict | None:
     if isinstance(item, s.CollabAgentToolCallThreadItem):
         return _result(item.id, "", error=item.status == "failed", status=item.status)
     return None
+
+
+def _file_change_result(item: s.FileChangeThreadItem) -> JsonDict:
+    """The applied diff; a declined patch is a denial, not its (unapplied) diff."""
+    if item.status == "declined":
+        paths = ", ".join(str(change_dict(c)["path"]) for c in item.changes)
+        return _result(item.id, f"patch declined: {paths}", error=True, status="declined")
+    output = "\n".join(c.diff for c in item.changes)
+    return _result(item.id, output, error=item.status == "failed", status=item.status)
 
 
 def _as_input(arguments: Any) -> JsonDict:

@@ -98,6 +98,7 @@ class GeminiBody(Body):
     """
 
     name: ClassVar[str] = "gemini"
+    long_lived: ClassVar[bool] = False
     capabilities: ClassVar[Capabilities] = GEMINI_HEADLESS_CAPABILITIES
     context_in_first_prompt: ClassVar[bool] = True
 
@@ -122,6 +123,8 @@ class GeminiBody(Body):
         """Find the CLI and warn about settings; no process is started until a turn."""
         self._executable = self.options.executable or find_agent("gemini")
         await _settings_notices(self, self.options)
+        if self.options.resume is None:
+            await self._resumed(False, "no native session to resume")
 
     async def close(self) -> None:
         """Stop a running turn (process group signalled), then emit :class:`SessionEnded`.

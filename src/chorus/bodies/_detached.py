@@ -1,0 +1,390 @@
+"""A transport whose process outlives the one that started it (issue 15).
+
+The CLI runs under a tiny ``sh`` wrapper, in its own session and process group,
+with no pipe to us: stdout and stderr are appended to files in the body's run
+directory, stdin is a named pipe that the wrapper itself holds open for writing
+(so the CLI never sees end-of-file when we go), and the wrapper writes the CLI's
+exit status to a file when it ends. No relay process of ours stays behind.
+
+We read stdout by offset: :attr:`DetachedTransport.offset` is the byte position
+after the last line :meth:`~DetachedTransport.lines` yielded. A new process
+re-attaches with :meth:`DetachedTransport.attach` given the directory, the
+wrapper's pid and start time (so a reused pid is never taken for ours) and that
+offset, and carries on reading where the old one stopped.
+
+Files in the run directory: ``stdin`` (FIFO), ``stdout``, ``stderr``, ``exit``
+(the CLI's status, written when it ends), ``pid`` (the wrapper's pid and start
+time, written by us).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+from collections import deque
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from pathlib import Path
+
+from chorus._errors import BodyCrashedError, LineTooLongError
+from chorus.bodies._framing import LineFramer
+from chorus.bodies._transport import RawTap, SpawnSpec
+
+#: The wrapper: hold the FIFO open read-write on fd 3, run the CLI with it as stdin
+#: and the files as stdout/stderr, then record its status. A TERM/INT handler (not
+#: "ignore", which the CLI would inherit) keeps the wrapper alive to write it.
+_WRAPPER = (
+    'trap "true" TERM INT HUP; exec 3<>"$1"; out=$2; err=$3; ex=$4; shift 4; '
+    '"$@" <&3 3>&- >>"$out" 2>>"$err"; code=$?; '
+    'echo "$code" >"$ex.tmp"; mv "$ex.tmp" "$ex"'
+)
+_POLL = 0.02
+_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class BodyHandle:
+    """What re-attaching to a running body needs; the session persists it."""
+
+    run_dir: Path
+    pid: int
+    started: int | None
+    #: Byte offset in stdout of the first line not yet fully handed out, and how many
+    #: of that line's events were (a line may decode to several events).
+    offset: int = 0
+    skip: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "run_dir": str(self.run_dir),
+            "pid": self.pid,
+            "started": self.started,
+            "offset": self.offset,
+            "skip": self.skip,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> BodyHandle:
+        started = data.get("started")
+        return cls(
+            Path(str(data["run_dir"])),
+            int(str(data["pid"])),
+            int(str(started)) if started is not None else None,
+            int(str(data.get("offset", 0))),
+            int(str(data.get("skip", 0))),
+        )
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (``/proc/<pid>/stat`` field
+    22); ``None`` when there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+class DetachedTransport:
+    """Same surface as :class:`ProcessTransport` (``lines``, ``write_line``, ``wait``,
+    ``close``, ``signal_group``), plus :attr:`offset`, :meth:`handle`, :meth:`detach`
+    and :meth:`attach`."""
+
+    def __init__(self, spec: SpawnSpec, run_dir: Path, tap: RawTap | None = None) -> None:
+        self.spec = spec
+        self.run_dir = run_dir
+        self._tap = tap
+        self._pid: int | None = None
+        self._started: int | None = None
+        self._proc: asyncio.subprocess.Process | None = None
+        self._stdin_fd: int | None = None
+        self._stderr: deque[str] = deque(maxlen=spec.stderr_tail_lines)
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._write_lock = asyncio.Lock()
+        self.offset = 0
+        self._detached = False
+        self._closed = False
+
+    # -- paths ---------------------------------------------------------------------
+
+    def _path(self, name: str) -> Path:
+        return self.run_dir / name
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Make the run directory and spawn the wrapper in its own session."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("stdout", "stderr", "exit", "stdin"):
+            self._path(name).unlink(missing_ok=True)
+        os.mkfifo(self._path("stdin"), 0o600)
+        self._path("stdout").touch(0o600)
+        self._path("stderr").touch(0o600)
+        files = [str(self._path(n)) for n in ("stdin", "stdout", "stderr", "exit")]
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                "/bin/sh",
+                "-c",
+                _WRAPPER,
+                "sh",
+                *files,
+                *self.spec.argv,
+                cwd=str(self.spec.cwd),
+                env=dict(self.spec.env),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise BodyCrashedError(
+                f"could not start {self.spec.argv[0]}: {exc}", exit_code=None, stderr_tail=""
+            ) from exc
+        self._pid = self._proc.pid
+        self._started = start_time(self._pid)
+        self._path("pid").write_text(json.dumps({"pid": self._pid, "started": self._started}))
+        await self._open_stdin()
+        self._stderr_task = asyncio.create_task(self._follow_stderr(0))
+
+    @classmethod
+    async def attach(
+        cls, spec: SpawnSpec, handle: BodyHandle, tap: RawTap | None = None
+    ) -> DetachedTransport:
+        """Re-attach to the body of ``handle``: reading stdout from ``handle.offset``.
+
+        Raises :class:`BodyCrashedError` when that very process is gone (its pid
+        absent or now another process's) or its output file was removed or cut
+        below the offset.
+        """
+        transport = cls(spec, handle.run_dir, tap)
+        transport._pid, transport._started = handle.pid, handle.started
+        transport.offset = handle.offset
+        if not transport._same_process():
+            raise BodyCrashedError(
+                f"body process {handle.pid} is gone",
+                exit_code=transport._exit_code(),
+                stderr_tail="",
+            )
+        transport._check_output()
+        await transport._open_stdin()
+        transport._stderr_task = asyncio.create_task(transport._follow_stderr(None))
+        return transport
+
+    def _same_process(self) -> bool:
+        """Our wrapper still runs: its pid exists with the start time we recorded."""
+        if self._pid is None or self._started is None:
+            return False
+        return start_time(self._pid) == self._started
+
+    def _check_output(self) -> None:
+        try:
+            size = self._path("stdout").stat().st_size
+        except OSError as exc:
+            raise BodyCrashedError(
+                f"body output file is gone: {exc}", exit_code=None, stderr_tail=""
+            ) from exc
+        if size < self.offset:
+            raise BodyCrashedError(
+                f"body output file was cut to {size} bytes, below offset {self.offset}",
+                exit_code=None,
+                stderr_tail="",
+            )
+
+    async def _open_stdin(self) -> None:
+        # The wrapper holds the FIFO open for reading, so a non-blocking open succeeds.
+        path = self._path("stdin")
+        for _ in range(250):
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                await asyncio.sleep(_POLL)
+                continue
+            os.set_blocking(fd, True)
+            self._stdin_fd = fd
+            return
+        raise BodyCrashedError("body never opened its stdin pipe", exit_code=None, stderr_tail="")
+
+    def handle(self) -> BodyHandle:
+        """Where to re-attach: the directory, the wrapper's identity, the read offset."""
+        assert self._pid is not None
+        return BodyHandle(self.run_dir, self._pid, self._started, self.offset)
+
+    # -- state ---------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        return self._pid
+
+    def _exit_code(self) -> int | None:
+        try:
+            return int(self._path("exit").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._exit_code()
+
+    @property
+    def running(self) -> bool:
+        return self._exit_code() is None and self._same_process()
+
+    @property
+    def stderr_tail(self) -> str:
+        return "\n".join(self._stderr)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def _ended(self) -> bool:
+        return self._exit_code() is not None or not self._same_process()
+
+    async def lines(self) -> AsyncGenerator[str, None]:
+        """Yield stdout lines from :attr:`offset` on, until the CLI has ended and its
+        output is read; :attr:`offset` is the byte just after each yielded line."""
+        buf = bytearray()
+        with self._path("stdout").open("rb") as out:
+            out.seek(self.offset)
+            while not self._detached:
+                chunk = out.read(_CHUNK)
+                if not chunk:
+                    if self._ended() and not out.read(1):
+                        return
+                    await asyncio.sleep(_POLL)
+                    continue
+                buf += chunk
+                while (line := self._take_line(buf)) is not None:
+                    if line:
+                        yield line[0]
+
+    def _take_line(self, buf: bytearray) -> tuple[str] | tuple[()] | None:
+        """The first complete line of ``buf`` (removed from it), advancing
+        :attr:`offset` past it: ``(line,)``, ``()`` for an oversized line (skipped),
+        ``None`` when no line is complete."""
+        idx = buf.find(b"\n")
+        if idx < 0:
+            return None
+        raw = bytes(buf[:idx])
+        del buf[: idx + 1]
+        self.offset += idx + 1
+        if len(raw) > self.spec.max_line_bytes:
+            return ()
+        line = raw.decode("utf-8", errors="replace").rstrip("\r")
+        self._emit("stdout", line)
+        return (line,)
+
+    async def _follow_stderr(self, start: int | None) -> None:
+        path = self._path("stderr")
+        framer = LineFramer(1 << 20)
+        with contextlib.suppress(OSError), path.open("rb") as err:
+            err.seek(0 if start is not None else path.stat().st_size)
+            while not self._detached:
+                chunk = err.read(_CHUNK)
+                if not chunk:
+                    if self._ended():
+                        return
+                    await asyncio.sleep(_POLL * 5)
+                    continue
+                for line in framer.feed(chunk):
+                    self._stderr.append(line)
+                    self._emit("stderr", line)
+
+    def _emit(self, stream: str, line: str) -> None:
+        if self._tap is not None:
+            self._tap(stream, line)
+
+    async def wait(self, timeout: float | None = None) -> int | None:  # noqa: ASYNC109
+        """Wait for the CLI's exit status (``None`` on timeout, or if the wrapper died
+        without writing one)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            code = self._exit_code()
+            if code is not None:
+                self._reap()
+                return code
+            if not self._same_process():
+                self._reap()
+                return self._exit_code()
+            if deadline is not None and loop.time() >= deadline:
+                return None
+            await asyncio.sleep(_POLL)
+
+    def _reap(self) -> None:
+        """Our own child (not after a re-attach): collect it so it leaves no zombie."""
+        if self._proc is not None and self._proc.returncode is None:
+            with contextlib.suppress(ChildProcessError, ProcessLookupError):
+                os.waitpid(self._proc.pid, os.WNOHANG)
+
+    # -- writing ---------------------------------------------------------------------
+
+    async def write_line(self, line: str) -> None:
+        """Write one line plus ``\\n`` into the FIFO."""
+        if "\n" in line:
+            raise ValueError("a line written to a body must not contain a newline")
+        if len(line) > self.spec.max_line_bytes:
+            raise LineTooLongError(self.spec.max_line_bytes)
+        fd = self._stdin_fd
+        if fd is None or not self.running:
+            raise BodyCrashedError(
+                "agent process is not running",
+                exit_code=self.returncode,
+                stderr_tail=self.stderr_tail,
+            )
+        async with self._write_lock:
+            self._emit("stdin", line)
+            await asyncio.to_thread(_write_all, fd, line.encode("utf-8") + b"\n")
+
+    # -- signals, detach and shutdown ----------------------------------------------------
+
+    def signal_group(self, sig: int) -> None:
+        if self._pid is not None and self._same_process():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self._pid, sig)
+
+    async def detach(self) -> BodyHandle:
+        """Stop reading and writing, leave the body running; its handle to re-attach."""
+        self._detached = True
+        handle = self.handle()
+        self._release()
+        if self._stderr_task is not None:
+            self._stderr_task.cancel()
+            await asyncio.gather(self._stderr_task, return_exceptions=True)
+        return handle
+
+    def _release(self) -> None:
+        if self._stdin_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._stdin_fd)
+            self._stdin_fd = None
+
+    async def close(self, *, grace: float = 2.0, term_wait: float = 3.0) -> int | None:
+        """SIGTERM, then SIGKILL, the group (bounded); remove the run directory."""
+        if self._closed:
+            return self._exit_code()
+        self._closed = True
+        code = None
+        if self.running:
+            self.signal_group(signal.SIGTERM)
+            code = await self.wait(grace + term_wait)
+        if code is None and self._same_process():
+            self.signal_group(signal.SIGKILL)
+            code = await self.wait(5.0)
+        code = code if code is not None else self._exit_code()
+        self._detached = True
+        self._release()
+        if self._stderr_task is not None:
+            self._stderr_task.cancel()
+            await asyncio.gather(self._stderr_task, return_exceptions=True)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        return code
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

@@ -1,0 +1,64 @@
+"""Issue 22: a follow-up, after a daemon restart, on a body that cannot resume natively
+(Gemini over ACP has no session/load) still knows the earlier turns: the body gets
+the session's transcript from the log, and the scripted server sees it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chorus.daemon import stop_daemon
+from chorus.events import Notice, parse_event
+from chorus.testing import ModelServer, offline_env, text
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def gemini_daemon(chorus_home: Path, tmp_path: Path) -> Iterator[tuple[ModelServer, Path]]:
+    work = tmp_path / "work"
+    work.mkdir()
+    with ModelServer() as server:
+        env = offline_env("gemini", tmp_path / "gemini-home", server.url)
+        lines = ["[daemon]", "notifications = false", "[gateway]", "port = 0"]
+        lines += ["[agents.gemini.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
+        chorus_home.mkdir(parents=True, exist_ok=True)
+        (chorus_home / "config.toml").write_text("\n".join(lines) + "\n")
+        yield server, work
+        stop_daemon()
+
+
+def _ask(work: Path, *args: str) -> list[object]:
+    done = subprocess.run(
+        [sys.executable, "-m", "chorus", "ask", *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=work,
+        env=os.environ.copy(),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [parse_event(line) for line in done.stdout.splitlines()]
+
+
+def test_gemini_follow_up_is_rebuilt_from_the_log(gemini_daemon: tuple[ModelServer, Path]) -> None:
+    server, work = gemini_daemon
+    server.script([text("noted: pineapple"), text("the word was pineapple")])
+    first = _ask(work, "remember the word pineapple", "--body", "gemini")
+    session = first[0].session_id  # type: ignore[attr-defined]
+    stop_daemon()  # the warm body goes with it: the follow-up needs a fresh Gemini
+    follow = _ask(work, "which word did I give you?", "--session", session)
+    requests = server.turn_requests()
+    assert len(requests) == 2
+    seen = json.dumps(requests[1].body)
+    assert "remember the word pineapple" in seen  # the earlier prompt
+    assert "noted: pineapple" in seen  # and the earlier answer
+    notices = [e.message for e in follow if isinstance(e, Notice) and e.kind == "resume"]
+    assert len(notices) == 1
+    assert notices[0].startswith("rebuilt from the log")
