@@ -208,6 +208,12 @@ class Body(ABC):
         """Whether ``event`` (just taken off the queue) ends the running turn."""
         return isinstance(event, TERMINAL_TYPES)
 
+    def continues_after(self, event: Event) -> bool:
+        """True when ``event``, just yielded by :meth:`turn`, is terminal but the turn
+        goes on (a steer or denial follow-up inside the same turn). Does not change
+        any state: callers may ask before the turn takes its next event."""
+        return False
+
     async def stream(self) -> AsyncIterator[Event]:
         """Yield queued events as they arrive (no end of its own)."""
         while True:

@@ -375,7 +375,7 @@ class Session:
         if turn is not None and turn.job_id is not None:
             event = event.model_copy(update={"job_id": turn.job_id})
         self._pending.append(self._store.append_nowait(self.id, event, origin=event_origin(event)))
-        if turn is not None and isinstance(event, TERMINAL_TYPES):
+        if turn is not None and _ends(event, self.body):
             self._turn_over()
         if isinstance(event, (SessionStarted, *TERMINAL_TYPES)):
             await self._flush()
@@ -624,6 +624,11 @@ def _public_state(state: State) -> str:
 
 #: How long a crashed body may take to report its end.
 _END_GRACE = 5.0
+
+
+def _ends(event: Event, body: Body) -> bool:
+    """``event`` ends the running turn (not an inner end a follow-up continues)."""
+    return isinstance(event, TERMINAL_TYPES) and not body.continues_after(event)
 
 
 def _crashed(final: Event) -> bool:

@@ -290,6 +290,9 @@ class AcpBody(Body):
         reasons, self._denials = self._denials, []
         await self._send_prompt(denial_notice(reasons))
 
+    def continues_after(self, event: Event) -> bool:
+        return isinstance(event, TurnCompleted) and self._followups > 0
+
     def _ends_turn(self, event: Event) -> bool:
         if isinstance(event, TurnCompleted) and self._followups:
             self._followups -= 1

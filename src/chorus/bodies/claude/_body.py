@@ -301,6 +301,9 @@ class ClaudeBody(Body):
         elif isinstance(event, TurnCompleted | TurnFailed):
             self._end_turn()
 
+    def continues_after(self, event: Event) -> bool:
+        return isinstance(event, TurnCompleted) and self._followups > 0
+
     def _ends_turn(self, event: Event) -> bool:
         if isinstance(event, TurnCompleted) and self._followups:
             self._followups -= 1
