@@ -82,8 +82,17 @@ def _chorus(cli: str, server: ModelServer, work: Path) -> tuple[float, float]:
     return cold, warm
 
 
-def _client_start(rounds: int) -> list[float]:
-    return [_timed([CHORUS, "ask", "--help"])[0] for _ in range(rounds)]
+def _client_start(rounds: int) -> tuple[list[float], list[float], list[float]]:
+    """(``chorus ask --help``, bare ``python -c pass``, typer's ``chorus doctor --help``),
+    interleaved so that machine load weighs on all three alike."""
+    fast: list[float] = []
+    python: list[float] = []
+    typer_path: list[float] = []
+    for _ in range(rounds):
+        fast.append(_timed([CHORUS, "ask", "--help"])[0])
+        python.append(_timed([sys.executable, "-c", "pass"])[0])
+        typer_path.append(_timed([CHORUS, "doctor", "--help"])[0])
+    return fast, python, typer_path
 
 
 def _round_trip(rounds: int) -> list[float]:
@@ -125,8 +134,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--spares", action="store_true")
     args = parser.parse_args()
-    start = _client_start(max(args.rounds, 5))
-    print(f"client start (chorus ask --help): median {_median(start) * 1000:.0f} ms")
+    start, python, typer_path = _client_start(max(args.rounds, 5))
+    print(
+        f"client start (chorus ask --help): median {_median(start) * 1000:.0f} ms"
+        f"  [python -c pass: {_median(python) * 1000:.0f} ms;"
+        f" a typer command's --help: {_median(typer_path) * 1000:.0f} ms]"
+    )
     trip = _round_trip(max(args.rounds, 5) * 2)
     print(f"client round trip (chorus jobs --json): median {_median(trip) * 1000:.0f} ms")
     header = f"{'body':8} {'cold / bare':>12} {'warm / bare resume':>20}"

@@ -45,7 +45,9 @@ def test_anything_unusual_falls_through_to_typer(args: list[str]) -> None:
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_fast_specs_match_the_typer_commands(name: str) -> None:
     sub = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
-    options = {o for p in sub.params if p.param_type_name == "option" for o in p.opts}
+    options = {
+        o for p in sub.params if p.param_type_name == "option" for o in p.opts + p.secondary_opts
+    }
     args = tuple(p.name for p in sub.params if p.param_type_name == "argument")
     spec = SPECS[name]
     assert options == set(spec.options) | set(spec.flags)

@@ -48,12 +48,12 @@ def test_walk_the_everyday_block(chorus: Chorus) -> None:
     for command in everyday_commands():
         name = command[0]
         args = [_fill(arg, ids) for arg in command]
-        plain = chorus.run(*args)
+        plain = chorus.run(*args, timeout=180)
         assert plain.returncode == 0, (args, plain.stdout, plain.stderr)
         if name == "task":
             ids["JOB"] = plain.stdout.strip()
             ids["SESSION"] = chorus.client.job(ids["JOB"])["session_id"] or ""
-        as_json = chorus.run(*args, "--json")
+        as_json = chorus.run(*args, "--json", timeout=180)
         assert as_json.returncode == 0, (args, as_json.stderr)
         assert _parse(name, as_json.stdout), (args, as_json.stdout)
     assert "JOB" in ids

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from chorus._errors import UserError
-from chorus.cli import _jobs
 
 #: ``typing`` is not imported at run time: it costs the fast path milliseconds.
 TYPE_CHECKING = False
@@ -146,13 +145,20 @@ def _number(raw: str, name: str) -> int:
         raise UserError(f"{name} takes a whole number, not {raw!r}") from None
 
 
+def _jobs() -> Any:
+    """The commands, loaded only to run one (``--help`` needs no socket client)."""
+    from chorus.cli import _jobs as jobs
+
+    return jobs
+
+
 _RUN: dict[str, Callable[[dict[str, Any]], int]] = {
-    "ask": lambda v: _jobs.ask(v["prompt"], _job_opts(v), v.get("fmt"), v["as_json"]),
-    "task": lambda v: _jobs.task(v["prompt"], _job_opts(v), v["as_json"]),
-    "watch": lambda v: _jobs.watch(v.get("job_id"), v.get("fmt"), v["as_json"]),
-    "steer": lambda v: _jobs.steer(v["job_id"], v["text"], v["as_json"]),
-    "jobs": lambda v: _jobs.jobs(v.get("state"), v["as_json"]),
-    "status": lambda v: _jobs.status(v["as_json"]),
+    "ask": lambda v: _jobs().ask(v["prompt"], _job_opts(v), v.get("fmt"), v["as_json"]),
+    "task": lambda v: _jobs().task(v["prompt"], _job_opts(v), v["as_json"]),
+    "watch": lambda v: _jobs().watch(v.get("job_id"), v.get("fmt"), v["as_json"]),
+    "steer": lambda v: _jobs().steer(v["job_id"], v["text"], v["as_json"]),
+    "jobs": lambda v: _jobs().jobs(v.get("state"), v["as_json"]),
+    "status": lambda v: _jobs().status(v["as_json"]),
 }
 
 
