@@ -48,10 +48,12 @@ SENSITIVE_PATHS: tuple[str, ...] = (
     "**/*.p12",
 )
 
-#: The one folder under ``{chorus_home}`` that holds the user's code, not Chorus's
-#: state: job worktrees (issue 24, ``chorus.worktrees``), where a job must edit
-#: files. The ``{chorus_home}`` denial stops at it; every other denial still applies.
+#: The folders under ``{chorus_home}`` that hold the user's work, not Chorus's
+#: state: job worktrees (issue 24, ``chorus.worktrees``) and the workspace where
+#: routines and the heartbeat run (issue 19), where jobs must edit files. The
+#: ``{chorus_home}`` denial stops at them; every other denial still applies.
 HOME_WORKTREES = "worktrees"
+HOME_WORK_FOLDERS = (HOME_WORKTREES, "workspace")
 
 _GLOB_CHARS = frozenset("*?[")
 _PLACEHOLDERS = ("{cwd}", "{home}", "{tmp}", "{chorus_home}")
@@ -159,11 +161,15 @@ def matches_pattern(path: Path, pattern: str, ctx: PathContext) -> bool:
         target = os.path.normpath(expanded)
         if not os.path.isabs(target):
             target = os.path.normpath(os.path.join(ctx.cwd, target))
-        if pattern == "{chorus_home}" and is_under(path, ctx.chorus_home / HOME_WORKTREES):
+        if pattern == "{chorus_home}" and _in_work_folder(path, ctx):
             return False
         return _fold(target) in {_fold(p) for p in _ancestry(path)}
     glob = _fold(expanded.replace("**", "*"))
     return any(fnmatch.fnmatchcase(_fold(p), glob) for p in _ancestry(path))
+
+
+def _in_work_folder(path: Path, ctx: PathContext) -> bool:
+    return any(is_under(path, ctx.chorus_home / name) for name in HOME_WORK_FOLDERS)
 
 
 def is_under(path: Path, root: Path) -> bool:
