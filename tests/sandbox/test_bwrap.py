@@ -68,3 +68,18 @@ def test_modes(monkeypatch: pytest.MonkeyPatch) -> None:
         active("enforce")
     monkeypatch.setattr("chorus.sandbox._build.bwrap_path", lambda: "/usr/bin/bwrap")
     assert active("auto") is True
+
+
+def test_a_git_worktree_can_write_its_main_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other_tmp = tmp_path / "other-tmp"
+    other_tmp.mkdir()
+    monkeypatch.setattr("tempfile.gettempdir", lambda: str(other_tmp))
+    main_git = tmp_path / "repo" / ".git"
+    (main_git / "worktrees" / "job1").mkdir(parents=True)
+    work = tmp_path / "wt" / "job1"
+    work.mkdir(parents=True)
+    (work / ".git").write_text(f"gitdir: {main_git / 'worktrees' / 'job1'}\n")
+    box = layout(Policy(), work, {"HOME": str(tmp_path / "home")}, tmp_path / "ch")
+    assert main_git.resolve() in box.writable

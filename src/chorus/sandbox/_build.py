@@ -54,6 +54,7 @@ def layout(policy: Policy, cwd: Path, env: Mapping[str, str], chorus_home: Path)
     home = Path(env.get("HOME") or Path.home())
     ctx = PathContext(cwd=cwd, home=home, tmp=Path(tempfile.gettempdir()), chorus_home=chorus_home)
     roots = [Path(ctx.expand(p)) for p in policy.filesystem.allowed_paths if "*" not in p]
+    roots += _git_common_dirs(cwd)
     writable = outermost(_existing([*roots, home, ctx.tmp]))
     denied = [ctx.expand(p) for p in policy.filesystem.denied_paths]
     denied += [str(home / name) for name in _HOME_SECRETS]
@@ -61,6 +62,22 @@ def layout(policy: Policy, cwd: Path, env: Mapping[str, str], chorus_home: Path)
     inside = [p for p in _existing(roots) if p.is_relative_to(chorus_home.resolve())]
     shared = _existing([*(chorus_home / s for s in SHARED), *inside])
     return Layout(writable, dirs, files, chorus_home.resolve(), tuple(shared), cwd)
+
+
+def _git_common_dirs(cwd: Path) -> list[Path]:
+    """For a git worktree (its ``.git`` is a file), the main repository's ``.git``
+    folder: commits made in the worktree are written there."""
+    dotgit = cwd / ".git"
+    try:
+        text = dotgit.read_text(encoding="utf-8") if dotgit.is_file() else ""
+    except OSError:
+        return []
+    if not text.startswith("gitdir:"):
+        return []
+    gitdir = Path(text.split(":", 1)[1].strip())
+    if not gitdir.is_absolute():
+        gitdir = (cwd / gitdir).resolve()
+    return [gitdir.parent.parent] if gitdir.parent.name == "worktrees" else [gitdir]
 
 
 def _existing(paths: Iterable[Path]) -> list[Path]:
