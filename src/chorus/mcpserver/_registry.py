@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 #: Modules whose import registers tools (later issues append theirs).
-TOOL_MODULES: list[str] = ["chorus.mcpserver._memory_tools"]
+TOOL_MODULES: list[str] = ["chorus.mcpserver._memory_tools", "chorus.routines._mcp_tools"]
 
 
 @dataclass(frozen=True, slots=True)
