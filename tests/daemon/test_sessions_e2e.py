@@ -107,7 +107,7 @@ def test_a_steer_reaches_the_model_of_the_running_turn(
 def test_a_steer_on_a_queued_job_joins_its_prompt(daemon_with: Callable[..., Daemon]) -> None:
     chorus = daemon_with()
     chorus.server.script(
-        [slow_text("first " * 10, chunks=10, delay=0.2), text("ok")], lane="claude"
+        [slow_text("first " * 40, chunks=40, delay=0.25), text("ok")], lane="claude"
     )
     first = chorus.run("task", "one", "--body", "claude").stdout.strip()
     _until(lambda: chorus.client.job(first)["session_id"] is not None)
