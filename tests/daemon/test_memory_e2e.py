@@ -3,6 +3,7 @@ body's ``memory_write`` call through Chorus's MCP server is remembered."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from chorus.daemon import stop_daemon
-from chorus.events import JobEnded, parse_event
+from chorus.events import JobEnded, MemoryChanged, parse_event
+from chorus.policy import AuditLog
+from chorus.store import SqliteStore
 from chorus.testing import ModelServer, offline_env, text, tool_call
 
 pytestmark = pytest.mark.e2e
@@ -59,6 +62,11 @@ def ask(work: Path, body: str, prompt: str) -> list[object]:
     assert isinstance(events[-1], JobEnded)
     assert events[-1].state == "succeeded", events[-1]
     return events
+
+
+async def _session_events(session_id: str) -> list[object]:
+    async with SqliteStore() as store:
+        return list(await store.read_events(session_id))
 
 
 def first_request(server: ModelServer, lane: str) -> str:
@@ -121,8 +129,14 @@ def test_a_memory_write_call_is_searchable_and_in_the_next_context(
     hits = json.loads(found.stdout)
     assert hits[0]["text"] == fact
     assert hits[0]["item"]["source_kind"] == "agent"
-    memory_events = [e for e in events if getattr(e, "type", "") == "memory"]
-    assert memory_events == [] or memory_events[0].item_id == hits[0]["item"]["id"]  # type: ignore[attr-defined]
+    # The daemon ran the tool (the body is sandboxed) and audited the call.
+    audited = [e for e in AuditLog().entries() if e.kind == "mcp_tool_call"]
+    assert [(e.data["tool"], e.data["ok"]) for e in audited] == [("memory_write", True)]
+    assert audited[0].session_id == events[0].session_id  # type: ignore[attr-defined]
+    # The write is also an event in the calling session's log.
+    logged = asyncio.run(_session_events(events[0].session_id))  # type: ignore[attr-defined]
+    writes = [(e.op, e.item_id) for e in logged if isinstance(e, MemoryChanged)]
+    assert writes == [("add", hits[0]["item"]["id"])]
     ask(work, body, "anything planned?")
     assert fact in json.dumps(server.turn_requests(lane=body)[2].body)
 
