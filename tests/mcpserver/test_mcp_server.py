@@ -44,7 +44,8 @@ async def test_the_tools_write_search_and_notify_within_the_session(chorus_home:
             ("notify_user", {"message": "build finished", "title": "CI"}),
         ],
     )
-    assert names == ["memory_search", "memory_write", "notify_user"]
+    # Other packages register theirs too (e.g. schedule_routine); these are this issue's.
+    assert {"memory_search", "memory_write", "notify_user"} <= set(names)
     item_id = json.loads(written)["id"]
     assert json.loads(again) == {"id": item_id, "op": "reinforce", "kind": "profile"}
     assert bad.startswith("error: unknown memory type 'opinion'")
