@@ -62,6 +62,9 @@ def test_consensus_plans_on_three_vendors_and_one_body_executes(
     assert sorted(c["body"] for c in children) == ["claude", "codex", "gemini"]
     assert {c["options"]["permission_mode"] for c in children} == {"plan"}  # read-only
     assert all(c["state"] == "succeeded" for c in children)
+    done = _notes(chorus, job["id"], "framework")
+    assert len([n for n in done if n.startswith("planner ")]) == 3  # time (and cost) each
+    assert all("s" in n.split("(job ")[1] for n in done if n.startswith("planner "))
     arbiter = _notes(chorus, job["id"], "arbiter")
     assert len(arbiter) == 1
     assert arbiter[0].startswith("arbiter chose claude's plan")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chorus._errors import UserError
-from chorus.events import Event, Notice
+from chorus.events import Event, Notice, TurnCompleted
 from chorus.frameworks import (
     FRAMEWORKS,
     Settings,
@@ -135,6 +135,15 @@ class FrameworkPort:
         if parsed is None:
             return None
         return Vote("deny" if parsed[0] == "deny" else "allow", parsed[1], voter)
+
+    async def cost(self, record: JobRecord) -> float | None:
+        """What a child job's turns cost, as its body reported it (None: not reported)."""
+        events = await self._sup.store.read_events(record.session_id or "")
+        costs = [
+            e.cost_usd for e in events if isinstance(e, TurnCompleted) and e.job_id == record.id
+        ]
+        known = [c for c in costs if c is not None]
+        return sum(known) if known else None
 
     async def changes(self, job: JobRecord) -> str:
         """What the job changed in its folder: ``git diff`` where it is a repository."""

@@ -46,6 +46,8 @@ class Port(Protocol):
 
     async def changes(self, job: JobRecord) -> str: ...
 
+    async def cost(self, record: JobRecord) -> float | None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -107,9 +109,10 @@ async def _plans(port: Port, job: JobRecord, planners: list[str]) -> list[Plan]:
             continue
         assert isinstance(record, JobRecord)
         plans.append(parse_plan(body, text))
-        await port.note(
-            job, f"planner {body} (job {record.id}, {_seconds(record)}) done", "framework"
-        )
+        spent = await port.cost(record)
+        usd = f", ${spent:.4f}" if spent is not None else ""
+        note = f"planner {body} (job {record.id}, {_seconds(record)}{usd}) done"
+        await port.note(job, note, "framework")
     return plans
 
 
