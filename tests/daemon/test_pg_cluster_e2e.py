@@ -110,6 +110,7 @@ def _watch(node: Node, job_id: str) -> list[int]:
     return [e.seq for e in events]
 
 
+@pytest.mark.timeout(600)  # two daemons, five real CLI turns and a lease expiry
 def test_two_daemons_share_the_queue_and_survive_a_kill_9(
     cluster: tuple[list[Node], ModelServer, str],
 ) -> None:
@@ -123,8 +124,8 @@ def test_two_daemons_share_the_queue_and_survive_a_kill_9(
         assert _watch(a, job_id) == _watch(b, job_id)
 
     server.script([slow_text("cut off by kill -9 " * 6, chunks=40, delay=0.25), text("resumed")])
-    job_id = b.run("task", "survive a dead node", "--body", "claude").stdout.strip()
     before = len(server.turn_requests())
+    job_id = b.run("task", "survive a dead node", "--body", "claude").stdout.strip()
     server.wait_for(lambda reqs: sum(r.kind == "turn" for r in reqs) > before, timeout=60)
     _until(lambda: _jobs(url)[job_id][0] == "running")
     time.sleep(1.0)

@@ -99,8 +99,11 @@ async def test_repair_appends_the_end_a_two_transaction_crash_lost(
 
 
 async def test_repair_rebuilds_a_mirror_that_lost_its_last_batch(
-    store: SqliteStore, session: SessionRecord, chorus_home: Path
+    sqlite_store: SqliteStore, chorus_home: Path
 ) -> None:
+    # SQLite only: on PostgreSQL each node mirrors what it wrote (stale_mirrors: none).
+    store = sqlite_store
+    session = await store.create_session("testbody", session_id="s1")
     for n in range(5):
         await store.append(session.id, Text(text=f"line {n}"))
     mirror = chorus_home / "sessions" / f"{session.id}.jsonl"
@@ -118,8 +121,11 @@ async def test_repair_rebuilds_a_mirror_that_lost_its_last_batch(
 
 
 async def test_a_torn_last_mirror_line_counts_as_stale(
-    store: SqliteStore, session: SessionRecord, chorus_home: Path
+    sqlite_store: SqliteStore, chorus_home: Path
 ) -> None:
+    # SQLite only: on PostgreSQL each node mirrors what it wrote (stale_mirrors: none).
+    store = sqlite_store
+    session = await store.create_session("testbody", session_id="s1")
     await store.append(session.id, Text(text="whole"))
     mirror = chorus_home / "sessions" / f"{session.id}.jsonl"
     with mirror.open("a") as file:

@@ -198,6 +198,16 @@ async def test_writes_wait_out_a_database_restart_and_nothing_is_lost_or_doubled
             assert after.seq == 171
 
 
+async def test_a_raw_line_with_a_nul_byte_does_not_fail_its_batch(pg_url: str) -> None:
+    async with PostgresStore(pg_url, redactor=Redactor()) as store:
+        await store.create_session("b", session_id="s")
+        store.record_raw("s", "stdout", "before\x00after")
+        event = await store.append("s", Text(text="same batch"))
+        assert event.seq == 1
+        [raw] = await store.read_raw("s")
+        assert raw.line == "before\ufffdafter"
+
+
 # -- the listener -----------------------------------------------------------------------------
 
 

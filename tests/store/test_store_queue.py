@@ -149,3 +149,13 @@ async def test_claims_from_two_stores_never_share_a_job(make_store: MakeStore) -
     taken = [c.id for c in claims if c is not None]
     assert sorted(taken) == sorted(jobs)
     assert claims.count(None) == 20
+
+
+async def test_a_full_node_still_takes_system_jobs(store: Store) -> None:
+    await store.create_job("a user's job")
+    child = await store.create_job("a framework's child", options={"system": True})
+    got = await store.claim_job("n1", lease_s=30, system_only=True)
+    assert got is not None
+    assert got.id == child.id
+    assert await store.claim_job("n1", lease_s=30, system_only=True) is None
+    assert await store.claim_job("n1", lease_s=30) is not None

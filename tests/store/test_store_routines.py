@@ -13,6 +13,13 @@ from chorus.store import (
 )
 
 
+@pytest.fixture
+def store(sqlite_store: SqliteStore) -> SqliteStore:
+    """Routines are on SQLite only for now (PostgresStore refuses them): this module
+    overrides the two-backend ``store`` of conftest.py."""
+    return sqlite_store
+
+
 async def test_a_firing_and_its_job_are_written_together_and_only_once(store: SqliteStore) -> None:
     firing = Firing("daily", 1_800_000_000.0001, kind="schedule", detail={"x": 1})
     job = await store.create_fired_job(firing, "do it", body="claude", options={"model": None})

@@ -12,6 +12,13 @@ from chorus.store import (
 )
 
 
+@pytest.fixture
+def store(sqlite_store: SqliteStore) -> SqliteStore:
+    """Worktree records are on SQLite only for now (PostgresStore refuses them): this module
+    overrides the two-backend ``store`` of conftest.py."""
+    return sqlite_store
+
+
 def record(job_id: str, repo: str = "/repos/a", path: str | None = None) -> WorktreeRecord:
     return WorktreeRecord(
         job_id=job_id,

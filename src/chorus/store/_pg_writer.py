@@ -242,7 +242,8 @@ class RawOp(Op):
     async def apply(self, txn: Txn) -> int:
         cursor = await txn.cursor(self.session_id)
         n = cursor.next_n
-        line = txn.redactor.redact_line(self.line)
+        # PostgreSQL text cannot hold NUL; one such byte would fail the whole batch.
+        line = txn.redactor.redact_line(self.line).replace("\x00", "\ufffd")
         txn.raw_rows.append((self.session_id, n, self.stream, line, self.ts))
         cursor.next_n += 1
         return n
@@ -298,7 +299,7 @@ class EndOp(Op):
                 stamped = await append.apply(txn)
         except pg_errors.IntegrityError as exc:
             raise StoreError(f"constraint failed: {exc}") from exc
-        assert isinstance(stamped, Event)
+        assert not isinstance(stamped, list)  # Event is a union: no isinstance on it
         return job, stamped
 
 
