@@ -53,7 +53,7 @@ async def _stdin_times(session_id: str, marker: str) -> tuple[float | None, floa
     return (lines[-1].ts if lines else None), next((r.ts for r in lines if marker in r.line), None)
 
 
-def _round(client: DaemonClient, body: str, n: int) -> tuple[float, float]:
+def _round(client: DaemonClient, body: str, n: int) -> tuple[float, float, float]:
     job = client.submit(prompt="count", body=body)
     _until(lambda: _tool_running(client, job["id"]))
     marker = f"steer-marker-{n}"
@@ -65,7 +65,7 @@ def _round(client: DaemonClient, body: str, n: int) -> tuple[float, float]:
     first, with_text = asyncio.run(_stdin_times(session, marker))
     assert with_text is not None, f"the steer never reached {body}'s stdin ({answer})"
     first_after = first if first is not None and first >= before else with_text
-    return max(0.0, first_after - returned), max(0.0, with_text - returned)
+    return max(0.0, first_after - returned), max(0.0, with_text - returned), with_text - before
 
 
 def _p95(samples: list[float]) -> float:
@@ -79,19 +79,25 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
     bodies = tuple(args.body.split(","))
-    print(f"{'body':8} {'first write p50/p95 ms':>24} {'steer text p50/p95 ms':>24}")
+    print(
+        f"{'body':8} {'first write p50/p95 ms':>24} {'steer text p50/p95 ms':>24}  (after return)"
+    )
     for body in bodies:
         with bench_home((body,)) as (server, _work, _root):
             server.script([shell("sleep 3"), text("ok")] * args.rounds * 2, lane=body)
             spawn_daemon()
             client = DaemonClient()
-            firsts, texts = zip(*(_round(client, body, n) for n in range(args.rounds)), strict=True)
+            rows = [_round(client, body, n) for n in range(args.rounds)]
+        firsts, texts, sends = (list(col) for col in zip(*rows, strict=True))
         p50 = sorted(firsts)[len(firsts) // 2] * 1000
         t50 = sorted(texts)[len(texts) // 2] * 1000
         print(
-            f"{body:8} {p50:>11.1f} / {_p95(list(firsts)) * 1000:<10.1f} "
-            f"{t50:>11.1f} / {_p95(list(texts)) * 1000:<10.1f}"
+            f"{body:8} {p50:>11.1f} / {_p95(firsts) * 1000:<10.1f} "
+            f"{t50:>11.1f} / {_p95(texts) * 1000:<10.1f}"
         )
+        s50 = sorted(sends)[len(sends) // 2] * 1000
+        s95 = _p95(sends) * 1000
+        print(f"{'':8} (command start -> steer on stdin: p50 {s50:.1f} ms, p95 {s95:.1f} ms)")
 
 
 if __name__ == "__main__":
