@@ -1,0 +1,27 @@
+"""Fronts: Chorus speaking the protocols programs and editors already use.
+
+Each front serves one client protocol on stdio and drives Chorus sessions through
+the daemon over UCP v1 (:class:`Link`), so every turn is logged, policed and can
+fail over whatever the client:
+
+* :class:`AcpFront` (``chorus acp``): an ACP agent, for Zed and other ACP clients;
+
+Each module is a sans-I/O codec (protocol frames <-> UCP requests and canonical
+events) plus the thin loop of :class:`Front`.
+"""
+
+from chorus.fronts._acp import AcpFront, AcpRenderer
+from chorus.fronts._front import EXIT_OK, EXIT_UNREACHABLE, Front, run_front
+from chorus.fronts._link import Link, LinkError, ensure_daemon
+
+__all__ = [
+    "EXIT_OK",
+    "EXIT_UNREACHABLE",
+    "AcpFront",
+    "AcpRenderer",
+    "Front",
+    "Link",
+    "LinkError",
+    "ensure_daemon",
+    "run_front",
+]
