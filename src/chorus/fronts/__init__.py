@@ -5,12 +5,16 @@ the daemon over UCP v1 (:class:`Link`), so every turn is logged, policed and can
 fail over whatever the client:
 
 * :class:`AcpFront` (``chorus acp``): an ACP agent, for Zed and other ACP clients;
+* :class:`ClaudeFront` (``chorus-claude``): Claude Code's stream-json on stdio, for
+  Claude Agent SDK programs (``cli_path``) and ``claude-code-acp``;
 
 Each module is a sans-I/O codec (protocol frames <-> UCP requests and canonical
 events) plus the thin loop of :class:`Front`.
 """
 
 from chorus.fronts._acp import AcpFront, AcpRenderer
+from chorus.fronts._claude import ClaudeArgs, ClaudeCodec, ClaudeFront, parse_argv
+from chorus.fronts._claude import main as claude_main
 from chorus.fronts._front import EXIT_OK, EXIT_UNREACHABLE, Front, run_front
 from chorus.fronts._link import Link, LinkError, ensure_daemon
 
@@ -19,9 +23,14 @@ __all__ = [
     "EXIT_UNREACHABLE",
     "AcpFront",
     "AcpRenderer",
+    "ClaudeArgs",
+    "ClaudeCodec",
+    "ClaudeFront",
     "Front",
     "Link",
     "LinkError",
+    "claude_main",
     "ensure_daemon",
+    "parse_argv",
     "run_front",
 ]
