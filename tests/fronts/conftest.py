@@ -35,6 +35,17 @@ class FrontHome:
     def env(self) -> dict[str, str]:
         return os.environ.copy()
 
+    def asks_go_to_the_client(self) -> None:
+        """Shell calls that ``rm -rf`` are *ask* (escalate-only risk), and the client's
+        answer settles them (``[brain] authority = "governing"``)."""
+        policy = 'version = 1\n[ask]\ntimeout_s = 60\n[risk]\nauthority = "escalate-only"\n'
+        (self.home / "policy.toml").write_text(policy)
+        with (self.home / "config.toml").open("a") as config:
+            config.write('[brain]\nauthority = "governing"\n')
+        for folder in ("keep", "junk"):
+            (self.work / folder).mkdir()
+            (self.work / folder / "file.txt").write_text(folder)
+
     async def log(self, session_id: str) -> list[Event]:
         """The session's events as Chorus logged them."""
         async with SqliteStore(redactor=Redactor()) as store:

@@ -14,6 +14,8 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    PermissionResultAllow,
+    PermissionResultDeny,
     ResultMessage,
     SystemMessage,
     ToolResultBlock,
@@ -22,9 +24,10 @@ from claude_agent_sdk import (
     query,
 )
 
-from chorus.events import ToolCall, TurnCompleted, TurnFailed
+from chorus.events import Notice, ToolCall, TurnCompleted, TurnFailed
 from chorus.fronts import ClaudeCodec, parse_argv
 from chorus.fronts._claude import UsageError
+from chorus.policy import AuditLog
 from chorus.testing import shell, slow_text, text
 
 if TYPE_CHECKING:
@@ -123,6 +126,37 @@ async def test_client_multi_turn_set_model_and_interrupt_on_gemini(
         "TurnCompleted",
     ]
     assert {e.body for e in events if e.body} == {"gemini"}
+
+
+async def test_can_use_tool_denies_one_call_and_allows_another(front_home: FrontHome) -> None:
+    front_home.asks_go_to_the_client()
+    front_home.server.script(
+        [shell("rm -rf keep"), shell("rm -rf junk"), text("kept one, removed one")]
+    )
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    async def decide(tool: str, given: dict[str, Any], _context: Any) -> Any:
+        asked.append((tool, given))
+        if "keep" in str(given.get("command")):
+            return PermissionResultDeny(message="keep stays")
+        return PermissionResultAllow()
+
+    options = _options(front_home, "codex", can_use_tool=decide)
+    async with ClaudeSDKClient(options) as client:
+        await client.query("tidy up")
+        messages = [m async for m in client.receive_response()]
+    done = messages[-1]
+    assert isinstance(done, ResultMessage)
+    assert done.result == "kept one, removed one"
+    assert [tool for tool, _ in asked] == ["Bash", "Bash"]
+    assert (front_home.work / "keep" / "file.txt").exists()  # denied by the SDK callback
+    assert not (front_home.work / "junk").exists()  # allowed by the SDK callback
+    audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
+    by_brain = [(a["decision"], a["source"]) for a in audit if a["source"] == "brain"]
+    assert by_brain == [("deny", "brain"), ("allow", "brain")]
+    events = await front_home.log(done.session_id)
+    notes = [e.message for e in events if isinstance(e, Notice) and e.kind == "brain"]
+    assert any("keep stays" in n for n in notes)
 
 
 async def test_unknown_body_is_an_initialize_error(front_home: FrontHome) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chorus.events import (
+    CanUseToolRequest,
     Event,
     JsonDict,
     Text,
@@ -34,7 +35,7 @@ from chorus.events import (
     Usage,
 )
 from chorus.fronts._front import Front, run_front, stdin_lines, write_line
-from chorus.fronts._link import Link, LinkError
+from chorus.fronts._link import Link, LinkError, seconds_left, verdict
 from chorus.gateway import ResponseError
 
 #: The Claude Code release whose protocol this front speaks (the SDK reads it).
@@ -57,6 +58,19 @@ VALUE_FLAGS = frozenset(
     }
 )  # fmt: skip
 STREAM_JSON = "stream-json"
+#: Chorus's tool vocabulary -> Claude Code's tool names (what SDK callbacks expect).
+CLAUDE_TOOLS = {
+    "shell": "Bash",
+    "read": "Read",
+    "write": "Write",
+    "edit": "Edit",
+    "search": "Grep",
+    "glob": "Glob",
+    "web_fetch": "WebFetch",
+    "web_search": "WebSearch",
+    "todo": "TodoWrite",
+    "task": "Task",
+}
 
 
 class UsageError(Exception):
@@ -194,7 +208,10 @@ class ClaudeCodec:
             return self._on_user(frame)
         if kind == "control_request":
             return self._on_control(frame)
-        return Step("write")  # control_response, keep_alive, control_cancel_request, ...
+        if kind == "control_response" and isinstance(frame.get("response"), dict):
+            answer = frame["response"]
+            return Step("answer", request_id=str(answer.get("request_id", "")), fields=answer)
+        return Step("write")  # keep_alive, control_cancel_request, ...
 
     def _on_user(self, frame: JsonDict) -> Step:
         message = frame.get("message")
@@ -263,6 +280,31 @@ class ClaudeCodec:
             status |= {"permissionMode": self.mode, "session_id": self.session_id}
             return control_success(step.request_id, {"mode": self.mode}), status
         return (control_success(step.request_id, result),)
+
+    # permission asks
+
+    def ask_frame(self, request_id: str, ask: CanUseToolRequest) -> JsonDict:
+        """Chorus's policy asks: a ``can_use_tool`` request to the SDK program."""
+        request: JsonDict = {
+            "subtype": "can_use_tool",
+            "tool_name": CLAUDE_TOOLS.get(ask.tool_name, ask.native_tool),
+            "input": ask.input,
+            "tool_use_id": ask.flag_id,
+            "permission_suggestions": [],
+            "description": ask.reason,
+            "decision_reason": ask.reason,
+        }
+        return {"type": "control_request", "request_id": request_id, "request": request}
+
+    @staticmethod
+    def ask_answer(answer: JsonDict) -> JsonDict:
+        """The SDK's answer to ``can_use_tool``, as Chorus's verdict."""
+        if answer.get("subtype") != "success":
+            return verdict(False, str(answer.get("error") or "the SDK refused to answer"))
+        response = answer.get("response")
+        body = response if isinstance(response, dict) else {}
+        allowed = body.get("behavior") == "allow"
+        return verdict(allowed, None if allowed else str(body.get("message") or "denied"))
 
     # events -> stdout
 
@@ -443,9 +485,24 @@ class ClaudeFront(Front):
         self._idle.set()
         self._stack = contextlib.AsyncExitStack()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._asks: dict[str, asyncio.Future[JsonDict]] = {}
 
     def fatal_frame(self, message: str) -> JsonDict | None:
         return self.codec.fatal(message)
+
+    async def _ask(self, ask: CanUseToolRequest) -> JsonDict:
+        """Put a policy ask to the SDK program's ``can_use_tool`` callback."""
+        request_id = f"chorus_req_{uuid.uuid4().hex[:12]}"
+        future: asyncio.Future[JsonDict] = asyncio.get_running_loop().create_future()
+        self._asks[request_id] = future
+        write_line(self.codec.ask_frame(request_id, ask))
+        try:
+            return self.codec.ask_answer(await asyncio.wait_for(future, seconds_left(ask)))
+        except TimeoutError:
+            write_line({"type": "control_cancel_request", "request_id": request_id})
+            return verdict(ask.default == "allow", "the SDK program did not answer in time")
+        finally:
+            self._asks.pop(request_id, None)
 
     async def serve(self) -> None:
         reader = await stdin_lines()
@@ -466,13 +523,18 @@ class ClaudeFront(Front):
             self._spawn(self._control(step))
         elif step.kind == "user":
             await self._user(str(step.fields["text"]))
+        elif step.kind == "answer":
+            waiting = self._asks.get(step.request_id)
+            if waiting is not None and not waiting.done():
+                waiting.set_result(step.fields)
 
     async def _session(self, request_id: str) -> Link | None:
         """The link, its session opened (at the first initialize or user frame)."""
         if self._link is not None:
             return self._link
         try:
-            link = await self._stack.enter_async_context(Link.connect())
+            asks = self._ask if self.codec.args.prompt_tool == "stdio" else None
+            link = await self._stack.enter_async_context(Link.connect(asks))
             info = await link.open(**self.codec.open_fields())
         except LinkError as exc:
             write_line(control_error(request_id, str(exc)))

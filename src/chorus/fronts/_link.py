@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from chorus._errors import ChorusError
-from chorus.events import Event, JsonDict, TurnCompleted, TurnFailed
+from chorus.events import CanUseToolRequest, Event, JsonDict, TurnCompleted, TurnFailed
 from chorus.gateway import UcpClient
+
+#: A front's answer to a permission ask: ``{"behavior": "allow" | "deny", "message"?}``.
+CanUseTool = Callable[[CanUseToolRequest], Awaitable[JsonDict]]
 
 #: How long ``initialize`` may take (a cold body start, a resumed native session).
 INITIALIZE_TIMEOUT_S = 120.0
@@ -50,16 +54,19 @@ class Link:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def connect(cls) -> AsyncIterator[Link]:
-        """Start the daemon if needed and connect to its socket."""
+    async def connect(cls, on_can_use_tool: CanUseTool | None = None) -> AsyncIterator[Link]:
+        """Start the daemon if needed and connect to its socket. With
+        ``on_can_use_tool``, the policy's asks about this session's tool calls come
+        to the front (which puts them to its client)."""
         from chorus.daemon._paths import socket_path
 
         await ensure_daemon()
         async with contextlib.AsyncExitStack() as stack:
             try:
-                client = await stack.enter_async_context(
-                    UcpClient.connect(unix_socket=socket_path())
+                opener = UcpClient.connect(
+                    unix_socket=socket_path(), on_can_use_tool=on_can_use_tool
                 )
+                client = await stack.enter_async_context(opener)
             except OSError as exc:
                 message = f"cannot reach the Chorus daemon at {socket_path()}: {exc}"
                 raise LinkError(message) from exc
@@ -96,3 +103,16 @@ class Link:
             yield event
             if is_turn_end(event):
                 return
+
+
+def seconds_left(ask: CanUseToolRequest) -> float:
+    """How long the front may wait for its client's answer to ``ask``."""
+    return max(0.0, ask.expires - time.time())
+
+
+def verdict(allow: bool, message: str | None = None) -> JsonDict:
+    """A ``can_use_tool`` answer for Chorus."""
+    answer: JsonDict = {"behavior": "allow" if allow else "deny"}
+    if message:
+        answer["message"] = message
+    return answer
