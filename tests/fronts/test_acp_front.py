@@ -22,6 +22,7 @@ from chorus.events import (
 )
 from chorus.fronts import AcpRenderer
 from chorus.fronts._acp import stop_reason
+from chorus.policy import AuditLog
 from chorus.testing import shell, slow_text, text
 
 if TYPE_CHECKING:
@@ -48,7 +49,8 @@ class Recorder:
         self, options: list[Any], session_id: str, tool_call: Any, **_: Any
     ) -> schema.RequestPermissionResponse:
         self.asked.append(tool_call)
-        chosen = "allow" if self.allow else "reject"
+        keep = "keep" in str(tool_call.raw_input)
+        chosen = "allow" if self.allow and not keep else "reject"
         return schema.RequestPermissionResponse(
             outcome=schema.AllowedOutcome(outcome="selected", option_id=chosen)
         )
@@ -150,6 +152,30 @@ async def test_a_tool_turn_a_cancel_and_a_load(front_home: FrontHome, body: str)
         )
         assert done.stop_reason == "end_turn"
         assert client.message() == "after the load"  # nothing of the earlier turns
+
+
+@pytest.mark.parametrize("body", ["claude", "codex"])
+async def test_the_client_answers_permission_requests(front_home: FrontHome, body: str) -> None:
+    front_home.asks_go_to_the_client()
+    front_home.server.script(
+        [shell("rm -rf keep"), shell("rm -rf junk"), text("kept one, removed one")]
+    )
+    client = Recorder()  # rejects what mentions "keep", allows the rest
+    async with acp.spawn_agent_process(
+        client, *front_home.chorus, "acp", "--body", body, env=front_home.env, cwd=front_home.work
+    ) as (conn, _process):
+        new = await _start(conn, front_home.work)
+        done = await asyncio.wait_for(
+            conn.prompt(session_id=new.session_id, prompt=[acp.text_block("tidy up")]), 120
+        )
+    assert done.stop_reason == "end_turn"
+    assert [call.kind for call in client.asked] == ["execute", "execute"]
+    assert "rm -rf keep" in str(client.asked[0].raw_input)
+    assert (front_home.work / "keep" / "file.txt").exists()
+    assert not (front_home.work / "junk").exists()
+    audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
+    assert [a["decision"] for a in audit if a["source"] == "brain"] == ["deny", "allow"]
+    assert client.message().endswith("kept one, removed one")
 
 
 async def test_unknown_session_and_option_are_json_rpc_errors(front_home: FrontHome) -> None:

@@ -9,6 +9,7 @@ stdio, and each ACP session owns one :class:`Link` to the daemon.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ import acp
 from acp import schema
 
 from chorus.events import (
+    CanUseToolRequest,
     Event,
     FileChange,
     JsonDict,
@@ -32,7 +34,7 @@ from chorus.events import (
     TurnFailed,
 )
 from chorus.fronts._front import Front
-from chorus.fronts._link import Link, LinkError
+from chorus.fronts._link import Link, LinkError, seconds_left, verdict
 from chorus.gateway import ResponseError
 
 AGENT_NAME = "chorus"
@@ -156,6 +158,36 @@ def plan_entry(content: str, status: str, priority: str | None) -> schema.PlanEn
     )
 
 
+#: The choices a permission request offers; the first two allow.
+PERMISSION_OPTIONS = (
+    schema.PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
+    schema.PermissionOption(option_id="allow_always", name="Always allow", kind="allow_always"),
+    schema.PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+)
+ALLOWING = frozenset({"allow", "allow_always"})
+
+
+def permission_tool_call(ask: CanUseToolRequest) -> schema.ToolCallUpdate:
+    """The tool call a ``session/request_permission`` is about."""
+    command = ask.input.get("command")
+    title = str(command) if isinstance(command, str) else ask.native_tool
+    return schema.ToolCallUpdate(
+        tool_call_id=ask.flag_id,
+        title=title,
+        kind=TOOL_KINDS.get(ask.tool_name, "other"),
+        status="pending",
+        raw_input=ask.input,
+    )
+
+
+def permission_verdict(answer: schema.RequestPermissionResponse) -> JsonDict:
+    """The client's choice as Chorus's verdict (a cancelled request denies)."""
+    outcome = answer.outcome
+    if isinstance(outcome, schema.AllowedOutcome) and outcome.option_id in ALLOWING:
+        return verdict(True)
+    return verdict(False, "the ACP client rejected the tool call")
+
+
 def stop_reason(end: TurnCompleted | TurnFailed, *, cancelled: bool) -> schema.StopReason:
     """The prompt's stop reason (ACP: ``cancelled`` once the client cancelled); a
     failed turn that nobody cancelled is an error."""
@@ -276,8 +308,14 @@ class AcpFront(Front):
 
     async def _open(self, **fields: Any) -> _Session:
         stack = contextlib.AsyncExitStack()
+        box: list[Link] = []
+
+        async def ask(request: CanUseToolRequest) -> JsonDict:
+            return await self._ask(box[0].session_id, request)
+
         try:
-            link = await stack.enter_async_context(Link.connect())
+            link = await stack.enter_async_context(Link.connect(ask))
+            box.append(link)
             await link.open(**fields)
         except (LinkError, ResponseError) as exc:
             await stack.aclose()
@@ -285,6 +323,20 @@ class AcpFront(Front):
         session = _Session(link, stack)
         self.sessions[link.session_id] = session
         return session
+
+    async def _ask(self, session_id: str, ask: CanUseToolRequest) -> JsonDict:
+        """Put a policy ask to the ACP client as ``session/request_permission``."""
+        assert self._client is not None
+        request = self._client.request_permission(
+            session_id=session_id,
+            tool_call=permission_tool_call(ask),
+            options=list(PERMISSION_OPTIONS),
+        )
+        try:
+            answer = await asyncio.wait_for(request, seconds_left(ask))
+        except TimeoutError:
+            return verdict(ask.default == "allow", "the ACP client did not answer in time")
+        return permission_verdict(answer)
 
     def _session(self, session_id: str) -> _Session:
         session = self.sessions.get(session_id)
