@@ -23,6 +23,7 @@ from openai_codex.generated.v2_all import (
 from chorus.events import TextDelta, ToolCall, ToolResult, TurnCompleted, TurnFailed, Usage
 from chorus.fronts import CodexCodec, parse_codex_argv
 from chorus.fronts._codex import CodexArgs, UsageError
+from chorus.policy import AuditLog
 from chorus.testing import shell, slow_text, text
 
 if TYPE_CHECKING:
@@ -92,6 +93,32 @@ def test_codex_sdk_runs_a_shell_turn_and_an_interrupt_on_claude(front_home: Fron
     assert any(isinstance(e, ToolResult) for e in events)
     ends = [type(e).__name__ for e in events if isinstance(e, TurnCompleted | TurnFailed)]
     assert ends == ["TurnCompleted", "TurnFailed", "TurnCompleted"]
+
+
+def test_approval_requests_reach_the_low_level_client(front_home: FrontHome) -> None:
+    front_home.asks_go_to_the_client()
+    front_home.server.script(
+        [shell("rm -rf keep"), shell("rm -rf junk"), text("kept one, removed one")]
+    )
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    def decide(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        asked.append((method, params or {}))
+        return {"decision": "decline" if "keep" in str(params) else "accept"}
+
+    with CodexClient(_config(front_home, "claude"), approval_handler=decide) as client:
+        client.initialize()
+        thread = client.thread_start({"cwd": str(front_home.work), "approvalPolicy": "untrusted"})
+        turn = client.turn_start(thread.thread.id, "tidy up")
+        done = client.wait_for_turn_completed(turn.turn.id)
+    assert done.turn.status == TurnStatus.completed
+    assert [method for method, _ in asked] == ["item/commandExecution/requestApproval"] * 2
+    assert asked[0][1]["command"] == "rm -rf keep"
+    assert asked[0][1]["turnId"] == turn.turn.id
+    assert (front_home.work / "keep" / "file.txt").exists()
+    assert not (front_home.work / "junk").exists()
+    audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
+    assert [a["decision"] for a in audit if a["source"] == "brain"] == ["deny", "allow"]
 
 
 def test_low_level_client_errors_keep_the_server_serving(front_home: FrontHome) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from chorus.events import (
+    CanUseToolRequest,
     Event,
     JsonDict,
     Text,
@@ -34,7 +35,7 @@ from chorus.events import (
     Usage,
 )
 from chorus.fronts._front import Front, run_front, stdin_lines, write_line
-from chorus.fronts._link import Link, LinkError
+from chorus.fronts._link import Link, LinkError, seconds_left, verdict
 from chorus.gateway import ResponseError
 
 #: The app-server release whose protocol this front speaks (the SDK wants >= 0.151.0).
@@ -49,6 +50,11 @@ SANDBOXES: dict[str, tuple[str, str]] = {
     "workspace-write": ("acceptEdits", "workspaceWrite"),
     "danger-full-access": ("bypassPermissions", "dangerFullAccess"),
 }
+
+
+#: Client decisions on an approval request that allow the call.
+ACCEPTING = frozenset({"accept", "acceptForSession", "approved", "approved_for_session"})
+EDIT_TOOLS = frozenset({"write", "edit"})
 
 
 class UsageError(Exception):
@@ -373,6 +379,48 @@ class CodexCodec:
         }
         return response(request_id, result), notification("thread/started", {"thread": thread})
 
+    @staticmethod
+    def asks_client(params: JsonDict) -> bool:
+        """Whether the thread's client answers approvals: not with ``approvalPolicy
+        never`` nor with ``approvalsReviewer auto_review`` (then Chorus's policy is the
+        reviewer)."""
+        never = params.get("approvalPolicy") == "never"
+        return not never and params.get("approvalsReviewer") != "auto_review"
+
+    @staticmethod
+    def approval_request(request_id: str, thread: CodexThread, ask: CanUseToolRequest) -> JsonDict:
+        """Chorus's policy asks: an approval request to the client."""
+        active = thread.active
+        params: JsonDict = {
+            "threadId": thread.id,
+            "turnId": active.id if active else "",
+            "itemId": ask.flag_id,
+            "reason": ask.reason,
+        }
+        if ask.tool_name in EDIT_TOOLS:
+            return {"id": request_id, "method": "item/fileChange/requestApproval", "params": params}
+        command = ask.input.get("command")
+        params |= {
+            "command": command if isinstance(command, str) else json.dumps(ask.input),
+            "cwd": thread.cwd,
+            "availableDecisions": ["accept", "decline", "cancel"],
+        }
+        return {
+            "id": request_id,
+            "method": "item/commandExecution/requestApproval",
+            "params": params,
+        }
+
+    @staticmethod
+    def approval_verdict(reply: JsonDict) -> JsonDict:
+        result = reply.get("result")
+        decision = result.get("decision") if isinstance(result, dict) else None
+        if isinstance(decision, dict):  # acceptWithExecpolicyAmendment and the like
+            decision = next(iter(decision), None)
+        if decision in ACCEPTING or str(decision).startswith("accept"):
+            return verdict(True)
+        return verdict(False, f"the Codex client answered {decision or 'nothing'}")
+
     def turn_started(self, request_id: Any, thread: CodexThread) -> tuple[JsonDict, ...]:
         turn = thread.new_turn()
         started = {"threadId": thread.id, "turn": turn_json(turn)}
@@ -400,6 +448,7 @@ class CodexFront(Front):
         self.threads: dict[str, _Thread] = {}
         self._stack = contextlib.AsyncExitStack()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._asks: dict[str, asyncio.Future[JsonDict]] = {}
 
     def fatal_frame(self, message: str) -> JsonDict | None:
         return notification("error", {"error": {"message": message}, "willRetry": False})
@@ -420,10 +469,34 @@ class CodexFront(Front):
             await self._open(step.request_id, step.fields)
         elif step.kind in {"turn/start", "turn/steer", "turn/interrupt"}:
             self._spawn(self._turn_request(step, self.threads[step.thread_id]))
+        elif step.kind == "answer":
+            waiting = self._asks.get(str(step.request_id))
+            if waiting is not None and not waiting.done():
+                waiting.set_result(step.fields)
+
+    async def _ask(self, thread_id: str, ask: CanUseToolRequest) -> JsonDict:
+        """Put a policy ask to the client as an approval request."""
+        request_id = f"chorus-{uuid.uuid4().hex[:12]}"
+        future: asyncio.Future[JsonDict] = asyncio.get_running_loop().create_future()
+        self._asks[request_id] = future
+        write_line(self.codec.approval_request(request_id, self.codec.threads[thread_id], ask))
+        try:
+            return self.codec.approval_verdict(await asyncio.wait_for(future, seconds_left(ask)))
+        except TimeoutError:
+            return verdict(ask.default == "allow", "the Codex client did not answer in time")
+        finally:
+            self._asks.pop(request_id, None)
 
     async def _open(self, request_id: Any, params: JsonDict) -> None:
+        box: list[Link] = []
+
+        async def ask(request: CanUseToolRequest) -> JsonDict:
+            return await self._ask(box[0].session_id, request)
+
+        asks = ask if self.codec.asks_client(params) else None
         try:
-            link = await self._stack.enter_async_context(Link.connect())
+            link = await self._stack.enter_async_context(Link.connect(asks))
+            box.append(link)
             info = await link.open(**self.codec.open_fields(params))
         except LinkError as exc:
             write_line(failure(request_id, INTERNAL_ERROR, str(exc)))
