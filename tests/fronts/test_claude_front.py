@@ -51,11 +51,12 @@ async def _collect(prompt: str, options: ClaudeAgentOptions) -> list[Any]:
     return [message async for message in query(prompt=prompt, options=options)]
 
 
-async def test_query_runs_a_shell_tool_on_a_codex_body(front_home: FrontHome) -> None:
-    front_home.server.script([shell("echo from codex > made.txt"), text("made it")])
-    options = _options(front_home, "codex", permission_mode="bypassPermissions")
+@pytest.mark.parametrize("body", ["codex", "gemini"])
+async def test_query_runs_a_shell_tool(front_home: FrontHome, body: str) -> None:
+    front_home.server.script([shell(f"echo from {body} > made.txt"), text("made it")])
+    options = _options(front_home, body, permission_mode="bypassPermissions")
     messages = await asyncio.wait_for(_collect("make made.txt", options), 180)
-    assert (front_home.work / "made.txt").read_text().strip() == "from codex"
+    assert (front_home.work / "made.txt").read_text().strip() == f"from {body}"
     init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
     assert init.data["claude_code_version"]
     session_id = init.data["session_id"]
@@ -69,7 +70,7 @@ async def test_query_runs_a_shell_tool_on_a_codex_body(front_home: FrontHome) ->
     assert done.result == "made it"
     assert done.session_id == session_id
     events = await front_home.log(session_id)
-    assert {e.body for e in events if e.body} == {"codex"}
+    assert {e.body for e in events if e.body} == {body}
     assert any(isinstance(e, ToolCall) and e.tool == "shell" for e in events)
     assert sum(isinstance(e, TurnCompleted) for e in events) == 1
 
@@ -96,6 +97,7 @@ async def test_client_multi_turn_set_model_and_interrupt_on_gemini(
         assert partials  # --include-partial-messages: stream_event frames
 
         await client.set_model("gemini-2.5-pro")
+        await client.set_permission_mode("acceptEdits")
         await client.query("two")
         second = [m async for m in client.receive_response()]
         assert second[-1].result == "second answer"  # type: ignore[union-attr]
@@ -128,7 +130,10 @@ async def test_client_multi_turn_set_model_and_interrupt_on_gemini(
     assert {e.body for e in events if e.body} == {"gemini"}
 
 
-async def test_can_use_tool_denies_one_call_and_allows_another(front_home: FrontHome) -> None:
+@pytest.mark.parametrize("body", ["codex", "gemini"])
+async def test_can_use_tool_denies_one_call_and_allows_another(
+    front_home: FrontHome, body: str
+) -> None:
     front_home.asks_go_to_the_client()
     front_home.server.script(
         [shell("rm -rf keep"), shell("rm -rf junk"), text("kept one, removed one")]
@@ -141,7 +146,7 @@ async def test_can_use_tool_denies_one_call_and_allows_another(front_home: Front
             return PermissionResultDeny(message="keep stays")
         return PermissionResultAllow()
 
-    options = _options(front_home, "codex", can_use_tool=decide)
+    options = _options(front_home, body, can_use_tool=decide)
     async with ClaudeSDKClient(options) as client:
         await client.query("tidy up")
         messages = [m async for m in client.receive_response()]
@@ -157,6 +162,18 @@ async def test_can_use_tool_denies_one_call_and_allows_another(front_home: Front
     events = await front_home.log(done.session_id)
     notes = [e.message for e in events if isinstance(e, Notice) and e.kind == "brain"]
     assert any("keep stays" in n for n in notes)
+
+
+async def test_max_turns_stops_a_turn_that_needs_more(front_home: FrontHome) -> None:
+    front_home.server.script([shell("echo one > one.txt"), text("never needed")])
+    options = _options(front_home, "gemini", permission_mode="bypassPermissions", max_turns=1)
+    messages = await asyncio.wait_for(_collect("make one.txt", options), 120)
+    done = messages[-1]
+    assert isinstance(done, ResultMessage)
+    assert done.subtype == "error_max_turns"
+    assert done.is_error
+    events = await front_home.log(done.session_id)
+    assert any(isinstance(e, TurnFailed) and e.error.code == "interrupted" for e in events)
 
 
 async def test_unknown_body_is_an_initialize_error(front_home: FrontHome) -> None:

@@ -179,6 +179,7 @@ class _TurnState:
     streamed: set[str] = field(default_factory=set)
     open_block: str | None = None
     tools: int = 0
+    limit_hit: bool = False
 
 
 class ClaudeCodec:
@@ -193,6 +194,7 @@ class ClaudeCodec:
         self.pending = 0
         self._turn: _TurnState | None = None
         self._turn_id: str | None = None
+        self._interrupt_wanted = False
 
     # stdin -> steps
 
@@ -354,6 +356,7 @@ class ClaudeCodec:
                 return [*self._close_block(turn), self._assistant([block])]
             case ToolCall():
                 turn.tools += 1
+                self._check_limit(turn)
                 block = {
                     "type": "tool_use",
                     "id": event.call_id,
@@ -400,6 +403,18 @@ class ClaudeCodec:
             self._stream({"type": "message_stop"}),
         ]
 
+    def _check_limit(self, turn: _TurnState) -> None:
+        """``--max-turns``: a tool call that needs one model request too many stops the
+        turn (the loop interrupts it when :meth:`take_interrupt` says so)."""
+        limit = self.args.max_turns
+        if limit is not None and turn.tools >= limit and not turn.limit_hit:
+            turn.limit_hit = True
+            self._interrupt_wanted = True
+
+    def take_interrupt(self) -> bool:
+        wanted, self._interrupt_wanted = self._interrupt_wanted, False
+        return wanted
+
     def _finish(self, end: TurnCompleted | TurnFailed, turn: _TurnState) -> list[JsonDict]:
         self.pending = max(0, self.pending - 1)
         self._turn = None
@@ -420,6 +435,10 @@ class ClaudeCodec:
             result |= {"stop_reason": end.stop_reason, "terminal_reason": "completed"}
             result["duration_ms"] = end.duration_ms or result["duration_ms"]
             result["permission_denials"] = end.permission_denials
+        elif turn.limit_hit:
+            message = f"Reached maximum number of turns ({self.args.max_turns})"
+            result |= {"subtype": "error_max_turns", "is_error": True, "errors": [message]}
+            result |= {"stop_reason": None, "terminal_reason": "max_turns"}
         else:
             interrupted = end.error.code == "interrupted"
             if interrupted:
@@ -575,10 +594,17 @@ class ClaudeFront(Front):
         for frame in self.codec.answered(step, result):
             write_line(frame)
 
+    @staticmethod
+    async def _stop_turn(link: Link) -> None:
+        with contextlib.suppress(ResponseError):  # the turn may have ended meanwhile
+            await link.control("interrupt")
+
     async def _pump(self, link: Link) -> None:
         async for event in link.events():
             for frame in self.codec.on_event(event):
                 write_line(frame)
+            if self.codec.take_interrupt():
+                self._spawn(self._stop_turn(link))
             if self.codec.pending == 0:
                 self._idle.set()
 
