@@ -13,6 +13,8 @@ from acp import schema
 
 from chorus.events import (
     ErrorInfo,
+    Plan,
+    PlanEntry,
     Text,
     TextDelta,
     ToolCall,
@@ -123,10 +125,16 @@ async def test_a_tool_turn_a_cancel_and_a_load(front_home: FrontHome, body: str)
         assert cancelled.stop_reason == "cancelled"
         assert "eight" not in client.message()
 
+        other = {"claude": "claude-sonnet-4-5", "codex": "gpt-5.4"}[body]
+        chosen = await conn.set_config_option(
+            config_id="model", session_id=new.session_id, value=other
+        )
+        assert chosen.config_options[0].current_value == other
         again = await asyncio.wait_for(
             conn.prompt(session_id=new.session_id, prompt=[acp.text_block("still there?")]), 120
         )
         assert again.stop_reason == "end_turn"
+        assert front_home.server.turn_requests()[-1].body["model"] == other
         assert "after the cancel" in client.message()
 
     events = await front_home.log(new.session_id)
@@ -219,6 +227,16 @@ def test_the_renderer_streams_deltas_once() -> None:
     assert [u.content.text for u in renderer.updates(delta)] == ["hel"]  # type: ignore[union-attr]
     assert renderer.updates(Text(text="hello", message_id="m1")) == []
     assert len(renderer.updates(Text(text="whole", message_id="m2"))) == 1
+
+
+def test_plans_become_plan_updates() -> None:
+    plan = Plan(entries=[PlanEntry(content="read", status="completed"), PlanEntry(content="write")])
+    (update,) = AcpRenderer().updates(plan)
+    assert isinstance(update, schema.AgentPlanUpdate)
+    assert [(e.content, e.status) for e in update.entries] == [
+        ("read", "completed"),
+        ("write", "pending"),
+    ]
 
 
 def test_stop_reasons() -> None:

@@ -20,7 +20,7 @@ from openai_codex.generated.v2_all import (
     TurnStatus,
 )
 
-from chorus.events import TextDelta, ToolCall, ToolResult, TurnCompleted, TurnFailed, Usage
+from chorus.events import Steer, TextDelta, ToolCall, ToolResult, TurnCompleted, TurnFailed, Usage
 from chorus.fronts import CodexCodec, parse_codex_argv
 from chorus.fronts._codex import CodexArgs, UsageError
 from chorus.policy import AuditLog
@@ -93,6 +93,31 @@ def test_codex_sdk_runs_a_shell_turn_and_an_interrupt_on_claude(front_home: Fron
     assert any(isinstance(e, ToolResult) for e in events)
     ends = [type(e).__name__ for e in events if isinstance(e, TurnCompleted | TurnFailed)]
     assert ends == ["TurnCompleted", "TurnFailed", "TurnCompleted"]
+
+
+def test_a_steer_and_a_resumed_thread(front_home: FrontHome) -> None:
+    """On a Codex body (a Claude body has no steer: the client gets a JSON-RPC error)."""
+    front_home.server.script(
+        [slow_text("a b c d e f g h i j k l", chunks=24, delay=0.25), *[text("ok")] * 3]
+    )
+    with Codex(_config(front_home, "codex")) as codex:
+        thread = codex.thread_start(cwd=str(front_home.work))
+        handle = thread.turn("count slowly")
+        steered = None
+        for note in handle.stream():
+            if note.method == "item/agentMessage/delta" and steered is None:
+                steered = handle.steer("and then say ok")
+        assert steered is not None
+        assert steered.turn_id == handle.id
+        thread_id = thread.id
+    with Codex(_config(front_home, "codex")) as codex:
+        resumed = codex.thread_resume(thread_id)
+        assert resumed.id == thread_id
+        result = resumed.run("back again")
+        assert result.final_response == "ok"
+    events = asyncio.run(front_home.log(thread_id))
+    assert [e.text for e in events if isinstance(e, Steer)] == ["and then say ok"]
+    assert sum(isinstance(e, TurnCompleted) for e in events) >= 2
 
 
 def test_approval_requests_reach_the_low_level_client(front_home: FrontHome) -> None:
