@@ -155,11 +155,16 @@ async def test_a_tool_turn_a_cancel_and_a_load(front_home: FrontHome, body: str)
         await asyncio.wait_for(
             conn.load_session(cwd=str(work), session_id=new.session_id, mcp_servers=[]), 120
         )
+        said = [u.content.text for u in client.updates if isinstance(u, schema.UserMessageChunk)]
+        assert said == ["make made.txt", "count slowly", "still there?"]  # the replay
+        assert "file made" in client.message()
+        assert any(isinstance(u, schema.ToolCallStart) for u in client.updates)
+        client.updates.clear()
         done = await asyncio.wait_for(
             conn.prompt(session_id=new.session_id, prompt=[acp.text_block("back again")]), 120
         )
         assert done.stop_reason == "end_turn"
-        assert client.message() == "after the load"  # nothing of the earlier turns
+        assert client.message() == "after the load"  # the replay is not repeated
 
 
 @pytest.mark.parametrize("body", ["claude", "codex"])

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -162,6 +163,20 @@ async def test_can_use_tool_denies_one_call_and_allows_another(
     events = await front_home.log(done.session_id)
     notes = [e.message for e in events if isinstance(e, Notice) and e.kind == "brain"]
     assert any("keep stays" in n for n in notes)
+
+
+async def test_resume_reopens_the_chorus_session(front_home: FrontHome) -> None:
+    front_home.server.script([text("noted"), text("apple")])
+    first = await asyncio.wait_for(_collect("remember: apple", _options(front_home, "codex")), 120)
+    session_id = first[-1].session_id
+    options = _options(front_home, "codex", resume=session_id)
+    second = await asyncio.wait_for(_collect("what was the word?", options), 120)
+    assert second[-1].result == "apple"
+    assert second[-1].session_id == session_id
+    last = front_home.server.turn_requests()[-1]
+    assert "remember: apple" in json.dumps(last.body)  # the body's own conversation goes on
+    events = await front_home.log(session_id)
+    assert sum(isinstance(e, TurnCompleted) for e in events) == 2
 
 
 async def test_max_turns_stops_a_turn_that_needs_more(front_home: FrontHome) -> None:

@@ -24,6 +24,7 @@ from chorus.events import (
     FileChange,
     JsonDict,
     Plan,
+    Queued,
     Text,
     TextDelta,
     Thinking,
@@ -83,6 +84,12 @@ class AcpRenderer:
     ``thinking`` event is shown only when no delta of it was streamed."""
 
     streamed: set[str] = field(default_factory=set)
+
+    def history(self, event: Event) -> list[Update | schema.UserMessageChunk]:
+        """A logged event replayed by ``session/load``: the user's prompts too."""
+        if isinstance(event, Queued):
+            return [acp.update_user_message_text(event.text)]
+        return list(self.updates(event))
 
     def updates(self, event: Event) -> list[Update]:
         match event:
@@ -300,7 +307,12 @@ class AcpFront(Front):
         )
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> schema.LoadSessionResponse:
+        """Re-open a Chorus session; its conversation is replayed as updates first."""
         session = await self._open(resume=session_id)
+        assert self._client is not None
+        async for event in session.link.history():
+            for update in session.renderer.history(event):
+                await self._client.session_update(session.link.session_id, update)
         return schema.LoadSessionResponse(
             modes=modes(session.mode),
             config_options=[model_option(session.model, str(session.link.info.get("body")))],

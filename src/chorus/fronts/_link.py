@@ -84,6 +84,15 @@ class Link:
             self._skip_through = int(self.info.get("last_seq", 0))
         return self.info
 
+    async def history(self) -> AsyncIterator[Event]:
+        """A re-opened session's logged events (those :meth:`events` skips), in order."""
+        if self._skip_through == 0:
+            return
+        async for event in self.client.events():
+            yield event
+            if event.seq >= self._skip_through:
+                return
+
     async def user(self, text: str) -> None:
         await self.client.send_user(text)
 
