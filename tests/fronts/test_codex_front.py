@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from openai_codex import Codex, CodexConfig, MethodNotFoundError, Sandbox
+from openai_codex import Codex, CodexConfig, InvalidParamsError, MethodNotFoundError, Sandbox
 from openai_codex.client import CodexClient
 from openai_codex.generated.v2_all import (
     ItemCompletedNotification,
@@ -156,6 +156,10 @@ def test_low_level_client_errors_keep_the_server_serving(front_home: FrontHome) 
         turn = client.turn_start(thread.thread.id, "hello")
         done = client.wait_for_turn_completed(turn.turn.id)
         assert done.turn.status == TurnStatus.completed
+    with CodexClient(_config(front_home, "nosuch")) as client:
+        client.initialize()
+        with pytest.raises(InvalidParamsError, match="nosuch"):
+            client.thread_start({"cwd": str(front_home.work)})
 
 
 def test_bad_command_lines_exit_2() -> None:

@@ -58,6 +58,7 @@ def test_claude_front_finishes_queued_turns_after_eof_and_answers_bad_lines(
         _user("one"),
         _user("two"),
         _control("req_3", "set_permission_mode", mode="plan"),
+        _control("req_4", "mcp_status"),
     ]
     argv = [str(BIN / "chorus-claude"), "--output-format", "stream-json", "--chorus-body", "codex"]
     code, frames, stderr = _run(argv, lines, front_home.work)
@@ -72,6 +73,7 @@ def test_claude_front_finishes_queued_turns_after_eof_and_answers_bad_lines(
     assert answers[""]["subtype"] == "error"  # the malformed line
     assert "get_context_usage" in answers["req_2"]["error"]
     assert answers["req_3"]["response"] == {"mode": "plan"}
+    assert "req_4" in answers  # mcp_status: the body's answer or an error, never silence
     results = [f for f in frames if f["type"] == "result"]
     assert [r["result"] for r in results] == ["first answer", "second answer"]
     assert all(r["subtype"] == "success" and "usage" in r for r in results)
