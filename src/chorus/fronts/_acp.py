@@ -264,6 +264,7 @@ class AcpFront(Front):
     name = "acp"
 
     def __init__(self, body: str | None = None, model: str | None = None) -> None:
+        super().__init__()
         self.body = body or os.environ.get("CHORUS_BODY") or None
         self.model = model
         self.sessions: dict[str, _Session] = {}

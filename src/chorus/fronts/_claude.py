@@ -498,12 +498,12 @@ class ClaudeFront(Front):
     name = "claude"
 
     def __init__(self, args: ClaudeArgs, cwd: str | None = None) -> None:
+        super().__init__()
         self.codec = ClaudeCodec(args, cwd or os.getcwd())
         self._link: Link | None = None
         self._idle = asyncio.Event()
         self._idle.set()
         self._stack = contextlib.AsyncExitStack()
-        self._tasks: set[asyncio.Task[None]] = set()
         self._asks: dict[str, asyncio.Future[JsonDict]] = {}
 
     def fatal_frame(self, message: str) -> JsonDict | None:
@@ -530,8 +530,7 @@ class ClaudeFront(Front):
                 if line.strip():
                     await self._handle(self.codec.on_line(line.decode("utf-8", "replace")))
             await self._idle.wait()  # end of input: finish the queued turns
-            for task in list(self._tasks):
-                task.cancel()
+            self.cancel_tasks()
 
     async def _handle(self, step: Step) -> None:
         for frame in step.frames:
@@ -539,7 +538,7 @@ class ClaudeFront(Front):
         if step.kind == "open":
             await self._open(step.request_id)
         elif step.kind == "control":
-            self._spawn(self._control(step))
+            self.spawn(self._control(step))
         elif step.kind == "user":
             await self._user(str(step.fields["text"]))
         elif step.kind == "answer":
@@ -563,7 +562,7 @@ class ClaudeFront(Front):
             return None
         self._link = link
         write_line(self.codec.opened(request_id, info))
-        self._spawn(self._pump(link))
+        self.spawn(self._pump(link))
         return link
 
     async def _open(self, request_id: str) -> None:
@@ -604,14 +603,9 @@ class ClaudeFront(Front):
             for frame in self.codec.on_event(event):
                 write_line(frame)
             if self.codec.take_interrupt():
-                self._spawn(self._stop_turn(link))
+                self.spawn(self._stop_turn(link))
             if self.codec.pending == 0:
                 self._idle.set()
-
-    def _spawn(self, work: Any) -> None:
-        task: asyncio.Task[None] = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

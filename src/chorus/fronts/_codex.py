@@ -444,10 +444,10 @@ class CodexFront(Front):
     name = "codex-app-server"
 
     def __init__(self, args: CodexArgs, cwd: str | None = None) -> None:
+        super().__init__()
         self.codec = CodexCodec(args, cwd or os.getcwd())
         self.threads: dict[str, _Thread] = {}
         self._stack = contextlib.AsyncExitStack()
-        self._tasks: set[asyncio.Task[None]] = set()
         self._asks: dict[str, asyncio.Future[JsonDict]] = {}
 
     def fatal_frame(self, message: str) -> JsonDict | None:
@@ -459,8 +459,7 @@ class CodexFront(Front):
             while line := await reader.readline():
                 if line.strip():
                     await self._handle(self.codec.on_line(line.decode("utf-8", "replace")))
-            for task in list(self._tasks):
-                task.cancel()
+            self.cancel_tasks()
 
     async def _handle(self, step: Step) -> None:
         for frame in step.frames:
@@ -468,7 +467,7 @@ class CodexFront(Front):
         if step.kind == "open":
             await self._open(step.request_id, step.fields)
         elif step.kind in {"turn/start", "turn/steer", "turn/interrupt"}:
-            self._spawn(self._turn_request(step, self.threads[step.thread_id]))
+            self.spawn(self._turn_request(step, self.threads[step.thread_id]))
         elif step.kind == "answer":
             waiting = self._asks.get(str(step.request_id))
             if waiting is not None and not waiting.done():
@@ -508,7 +507,7 @@ class CodexFront(Front):
             write_line(frame)
         thread = _Thread(link, self.codec.threads[link.session_id])
         self.threads[link.session_id] = thread
-        self._spawn(self._pump(thread))
+        self.spawn(self._pump(thread))
 
     async def _turn_request(self, step: Step, thread: _Thread) -> None:
         if step.kind == "turn/start":
@@ -530,11 +529,6 @@ class CodexFront(Front):
         async for event in thread.link.events():
             for frame in thread.state.on_event(event):
                 write_line(frame)
-
-    def _spawn(self, work: Any) -> None:
-        task: asyncio.Task[None] = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

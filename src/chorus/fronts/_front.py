@@ -11,10 +11,15 @@ from __future__ import annotations
 import abc
 import asyncio
 import json
+import logging
 import sys
+from collections.abc import Coroutine
+from typing import Any
 
 from chorus.events import JsonDict
 from chorus.fronts._link import LinkError
+
+log = logging.getLogger("chorus.fronts")
 
 #: Exit codes: the client went away normally; Chorus could not be reached.
 EXIT_OK = 0
@@ -25,6 +30,24 @@ class Front(abc.ABC):
     """One client protocol served on stdio over Chorus sessions."""
 
     name: str = "front"
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` beside the stdin loop; a failure is reported on stderr."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("chorus %s: %r", self.name, task.exception())
+
+    def cancel_tasks(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
 
     @abc.abstractmethod
     async def serve(self) -> None:
