@@ -41,6 +41,7 @@ def _register() -> None:
         _cluster_cmd,
         _daemon_cmd,
         _demo_cmd,
+        _fronts_cmd,
         _gateway_cmd,
         _memory_cmd,
         _policy_cmd,

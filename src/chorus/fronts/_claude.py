@@ -1,0 +1,621 @@
+"""The Claude Code front: ``chorus-claude`` speaks Claude Code's stream-json and control
+protocol on stdio, so a Claude Agent SDK program (``cli_path``) or Zed's
+``claude-code-acp`` (``CLAUDE_CODE_EXECUTABLE``) drives any Chorus body.
+
+Three parts: :func:`parse_argv` (the command line Claude Code accepts, sans-I/O),
+:class:`ClaudeCodec` (stdin frames -> :class:`Step` s for the loop, canonical events
+-> stream-json frames, sans-I/O) and :class:`ClaudeFront` (the thin loop: stdin,
+the :class:`Link` to the daemon, stdout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chorus.events import (
+    CanUseToolRequest,
+    Event,
+    JsonDict,
+    Text,
+    TextDelta,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    TurnCompleted,
+    TurnFailed,
+    Usage,
+)
+from chorus.fronts._front import Front, run_front, stdin_lines, write_line
+from chorus.fronts._link import Link, LinkError, seconds_left, verdict
+from chorus.gateway import ResponseError
+
+#: The Claude Code release whose protocol this front speaks (the SDK reads it).
+CLAUDE_CODE_VERSION = "2.1.330"
+BODY_ENV = "CHORUS_BODY"
+INTERRUPTED_TEXT = "[Request interrupted by user]"
+#: SDK controls that map one to one onto UCP controls.
+UCP_CONTROLS = frozenset({"interrupt", "set_model", "set_permission_mode", "mcp_status"})
+#: Flags that take a value (``--flag value`` or ``--flag=value``); others are switches.
+VALUE_FLAGS = frozenset(
+    {
+        "--output-format", "--input-format", "--system-prompt", "--append-system-prompt",
+        "--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools",
+        "--max-turns", "--max-budget-usd", "--model", "--fallback-model", "--permission-mode",
+        "--resume", "--session-id", "--add-dir", "--mcp-config", "--setting-sources",
+        "--permission-prompt-tool", "--thinking", "--effort", "--tools", "--betas",
+        "--settings", "--plugin-dir", "--json-schema", "--max-thinking-tokens",
+        "--resume-session-at", "--agents", "--chorus-body", "--debug-file", "--task-budget",
+        "--thinking-display", "--fork-session-id",
+    }
+)  # fmt: skip
+STREAM_JSON = "stream-json"
+#: Chorus's tool vocabulary -> Claude Code's tool names (what SDK callbacks expect).
+CLAUDE_TOOLS = {
+    "shell": "Bash",
+    "read": "Read",
+    "write": "Write",
+    "edit": "Edit",
+    "search": "Grep",
+    "glob": "Glob",
+    "web_fetch": "WebFetch",
+    "web_search": "WebSearch",
+    "todo": "TodoWrite",
+    "task": "Task",
+}
+
+
+class UsageError(Exception):
+    """A command line ``chorus-claude`` cannot run with (exit 2)."""
+
+
+@dataclass(frozen=True)
+class ClaudeArgs:
+    """What ``chorus-claude`` takes from Claude Code's command line."""
+
+    body: str | None = None
+    model: str | None = None
+    permission_mode: str | None = None
+    resume: str | None = None
+    partials: bool = False
+    prompt_tool: str | None = None
+    max_turns: int | None = None
+    version: bool = False
+    ignored: tuple[str, ...] = ()
+
+
+def parse_argv(argv: Sequence[str], env: dict[str, str]) -> ClaudeArgs:
+    """Claude Code's flags; unknown ones are ignored (new SDKs add flags), a flag
+    missing its value or a format other than stream-json raises :class:`UsageError`."""
+    values, switches, ignored = _split(list(argv))
+    for name in ("--output-format", "--input-format"):
+        if values.get(name, STREAM_JSON) != STREAM_JSON:
+            raise UsageError(f"{name} {values[name]!r}: chorus-claude speaks only stream-json")
+    turns = values.get("--max-turns")
+    if turns is not None and not turns.isdigit():
+        raise UsageError(f"--max-turns {turns!r}: expected a whole number")
+    return ClaudeArgs(
+        body=values.get("--chorus-body") or env.get(BODY_ENV) or None,
+        model=values.get("--model"),
+        permission_mode=values.get("--permission-mode"),
+        resume=values.get("--resume"),
+        partials="--include-partial-messages" in switches,
+        prompt_tool=values.get("--permission-prompt-tool"),
+        max_turns=int(turns) if turns is not None else None,
+        version=bool({"-v", "--version"} & switches),
+        ignored=tuple(ignored),
+    )
+
+
+def _split(args: list[str]) -> tuple[dict[str, str], set[str], list[str]]:
+    values: dict[str, str] = {}
+    switches: set[str] = set()
+    ignored: list[str] = []
+    while args:
+        arg = args.pop(0)
+        name, eq, inline = arg.partition("=")
+        if name in VALUE_FLAGS:
+            if not eq and (not args or args[0].startswith("--")):
+                raise UsageError(f"{name} needs a value")
+            values[name] = inline if eq else args.pop(0)
+        elif arg.startswith("-"):
+            switches.add(name)
+            if name not in {"-v", "--version", "--verbose", "--include-partial-messages"}:
+                ignored.append(name)
+        else:
+            ignored.append(arg)  # a positional (prompt mode is not supported)
+    return values, switches, ignored
+
+
+# -- the codec ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the loop must do for a stdin frame.
+
+    ``kind``: ``open`` (initialize the session, then answer), ``control`` (a UCP
+    control, then answer), ``user`` (send a turn's text), ``write`` (only the frames).
+    """
+
+    kind: str
+    frames: tuple[JsonDict, ...] = ()
+    request_id: str = ""
+    subtype: str = ""
+    fields: JsonDict = field(default_factory=dict)
+
+
+def control_success(request_id: str, response: JsonDict) -> JsonDict:
+    body = {"subtype": "success", "request_id": request_id, "response": response}
+    return {"type": "control_response", "response": body}
+
+
+def control_error(request_id: str, message: str) -> JsonDict:
+    body = {"subtype": "error", "request_id": request_id, "error": message}
+    return {"type": "control_response", "response": body}
+
+
+def user_text(content: Any) -> str | None:
+    """A user message's text (text blocks joined); ``None`` if it has none."""
+    if isinstance(content, str):
+        return content or None
+    if not isinstance(content, list):
+        return None
+    parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return "\n".join(p for p in parts if p) or None
+
+
+@dataclass
+class _TurnState:
+    started: float = field(default_factory=time.monotonic)
+    streamed: set[str] = field(default_factory=set)
+    open_block: str | None = None
+    tools: int = 0
+    limit_hit: bool = False
+
+
+class ClaudeCodec:
+    """Stream-json in, steps out; canonical events in, stream-json frames out."""
+
+    def __init__(self, args: ClaudeArgs, cwd: str) -> None:
+        self.args = args
+        self.cwd = cwd
+        self.session_id = ""
+        self.model = args.model or "default"
+        self.mode = args.permission_mode or "default"
+        self.pending = 0
+        self._turn: _TurnState | None = None
+        self._turn_id: str | None = None
+        self._interrupt_wanted = False
+
+    # stdin -> steps
+
+    def on_line(self, line: str) -> Step:
+        try:
+            frame = json.loads(line)
+        except json.JSONDecodeError as exc:
+            return Step("write", (control_error("", f"malformed line: {exc}"),))
+        if not isinstance(frame, dict):
+            return Step("write", (control_error("", "malformed line: not a JSON object"),))
+        kind = frame.get("type")
+        if kind == "user":
+            return self._on_user(frame)
+        if kind == "control_request":
+            return self._on_control(frame)
+        if kind == "control_response" and isinstance(frame.get("response"), dict):
+            answer = frame["response"]
+            return Step("answer", request_id=str(answer.get("request_id", "")), fields=answer)
+        return Step("write")  # keep_alive, control_cancel_request, ...
+
+    def _on_user(self, frame: JsonDict) -> Step:
+        message = frame.get("message")
+        text = user_text(message.get("content") if isinstance(message, dict) else None)
+        if text is None:
+            return Step("write", (control_error("", "a user message needs text content"),))
+        self.pending += 1
+        return Step("user", fields={"text": text})
+
+    def _on_control(self, frame: JsonDict) -> Step:
+        request_id = str(frame.get("request_id") or "")
+        request = frame.get("request")
+        subtype = request.get("subtype") if isinstance(request, dict) else None
+        if not request_id or not isinstance(request, dict) or not isinstance(subtype, str):
+            return Step("write", (control_error(request_id, "malformed control_request"),))
+        fields = {k: v for k, v in request.items() if k != "subtype"}
+        if subtype == "initialize":
+            return Step("open", request_id=request_id, subtype=subtype)
+        if subtype in UCP_CONTROLS:
+            return Step("control", request_id=request_id, subtype=subtype, fields=fields)
+        message = f"unsupported control {subtype!r}: Chorus cannot honour it"
+        return Step("write", (control_error(request_id, message),))
+
+    def open_fields(self) -> JsonDict:
+        """The UCP ``initialize`` fields from the command line."""
+        if self.args.resume:
+            return {"resume": self.args.resume}
+        return {
+            "body": self.args.body,
+            "model": self.args.model,
+            "cwd": self.cwd,
+            "permission_mode": self.args.permission_mode,
+        }
+
+    def opened(self, request_id: str, info: JsonDict) -> JsonDict:
+        """The ``initialize`` answer, once the Chorus session is open."""
+        self.session_id = str(info.get("session_id", ""))
+        self.model = str(info.get("model") or self.model)
+        self.mode = str(info.get("permission_mode") or self.mode)
+        body = str(info.get("body", ""))
+        model = {"value": self.model, "displayName": self.model, "description": f"{body} body"}
+        return control_success(
+            request_id,
+            {
+                "commands": [],
+                "agents": [],
+                "models": [model],
+                "account": {},
+                "pid": os.getpid(),
+                "claude_code_version": CLAUDE_CODE_VERSION,
+                "current_permission_mode": self.mode,
+                "chorus": {"session_id": self.session_id, "body": body},
+            },
+        )
+
+    def answered(self, step: Step, result: JsonDict) -> tuple[JsonDict, ...]:
+        """The answer to a UCP control, in Claude Code's shape."""
+        if step.subtype == "interrupt":
+            return (control_success(step.request_id, {"still_queued": []}),)
+        if step.subtype == "set_model":
+            self.model = str(result.get("model") or step.fields.get("model") or self.model)
+            return (control_success(step.request_id, {"model": self.model}),)
+        if step.subtype == "set_permission_mode":
+            self.mode = str(result.get("mode") or self.mode)
+            status = {"type": "system", "subtype": "status", "status": None}
+            status |= {"permissionMode": self.mode, "session_id": self.session_id}
+            return control_success(step.request_id, {"mode": self.mode}), status
+        return (control_success(step.request_id, result),)
+
+    # permission asks
+
+    def ask_frame(self, request_id: str, ask: CanUseToolRequest) -> JsonDict:
+        """Chorus's policy asks: a ``can_use_tool`` request to the SDK program."""
+        request: JsonDict = {
+            "subtype": "can_use_tool",
+            "tool_name": CLAUDE_TOOLS.get(ask.tool_name, ask.native_tool),
+            "input": ask.input,
+            "tool_use_id": ask.flag_id,
+            "permission_suggestions": [],
+            "description": ask.reason,
+            "decision_reason": ask.reason,
+        }
+        return {"type": "control_request", "request_id": request_id, "request": request}
+
+    @staticmethod
+    def ask_answer(answer: JsonDict) -> JsonDict:
+        """The SDK's answer to ``can_use_tool``, as Chorus's verdict."""
+        if answer.get("subtype") != "success":
+            return verdict(False, str(answer.get("error") or "the SDK refused to answer"))
+        response = answer.get("response")
+        body = response if isinstance(response, dict) else {}
+        allowed = body.get("behavior") == "allow"
+        return verdict(allowed, None if allowed else str(body.get("message") or "denied"))
+
+    # events -> stdout
+
+    def on_event(self, event: Event) -> list[JsonDict]:
+        frames: list[JsonDict] = []
+        if event.turn_id is not None and event.turn_id != self._turn_id:
+            self._turn_id, self._turn = event.turn_id, _TurnState()
+            frames.append(self.init_frame())
+        turn = self._turn
+        if turn is None:
+            return frames
+        frames += self._render(event, turn)
+        if isinstance(event, TurnCompleted | TurnFailed):
+            frames += self._close_block(turn)
+            frames += self._finish(event, turn)
+        return frames
+
+    def init_frame(self) -> JsonDict:
+        return {
+            "type": "system",
+            "subtype": "init",
+            "cwd": self.cwd,
+            "session_id": self.session_id,
+            "tools": [],
+            "mcp_servers": [],
+            "model": self.model,
+            "permissionMode": self.mode,
+            "slash_commands": [],
+            "apiKeySource": "none",
+            "claude_code_version": CLAUDE_CODE_VERSION,
+            "output_style": "default",
+            "agents": [],
+            "skills": [],
+            "plugins": [],
+            "uuid": str(uuid.uuid4()),
+        }
+
+    def _render(self, event: Event, turn: _TurnState) -> list[JsonDict]:
+        match event:
+            case TextDelta():
+                return self._delta(event, turn)
+            case Text() if event.text:
+                block: JsonDict = {"type": "text", "text": event.text}
+                return [*self._close_block(turn), self._assistant([block])]
+            case Thinking() if not event.delta and event.text:
+                block = {"type": "thinking", "thinking": event.text, "signature": ""}
+                return [*self._close_block(turn), self._assistant([block])]
+            case ToolCall():
+                turn.tools += 1
+                self._check_limit(turn)
+                block = {
+                    "type": "tool_use",
+                    "id": event.call_id,
+                    "name": event.native_tool,
+                    "input": event.input,
+                }
+                return [*self._close_block(turn), self._assistant([block])]
+            case ToolResult():
+                result = {
+                    "type": "tool_result",
+                    "tool_use_id": event.call_id,
+                    "content": event.output,
+                    "is_error": event.is_error,
+                }
+                return [self._user([result])]
+        return []
+
+    def _delta(self, event: TextDelta, turn: _TurnState) -> list[JsonDict]:
+        if not self.args.partials:
+            return []
+        frames: list[JsonDict] = []
+        key = event.message_id or "text"
+        if turn.open_block != key:
+            frames += self._close_block(turn)
+            message: JsonDict = {"id": key, "type": "message", "role": "assistant"}
+            message["model"] = self.model
+            message |= {"content": [], "stop_reason": None, "usage": {}}
+            frames.append(self._stream({"type": "message_start", "message": message}))
+            start = {"type": "content_block_start", "index": 0}
+            frames.append(self._stream(start | {"content_block": {"type": "text", "text": ""}}))
+            turn.open_block = key
+        delta = {"type": "content_block_delta", "index": 0}
+        frames.append(self._stream(delta | {"delta": {"type": "text_delta", "text": event.text}}))
+        return frames
+
+    def _close_block(self, turn: _TurnState) -> list[JsonDict]:
+        if turn.open_block is None:
+            return []
+        turn.open_block = None
+        stop_reason = {"type": "message_delta", "delta": {"stop_reason": None}, "usage": {}}
+        return [
+            self._stream({"type": "content_block_stop", "index": 0}),
+            self._stream(stop_reason),
+            self._stream({"type": "message_stop"}),
+        ]
+
+    def _check_limit(self, turn: _TurnState) -> None:
+        """``--max-turns``: a tool call that needs one model request too many stops the
+        turn (the loop interrupts it when :meth:`take_interrupt` says so)."""
+        limit = self.args.max_turns
+        if limit is not None and turn.tools >= limit and not turn.limit_hit:
+            turn.limit_hit = True
+            self._interrupt_wanted = True
+
+    def take_interrupt(self) -> bool:
+        wanted, self._interrupt_wanted = self._interrupt_wanted, False
+        return wanted
+
+    def _finish(self, end: TurnCompleted | TurnFailed, turn: _TurnState) -> list[JsonDict]:
+        self.pending = max(0, self.pending - 1)
+        self._turn = None
+        frames: list[JsonDict] = []
+        result: JsonDict = {
+            "type": "result",
+            "duration_ms": int((time.monotonic() - turn.started) * 1000),
+            "duration_api_ms": 0,
+            "num_turns": turn.tools + 1,
+            "session_id": self.session_id,
+            "total_cost_usd": end.cost_usd or 0.0,
+            "usage": usage_json(end.usage),
+            "permission_denials": [],
+            "uuid": str(uuid.uuid4()),
+        }
+        if isinstance(end, TurnCompleted):
+            result |= {"subtype": "success", "is_error": False, "result": end.result or ""}
+            result |= {"stop_reason": end.stop_reason, "terminal_reason": "completed"}
+            result["duration_ms"] = end.duration_ms or result["duration_ms"]
+            result["permission_denials"] = end.permission_denials
+        elif turn.limit_hit:
+            message = f"Reached maximum number of turns ({self.args.max_turns})"
+            result |= {"subtype": "error_max_turns", "is_error": True, "errors": [message]}
+            result |= {"stop_reason": None, "terminal_reason": "max_turns"}
+        else:
+            interrupted = end.error.code == "interrupted"
+            if interrupted:
+                frames.append(self._user([{"type": "text", "text": INTERRUPTED_TEXT}]))
+            result |= {"subtype": "error_during_execution", "is_error": True}
+            result |= {"errors": [end.error.message], "stop_reason": None}
+            result["terminal_reason"] = "aborted_streaming" if interrupted else "error"
+        return [*frames, result]
+
+    def _assistant(self, content: list[JsonDict]) -> JsonDict:
+        message: JsonDict = {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message"}
+        message["role"] = "assistant"
+        message |= {"model": self.model, "content": content, "stop_reason": None}
+        return self._envelope({"type": "assistant", "message": message})
+
+    def _user(self, content: list[JsonDict]) -> JsonDict:
+        return self._envelope({"type": "user", "message": {"role": "user", "content": content}})
+
+    def _stream(self, event: JsonDict) -> JsonDict:
+        return self._envelope({"type": "stream_event", "event": event})
+
+    def _envelope(self, frame: JsonDict) -> JsonDict:
+        frame |= {"parent_tool_use_id": None, "session_id": self.session_id}
+        frame["uuid"] = str(uuid.uuid4())
+        return frame
+
+    def fatal(self, message: str) -> JsonDict:
+        return {
+            "type": "result",
+            "subtype": "error_during_execution",
+            "is_error": True,
+            "duration_ms": 0,
+            "duration_api_ms": 0,
+            "num_turns": 0,
+            "session_id": self.session_id,
+            "errors": [message],
+        }
+
+
+def usage_json(usage: Usage | None) -> JsonDict:
+    if usage is None:
+        return {"input_tokens": 0, "output_tokens": 0}
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_input_tokens": usage.cached_input_tokens,
+        "cache_creation_input_tokens": usage.cache_write_input_tokens,
+    }
+
+
+# -- the loop -----------------------------------------------------------------------------
+
+
+class ClaudeFront(Front):
+    """Claude Code's stdio protocol over a Chorus session."""
+
+    name = "claude"
+
+    def __init__(self, args: ClaudeArgs, cwd: str | None = None) -> None:
+        super().__init__()
+        self.codec = ClaudeCodec(args, cwd or os.getcwd())
+        self._link: Link | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._stack = contextlib.AsyncExitStack()
+        self._asks: dict[str, asyncio.Future[JsonDict]] = {}
+
+    def fatal_frame(self, message: str) -> JsonDict | None:
+        return self.codec.fatal(message)
+
+    async def _ask(self, ask: CanUseToolRequest) -> JsonDict:
+        """Put a policy ask to the SDK program's ``can_use_tool`` callback."""
+        request_id = f"chorus_req_{uuid.uuid4().hex[:12]}"
+        future: asyncio.Future[JsonDict] = asyncio.get_running_loop().create_future()
+        self._asks[request_id] = future
+        write_line(self.codec.ask_frame(request_id, ask))
+        try:
+            return self.codec.ask_answer(await asyncio.wait_for(future, seconds_left(ask)))
+        except TimeoutError:
+            write_line({"type": "control_cancel_request", "request_id": request_id})
+            return verdict(ask.default == "allow", "the SDK program did not answer in time")
+        finally:
+            self._asks.pop(request_id, None)
+
+    async def serve(self) -> None:
+        reader = await stdin_lines()
+        async with self._stack:
+            while line := await reader.readline():
+                if line.strip():
+                    await self._handle(self.codec.on_line(line.decode("utf-8", "replace")))
+            await self._idle.wait()  # end of input: finish the queued turns
+            self.cancel_tasks()
+
+    async def _handle(self, step: Step) -> None:
+        for frame in step.frames:
+            write_line(frame)
+        if step.kind == "open":
+            await self._open(step.request_id)
+        elif step.kind == "control":
+            self.spawn(self._control(step))
+        elif step.kind == "user":
+            await self._user(str(step.fields["text"]))
+        elif step.kind == "answer":
+            waiting = self._asks.get(step.request_id)
+            if waiting is not None and not waiting.done():
+                waiting.set_result(step.fields)
+
+    async def _session(self, request_id: str) -> Link | None:
+        """The link, its session opened (at the first initialize or user frame)."""
+        if self._link is not None:
+            return self._link
+        try:
+            asks = self._ask if self.codec.args.prompt_tool == "stdio" else None
+            link = await self._stack.enter_async_context(Link.connect(asks))
+            info = await link.open(**self.codec.open_fields())
+        except LinkError as exc:
+            write_line(control_error(request_id, str(exc)))
+            raise
+        except ResponseError as exc:
+            write_line(control_error(request_id, exc.message))
+            return None
+        self._link = link
+        write_line(self.codec.opened(request_id, info))
+        self.spawn(self._pump(link))
+        return link
+
+    async def _open(self, request_id: str) -> None:
+        if self._link is not None:
+            write_line(self.codec.opened(request_id, self._link.info))
+            return
+        await self._session(request_id)
+
+    async def _user(self, text: str) -> None:
+        link = self._link
+        if link is None:
+            link = await self._session("")
+        if link is None:
+            self.codec.pending -= 1
+            return
+        self._idle.clear()
+        await link.user(text)
+
+    async def _control(self, step: Step) -> None:
+        if self._link is None:
+            write_line(control_error(step.request_id, "initialize first"))
+            return
+        try:
+            result = await self._link.control(step.subtype, **step.fields)
+        except ResponseError as exc:
+            write_line(control_error(step.request_id, exc.message))
+            return
+        for frame in self.codec.answered(step, result):
+            write_line(frame)
+
+    @staticmethod
+    async def _stop_turn(link: Link) -> None:
+        with contextlib.suppress(ResponseError):  # the turn may have ended meanwhile
+            await link.control("interrupt")
+
+    async def _pump(self, link: Link) -> None:
+        async for event in link.events():
+            for frame in self.codec.on_event(event):
+                write_line(frame)
+            if self.codec.take_interrupt():
+                self.spawn(self._stop_turn(link))
+            if self.codec.pending == 0:
+                self._idle.set()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``chorus-claude``: Claude Code's command line, Chorus underneath."""
+    try:
+        args = parse_argv(sys.argv[1:] if argv is None else argv, dict(os.environ))
+    except UsageError as exc:
+        print(f"chorus-claude: {exc}", file=sys.stderr)
+        sys.exit(2)
+    if args.version:
+        print(f"{CLAUDE_CODE_VERSION} (Claude Code; Chorus front)")
+        sys.exit(0)
+    sys.exit(run_front(ClaudeFront(args)))

@@ -1,0 +1,253 @@
+"""``chorus acp`` driven by the official ``agent-client-protocol`` SDK's client side, with
+real Claude and Codex bodies behind the daemon (offline, scripted model server)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import acp
+import pytest
+from acp import schema
+
+from chorus.events import (
+    ErrorInfo,
+    Plan,
+    PlanEntry,
+    Text,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    TurnCompleted,
+    TurnFailed,
+)
+from chorus.fronts import AcpRenderer
+from chorus.fronts._acp import stop_reason
+from chorus.policy import AuditLog
+from chorus.testing import shell, slow_text, text
+
+if TYPE_CHECKING:
+    from conftest import FrontHome
+
+pytestmark = pytest.mark.e2e
+
+
+class Recorder:
+    """An ACP client that records every ``session/update`` and answers permission asks."""
+
+    def __init__(self, allow: bool = True) -> None:
+        self.updates: list[Any] = []
+        self.asked: list[schema.RequestPermissionRequest] = []
+        self.allow = allow
+        self.first_chunk = asyncio.Event()
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        self.updates.append(update)
+        if isinstance(update, schema.AgentMessageChunk):
+            self.first_chunk.set()
+
+    async def request_permission(
+        self, options: list[Any], session_id: str, tool_call: Any, **_: Any
+    ) -> schema.RequestPermissionResponse:
+        self.asked.append(tool_call)
+        keep = "keep" in str(tool_call.raw_input)
+        chosen = "allow" if self.allow and not keep else "reject"
+        return schema.RequestPermissionResponse(
+            outcome=schema.AllowedOutcome(outcome="selected", option_id=chosen)
+        )
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+    def kinds(self) -> list[str]:
+        return [update.session_update for update in self.updates]
+
+    def message(self) -> str:
+        chunks = [u for u in self.updates if isinstance(u, schema.AgentMessageChunk)]
+        return "".join(chunk.content.text for chunk in chunks)
+
+
+async def _start(conn: acp.ClientSideConnection, work: Path) -> schema.NewSessionResponse:
+    init = await conn.initialize(
+        protocol_version=acp.PROTOCOL_VERSION,
+        client_capabilities=schema.ClientCapabilities(),
+        client_info=schema.Implementation(name="test-client", version="0"),
+    )
+    assert init.protocol_version == acp.PROTOCOL_VERSION
+    assert init.agent_capabilities is not None
+    assert init.agent_capabilities.load_session
+    return await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[]), 120)
+
+
+@pytest.mark.parametrize("body", ["claude", "codex"])
+async def test_a_tool_turn_a_cancel_and_a_load(front_home: FrontHome, body: str) -> None:
+    work = front_home.work
+    front_home.server.script(
+        [
+            shell("echo made by acp > made.txt"),
+            text("file made"),
+            slow_text("one two three four five six seven eight", chunks=40, delay=0.25),
+            text("after the cancel"),
+            text("after the load"),
+        ]
+    )
+    client = Recorder()
+    async with acp.spawn_agent_process(
+        client, *front_home.chorus, "acp", "--body", body, env=front_home.env, cwd=work
+    ) as (conn, _process):
+        new = await _start(conn, work)
+        assert new.modes is not None
+        assert new.modes.current_mode_id
+        assert "bypassPermissions" in [mode.id for mode in new.modes.available_modes]
+        await conn.set_session_mode(session_id=new.session_id, mode_id="bypassPermissions")
+        done = await asyncio.wait_for(
+            conn.prompt(session_id=new.session_id, prompt=[acp.text_block("make made.txt")]), 120
+        )
+        assert done.stop_reason == "end_turn"
+        assert (work / "made.txt").read_text().strip() == "made by acp"
+        starts = [u for u in client.updates if isinstance(u, schema.ToolCallStart)]
+        ends = [u for u in client.updates if isinstance(u, schema.ToolCallProgress)]
+        assert starts
+        assert starts[0].kind == "execute"
+        assert starts[0].status == "in_progress"
+        assert any(u.status == "completed" for u in ends)
+        assert "file made" in client.message()
+
+        client.updates.clear()
+        client.first_chunk.clear()
+        slow = asyncio.create_task(
+            conn.prompt(session_id=new.session_id, prompt=[acp.text_block("count slowly")])
+        )
+        await asyncio.wait_for(client.first_chunk.wait(), 60)
+        await conn.cancel(session_id=new.session_id)
+        cancelled = await asyncio.wait_for(slow, 60)
+        assert cancelled.stop_reason == "cancelled"
+        assert "eight" not in client.message()
+
+        other = {"claude": "claude-sonnet-4-5", "codex": "gpt-5.4"}[body]
+        chosen = await conn.set_config_option(
+            config_id="model", session_id=new.session_id, value=other
+        )
+        assert chosen.config_options[0].current_value == other
+        again = await asyncio.wait_for(
+            conn.prompt(session_id=new.session_id, prompt=[acp.text_block("still there?")]), 120
+        )
+        assert again.stop_reason == "end_turn"
+        assert front_home.server.turn_requests()[-1].body["model"] == other
+        assert "after the cancel" in client.message()
+
+    events = await front_home.log(new.session_id)
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    assert calls
+    assert calls[0].tool == "shell"
+    assert "made.txt" in str(calls[0].input)
+    assert any(isinstance(e, ToolResult) for e in events)
+    ends = [e for e in events if isinstance(e, TurnCompleted | TurnFailed)]
+    assert len(ends) == 3
+    assert all(e.body == body for e in events if e.body)
+
+    client = Recorder()
+    async with acp.spawn_agent_process(
+        client, *front_home.chorus, "acp", env=front_home.env, cwd=work
+    ) as (conn, _process):
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        await asyncio.wait_for(
+            conn.load_session(cwd=str(work), session_id=new.session_id, mcp_servers=[]), 120
+        )
+        said = [u.content.text for u in client.updates if isinstance(u, schema.UserMessageChunk)]
+        assert said == ["make made.txt", "count slowly", "still there?"]  # the replay
+        assert "file made" in client.message()
+        assert any(isinstance(u, schema.ToolCallStart) for u in client.updates)
+        client.updates.clear()
+        done = await asyncio.wait_for(
+            conn.prompt(session_id=new.session_id, prompt=[acp.text_block("back again")]), 120
+        )
+        assert done.stop_reason == "end_turn"
+        assert client.message() == "after the load"  # the replay is not repeated
+
+
+@pytest.mark.parametrize("body", ["claude", "codex"])
+async def test_the_client_answers_permission_requests(front_home: FrontHome, body: str) -> None:
+    front_home.asks_go_to_the_client()
+    front_home.server.script(
+        [shell("rm -rf keep"), shell("rm -rf junk"), text("kept one, removed one")]
+    )
+    client = Recorder()  # rejects what mentions "keep", allows the rest
+    async with acp.spawn_agent_process(
+        client, *front_home.chorus, "acp", "--body", body, env=front_home.env, cwd=front_home.work
+    ) as (conn, _process):
+        new = await _start(conn, front_home.work)
+        done = await asyncio.wait_for(
+            conn.prompt(session_id=new.session_id, prompt=[acp.text_block("tidy up")]), 120
+        )
+    assert done.stop_reason == "end_turn"
+    assert [call.kind for call in client.asked] == ["execute", "execute"]
+    assert "rm -rf keep" in str(client.asked[0].raw_input)
+    assert (front_home.work / "keep" / "file.txt").exists()
+    assert not (front_home.work / "junk").exists()
+    audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
+    assert [a["decision"] for a in audit if a["source"] == "brain"] == ["deny", "allow"]
+    assert client.message().endswith("kept one, removed one")
+
+
+async def test_unknown_session_and_option_are_json_rpc_errors(front_home: FrontHome) -> None:
+    front_home.server.script([text("fine"), text("still fine")])
+    client = Recorder()
+    async with acp.spawn_agent_process(
+        client,
+        *front_home.chorus,
+        "acp",
+        "--body",
+        "claude",
+        env=front_home.env,
+        cwd=front_home.work,
+    ) as (conn, _process):
+        new = await _start(conn, front_home.work)
+        with pytest.raises(acp.RequestError) as raised:
+            await conn.prompt(session_id="no-such-session", prompt=[acp.text_block("hi")])
+        assert raised.value.code == -32602
+        with pytest.raises(acp.RequestError):
+            await conn.set_config_option(config_id="colour", session_id=new.session_id, value="red")
+        done = await conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hi")])
+        assert done.stop_reason == "end_turn"  # the agent kept serving
+        assert client.message() == "fine"
+    env = front_home.env
+    async with acp.spawn_agent_process(
+        client, *front_home.chorus, "acp", "--body", "nosuch", env=env, cwd=front_home.work
+    ) as (conn, _process):
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        with pytest.raises(acp.RequestError) as raised:
+            await conn.new_session(cwd=str(front_home.work), mcp_servers=[])
+        assert "nosuch" in str(raised.value.data)
+        await conn.load_session(cwd=str(front_home.work), session_id=new.session_id)
+        done = await conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hi")])
+        assert done.stop_reason == "end_turn"
+        assert client.message().endswith("still fine")
+
+
+def test_the_renderer_streams_deltas_once() -> None:
+    renderer = AcpRenderer()
+    delta = TextDelta(text="hel", message_id="m1")
+    assert [u.content.text for u in renderer.updates(delta)] == ["hel"]  # type: ignore[union-attr]
+    assert renderer.updates(Text(text="hello", message_id="m1")) == []
+    assert len(renderer.updates(Text(text="whole", message_id="m2"))) == 1
+
+
+def test_plans_become_plan_updates() -> None:
+    plan = Plan(entries=[PlanEntry(content="read", status="completed"), PlanEntry(content="write")])
+    (update,) = AcpRenderer().updates(plan)
+    assert isinstance(update, schema.AgentPlanUpdate)
+    assert [(e.content, e.status) for e in update.entries] == [
+        ("read", "completed"),
+        ("write", "pending"),
+    ]
+
+
+def test_stop_reasons() -> None:
+    failed = TurnFailed(error=ErrorInfo(code="interrupted", message="stop"))
+    assert stop_reason(failed, cancelled=False) == "cancelled"
+    assert stop_reason(TurnCompleted(), cancelled=True) == "cancelled"
+    assert stop_reason(TurnCompleted(), cancelled=False) == "end_turn"
+    with pytest.raises(acp.RequestError):
+        stop_reason(TurnFailed(error=ErrorInfo(code="auth", message="no key")), cancelled=False)

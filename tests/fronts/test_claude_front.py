@@ -1,0 +1,241 @@
+"""``chorus-claude`` driven by the official ``claude-agent-sdk`` (``query()`` and
+``ClaudeSDKClient``) with real Codex and Gemini bodies behind the daemon (offline)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ResultMessage,
+    SystemMessage,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+    query,
+)
+
+from chorus.events import Notice, ToolCall, TurnCompleted, TurnFailed
+from chorus.fronts import ClaudeCodec, parse_argv
+from chorus.fronts._claude import UsageError
+from chorus.policy import AuditLog
+from chorus.testing import shell, slow_text, text
+
+if TYPE_CHECKING:
+    from conftest import FrontHome
+
+pytestmark = pytest.mark.e2e
+
+CHORUS_CLAUDE = str(Path(sys.executable).with_name("chorus-claude"))
+
+
+def _options(home: FrontHome, body: str, **kw: Any) -> ClaudeAgentOptions:
+    return ClaudeAgentOptions(
+        cli_path=CHORUS_CLAUDE,
+        cwd=str(home.work),
+        extra_args={"chorus-body": body},
+        **kw,
+    )
+
+
+async def _collect(prompt: str, options: ClaudeAgentOptions) -> list[Any]:
+    return [message async for message in query(prompt=prompt, options=options)]
+
+
+@pytest.mark.parametrize("body", ["codex", "gemini"])
+async def test_query_runs_a_shell_tool(front_home: FrontHome, body: str) -> None:
+    front_home.server.script([shell(f"echo from {body} > made.txt"), text("made it")])
+    options = _options(front_home, body, permission_mode="bypassPermissions")
+    messages = await asyncio.wait_for(_collect("make made.txt", options), 180)
+    assert (front_home.work / "made.txt").read_text().strip() == f"from {body}"
+    init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
+    assert init.data["claude_code_version"]
+    session_id = init.data["session_id"]
+    uses = [b for m in messages if isinstance(m, AssistantMessage) for b in m.content]
+    assert any(isinstance(b, ToolUseBlock) and "made.txt" in str(b.input) for b in uses)
+    results = [b for m in messages if isinstance(m, UserMessage) for b in m.content]
+    assert any(isinstance(b, ToolResultBlock) for b in results)
+    done = messages[-1]
+    assert isinstance(done, ResultMessage)
+    assert not done.is_error
+    assert done.result == "made it"
+    assert done.session_id == session_id
+    events = await front_home.log(session_id)
+    assert {e.body for e in events if e.body} == {body}
+    assert any(isinstance(e, ToolCall) and e.tool == "shell" for e in events)
+    assert sum(isinstance(e, TurnCompleted) for e in events) == 1
+
+
+async def test_client_multi_turn_set_model_and_interrupt_on_gemini(
+    front_home: FrontHome,
+) -> None:
+    front_home.server.script(
+        [
+            text("first answer"),
+            text("second answer"),
+            slow_text("a b c d e f g h i j k l m n o p", chunks=40, delay=0.25),
+            text("after the interrupt"),
+        ]
+    )
+    options = _options(front_home, "gemini", include_partial_messages=True)
+    async with ClaudeSDKClient(options) as client:
+        await client.query("one")
+        first = [m async for m in client.receive_response()]
+        assert isinstance(first[-1], ResultMessage)
+        assert first[-1].result == "first answer"
+        session_id = first[-1].session_id
+        partials = [m for m in first if type(m).__name__ == "StreamEvent"]
+        assert partials  # --include-partial-messages: stream_event frames
+
+        await client.set_model("gemini-2.5-pro")
+        await client.set_permission_mode("acceptEdits")
+        await client.query("two")
+        second = [m async for m in client.receive_response()]
+        assert second[-1].result == "second answer"  # type: ignore[union-attr]
+
+        await client.query("count")
+        seen: list[Any] = []
+        async for message in client.receive_messages():
+            seen.append(message)
+            if type(message).__name__ == "StreamEvent" and len(seen) > 3:
+                await client.interrupt()
+            if isinstance(message, ResultMessage):
+                break
+        assert seen[-1].is_error
+        assert seen[-1].subtype == "error_during_execution"
+
+        await client.query("still there?")
+        fourth = [m async for m in client.receive_response()]
+        assert fourth[-1].result == "after the interrupt"  # type: ignore[union-attr]
+    paths = [r.path for r in front_home.server.turn_requests()]
+    assert "gemini-2.5-pro" not in paths[0]
+    assert "gemini-2.5-pro" in paths[1]  # set_model reached the body
+    events = await front_home.log(session_id)
+    ends = [e for e in events if isinstance(e, TurnCompleted | TurnFailed)]
+    assert [type(e).__name__ for e in ends] == [
+        "TurnCompleted",
+        "TurnCompleted",
+        "TurnFailed",
+        "TurnCompleted",
+    ]
+    assert {e.body for e in events if e.body} == {"gemini"}
+
+
+@pytest.mark.parametrize("body", ["codex", "gemini"])
+async def test_can_use_tool_denies_one_call_and_allows_another(
+    front_home: FrontHome, body: str
+) -> None:
+    front_home.asks_go_to_the_client()
+    front_home.server.script(
+        [shell("rm -rf keep"), shell("rm -rf junk"), text("kept one, removed one")]
+    )
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    async def decide(tool: str, given: dict[str, Any], _context: Any) -> Any:
+        asked.append((tool, given))
+        if "keep" in str(given.get("command")):
+            return PermissionResultDeny(message="keep stays")
+        return PermissionResultAllow()
+
+    options = _options(front_home, body, can_use_tool=decide)
+    async with ClaudeSDKClient(options) as client:
+        await client.query("tidy up")
+        messages = [m async for m in client.receive_response()]
+    done = messages[-1]
+    assert isinstance(done, ResultMessage)
+    assert done.result == "kept one, removed one"
+    assert [tool for tool, _ in asked] == ["Bash", "Bash"]
+    assert (front_home.work / "keep" / "file.txt").exists()  # denied by the SDK callback
+    assert not (front_home.work / "junk").exists()  # allowed by the SDK callback
+    audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
+    by_brain = [(a["decision"], a["source"]) for a in audit if a["source"] == "brain"]
+    assert by_brain == [("deny", "brain"), ("allow", "brain")]
+    events = await front_home.log(done.session_id)
+    notes = [e.message for e in events if isinstance(e, Notice) and e.kind == "brain"]
+    assert any("keep stays" in n for n in notes)
+
+
+async def test_resume_reopens_the_chorus_session(front_home: FrontHome) -> None:
+    front_home.server.script([text("noted"), text("apple")])
+    first = await asyncio.wait_for(_collect("remember: apple", _options(front_home, "codex")), 120)
+    session_id = first[-1].session_id
+    options = _options(front_home, "codex", resume=session_id)
+    second = await asyncio.wait_for(_collect("what was the word?", options), 120)
+    assert second[-1].result == "apple"
+    assert second[-1].session_id == session_id
+    last = front_home.server.turn_requests()[-1]
+    assert "remember: apple" in json.dumps(last.body)  # the body's own conversation goes on
+    events = await front_home.log(session_id)
+    assert sum(isinstance(e, TurnCompleted) for e in events) == 2
+
+
+async def test_max_turns_stops_a_turn_that_needs_more(front_home: FrontHome) -> None:
+    front_home.server.script([shell("echo one > one.txt"), text("never needed")])
+    options = _options(front_home, "gemini", permission_mode="bypassPermissions", max_turns=1)
+    messages = await asyncio.wait_for(_collect("make one.txt", options), 120)
+    done = messages[-1]
+    assert isinstance(done, ResultMessage)
+    assert done.subtype == "error_max_turns"
+    assert done.is_error
+    events = await front_home.log(done.session_id)
+    assert any(isinstance(e, TurnFailed) and e.error.code == "interrupted" for e in events)
+
+
+async def test_unknown_body_is_an_initialize_error(front_home: FrontHome) -> None:
+    options = _options(front_home, "nosuch")
+    with pytest.raises(Exception, match="nosuch"):
+        await asyncio.wait_for(_collect("hello", options), 60)
+
+
+def test_version_and_bad_command_lines() -> None:
+    run = subprocess.run([CHORUS_CLAUDE, "-v"], capture_output=True, text=True, timeout=30)
+    assert run.returncode == 0
+    assert run.stdout.startswith("2.")
+    bad = subprocess.run(
+        [CHORUS_CLAUDE, "--output-format", "text"], capture_output=True, text=True, timeout=30
+    )
+    assert bad.returncode == 2
+    assert "stream-json" in bad.stderr
+
+
+def test_argv_is_parsed_like_claude_code() -> None:
+    argv = [
+        "--output-format", "stream-json", "--verbose", "--system-prompt", "",
+        "--model", "m-x", "--permission-mode", "acceptEdits", "--resume=sess-1",
+        "--include-partial-messages", "--setting-sources=project", "--new-flag",
+        "--input-format", "stream-json",
+    ]  # fmt: skip
+    args = parse_argv(argv, {"CHORUS_BODY": "gemini"})
+    assert (args.model, args.permission_mode, args.resume) == ("m-x", "acceptEdits", "sess-1")
+    assert args.partials
+    assert args.body == "gemini"
+    assert "--new-flag" in args.ignored
+    assert parse_argv(["--chorus-body", "codex"], {"CHORUS_BODY": "gemini"}).body == "codex"
+    with pytest.raises(UsageError):
+        parse_argv(["--max-turns", "many"], {})
+
+
+def test_malformed_lines_and_unknown_controls_get_error_responses() -> None:
+    codec = ClaudeCodec(parse_argv([], {}), "/tmp")
+    step = codec.on_line("{not json")
+    assert step.frames[0]["response"]["subtype"] == "error"
+    unknown = '{"type":"control_request","request_id":"r1","request":{"subtype":"rewind_files"}}'
+    step = codec.on_line(unknown)
+    assert step.kind == "write"
+    assert step.frames[0]["response"] == {
+        "subtype": "error",
+        "request_id": "r1",
+        "error": "unsupported control 'rewind_files': Chorus cannot honour it",
+    }
+    assert codec.on_line('{"type":"user","message":{"content":"hi"}}').kind == "user"
+    assert codec.pending == 1

@@ -1,0 +1,205 @@
+"""``chorus-codex app-server --listen stdio://`` driven by the official ``openai-codex`` SDK
+(``Codex``, ``CodexClient``) with a real Claude body behind the daemon (offline)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from openai_codex import Codex, CodexConfig, InvalidParamsError, MethodNotFoundError, Sandbox
+from openai_codex.client import CodexClient
+from openai_codex.generated.v2_all import (
+    ItemCompletedNotification,
+    ThreadStartResponse,
+    TurnCompletedNotification,
+    TurnStartResponse,
+    TurnStatus,
+)
+
+from chorus.events import Steer, TextDelta, ToolCall, ToolResult, TurnCompleted, TurnFailed, Usage
+from chorus.fronts import CodexCodec, parse_codex_argv
+from chorus.fronts._codex import CodexArgs, UsageError
+from chorus.policy import AuditLog
+from chorus.testing import shell, slow_text, text
+
+if TYPE_CHECKING:
+    from conftest import FrontHome
+
+pytestmark = [
+    pytest.mark.e2e,
+    # openai-codex 0.163.0's CodexClient.close() never closes the child's stdout/stderr.
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+]
+
+CHORUS_CODEX = str(Path(sys.executable).with_name("chorus-codex"))
+
+
+def _config(home: FrontHome, body: str) -> CodexConfig:
+    return CodexConfig(
+        codex_bin=CHORUS_CODEX,
+        config_overrides=(f"chorus_body={body}",),
+        cwd=str(home.work),
+        env=home.env,
+    )
+
+
+def test_codex_sdk_runs_a_shell_turn_and_an_interrupt_on_claude(front_home: FrontHome) -> None:
+    work = front_home.work
+    front_home.server.script(
+        [
+            shell("echo from the codex sdk > made.txt"),
+            text("made it"),
+            slow_text("a b c d e f g h i j k l m n o p", chunks=40, delay=0.25),
+            text("after the interrupt"),
+        ]
+    )
+    with Codex(_config(front_home, "claude")) as codex:
+        thread = codex.thread_start(cwd=str(work), sandbox=Sandbox.full_access)
+        result = thread.run("make made.txt")
+        assert result.status == TurnStatus.completed
+        assert result.final_response == "made it"
+        assert (work / "made.txt").read_text().strip() == "from the codex sdk"
+        kinds = [item.root.type for item in result.items]
+        assert "commandExecution" in kinds
+        command = next(i.root for i in result.items if i.root.type == "commandExecution")
+        assert "made.txt" in command.command
+        assert result.usage is not None
+        assert result.usage.total.output_tokens > 0
+
+        handle = thread.turn("count slowly")
+        deltas = 0
+        status = None
+        for note in handle.stream():
+            if note.method == "item/agentMessage/delta":
+                deltas += 1
+                if deltas == 2:
+                    handle.interrupt()
+            if isinstance(note.payload, TurnCompletedNotification):
+                status = note.payload.turn.status
+        assert status == TurnStatus.interrupted
+
+        again = thread.run("still there?")
+        assert again.final_response == "after the interrupt"
+        thread_id = thread.id
+    events = asyncio.run(front_home.log(thread_id))
+    assert {e.body for e in events if e.body} == {"claude"}
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    assert calls
+    assert calls[0].tool == "shell"
+    assert any(isinstance(e, ToolResult) for e in events)
+    ends = [type(e).__name__ for e in events if isinstance(e, TurnCompleted | TurnFailed)]
+    assert ends == ["TurnCompleted", "TurnFailed", "TurnCompleted"]
+
+
+def test_a_steer_and_a_resumed_thread(front_home: FrontHome) -> None:
+    """On a Codex body (a Claude body has no steer: the client gets a JSON-RPC error)."""
+    front_home.server.script(
+        [slow_text("a b c d e f g h i j k l", chunks=24, delay=0.25), *[text("ok")] * 3]
+    )
+    with Codex(_config(front_home, "codex")) as codex:
+        thread = codex.thread_start(cwd=str(front_home.work))
+        handle = thread.turn("count slowly")
+        steered = None
+        for note in handle.stream():
+            if note.method == "item/agentMessage/delta" and steered is None:
+                steered = handle.steer("and then say ok")
+        assert steered is not None
+        assert steered.turn_id == handle.id
+        thread_id = thread.id
+    with Codex(_config(front_home, "codex")) as codex:
+        resumed = codex.thread_resume(thread_id)
+        assert resumed.id == thread_id
+        result = resumed.run("back again")
+        assert result.final_response == "ok"
+    events = asyncio.run(front_home.log(thread_id))
+    assert [e.text for e in events if isinstance(e, Steer)] == ["and then say ok"]
+    assert sum(isinstance(e, TurnCompleted) for e in events) >= 2
+
+
+def test_approval_requests_reach_the_low_level_client(front_home: FrontHome) -> None:
+    front_home.asks_go_to_the_client()
+    front_home.server.script(
+        [shell("rm -rf keep"), shell("rm -rf junk"), text("kept one, removed one")]
+    )
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    def decide(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        asked.append((method, params or {}))
+        return {"decision": "decline" if "keep" in str(params) else "accept"}
+
+    with CodexClient(_config(front_home, "claude"), approval_handler=decide) as client:
+        client.initialize()
+        thread = client.thread_start({"cwd": str(front_home.work), "approvalPolicy": "untrusted"})
+        turn = client.turn_start(thread.thread.id, "tidy up")
+        done = client.wait_for_turn_completed(turn.turn.id)
+    assert done.turn.status == TurnStatus.completed
+    assert [method for method, _ in asked] == ["item/commandExecution/requestApproval"] * 2
+    assert asked[0][1]["command"] == "rm -rf keep"
+    assert asked[0][1]["turnId"] == turn.turn.id
+    assert (front_home.work / "keep" / "file.txt").exists()
+    assert not (front_home.work / "junk").exists()
+    audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
+    assert [a["decision"] for a in audit if a["source"] == "brain"] == ["deny", "allow"]
+
+
+def test_low_level_client_errors_keep_the_server_serving(front_home: FrontHome) -> None:
+    front_home.server.script([text("still serving")])
+    with CodexClient(_config(front_home, "claude")) as client:
+        client.initialize()
+        with pytest.raises(MethodNotFoundError):
+            client.request("thread/teleport", {}, response_model=TurnStartResponse)
+        thread = client.thread_start({"cwd": str(front_home.work)})
+        turn = client.turn_start(thread.thread.id, "hello")
+        done = client.wait_for_turn_completed(turn.turn.id)
+        assert done.turn.status == TurnStatus.completed
+    with CodexClient(_config(front_home, "nosuch")) as client:
+        client.initialize()
+        with pytest.raises(InvalidParamsError, match="nosuch"):
+            client.thread_start({"cwd": str(front_home.work)})
+
+
+def test_bad_command_lines_exit_2() -> None:
+    for argv in (["exec", "hi"], ["app-server", "--listen", "ws://127.0.0.1:1"], []):
+        run = subprocess.run([CHORUS_CODEX, *argv], capture_output=True, text=True, timeout=30)
+        assert run.returncode == 2, argv
+        assert "chorus-codex" in run.stderr
+    version = subprocess.run([CHORUS_CODEX, "--version"], capture_output=True, text=True)
+    assert version.returncode == 0
+    assert "0.1" in version.stdout
+
+
+def test_argv_and_body_choice() -> None:
+    argv = ["--config", "chorus_body=gemini", "app-server", "--listen", "stdio://"]
+    assert parse_codex_argv(argv, {"CHORUS_BODY": "codex"}).body == "gemini"
+    assert parse_codex_argv(["app-server"], {"CHORUS_BODY": "codex"}).body == "codex"
+    with pytest.raises(UsageError):
+        parse_codex_argv(["--config", "novalue", "app-server"], {})
+
+
+def test_the_codec_frames_validate_against_the_sdk_models() -> None:
+    codec = CodexCodec(CodexArgs(), "/tmp")
+    params: dict[str, Any] = {"method": "thread/start", "cwd": "/tmp", "sandbox": "read-only"}
+    answer, _started = codec.opened("1", params, {"session_id": "s1", "body": "claude"})
+    ThreadStartResponse.model_validate(answer["result"])
+    thread = codec.threads["s1"]
+    reply, _ = codec.turn_started("2", thread)
+    TurnStartResponse.model_validate(reply["result"])
+    frames = thread.on_event(TextDelta(text="hi", message_id="m", turn_id="t1"))
+    frames += thread.on_event(
+        ToolCall(
+            call_id="c", tool="shell", native_tool="Bash", input={"command": "ls"}, turn_id="t1"
+        )
+    )
+    frames += thread.on_event(ToolResult(call_id="c", output="x", exit_code=0, turn_id="t1"))
+    frames += thread.on_event(
+        TurnCompleted(result="hi", usage=Usage(output_tokens=3), turn_id="t1")
+    )
+    completed = [f for f in frames if f["method"] == "item/completed"]
+    ItemCompletedNotification.model_validate(completed[0]["params"])
+    note = TurnCompletedNotification.model_validate(frames[-1]["params"])
+    assert note.turn.status == TurnStatus.completed
+    assert codec.on_line("{oops").frames[0]["error"]["code"] == -32700
