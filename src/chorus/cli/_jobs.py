@@ -179,18 +179,23 @@ def submit(prompt: str, opts: dict[str, Any]) -> dict[str, Any]:
     try:
         return DaemonClient(autostart=False).submit(**request)
     except NotRunningError:
-        _check_before_start(request["body"], request["cwd"])
+        _check_before_start(request["body"], request["cwd"], prompt)
     return DaemonClient().submit(**request)
 
 
-def _check_before_start(body: str | None, cwd: str | None) -> None:
+def _check_before_start(body: str | None, cwd: str | None, prompt: str = "") -> None:
     """The daemon's own checks, before starting it (loads the config and the bodies)."""
     from chorus.bodies import check_installed
     from chorus.config import load_config
     from chorus.daemon._checks import load_checked_config
+    from chorus.daemon._requests import prompt_problem
 
+    config = load_config()
+    problem = prompt_problem(prompt, config.daemon.max_prompt_bytes)
+    if problem is not None:  # checked first: nothing is written for it
+        raise UserError(problem)
     if body is not None:
-        check_installed(body, load_config())
+        check_installed(body, config)
     if cwd is not None and not os.path.isdir(cwd):
         raise UserError(f"working directory {cwd} does not exist")
     load_checked_config()
@@ -345,6 +350,8 @@ def status_lines(data: dict[str, Any], now: float) -> list[str]:
     lines.append(f"gateway: {_gateway_line(data.get('gateway') or {})}")
     paused = data.get("paused_sessions") or []
     lines.append("paused sessions: " + (", ".join(s[:12] for s in paused) if paused else "none"))
+    if "pending_retries" in data:  # the routines' retry queue (issue 19)
+        lines.append(f"pending retries: {data['pending_retries']}")
     return lines
 
 

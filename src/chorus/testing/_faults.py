@@ -9,7 +9,7 @@ state has committed, the process is killed with SIGKILL, before any other write
 can start (at the next ``BEGIN``, or 0.5 s after that commit at the latest). This is
 the window in which a Chorus that ends jobs in two transactions loses the end.
 The hook is SQLite's own statement trace, so nothing in Chorus is patched but the
-store's constructor arguments.
+store the daemon opens.
 """
 
 from __future__ import annotations
@@ -75,9 +75,9 @@ def _run(trace: KillAfterJobEnd) -> int:
     from chorus.store import SqliteStore
 
     def store(*args: Any, **kwargs: Any) -> SqliteStore:
-        return SqliteStore(*args, sql_trace=trace, **kwargs)
+        return SqliteStore(sql_trace=trace)
 
-    setattr(server, "SqliteStore", store)  # noqa: B010 (replaced for this process only)
+    setattr(server, "open_store", store)  # noqa: B010 (replaced for this process only)
     return asyncio.run(server.serve())
 
 
