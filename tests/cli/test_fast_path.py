@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -136,3 +137,17 @@ def test_fast_help_names_every_option_and_loads_nothing_heavy(name: str) -> None
         if line.startswith("import time:")
     }
     assert _heavy(names) == set()
+
+
+def test_steer_of_an_unknown_job_with_no_daemon_exits_2_and_writes_nothing(
+    chorus_home: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "chorus", "steer", "nosuchjob", "hello"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "unknown job 'nosuchjob'" in done.stderr
+    assert not chorus_home.exists()

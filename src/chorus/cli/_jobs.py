@@ -243,7 +243,12 @@ def steer(job_id: str, text: str, as_json: bool = False) -> int:
     """Add text to a job's running turn; the daemon says how it got there."""
     if not text.strip():
         raise UserError("the steer text is empty")
-    answer = DaemonClient(autostart=False).steer(job_id, text)
+    try:
+        answer = DaemonClient(autostart=False).steer(job_id, text)
+    except NotRunningError:  # no daemon: an unknown job is refused before one starts
+        if not any(j["id"].startswith(job_id) for j in _stored_jobs(None)):
+            raise UserError(f"unknown job {job_id!r}") from None
+        answer = DaemonClient().steer(job_id, text)
     if as_json:
         print(json.dumps(answer))
         return EXIT_OK
