@@ -38,7 +38,7 @@ def agent_json(info: AgentInfo) -> dict[str, object]:
     }
 
 
-def _bodies_table(bodies: list[BodyInfo]) -> Table:
+def bodies_table(bodies: list[BodyInfo]) -> Table:
     table = Table("body", "kind", "program", "found", "native", "emulated")
     for body in bodies:
         caps = body.capabilities.as_dict()
@@ -77,4 +77,4 @@ def list_agents(
             str(info.path) if info.path else "-",
         )
     console.print(table)
-    console.print(_bodies_table(bodies))
+    console.print(bodies_table(bodies))

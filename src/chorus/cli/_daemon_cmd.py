@@ -323,13 +323,16 @@ _AUTH_HINTS = {
 def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object.")) -> None:
     """Show the agent CLIs found, their versions, auth hints, and config validity."""
     from chorus.agents import describe_agents
-    from chorus.cli._agents_cmd import agent_json
+    from chorus.bodies import body_catalog
+    from chorus.cli._agents_cmd import agent_json, bodies_table
     from chorus.daemon._checks import load_checked_config
 
     load_checked_config()  # a bad config or policy raises ConfigError → exit 2, key named
     rows = [{**agent_json(info), "auth": _auth(info.name)} for info in describe_agents()]
+    bodies = body_catalog()
     if as_json:
-        typer.echo(json.dumps({"config": "ok", "agents": rows}))
+        payload = {"config": "ok", "agents": rows, "bodies": [b.as_dict() for b in bodies]}
+        typer.echo(json.dumps(payload))
         return
     table = Table("agent", "version", "path", "auth")
     for row in rows:
@@ -342,6 +345,7 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object."
             auth,
         )
     console.print(table)
+    console.print(bodies_table(bodies))
     console.print("config: ok")
 
 
