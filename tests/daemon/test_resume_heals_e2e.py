@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ import pytest
 from chorus.daemon import stop_daemon
 from chorus.events import Notice, parse_event
 from chorus.testing import ModelServer, offline_env, text
+from tests.daemon.conftest import Daemon
 
 pytestmark = pytest.mark.e2e
 
@@ -62,3 +63,41 @@ def test_gemini_follow_up_is_rebuilt_from_the_log(gemini_daemon: tuple[ModelServ
     notices = [e.message for e in follow if isinstance(e, Notice) and e.kind == "resume"]
     assert len(notices) == 1
     assert notices[0].startswith("rebuilt from the log")
+
+
+#: One-shot bodies whose CLI keeps the session on disk: (body, CLI lane, files to lose).
+LOST_SESSIONS = {
+    "codex-exec": ("codex", "codex-home", "rollout-*.jsonl"),
+    "gemini-headless": ("gemini", "gemini-home", "session-*.json*"),
+}
+
+
+def _lose_native_sessions(tmp_path: Path, home: str, pattern: str) -> int:
+    """Delete the CLI's own record of its sessions (as a wiped or moved home would)."""
+    found = list((tmp_path / home).rglob(pattern))
+    for path in found:
+        path.unlink()
+    return len(found)
+
+
+@pytest.mark.parametrize("body", list(LOST_SESSIONS))
+def test_one_shot_follow_up_heals_a_lost_native_session(
+    body: str, daemon_with: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    lane, home, pattern = LOST_SESSIONS[body]
+    chorus = daemon_with()
+    chorus.server.script([text("noted: pineapple"), text("the word was pineapple")], lane=lane)
+    first = chorus.ask("remember the word pineapple", "--body", body)
+    session = first[0].session_id
+    stop_daemon()
+    assert _lose_native_sessions(tmp_path, home, pattern) >= 1
+    follow = chorus.ask("which word did I give you?", "--session", session)
+    requests = chorus.server.turn_requests(lane=lane)
+    assert len(requests) == 2
+    seen = json.dumps(requests[1].body)
+    assert "remember the word pineapple" in seen
+    assert "noted: pineapple" in seen
+    notices = [e.message for e in follow if isinstance(e, Notice) and e.kind == "resume"]
+    assert len(notices) == 1
+    assert notices[0].startswith("rebuilt from the log")
+    assert (follow[-1].state, follow[-1].result) == ("succeeded", "the word was pineapple")

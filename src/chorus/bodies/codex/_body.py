@@ -477,6 +477,9 @@ class CodexExecBody(Body):
         if self._closed:
             raise BodyCrashedError("Codex exec body is closed", exit_code=None, stderr_tail="")
         await self._finish_previous()
+        self._run_task = asyncio.create_task(self._run(await self._spawn(prompt), prompt))
+
+    async def _spawn(self, prompt: str) -> ProcessTransport:
         self._codec.begin_run(model=self.model, permission_mode=self.permission_mode)
         self._interrupted = False
         spec = SpawnSpec(argv=self.argv(), cwd=self.options.cwd, env=self.options.child_env())
@@ -485,7 +488,7 @@ class CodexExecBody(Body):
         self._transport = transport
         # codex exec waits for end-of-file on stdin: the prompt, then close.
         await transport.send_input(prompt)
-        self._run_task = asyncio.create_task(self._run(transport))
+        return transport
 
     async def _finish_previous(self) -> None:
         """Let the previous process exit after its terminal line (bounded)."""
@@ -498,17 +501,31 @@ class CodexExecBody(Body):
             await self._transport.close()
             await task
 
-    async def _run(self, transport: ProcessTransport) -> None:
+    async def _run(self, transport: ProcessTransport, prompt: str) -> None:
         async for line in transport.lines():
             for event in self._codec.receive_line(line):
                 await self._emit(event)
         code = await transport.wait(10.0)
         if code is None:
             code = await transport.close()
+        if self._thread_lost(code, transport.stderr_tail):
+            await self._run(await self._fresh_spawn(prompt), prompt)
+            return
         self.native_session_id = self._codec.thread_id
         finish = self._codec.finish(code, transport.stderr_tail, interrupted=self._interrupted)
         for event in finish:
             await self._emit(event)
+
+    def _thread_lost(self, code: int | None, stderr_tail: str) -> bool:
+        """``exec resume`` of a thread Codex no longer has (rc 1, nothing on stdout)."""
+        lost = code == 1 and "no rollout found for thread id" in stderr_tail
+        return lost and self._codec.thread_id is not None and not self._interrupted
+
+    async def _fresh_spawn(self, prompt: str) -> ProcessTransport:
+        """Heal a lost thread: a new one, with the session rebuilt from Chorus's log."""
+        thread, self._codec.thread_id = self._codec.thread_id, None
+        await self._resumed(False, f"Codex thread {thread} was not found")
+        return await self._spawn(self._with_history(prompt))
 
     async def _emit(self, event: Event) -> None:
         if isinstance(event, SessionStarted):

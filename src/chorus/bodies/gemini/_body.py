@@ -30,7 +30,7 @@ from chorus.bodies._inject import gemini_env
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
 from chorus.bodies.acp import GEMINI_ACP_CAPABILITIES, AcpAgent, AcpBody, acp_agent
 from chorus.bodies.gemini._codec import GeminiStreamCodec
-from chorus.bodies.gemini._errors import RunInProgressError
+from chorus.bodies.gemini._errors import EXIT_BAD_INPUT, RunInProgressError
 from chorus.bodies.gemini._settings import settings_problems
 from chorus.events import ErrorCode, ErrorInfo, Event, Notice, SessionEnded, TurnCompleted
 
@@ -84,6 +84,7 @@ class _Run:
     """One ``gemini -p`` process and the task pumping its output."""
 
     transport: ProcessTransport
+    prompt: str = ""
     task: asyncio.Task[None] | None = None
     stopped: ErrorInfo | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
@@ -145,6 +146,9 @@ class GeminiBody(Body):
             raise RunInProgressError("gemini: a turn is already running")
         if previous is not None:
             await self._reap(previous)
+        await self._spawn(prompt)
+
+    async def _spawn(self, prompt: str) -> None:
         self.codec.start_turn()
         spec = SpawnSpec(
             argv=self._argv(),
@@ -152,7 +156,7 @@ class GeminiBody(Body):
             env={**self.options.child_env(), **gemini_env(self.options)},
             stdout_pipe_bytes=_STDOUT_PIPE_BYTES,
         )
-        run = _Run(ProcessTransport(spec, self.options.raw_tap))
+        run = _Run(ProcessTransport(spec, self.options.raw_tap), prompt)
         self._run = run
         try:
             await run.transport.start()
@@ -196,9 +200,23 @@ class GeminiBody(Body):
             closed = await transport.close(grace=0.5, term_wait=2.0)
             code = code if code is not None else closed
             stderr = transport.stderr_tail
-            await self._emit_all(self.codec.finish(code, stderr, stopped=run.stopped))
+            if self._session_lost(code, stderr, run):
+                await self._heal(run)
+            else:
+                await self._emit_all(self.codec.finish(code, stderr, stopped=run.stopped))
         finally:
             run.done.set()
+
+    def _session_lost(self, code: int | None, stderr: str, run: _Run) -> bool:
+        """``--resume`` of a session Gemini no longer has (exit 42, before any output)."""
+        lost = code == EXIT_BAD_INPUT and "Error resuming session" in stderr
+        return lost and self._resumable is not None and run.stopped is None
+
+    async def _heal(self, run: _Run) -> None:
+        """Run the turn again in a new session, rebuilt from Chorus's log."""
+        session, self._resumable = self._resumable, None
+        await self._resumed(False, f"Gemini session {session} was not found")
+        await self._spawn(self._with_history(run.prompt))
 
     def _note(self, events: list[Event]) -> list[Event]:
         self.native_session_id = self.codec.session_id
