@@ -26,6 +26,7 @@ from chorus.bodies.acp import AcpBody, acp_agent, open_acp_body
 from chorus.events import (
     ErrorCode,
     Event,
+    Notice,
     PermissionDecision,
     SessionStarted,
     StatusChanged,
@@ -194,3 +195,34 @@ async def test_codex_acp_resumes_with_session_load(
     assert _one(events, SessionStarted).native_session_id == session
     assert _one(events, TurnCompleted).result == "it was 42"
     assert "remember the number 42" in str(model_server.turn_requests()[-1].body["input"])
+
+
+async def test_codex_acp_load_failure_falls_back_to_the_log(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    """A session/load of a session the agent no longer has: a new session, with the
+    transcript from Chorus's log in front of the first prompt, and a notice saying so."""
+    executable = _executable("codex-acp")
+    work = tmp_path / "work"
+    work.mkdir()
+    model_server.script(Scenario.of(text("it was 42")))
+    env = codex_env(tmp_path / "home", model_server.url)
+    history = "Earlier in this session: the user asked you to remember the number 42."
+    options = BodyOptions(
+        cwd=work,
+        env=env,
+        executable=executable,
+        resume="0199a213-81c0-7800-8aa1-bbab2a035a53",
+        history=history,
+    )
+    async with open_acp_body("codex-acp", options) as body:
+        assert body.codec.can_load_session
+        events = await _turn(body, "which number?")
+
+    notices = {e.kind: e.message for e in events if isinstance(e, Notice)}
+    assert "session/load of 0199a213" in notices["resume_fallback"]
+    assert notices["resume"].startswith("rebuilt from the log")
+    assert _one(events, TurnCompleted).result == "it was 42"
+    seen = str(model_server.turn_requests()[-1].body["input"])
+    assert "remember the number 42" in seen
+    assert "which number?" in seen
