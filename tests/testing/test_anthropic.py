@@ -124,6 +124,34 @@ def test_model_check_is_plain_json_and_consumes_nothing(model_server: ModelServe
     assert [r.kind for r in model_server.requests] == ["side"]
 
 
+def _helper_query(tools: list[Any]) -> dict[str, Any]:
+    return {
+        "model": "claude-haiku-4-5",
+        "stream": True,
+        "max_tokens": 512,
+        "tools": tools,
+        "system": [{"type": "text", "text": "Extract any file paths that this command reads"}],
+        "messages": [{"role": "user", "content": "Command: echo hi > a.txt\nOutput: \n"}],
+    }
+
+
+def test_streamed_helper_query_is_a_side_call(model_server: ModelServer) -> None:
+    model_server.script([text("scripted")])
+    response = post(model_server, _helper_query([]))
+
+    assert response.headers["content-type"].startswith("text/event-stream")
+    deltas = [e.data["delta"] for e in parse_sse(response.content) if "delta" in e.data]
+    assert "<filepaths>" in "".join(d.get("text", "") for d in deltas)
+    assert model_server.remaining_turns() == 1
+    assert [r.kind for r in model_server.requests] == ["side"]
+
+
+def test_the_same_prompt_with_tools_is_a_turn(model_server: ModelServer) -> None:
+    model_server.script([text("scripted")])
+    post(model_server, _helper_query([{"name": "Bash", "input_schema": {}}]))
+    assert model_server.remaining_turns() == 0
+
+
 @pytest.mark.parametrize(
     ("kind", "status", "etype"),
     [

@@ -30,9 +30,33 @@ _INPUT_TOKENS = 100
 _CWD = re.compile(r"Primary working directory:\s*(\S+)")
 
 
+#: Openings of the system prompts of the small-model helper queries that Claude Code
+#: streams beside the main agent, with no tools (claude-code-acp's bundled CLI runs the
+#: first after every shell command, at a time that varies from run to run).
+_HELPER_PROMPTS = (
+    "Extract any file paths that this command",
+    "Analyze if this message indicates a new conversation topic",
+    "Generate a short kebab-case name",
+    "You are given a few messages from a conversation",
+)
+#: What a helper query gets: "no file contents shown, no paths".
+SIDE_STREAM_TEXT = (
+    "<is_displaying_contents>\nfalse\n</is_displaying_contents>\n\n<filepaths>\n</filepaths>"
+)
+
+
 def is_turn_request(body: Any) -> bool:
-    """Main-agent calls stream; the ``max_tokens: 1`` model check after set_model does not."""
-    return isinstance(body, dict) and body.get("stream") is True
+    """Main-agent calls stream; the ``max_tokens: 1`` model check after set_model does
+    not, and streamed helper queries are side calls too."""
+    return isinstance(body, dict) and body.get("stream") is True and not is_side_stream(body)
+
+
+def is_side_stream(body: Any) -> bool:
+    """A streamed helper query: no tools, and a known helper system prompt."""
+    if not isinstance(body, dict) or body.get("stream") is not True or body.get("tools"):
+        return False
+    system = text_of(body.get("system"))
+    return any(prompt in system for prompt in _HELPER_PROMPTS)
 
 
 def side_reply(body: Any) -> JsonReply:

@@ -275,6 +275,10 @@ class ModelServer:
     def _decide(self, api: Api, path: str, body: Any, lane: str) -> _Decision:
         """Classify the request and build its response (consuming a turn if it is one)."""
         if api == "anthropic":
+            if _anthropic.is_side_stream(body):
+                reply = Reply(blocks=(Text(text=_anthropic.SIDE_STREAM_TEXT),))
+                stream = self._stream(api, reply, _anthropic.model_of(body), body)
+                return _Decision("side", api, stream)
             if not _anthropic.is_turn_request(body):
                 return _Decision("side", api, _anthropic.side_reply(body))
             return self._turn(api, lane, _anthropic.model_of(body), body)

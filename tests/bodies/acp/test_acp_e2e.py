@@ -137,12 +137,11 @@ async def test_claude_code_acp_permission_allow_and_deny(
     executable = _executable("claude-code-acp")
     work = tmp_path / "work"
     work.mkdir()
-    # Claude Code also sends its bash output to the model in a call the fake counts as
-    # a turn ("Command: ...\nOutput: ..."): a filler text answers it.
+    # Claude Code's helper query on the bash output ("Extract any file paths ...") is a
+    # side call to the scripted server: it uses up no turn.
     model_server.script(
         Scenario.of(
             shell("echo hello > out.txt"),
-            text("noted"),
             shell("echo nope > denied.txt"),
             text("done"),
             text("spare"),
