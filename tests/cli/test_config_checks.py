@@ -71,3 +71,20 @@ def test_bad_policy_names_its_key_and_starts_nothing(chorus_home: Path) -> None:
     assert "shell.mode" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (chorus_home / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--framework", "vote"), "unknown framework 'vote'"),
+        (("--framework", "consensus", "--planners", "claude,nobody"), "unknown body 'nobody'"),
+        (("--framework", "reflect", "--reviewer", "nobody"), "unknown body 'nobody'"),
+    ],
+)
+def test_a_bad_framework_request_starts_nothing(
+    chorus_home: Path, args: tuple[str, ...], said: str
+) -> None:
+    done = _chorus("ask", "hi", "--body", "claude", *args)
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr
+    assert not chorus_home.exists()

@@ -179,6 +179,7 @@ def submit(prompt: str, opts: dict[str, Any]) -> dict[str, Any]:
     try:
         return DaemonClient(autostart=False).submit(**request)
     except NotRunningError:
+        _check_framework(request)
         _check_before_start(request["body"], request["cwd"], prompt)
     return DaemonClient().submit(**request)
 
@@ -199,6 +200,19 @@ def _check_before_start(body: str | None, cwd: str | None, prompt: str = "") -> 
     if cwd is not None and not os.path.isdir(cwd):
         raise UserError(f"working directory {cwd} does not exist")
     load_checked_config()
+
+
+def _check_framework(request: dict[str, Any]) -> None:
+    """The daemon's framework check (unknown framework, planner or reviewer: exit 2)."""
+    if request.get("framework") in (None, "direct"):
+        return
+    from chorus.bodies import body_names
+    from chorus.config import load_config
+    from chorus.daemon._frameworks import framework_options
+
+    get = request.get
+    known = body_names(load_config())
+    framework_options(get("framework"), get("planners"), get("reviewer"), get("rounds"), known)
 
 
 def ask(prompt: str, opts: dict[str, Any], fmt: str | None = None, as_json: bool = False) -> int:
