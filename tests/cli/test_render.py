@@ -150,3 +150,37 @@ def test_status_lines_name_every_body_and_the_gateway() -> None:
     )
     assert "  gemini: healthy, no data yet" in lines
     assert "gateway: off: port 7719 in use" in lines
+
+
+def test_job_table_names_each_jobs_node_when_there_are_nodes() -> None:
+    rows = [
+        {"id": "a" * 32, "state": "running", "body": "claude", "node": "hostA-1", "prompt": "p"},
+        {"id": "c" * 32, "state": "queued", "body": None, "node": None, "prompt": "q"},
+    ]
+    head, first, second = job_table(rows, 120).splitlines()
+    assert head.split()[:5] == ["job", "state", "body", "session", "node"]
+    assert first.split()[:5] == ["aaaaaaaa", "running", "claude", "-", "hostA-1"]
+    assert second.split()[:5] == ["cccccccc", "queued", "-", "-", "-"]
+    assert "node" not in job_table([{**rows[1]}], 120).splitlines()[0]  # none: no column
+
+
+def test_status_lines_show_each_node_and_what_it_runs() -> None:
+    data = {
+        "pid": 7,
+        "started_at": 0.0,
+        "jobs": {"running": 1},
+        "node": {"id": "a-1"},
+        "nodes": [
+            {"id": "a-1", "host": "hostA", "last_seen": 38.0, "running": ["j" * 32]},
+            {"id": "b-2", "host": "hostB", "last_seen": 30.0, "running": []},
+        ],
+        "routines_leader": False,
+        "store_outage": "the database has been unreachable for 12s (refused)",
+        "accepting_jobs": False,
+    }
+    lines = status_lines(data, now=40.0)
+    assert "  a-1 (this daemon) on hostA, seen 2s ago: runs jjjjjjjj" in lines
+    assert "  b-2 on hostB, seen 10s ago: runs nothing" in lines
+    assert "routines: another node fires them" in lines
+    assert "store: the database has been unreachable for 12s (refused)" in lines
+    assert "not accepting new jobs until the database is back" in lines

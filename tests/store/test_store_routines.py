@@ -8,19 +8,12 @@ from chorus.store import (
     Firing,
     FiringExistsError,
     JobState,
-    SqliteStore,
+    Store,
     UnknownSessionError,
 )
 
 
-@pytest.fixture
-def store(sqlite_store: SqliteStore) -> SqliteStore:
-    """Routines are on SQLite only for now (PostgresStore refuses them): this module
-    overrides the two-backend ``store`` of conftest.py."""
-    return sqlite_store
-
-
-async def test_a_firing_and_its_job_are_written_together_and_only_once(store: SqliteStore) -> None:
+async def test_a_firing_and_its_job_are_written_together_and_only_once(store: Store) -> None:
     firing = Firing("daily", 1_800_000_000.0001, kind="schedule", detail={"x": 1})
     job = await store.create_fired_job(firing, "do it", body="claude", options={"model": None})
     assert job.state == JobState.QUEUED
@@ -39,14 +32,14 @@ async def test_a_firing_and_its_job_are_written_together_and_only_once(store: Sq
     )
 
 
-async def test_a_failed_job_insert_leaves_no_firing(store: SqliteStore) -> None:
+async def test_a_failed_job_insert_leaves_no_firing(store: Store) -> None:
     with pytest.raises(UnknownSessionError):
         await store.create_fired_job(Firing("daily", 10.0), "p", session_id="nope")
     assert await store.list_firings("daily") == []
     assert await store.list_jobs() == []
 
 
-async def test_firings_list_latest_first_with_outcomes(store: SqliteStore) -> None:
+async def test_firings_list_latest_first_with_outcomes(store: Store) -> None:
     await store.record_firing(Firing("r", 10.0), "missed")
     await store.create_fired_job(Firing("r", 30.0), "p")
     await store.record_firing(Firing("r", 20.0, kind="manual"), "coalesced")
@@ -61,7 +54,7 @@ async def test_firings_list_latest_first_with_outcomes(store: SqliteStore) -> No
     assert [f.scheduled_for for f in await store.list_firings("r", kind="schedule")] == [30.0, 10.0]
 
 
-async def test_routine_state_is_registered_once_and_can_be_disabled(store: SqliteStore) -> None:
+async def test_routine_state_is_registered_once_and_can_be_disabled(store: Store) -> None:
     first = await store.register_routine("r")
     again = await store.register_routine("r")
     assert first == again

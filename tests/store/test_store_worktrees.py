@@ -6,17 +6,10 @@ import pytest
 
 from chorus.store import (
     DuplicateRecordError,
-    SqliteStore,
+    Store,
     UnknownWorktreeError,
     WorktreeRecord,
 )
-
-
-@pytest.fixture
-def store(sqlite_store: SqliteStore) -> SqliteStore:
-    """Worktree records are on SQLite only for now (PostgresStore refuses them): this module
-    overrides the two-backend ``store`` of conftest.py."""
-    return sqlite_store
 
 
 def record(job_id: str, repo: str = "/repos/a", path: str | None = None) -> WorktreeRecord:
@@ -35,7 +28,7 @@ def record(job_id: str, repo: str = "/repos/a", path: str | None = None) -> Work
     )
 
 
-async def test_a_worktree_record_round_trips(store: SqliteStore) -> None:
+async def test_a_worktree_record_round_trips(store: Store) -> None:
     made = await store.create_worktree(record("j1"))
     assert made.created_at > 0
     assert made.updated_at == made.created_at
@@ -44,14 +37,14 @@ async def test_a_worktree_record_round_trips(store: SqliteStore) -> None:
     assert (got.branch, got.into, got.info) == ("chorus/j1-x", "main", {"copied": [".env"]})
 
 
-async def test_worktrees_list_oldest_first_and_by_repo(store: SqliteStore) -> None:
+async def test_worktrees_list_oldest_first_and_by_repo(store: Store) -> None:
     for job, repo in (("j1", "/r/a"), ("j2", "/r/b"), ("j3", "/r/a")):
         await store.create_worktree(record(job, repo))
     assert [w.job_id for w in await store.list_worktrees()] == ["j1", "j2", "j3"]
     assert [w.job_id for w in await store.list_worktrees(repo="/r/a")] == ["j1", "j3"]
 
 
-async def test_update_changes_only_what_is_given(store: SqliteStore) -> None:
+async def test_update_changes_only_what_is_given(store: Store) -> None:
     await store.create_worktree(record("j1"))
     moved = await store.update_worktree("j1", state="locked")
     assert (moved.state, moved.info) == ("locked", {"copied": [".env"]})
@@ -59,7 +52,7 @@ async def test_update_changes_only_what_is_given(store: SqliteStore) -> None:
     assert (noted.state, noted.info) == ("locked", {"merged_tip": "b" * 40})
 
 
-async def test_a_second_record_for_a_job_or_a_path_is_refused(store: SqliteStore) -> None:
+async def test_a_second_record_for_a_job_or_a_path_is_refused(store: Store) -> None:
     await store.create_worktree(record("j1"))
     with pytest.raises(DuplicateRecordError):
         await store.create_worktree(record("j1", path="/elsewhere"))
@@ -68,7 +61,7 @@ async def test_a_second_record_for_a_job_or_a_path_is_refused(store: SqliteStore
     assert [w.job_id for w in await store.list_worktrees()] == ["j1"]
 
 
-async def test_unknown_worktrees_raise(store: SqliteStore) -> None:
+async def test_unknown_worktrees_raise(store: Store) -> None:
     with pytest.raises(UnknownWorktreeError):
         await store.get_worktree("nope")
     with pytest.raises(UnknownWorktreeError):

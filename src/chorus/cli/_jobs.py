@@ -333,11 +333,15 @@ def job_table(rows: list[dict[str, Any]], width: int) -> str:
         for r in rows
     ]
     head = ["job", "state", "body", "session"]
-    sizes = [max(len(c[i]) for c in [head, *cells]) for i in range(4)]
+    if any(r.get("node") for r in rows):  # issue 23: the worker node that ran it
+        head.append("node")
+        for cell, row in zip(cells, rows, strict=True):
+            cell.append(row.get("node") or "-")
+    sizes = [max(len(c[i]) for c in [head, *cells]) for i in range(len(head))]
     room = max(10, width - sum(sizes) - 5)
     lines = []
-    for cell, row in zip([head, *cells], [None, *rows], strict=True):
-        prompt = "prompt" if row is None else " ".join(str(row["prompt"]).split())
+    for cell, line_row in zip([head, *cells], [None, *rows], strict=True):
+        prompt = "prompt" if line_row is None else " ".join(str(line_row["prompt"]).split())
         prompt = prompt if len(prompt) <= room else prompt[: room - 1] + "…"
         lines.append(" ".join(c.ljust(s) for c, s in zip(cell, sizes, strict=True)) + " " + prompt)
     return "\n".join(lines)
@@ -371,6 +375,27 @@ def status_lines(data: dict[str, Any], now: float) -> list[str]:
     lines.append("paused sessions: " + (", ".join(s[:12] for s in paused) if paused else "none"))
     if "pending_retries" in data:  # the routines' retry queue (issue 19)
         lines.append(f"pending retries: {data['pending_retries']}")
+    lines += node_lines(data, now)  # issue 23
+    return lines
+
+
+def node_lines(data: dict[str, Any], now: float) -> list[str]:
+    """The worker nodes sharing the store and what each runs; why no job is taken."""
+    nodes = data.get("nodes") or []
+    here = (data.get("node") or {}).get("id")
+    lines = ["nodes:" if nodes else "nodes: none registered yet"]
+    for node in nodes:
+        runs = ", ".join(j[:8] for j in node.get("running") or []) or "nothing"
+        mark = " (this daemon)" if node["id"] == here else ""
+        seen = _age(max(0.0, now - float(node["last_seen"])))
+        lines.append(f"  {node['id']}{mark} on {node['host']}, seen {seen} ago: runs {runs}")
+    if data.get("store_outage"):
+        lines.append(f"store: {data['store_outage']}")
+    if data.get("accepting_jobs") is False:
+        lines.append("not accepting new jobs until the database is back")
+    if len(nodes) > 1 and data.get("routines_leader") is not None:
+        leads = "this daemon fires them" if data["routines_leader"] else "another node fires them"
+        lines.append(f"routines: {leads}")
     return lines
 
 

@@ -116,6 +116,15 @@ class StoreConfig(_Strict):
     #: A job whose lease expired this many claims in a row fails instead of being
     #: re-queued once more (its work may not be safe to repeat forever).
     max_claims: int = Field(default=3, ge=1, le=100)
+    #: Writes (events, raw lines, job changes) a daemon buffers while the database
+    #: is unreachable; past that it refuses new jobs until the database is back.
+    max_buffered: int = Field(default=10_000, ge=10, le=1_000_000)
+    #: The host name this daemon registers as (unset: the machine's). A job whose
+    #: working directory is on this host carries it as its affinity.
+    host: str | None = Field(default=None, min_length=1, max_length=255)
+    #: Directories every node sees at the same path (a network share): a job whose
+    #: cwd lies under one may run on any node; any other cwd pins it to its host.
+    shared_paths: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _known_scheme(self) -> StoreConfig:

@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from chorus._errors import ChorusError, UserError
+from chorus.daemon._cluster import nodes_status
 from chorus.daemon._requests import BadJobRequestError, read_job_request
 from chorus.daemon._supervisor import JobRequest, Supervisor
 from chorus.daemon._worktree_api import worktree_routes
@@ -81,7 +82,10 @@ def build_app(
         for job in jobs:
             counts[str(job.state)] = counts.get(str(job.state), 0) + 1
         bodies = list(sup.config.router.bodies)
-        return JSONResponse({**sup.status(), "jobs": counts, "router_bodies": bodies})
+        nodes = await nodes_status(sup.store, jobs)  # issue 23: the cluster's workers
+        return JSONResponse(
+            {**sup.status(), "jobs": counts, "router_bodies": bodies, "nodes": nodes}
+        )
 
     async def shutdown(request: Request) -> Response:
         asyncio.get_running_loop().call_later(0.1, os.kill, os.getpid(), signal.SIGTERM)

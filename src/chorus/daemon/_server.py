@@ -18,6 +18,7 @@ from chorus.bodies import kill_live_groups
 from chorus.config import ChorusConfig, private_home
 from chorus.daemon._api import build_app
 from chorus.daemon._checks import load_checked_config
+from chorus.daemon._cluster import RoutineLead
 from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
 from chorus.daemon._metrics import DaemonMetrics, following
@@ -29,7 +30,7 @@ from chorus.memory import extraction_hook
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.routines import Scheduler, routine_routes
 from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
-from chorus.store import SqliteStore, Store, StoreUnreachableError, open_store, repair_store
+from chorus.store import Store, StoreUnreachableError, open_store, repair_store
 
 log = logging.getLogger("chorus.daemon")
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
@@ -62,13 +63,11 @@ def _lifespan(store: Store, sup: Supervisor, gateway: Gateway, sched: Scheduler)
 
 
 async def _routines(store: Store, sched: Scheduler) -> None:
-    """Run the routines' scheduler: they keep their state in the SQLite store (not yet
-    on PostgreSQL, where this waits until the daemon stops)."""
-    if isinstance(store, SqliteStore):
-        await sched.run()
-    else:
-        log.info("routines are off: they need the SQLite store")
-        await asyncio.Event().wait()
+    """Run the routines' scheduler while this node leads them (on SQLite: always;
+    on a shared store: one node of the cluster, by an advisory lock)."""
+    lead = RoutineLead(store, sched.run)
+    sched.sup.status_hooks.append(lead.status)
+    await lead.serve()
 
 
 def _policy_parts(store: Store) -> dict[str, Any]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -38,7 +37,8 @@ from typing import Any
 
 from chorus._errors import UserError
 from chorus.bodies import Body, BodyOptions, body_names, check_installed
-from chorus.config import BrainConfig, ChorusConfig, chorus_home
+from chorus.config import BrainConfig, ChorusConfig
+from chorus.daemon._cluster import SharedHealth, StoreDownError, load_health_file
 from chorus.daemon._durability import error_info, until_stored
 from chorus.daemon._frameworks import FrameworkPort, framework_options
 from chorus.events import (
@@ -157,7 +157,7 @@ class Supervisor:
         self.health = HealthBook(
             CooldownPolicy(rc.cooldown_base_s, rc.cooldown_max_s, rc.cooldown_multiplier)
         )
-        self.health.load(_load_health())
+        self.health.load(load_health_file())
         self._wake = asyncio.Event()
         self._busy: set[str] = set()
         self._paused: set[str] = set()
@@ -174,9 +174,16 @@ class Supervisor:
         # Issue 23: this daemon is a worker node of the store's queue (claims with leases).
         sc = config.store
         self.node = WorkerNode(
-            store, bodies=rc.bodies, lease_s=sc.lease_s, max_claims=sc.max_claims
+            store,
+            bodies=rc.bodies,
+            lease_s=sc.lease_s,
+            max_claims=sc.max_claims,
+            host=sc.host,
+            shared_paths=sc.shared_paths,
+            on_lost=self._taken_over,
         )
         store.on_jobs_queued(self._wake.set)
+        self.shared_health = SharedHealth(store, self.health, self.node.id)  # issue 23
 
     # -- submitting and controlling -------------------------------------------------
 
@@ -184,6 +191,8 @@ class Supervisor:
         """Validate and queue a job. Bad input raises :class:`UserError` and writes nothing."""
         if not req.prompt.strip():
             raise UserError("the prompt is empty")
+        if refusal := self.refusal():  # issue 23: the shared database is away too long
+            raise StoreDownError(refusal)
         _checked_mode(req.permission_mode)
         known = body_names(self.config)
         framework = framework_options(req.framework, req.planners, req.reviewer, req.rounds, known)
@@ -198,14 +207,14 @@ class Supervisor:
         self, req: JobRequest, session: SessionRecord, options: dict[str, Any], job_id: str | None
     ) -> JobRecord:
         """Queue the job; a routine's job with its firing, in one transaction."""
-        body, sid = session.body, session.id
+        where: dict[str, str | None] = {"body": session.body, "session_id": session.id}
+        where["affinity"] = self.node.affinity_for(session.cwd)  # issue 23: host-local cwd
         if isinstance(req.firing, Firing):
+            options = {**options, "fired_by": self.node.id}
             return await self.store.create_fired_job(
-                req.firing, req.prompt, body=body, session_id=sid, options=options
+                req.firing, req.prompt, options=options, **where
             )
-        return await self.store.create_job(
-            req.prompt, body=body, session_id=sid, options=options, job_id=job_id
-        )
+        return await self.store.create_job(req.prompt, options=options, job_id=job_id, **where)
 
     async def _session_for(self, req: JobRequest) -> SessionRecord:
         if req.session_id:
@@ -235,13 +244,13 @@ class Supervisor:
         env = {**os.environ, **(agent.env if agent else {})}
         return provider_key(body, env)
 
-    def _health_success(self, body: str) -> None:
+    async def _health_success(self, body: str) -> None:
         self.health.success(self.provider_key(body))
-        _save_health(self.health)
+        await self.shared_health.save(self.provider_key(body))
 
-    def _health_failure(self, body: str, error: ErrorInfo) -> None:
+    async def _health_failure(self, body: str, error: ErrorInfo) -> None:
         self.health.failure(self.provider_key(body), error, time.time())
-        _save_health(self.health)
+        await self.shared_health.save(self.provider_key(body))
 
     async def interrupt(self, job_id: str) -> str:
         """Interrupt a running job or cancel a queued one; returns what was done."""
@@ -282,7 +291,11 @@ class Supervisor:
     async def _steer_followup(self, job: JobRecord, text: str) -> dict[str, Any]:
         options = {k: v for k, v in job.options.items() if k in ("model", "permission_mode")}
         follow = await self.store.create_job(
-            text, body=job.body, session_id=job.session_id, options={**options, "steer_of": job.id}
+            text,
+            body=job.body,
+            session_id=job.session_id,
+            options={**options, "steer_of": job.id},
+            affinity=job.affinity,
         )
         await self._append(follow, Steer(text=text, native=False))
         self._wake.set()
@@ -324,8 +337,36 @@ class Supervisor:
             "paused_sessions": sorted(self._paused),
             "max_parallel_jobs": self.config.daemon.max_parallel_jobs,
             "health": self.health.to_json(),
+            **self._cluster_status(),
             **{k: v for hook in self.status_hooks for k, v in hook().items()},
         }
+
+    def refusal(self) -> str | None:
+        """Why this daemon takes no new job now (the shared database has been away so
+        long that its buffer of writes is full), or None."""
+        outage = self.store.outage()
+        if outage is None or not outage.full:
+            return None
+        return f"not accepting new jobs: {outage.describe()}; they resume once it is back"
+
+    def _cluster_status(self) -> dict[str, Any]:
+        """Issue 23: this node, and the store's outage while there is one."""
+        outage = self.store.outage()
+        return {
+            "node": {"id": self.node.id, "host": self.node.host, "running": sorted(self._live)},
+            "store_outage": None if outage is None else outage.describe(),
+            "accepting_jobs": self.refusal() is None,
+        }
+
+    async def _taken_over(self, job_id: str) -> None:
+        """Issue 23: this node's lease on the job lapsed and the job went back to the
+        queue or to another node: stop running it here, without ending it."""
+        job = await self.store.get_job(job_id)
+        if job.session_id is not None:
+            await self.hub.close(job.session_id)
+        for task in list(self._tasks):
+            if task.get_name() == f"job-{job_id}":
+                task.cancel()
 
     # -- the scheduling loop ------------------------------------------------------------
 
@@ -344,7 +385,9 @@ class Supervisor:
             log.info("requeued job %s after restart", job.id)
         await self._kill_orphans(only=_sessions_of(requeued) if self.store.shared else None)
         await report_orphans(self.store, self.config)  # logged, never deleted (issue 24)
+        await self.shared_health.load()
         leases = asyncio.create_task(self.node.keep_leases(), name="job-leases")
+        health = asyncio.create_task(self.shared_health.follow(), name="shared-health")
         try:
             while True:
                 await self._schedule()
@@ -353,9 +396,10 @@ class Supervisor:
                     await asyncio.wait_for(self._wake.wait(), 1.0)
         finally:
             leases.cancel()
+            health.cancel()
             for task in list(self._tasks):
                 task.cancel()
-            await asyncio.gather(leases, *self._tasks, return_exceptions=True)
+            await asyncio.gather(leases, health, *self._tasks, return_exceptions=True)
 
     async def _schedule(self) -> None:
         async with self._claim:
@@ -363,7 +407,7 @@ class Supervisor:
 
     async def _claim_jobs(self) -> None:
         limit = self.config.daemon.max_parallel_jobs
-        while True:
+        while self.store.outage() is None:  # no claims while the shared database is away
             # A framework's child jobs run while their parent waits in its slot.
             exclude = self._busy | self._paused
             job = await self.node.claim(exclude, system_only=len(self._busy) >= limit)
@@ -437,7 +481,7 @@ class Supervisor:
             final = await self._one_attempt(job, run.body, run.prompt)
             if not isinstance(final, TurnFailed) or job.id in self._interrupted:
                 if isinstance(final, TurnCompleted):
-                    self._health_success(run.body)
+                    await self._health_success(run.body)
                 return final
             if not await self._recover(job, run, final.error):
                 return final
@@ -464,7 +508,7 @@ class Supervisor:
             await asyncio.sleep(delay)
             run.prompt = _continue_prompt(job.prompt)
             return True
-        self._health_failure(run.body, error)
+        await self._health_failure(run.body, error)
         if not router.failover or run.waits >= _MAX_WAITS:
             return False
         return await self._failover(job, run, error)
@@ -660,26 +704,6 @@ class Supervisor:
 
 
 _MAX_WAITS = 5
-
-
-def _health_path() -> Path:
-    return chorus_home() / "health.json"
-
-
-def _load_health() -> list[dict[str, Any]]:
-    try:
-        data = json.loads(_health_path().read_text())
-    except (OSError, ValueError):
-        return []
-    return data if isinstance(data, list) else []
-
-
-def _save_health(book: HealthBook) -> None:
-    """Persist provider health atomically (write a temp file, then rename)."""
-    path = _health_path()
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(book.to_json()))
-    os.replace(tmp, path)
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ def open_store(config: ChorusConfig | None = None) -> Store:
     CHORUS_HOME. ``start()`` raises :class:`StoreUnreachableError` (exit code 2,
     the URL in the message with its password redacted) when the database is down."""
     config = config or load_config()
-    if config.store.url is None:
+    sc = config.store
+    if sc.url is None:
         return SqliteStore()
-    return PostgresStore(config.store.url, pool_size=config.store.pool_size)
+    return PostgresStore(sc.url, pool_size=sc.pool_size, max_queue=sc.max_buffered)

@@ -250,6 +250,27 @@ class WorktreeRecord:
     info: JsonDict = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class StoreOutage:
+    """The shared database is unreachable: for how long, why, and how many writes wait
+    for it (``bound``: past it the store refuses new writes, the daemon new jobs)."""
+
+    down_s: float
+    reason: str
+    buffered: int
+    bound: int
+
+    @property
+    def full(self) -> bool:
+        return self.buffered >= self.bound
+
+    def describe(self) -> str:
+        return (
+            f"the database has been unreachable for {self.down_s:.0f}s ({self.reason});"
+            f" {self.buffered} of at most {self.bound} writes wait for it"
+        )
+
+
 # -- the contract -----------------------------------------------------------------
 
 
@@ -592,7 +613,7 @@ class Store(ABC):
         any process. A hint only: claimers must poll as well."""
 
     # -- routines ----------------------------------------------------------------------
-    # Implemented by the SQLite store; a backend without them refuses routines.
+    # Implemented by both stores; a backend without them refuses routines.
 
     async def register_routine(self, name: str, *, now: float | None = None) -> RoutineRecord:
         """The routine's state row, created (enabled, anchored at ``now``, default the
@@ -619,6 +640,7 @@ class Store(ABC):
         body: str | None = None,
         session_id: str | None = None,
         options: JsonDict | None = None,
+        affinity: str | None = None,
     ) -> JobRecord:
         """In one transaction: record ``firing`` (outcome ``queued``) and queue its job,
         like :meth:`create_job` with ``routine`` and ``scheduled_for`` added to the
@@ -639,7 +661,7 @@ class Store(ABC):
         raise _no_routines(self)
 
     # -- worktrees -----------------------------------------------------------------------
-    # Implemented by the SQLite store; on a backend without them no job has a worktree.
+    # Implemented by both stores; on a backend without them no job has a worktree.
 
     async def create_worktree(self, record: WorktreeRecord) -> WorktreeRecord:
         """Insert the record (its timestamps are set now). Raises
@@ -660,6 +682,29 @@ class Store(ABC):
         """Set the state and/or replace ``info`` (None: leave as is) and ``updated_at``.
         Raises :class:`UnknownWorktreeError`."""
         raise UnknownWorktreeError(job_id)
+
+    # -- one of everything across the cluster (issue 23) -----------------------------------
+
+    def outage(self) -> StoreOutage | None:
+        """Set while the (shared) database cannot be reached and writes wait for it;
+        None when all is well (always, for an embedded store)."""
+        return None
+
+    async def try_lead(self, role: str) -> bool:
+        """Become, or stay, the one process of the cluster that does ``role`` (e.g. fire
+        the routines); True while this process holds it. Call it again and again: the
+        answer turns False once the hold is lost (its connection died). A store that
+        only one daemon uses always answers True."""
+        return True
+
+    async def list_provider_health(self) -> list[JsonDict]:
+        """Provider health rows (:meth:`chorus.router.ProviderHealth.to_json`) shared by
+        the cluster; a store that only one daemon uses shares none."""
+        return []
+
+    async def put_provider_health(self, key: str, data: JsonDict, *, node: str) -> None:
+        """Store one provider's health for the whole cluster (the last writer wins)."""
+        raise StoreError(f"{type(self).__name__} does not share provider health")
 
     # -- maintenance -------------------------------------------------------------------
 

@@ -19,9 +19,10 @@ import hashlib
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from pathlib import Path
 
 from chorus.config import chorus_home
-from chorus.store._interface import JobRecord, JobState, Store
+from chorus.store._interface import JOB_TERMINAL, JobRecord, Store
 
 log = logging.getLogger("chorus.store")
 
@@ -44,19 +45,33 @@ class WorkerNode:
         max_claims: int | None = 3,
         node_id: str | None = None,
         host: str | None = None,
+        shared_paths: Sequence[str] = (),
         on_lost: Callable[[str], Awaitable[object]] | None = None,
     ) -> None:
         self.store = store
         self.id = node_id or default_node_id()
         self.host = host or socket.gethostname()
         self.bodies = list(bodies)
+        self.shared_paths = [Path(p).expanduser().resolve() for p in shared_paths]
         self.lease_s = lease_s
         self.max_claims = max_claims
         #: Jobs claimed here and (as far as the last renewal knows) still held.
         self.held: set[str] = set()
-        #: Called with the id of a job another node took over (this node's lease
-        #: lapsed, e.g. while the database was unreachable): stop working on it.
+        #: Called with the id of a job this node no longer holds (its lease lapsed,
+        #: e.g. while the database was unreachable, and the job was re-queued or
+        #: taken over by another node): stop working on it, do not end it.
         self.on_lost = on_lost
+
+    def affinity_for(self, cwd: str | None) -> str | None:
+        """The affinity of a job that runs in ``cwd``: this node's host when several
+        nodes share the store and the directory is not under a shared path (it exists
+        on this host only), else None (any node may run it)."""
+        if not self.store.shared or cwd is None:
+            return None
+        path = Path(cwd).expanduser().resolve()
+        if any(path.is_relative_to(shared) for shared in self.shared_paths):
+            return None
+        return self.host
 
     async def recover(self) -> list[JobRecord]:
         """At start, before claiming: register, and re-queue the jobs a previous
@@ -94,9 +109,10 @@ class WorkerNode:
 
     async def _lost(self, job_id: str) -> None:
         job = await self.store.get_job(job_id)
-        if job.state is not JobState.RUNNING or job.node == self.id:
+        if job.state in JOB_TERMINAL or job.node == self.id:
             return  # it simply ended
-        log.warning("job %s was taken over by node %s; stopping it here", job_id, job.node)
+        where = f"node {job.node}" if job.node else "the queue"
+        log.warning("job %s went back to %s (its lease here lapsed); stopping it", job_id, where)
         if self.on_lost is not None:
             await self.on_lost(job_id)
 

@@ -106,6 +106,51 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        "routines, firings, worktrees, provider health (one of everything in the cluster)",
+        (
+            """CREATE TABLE routines (
+                name TEXT PRIMARY KEY,
+                enabled BOOLEAN NOT NULL DEFAULT TRUE,
+                anchor_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL
+            )""",
+            # As on SQLite, the primary key makes a firing happen at most once, across
+            # every node: the row is inserted in the transaction that queues the job.
+            """CREATE TABLE routine_firings (
+                routine TEXT NOT NULL,
+                scheduled_for DOUBLE PRECISION NOT NULL,
+                kind TEXT NOT NULL,
+                outcome TEXT NOT NULL,
+                job_id TEXT REFERENCES jobs(id),
+                detail TEXT NOT NULL DEFAULT '{}',
+                fired_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (routine, scheduled_for)
+            )""",
+            "CREATE INDEX routine_firings_by_job ON routine_firings(job_id)",
+            """CREATE TABLE worktrees (
+                job_id TEXT PRIMARY KEY,
+                ord BIGINT GENERATED ALWAYS AS IDENTITY,
+                repo TEXT NOT NULL,
+                path TEXT NOT NULL UNIQUE,
+                branch TEXT NOT NULL,
+                base TEXT NOT NULL,
+                base_commit TEXT NOT NULL,
+                into_branch TEXT NOT NULL,
+                state TEXT NOT NULL,
+                info TEXT NOT NULL DEFAULT '{}',
+                created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL
+            )""",
+            "CREATE INDEX worktrees_by_repo ON worktrees(repo, created_at, ord)",
+            """CREATE TABLE provider_health (
+                key TEXT PRIMARY KEY,
+                data TEXT NOT NULL,
+                node TEXT NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL
+            )""",
+        ),
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

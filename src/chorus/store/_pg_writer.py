@@ -393,6 +393,14 @@ class PgWriter:
         self._accepting = True
         self._task = asyncio.create_task(self._run(), name="chorus-pg-writer")
 
+    def outage(self) -> tuple[float, str, int, int] | None:
+        """(seconds down, reason, writes waiting, bound) while the database is away."""
+        if self._down is None:
+            return None
+        since, reason = self._down
+        waiting = len(self._queue) + self._in_flight
+        return time.monotonic() - since, reason, waiting, self._max_queue
+
     def submit(self, op: Op) -> None:
         """Queue ``op``. Raises :class:`StoreQueueFullError` or :class:`StoreClosedError`."""
         if threading.get_ident() != self._thread:

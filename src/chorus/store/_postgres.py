@@ -54,6 +54,7 @@ from chorus.store._interface import (
     RawStream,
     SessionRecord,
     Store,
+    StoreOutage,
     check_id,
     check_job_end,
     check_job_transition,
@@ -61,8 +62,10 @@ from chorus.store._interface import (
     new_id,
 )
 from chorus.store._mirror import JsonlMirror
+from chorus.store._pg_lead import Leadership
 from chorus.store._pg_listen import Listener
 from chorus.store._pg_migrations import migrate
+from chorus.store._pg_routines import PgRoutines
 from chorus.store._pg_writer import (
     EVENTS_CHANNEL,
     AppendOp,
@@ -108,7 +111,7 @@ def is_postgres_url(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
 
 
-class PostgresStore(Store):
+class PostgresStore(PgRoutines, Store):
     """The shared store on PostgreSQL at ``url`` (``postgresql://user@host/db``).
 
     ``pool_size`` bounds connections (the writer and the listener use one each);
@@ -151,6 +154,7 @@ class PostgresStore(Store):
         self._listener: Listener | None = None
         self._state: Literal["new", "open", "closed"] = "new"
         self._queued_hooks: list[Callable[[], None]] = []
+        self._lead = Leadership(url, node=self.writer_id)
 
     @property
     def display_url(self) -> str:
@@ -222,6 +226,7 @@ class PostgresStore(Store):
             await self._writer.stop()
         if self._listener is not None:
             await self._listener.stop()
+        await self._lead.close()
         self._bus.close()
         if self._pool is not None:
             await self._pool.close()
@@ -776,6 +781,36 @@ class PostgresStore(Store):
     def _jobs_queued(self) -> None:
         for hook in list(self._queued_hooks):
             hook()
+
+    # -- one of everything across the cluster ----------------------------------------------
+
+    def outage(self) -> StoreOutage | None:
+        down = self._writer.outage() if self._writer is not None else None
+        return None if down is None else StoreOutage(*down)
+
+    async def try_lead(self, role: str) -> bool:
+        self._check_open()
+        return await self._lead.hold(role)
+
+    async def list_provider_health(self) -> list[JsonDict]:
+        async def select(conn: Conn) -> list[str]:
+            cur = await conn.execute("SELECT data FROM provider_health ORDER BY key")
+            return [row[0] for row in await cur.fetchall()]
+
+        return [json.loads(data) for data in await self._read(select)]
+
+    async def put_provider_health(self, key: str, data: JsonDict, *, node: str) -> None:
+        row = {"key": key, "data": self._json(data), "node": node, "now": time.time()}
+
+        async def upsert(conn: Conn) -> None:
+            await conn.execute(
+                "INSERT INTO provider_health (key, data, node, updated_at)"
+                " VALUES (%(key)s, %(data)s, %(node)s, %(now)s) ON CONFLICT (key) DO UPDATE"
+                " SET data = EXCLUDED.data, node = EXCLUDED.node, updated_at = EXCLUDED.updated_at",
+                row,
+            )
+
+        await self._call(upsert)
 
     # -- maintenance ----------------------------------------------------------------------
 

@@ -795,6 +795,7 @@ class SqliteStore(Store):
         body: str | None = None,
         session_id: str | None = None,
         options: JsonDict | None = None,
+        affinity: str | None = None,
     ) -> JobRecord:
         at = _firing_key(firing)
         jid = new_id()
@@ -808,8 +809,8 @@ class SqliteStore(Store):
             now = time.time()
             conn.execute(
                 "INSERT INTO jobs (id, session_id, body, prompt, state, options,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)",
-                (*row, now, now),
+                " created_at, updated_at, affinity) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+                (*row, now, now, affinity),
             )
             _insert_firing(conn, firing, at, "queued", jid, detail)
             return _get_job(conn, jid)

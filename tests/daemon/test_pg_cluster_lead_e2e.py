@@ -1,0 +1,172 @@
+"""Two daemons (two CHORUS_HOMEs) on one PostgreSQL, with real Claude Code jobs:
+routines fire once across the cluster, from the node holding the advisory lock,
+and the other node takes over when the leader is killed with -9; ``chorus status``
+and ``chorus jobs`` show the nodes; a job whose cwd is host-local runs only on its
+host (the two daemons pose as two hosts)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from chorus.testing import ModelServer, claude_env, slow_text
+from tests.daemon.conftest import write_config
+
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
+
+ROUTINE = '[routine]\nevery = "3s"\nmodel_preference = "claude"\n[routine.task]\nprompt = "tick"\n'
+
+
+@dataclass
+class Node:
+    home: Path
+    work: Path
+
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "chorus", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "CHORUS_HOME": str(self.home)},
+            cwd=self.work,
+        )
+
+    def json(self, *args: str) -> Any:
+        done = self.run(*args, "--json")
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout)
+
+    def pid(self) -> int:
+        return int((self.home / "run" / "daemon.pid").read_text())
+
+
+Start = Callable[..., list[Node]]
+
+
+@pytest.fixture
+def start(tmp_path: Path, pg_url: str) -> Iterator[tuple[Start, ModelServer, str]]:
+    """``start(hosts, routine=False)``: one daemon per host name, all on one database."""
+    work = tmp_path / "work"
+    work.mkdir()
+    started: list[Node] = []
+    with ModelServer() as server:
+        env = claude_env(tmp_path / "claude-home", server.url)
+
+        def make(hosts: list[str], *, routine: bool = False) -> list[Node]:
+            for i, host in enumerate(hosts):
+                node = Node(tmp_path / f"home-{i}", work)
+                extra = (
+                    f'max_parallel_jobs = 1\n[store]\nurl = "{pg_url}"\nlease_s = 3.0\n'
+                    f'host = "{host}"\n[routines]\nheartbeat = false'
+                )
+                write_config(node.home, {"claude": env}, extra)
+                if routine:
+                    (node.home / "routines").mkdir(parents=True, exist_ok=True)
+                    (node.home / "routines" / "tick.toml").write_text(ROUTINE)
+                done = node.run("start")
+                assert done.returncode == 0, done.stderr
+                started.append(node)
+            return list(started)
+
+        try:
+            yield make, server, pg_url
+        finally:
+            for node in started:
+                node.run("stop")
+
+
+def _rows(url: str, query: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(query.encode()).fetchall()
+
+
+def _until(check: Callable[[], bool], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.2)
+
+
+def _firings(url: str) -> list[tuple[Any, ...]]:
+    """(scheduled_for, job id, node that fired it) of every queued firing of ``tick``."""
+    return _rows(
+        url,
+        "SELECT f.scheduled_for, f.job_id, j.options::jsonb ->> 'fired_by' FROM routine_firings f"
+        " JOIN jobs j ON j.id = f.job_id WHERE f.routine = 'tick' ORDER BY f.scheduled_for",
+    )
+
+
+def _leads(node: Node) -> bool:
+    status = node.json("status")
+    return bool(status.get("routines_leader"))
+
+
+@pytest.mark.timeout(600)
+def test_a_routine_fires_once_from_the_leader_and_the_other_node_takes_over(
+    start: tuple[Start, ModelServer, str],
+) -> None:
+    make, _server, url = start
+    a, b = make(["same-host", "same-host"], routine=True)
+    _until(lambda: len(_firings(url)) >= 3)
+    leaders = [n for n in (a, b) if _leads(n)]
+    assert len(leaders) == 1, "exactly one node leads the routines"
+    leader = leaders[0]
+    follower = b if leader is a else a
+    leader_id = leader.json("status")["node"]["id"]
+    firings = _firings(url)
+    assert {fired_by for _, _, fired_by in firings} == {leader_id}
+    jobs = _rows(url, "SELECT id FROM jobs WHERE options::jsonb ->> 'routine' = 'tick'")
+    assert sorted(j for (j,) in jobs) == sorted(job for _, job, _ in firings)  # one job each
+    times = [at for at, _, _ in firings]
+    assert len(times) == len(set(times))
+
+    status = follower.run("status")
+    assert "routines: another node fires them" in status.stdout, status.stdout
+    assert f"{leader_id} on same-host" in status.stdout
+
+    os.kill(leader.pid(), signal.SIGKILL)  # its lock connection dies with it
+    _until(lambda: _leads(follower), timeout=60)
+    follower_id = follower.json("status")["node"]["id"]
+    _until(lambda: any(by == follower_id for _, _, by in _firings(url)), timeout=60)
+    after = _firings(url)
+    assert len({at for at, _, _ in after}) == len(after)  # still once per scheduled time
+    listed = follower.json("jobs")
+    assert {row["node"] for row in listed if row["state"] == "succeeded"} <= {
+        leader_id,
+        follower_id,
+    }
+    assert any(row["node"] == follower_id for row in listed)
+
+
+@pytest.mark.timeout(600)
+def test_a_host_local_job_runs_only_on_its_host(start: tuple[Start, ModelServer, str]) -> None:
+    make, server, url = start
+    a, b = make(["host-a", "host-b"])
+    server.script([slow_text(f"answer {i} " * 4, chunks=4, delay=0.5) for i in range(4)])
+    ids = [a.run("task", f"question {i}", "--body", "claude").stdout.strip() for i in range(3)]
+    b_job = b.run("task", "question from b", "--body", "claude").stdout.strip()
+    states = "SELECT state FROM jobs"
+    _until(lambda: [s for (s,) in _rows(url, states)] == ["succeeded"] * 4, timeout=240)
+    rows = {r["id"]: r for r in a.json("jobs")}
+    a_id, b_id = a.json("status")["node"]["id"], b.json("status")["node"]["id"]
+    for job_id in ids:  # host-b's daemon idles meanwhile, but never takes host-a's jobs
+        assert (rows[job_id]["affinity"], rows[job_id]["node"]) == ("host-a", a_id)
+    assert (rows[b_job]["affinity"], rows[b_job]["node"]) == ("host-b", b_id)
+    nodes = {n["host"]: n for n in b.json("status")["nodes"]}
+    assert set(nodes) == {"host-a", "host-b"}
+    table = b.run("jobs").stdout.splitlines()
+    assert table[0].split()[:5] == ["job", "state", "body", "session", "node"]
+    assert sorted(line.split()[4] for line in table[1:]) == sorted([a_id] * 3 + [b_id])
