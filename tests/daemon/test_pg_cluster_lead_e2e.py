@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from chorus.testing import ModelServer, claude_env, slow_text
+from chorus.testing import ModelServer, claude_env, error, slow_text
 from tests.daemon.conftest import write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -64,14 +64,14 @@ def start(tmp_path: Path, pg_url: str) -> Iterator[tuple[Start, ModelServer, str
     with ModelServer() as server:
         env = claude_env(tmp_path / "claude-home", server.url)
 
-        def make(hosts: list[str], *, routine: bool = False) -> list[Node]:
+        def make(hosts: list[str], *, routine: bool = False, extra: str = "") -> list[Node]:
             for i, host in enumerate(hosts):
                 node = Node(tmp_path / f"home-{i}", work)
-                extra = (
+                config = (
                     f'max_parallel_jobs = 1\n[store]\nurl = "{pg_url}"\nlease_s = 3.0\n'
-                    f'host = "{host}"\n[routines]\nheartbeat = false'
+                    f'host = "{host}"\n[routines]\nheartbeat = false\n{extra}'
                 )
-                write_config(node.home, {"claude": env}, extra)
+                write_config(node.home, {"claude": env}, config)
                 if routine:
                     (node.home / "routines").mkdir(parents=True, exist_ok=True)
                     (node.home / "routines" / "tick.toml").write_text(ROUTINE)
@@ -170,3 +170,28 @@ def test_a_host_local_job_runs_only_on_its_host(start: tuple[Start, ModelServer,
     table = b.run("jobs").stdout.splitlines()
     assert table[0].split()[:5] == ["job", "state", "body", "session", "node"]
     assert sorted(line.split()[4] for line in table[1:]) == sorted([a_id] * 3 + [b_id])
+
+
+@pytest.mark.timeout(600)
+def test_one_nodes_quota_cooldown_is_seen_by_the_other(
+    start: tuple[Start, ModelServer, str],
+) -> None:
+    make, server, url = start
+    router = '[router]\nbodies = ["claude"]\nfailover = false\ncooldown_base_s = 600.0\n'
+    a, b = make(["host-a", "host-b"], extra=router)
+    assert [h for h in b.json("status")["health"] if h["quota_state"] != "ok"] == []
+    server.script([error("quota", times=None)])
+    job_id = a.run("task", "spend the quota", "--body", "claude").stdout.strip()
+    _until(lambda: _rows(url, f"SELECT state FROM jobs WHERE id = '{job_id}'") == [("failed",)])
+
+    def cooling(node: Node) -> list[dict[str, Any]]:
+        health = node.json("status")["health"]
+        return [h for h in health if h["quota_state"] == "exhausted"]
+
+    _until(lambda: bool(cooling(b)), timeout=30)  # b re-reads the shared health
+    (seen,) = cooling(b)
+    assert seen["key"].startswith("claude@")
+    assert seen["cooldown_until"] > time.time() + 500
+    assert "cooling down" in b.run("status").stdout
+    (stored,) = _rows(url, "SELECT key, node FROM provider_health")
+    assert stored == (seen["key"], a.json("status")["node"]["id"])
