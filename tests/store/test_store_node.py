@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 
 from chorus.store import JobState, Store, WorkerNode, default_node_id
 
@@ -90,3 +91,35 @@ async def test_recover_requeues_what_this_node_left(store: Store) -> None:
     requeued = {j.id for j in await node.recover()}
     # Shared store: only this node's jobs. SQLite: one node per home, so all of them.
     assert requeued == ({mine.id} if store.shared else {mine.id, theirs.id})
+
+
+async def test_a_job_requeued_but_not_yet_taken_is_stopped_here_too(store: Store) -> None:
+    slow = WorkerNode(store, bodies=[], lease_s=1.0, node_id="slow")
+    other = WorkerNode(store, bodies=[], lease_s=1.0, node_id="other")
+    lost: list[str] = []
+
+    async def stop_it(job_id: str) -> None:
+        lost.append(job_id)
+
+    slow.on_lost = stop_it
+    job = await store.create_job("x")
+    assert await slow.claim() is not None
+    await asyncio.sleep(1.2)  # e.g. the database was away longer than the lease
+    assert [j.state for j in await other.renew()] == [JobState.QUEUED]
+    await slow.renew()  # back: the job waits in the queue; running it here too would double it
+    assert (slow.held, lost) == (set(), [job.id])
+    assert (await store.get_job(job.id)).state is JobState.QUEUED
+
+
+async def test_a_cwd_pins_a_job_to_its_host_unless_it_is_shared(
+    store: Store, tmp_path: Path
+) -> None:
+    shared = tmp_path / "share"
+    node = WorkerNode(store, bodies=[], node_id="n1", host="box-a", shared_paths=[str(shared)])
+    pinned = node.affinity_for(str(tmp_path / "repo"))
+    free = node.affinity_for(str(shared / "repo"))
+    if store.shared:  # several daemons may claim: a local directory pins to its host
+        assert (pinned, free) == ("box-a", None)
+    else:  # one daemon: nothing to pin
+        assert (pinned, free) == (None, None)
+    assert node.affinity_for(None) is None

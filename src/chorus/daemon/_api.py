@@ -77,12 +77,14 @@ def build_app(
     """The app around a running :class:`Supervisor`, plus ``extra_routes`` (the gateway's)."""
 
     async def status(request: Request) -> Response:
-        jobs = await sup.store.list_jobs()
+        # While the shared database is away, say so at once rather than wait for it.
+        away = sup.store.outage() is not None
+        jobs = [] if away else await sup.store.list_jobs()
         counts: dict[str, int] = {}
         for job in jobs:
             counts[str(job.state)] = counts.get(str(job.state), 0) + 1
         bodies = list(sup.config.router.bodies)
-        nodes = await nodes_status(sup.store, jobs)  # issue 23: the cluster's workers
+        nodes = [] if away else await nodes_status(sup.store, jobs)  # issue 23
         return JSONResponse(
             {**sup.status(), "jobs": counts, "router_bodies": bodies, "nodes": nodes}
         )
