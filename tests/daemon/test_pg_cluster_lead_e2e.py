@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from chorus.testing import ModelServer, claude_env, error, slow_text
+from chorus.testing import ModelServer, claude_env, error, slow_text, text
 from tests.daemon.conftest import write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -195,3 +195,45 @@ def test_one_nodes_quota_cooldown_is_seen_by_the_other(
     assert "cooling down" in b.run("status").stdout
     (stored,) = _rows(url, "SELECT key, node FROM provider_health")
     assert stored == (seen["key"], a.json("status")["node"]["id"])
+
+
+@pytest.mark.timeout(600)
+def test_a_frozen_node_stops_the_job_another_node_took_over(
+    start: tuple[Start, ModelServer, str],
+) -> None:
+    """SIGSTOP a daemon past its lease: the other node takes the job over and runs it;
+    once the frozen one wakes, it learns it lost the job (``on_lost``), stops it
+    without ending it, and the job ends once, on the node that holds it."""
+    make, server, url = start
+    a, b = make(["same-host", "same-host"])
+    server.script([slow_text("frozen mid-turn " * 8, chunks=40, delay=0.3), text("took over")])
+    job_id = a.run("task", "survive a frozen node", "--body", "claude").stdout.strip()
+    server.wait_for(lambda reqs: any(r.kind == "turn" for r in reqs), timeout=60)
+    holder_id = _rows(url, f"SELECT node FROM jobs WHERE id = '{job_id}'")[0][0]
+    holder, other = (a, b) if holder_id == a.json("status")["node"]["id"] else (b, a)
+    other_id = other.json("status")["node"]["id"]
+    os.kill(holder.pid(), signal.SIGSTOP)
+    try:
+        _until(
+            lambda: (
+                _rows(url, f"SELECT node, attempts FROM jobs WHERE id = '{job_id}'")
+                == [(other_id, 2)]
+            ),
+            timeout=60,
+        )
+    finally:
+        os.kill(holder.pid(), signal.SIGCONT)
+    _until(lambda: _rows(url, f"SELECT state FROM jobs WHERE id = '{job_id}'") == [("succeeded",)])
+    _until(lambda: job_id not in holder.json("status")["running_jobs"], timeout=30)
+    ended = _rows(
+        url,
+        "SELECT seq FROM events WHERE type = 'job_ended'"
+        f" AND payload::jsonb ->> 'job_id' = '{job_id}'",
+    )
+    assert len(ended) == 1, "the job ended once, by the node that held it"
+    final = _rows(url, f"SELECT state, node, attempts FROM jobs WHERE id = '{job_id}'")
+    assert final == [("succeeded", other_id, 2)]
+    log = (holder.home / "run" / "daemon.log").read_text()
+    assert f"job {job_id} went back to node {other_id}" in log, log[-2000:]
+    assert f"job {job_id}: closing its body here; the job is not ended" in log, log[-2000:]
+    assert f"job {job_id} went to node {other_id} while it ran here; not ending it" in log

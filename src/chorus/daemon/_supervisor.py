@@ -358,12 +358,24 @@ class Supervisor:
             "accepting_jobs": self.refusal() is None,
         }
 
+    async def _still_ours(self, job: JobRecord) -> bool:
+        """False when the job went back to the queue or to another node while it ran
+        here (this node's lease lapsed): its outcome here must not end it."""
+        fresh = await self.store.get_job(job.id)
+        mine = fresh.node in (None, self.node.id)
+        if fresh.state is JobState.QUEUED or (fresh.state is JobState.RUNNING and not mine):
+            where = f"node {fresh.node}" if fresh.node else "the queue"
+            log.warning("job %s went to %s while it ran here; not ending it", job.id, where)
+            return False
+        return True
+
     async def _taken_over(self, job_id: str) -> None:
         """Issue 23: this node's lease on the job lapsed and the job went back to the
         queue or to another node: stop running it here, without ending it."""
+        log.warning("job %s: closing its body here; the job is not ended", job_id)
         job = await self.store.get_job(job_id)
         if job.session_id is not None:
-            await self.hub.close(job.session_id)
+            await self.hub.close(job.session_id)  # its turn ends; _still_ours says no
         for task in list(self._tasks):
             if task.get_name() == f"job-{job_id}":
                 task.cancel()
@@ -454,7 +466,8 @@ class Supervisor:
                 log.exception("job %s failed inside Chorus", job.id)
                 final = TurnFailed(error=error_info(exc))
             await finish_job_worktree(self.store, job)  # commit leftovers, unlock (issue 24)
-            await self._finish(job, final)
+            if await self._still_ours(job):  # issue 23: not re-queued or taken over meanwhile
+                await self._finish(job, final)
         finally:
             self._gates.pop(job.id, None)
             self._untold.pop(job.id, None)
