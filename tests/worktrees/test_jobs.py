@@ -249,3 +249,21 @@ async def test_copied_files_are_never_committed_and_go_with_rm(
     assert (repo / "work.txt").read_text() == "w"
     await remove(store, job.id)
     assert not Path(rec.path).exists()
+
+
+async def test_another_hosts_worktrees_are_not_checked_here(store: SqliteStore, repo: Path) -> None:
+    """On a shared store (issue 23) a record names a folder on the host that made it;
+    a daemon on another host neither sees it nor marks it missing."""
+    theirs = await submit(
+        store,
+        Ask("made on host a", str(repo)),
+        ChorusConfig.model_validate({"store": {"host": "host-a"}}),
+    )
+    rec = await store.get_worktree(theirs.id)
+    assert rec.info["host"] == "host-a"
+    shutil.rmtree(rec.path)  # not on this host
+    here = ChorusConfig.model_validate({"store": {"host": "host-b"}})
+    assert await report_orphans(store, here) == []
+    assert (await store.get_worktree(theirs.id)).state == "ready"
+    found = await report_orphans(store, ChorusConfig.model_validate({"store": {"host": "host-a"}}))
+    assert any(theirs.id in line and "is gone" in line for line in found)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,7 +91,7 @@ async def prepare_job_worktree(
     async with repo_lock(str(spec.main)):
         made = await asyncio.to_thread(_create.create, spec, config.worktree)
     try:
-        await store.create_worktree(_record(spec, made))
+        await store.create_worktree(_record(spec, made, node_host(config)))
         cwd = spec.job_cwd if spec.job_cwd.is_dir() else spec.path
         yield PreparedJob(job_id, str(cwd), {"worktree": job_id})
     except BaseException:
@@ -151,8 +152,15 @@ async def find_by_folder(store: Store, folder: str | None) -> WorktreeRecord | N
     return None
 
 
-def _record(spec: _create.Spec, made: _create.Created) -> WorktreeRecord:
+def node_host(config: ChorusConfig) -> str:
+    """The host this daemon's worktrees live on (``[store] host``, else the machine's):
+    on a shared store, other hosts' records name folders this one cannot see."""
+    return config.store.host or socket.gethostname()
+
+
+def _record(spec: _create.Spec, made: _create.Created, host: str) -> WorktreeRecord:
     info = {
+        "host": host,
         "warnings": list(spec.warnings),
         "notes": made.notes,
         "copied": made.copied,

@@ -20,7 +20,7 @@ from chorus.store import Store, UnknownWorktreeError, WorktreeRecord
 from chorus.worktrees import _git as git
 from chorus.worktrees import _ops
 from chorus.worktrees._errors import GitError, UnmergedWorkError, WorktreeError
-from chorus.worktrees._jobs import copied_of, emit, repo_lock, set_state
+from chorus.worktrees._jobs import copied_of, emit, node_host, repo_lock, set_state
 from chorus.worktrees._naming import worktrees_root
 from chorus.worktrees._state import WorktreeState
 
@@ -154,7 +154,8 @@ async def report_orphans(store: Store, config: ChorusConfig) -> list[str]:
 
 async def _orphans(store: Store, config: ChorusConfig) -> list[str]:
     found: list[str] = []
-    records = await store.list_worktrees()
+    here = node_host(config)  # issue 23: another host's folders are not ours to check
+    records = [r for r in await store.list_worktrees() if r.info.get("host", here) == here]
     for rec in records:
         if rec.state in (WorktreeState.REMOVED, WorktreeState.MISSING):
             continue
