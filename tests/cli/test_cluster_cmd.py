@@ -12,12 +12,33 @@ from typer.testing import CliRunner
 
 from chorus.cli._app import _register, app
 from chorus.events import Text
-from chorus.store import ControlStatus, JobState, PostgresStore, Redactor, SqliteStore
+from chorus.store import (
+    ControlStatus,
+    Firing,
+    JobState,
+    PostgresStore,
+    Redactor,
+    SqliteStore,
+    WorktreeRecord,
+)
 from chorus.testing import free_port
 
 pytestmark = pytest.mark.postgres
 runner = CliRunner()
 _register()
+WORKTREE = WorktreeRecord(
+    job_id="j-done",
+    repo="/repos/a",
+    path="/wt/j-done",
+    branch="chorus/j-done",
+    base="main",
+    base_commit="abc",
+    into="main",
+    state="merged",
+    created_at=0.0,
+    updated_at=0.0,
+    info={"host": "box"},
+)
 
 
 async def populate() -> None:
@@ -33,6 +54,10 @@ async def populate() -> None:
         await store.create_job("was running", session_id="s1", job_id="j-run")
         await store.claim_next_job()
         await store.create_job("queued", job_id="j-queued")
+        await store.set_routine_enabled("nightly", False)
+        await store.create_fired_job(Firing("nightly", 1_800_000_000.0), "fired")
+        await store.record_firing(Firing("nightly", 1_800_000_060.0), "skipped")
+        await store.create_worktree(WORKTREE)
 
 
 async def snapshot(store: SqliteStore | PostgresStore) -> tuple[object, ...]:
@@ -44,6 +69,9 @@ async def snapshot(store: SqliteStore | PostgresStore) -> tuple[object, ...]:
         [(r.n, r.stream, r.line) for r in await store.read_raw("s1")],
         [(c.request_id, c.status) for c in await store.list_control_requests("s1")],
         [(j.id, j.state, j.result) for j in await store.list_jobs()],
+        [(r.name, r.enabled, r.anchor_at) for r in await store.list_routine_records()],
+        [(f.scheduled_for, f.outcome, f.job_id) for f in await store.list_firings("nightly")],
+        [(w.job_id, w.path, w.into, w.info) for w in await store.list_worktrees()],
     )
 
 
@@ -63,7 +91,10 @@ def test_migrate_copies_a_sqlite_home_into_postgres(chorus_home: Path, pg_url: s
         "events": 5,
         "raw_lines": 1,
         "control_requests": 1,
-        "jobs": 3,
+        "jobs": 4,
+        "routines": 1,
+        "routine_firings": 2,
+        "worktrees": 1,
     }
 
     async def after() -> tuple[tuple[object, ...], int]:
@@ -78,6 +109,7 @@ def test_migrate_copies_a_sqlite_home_into_postgres(chorus_home: Path, pg_url: s
     jobs = [(j, JobState.QUEUED if j == "j-run" else s, r) for j, s, r in old_jobs]
     assert new[:5] == old[:5]
     assert new[5] == jobs  # the running job is queued again, for a worker to claim
+    assert new[6:] == old[6:]  # routines, their firings, worktrees
     assert next_seq == 6
 
     again = runner.invoke(app, ["migrate", "--to", pg_url])

@@ -64,6 +64,29 @@ _TABLES: dict[str, tuple[str, ...]] = {
         "ended_at",
         "affinity",
     ),
+    "routines": ("name", "enabled", "anchor_at", "updated_at"),
+    "routine_firings": (
+        "routine",
+        "scheduled_for",
+        "kind",
+        "outcome",
+        "job_id",
+        "detail",
+        "fired_at",
+    ),
+    "worktrees": (
+        "job_id",
+        "repo",
+        "path",
+        "branch",
+        "base",
+        "base_commit",
+        "into_branch",
+        "state",
+        "info",
+        "created_at",
+        "updated_at",
+    ),
 }
 #: SQLite order of rows within a table (insertion order, like ``ord`` on PostgreSQL).
 _ORDER = {"events": "session_id, seq", "raw_lines": "session_id, n"}
