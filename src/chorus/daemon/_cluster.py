@@ -45,10 +45,13 @@ class RoutineLead:
         store: Store,
         run: Callable[[], Coroutine[Any, Any, None]],
         *,
+        follow: Callable[[], Coroutine[Any, Any, None]] | None = None,
         check_s: float = LEAD_CHECK_S,
     ) -> None:
         self.store = store
         self.run = run
+        #: What a node that does not lead still does each check (its own jobs' chores).
+        self.follow = follow
         self.check_s = check_s
         self.leading = False
 
@@ -57,6 +60,11 @@ class RoutineLead:
         while True:
             if await self._holds():
                 await self._lead()
+            elif self.follow is not None:
+                try:
+                    await self.follow()
+                except Exception:  # one bad round must not stop the next
+                    log.exception("routine follower round failed")
             await asyncio.sleep(self.check_s)
 
     async def _lead(self) -> None:

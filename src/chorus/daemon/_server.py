@@ -65,7 +65,7 @@ def _lifespan(store: Store, sup: Supervisor, gateway: Gateway, sched: Scheduler)
 async def _routines(store: Store, sched: Scheduler) -> None:
     """Run the routines' scheduler while this node leads them (on SQLite: always;
     on a shared store: one node of the cluster, by an advisory lock)."""
-    lead = RoutineLead(store, sched.run)
+    lead = RoutineLead(store, sched.run, follow=sched.follow)
     sched.sup.status_hooks.append(lead.status)
     await lead.serve()
 

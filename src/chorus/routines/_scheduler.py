@@ -333,6 +333,12 @@ class Scheduler:
             with contextlib.suppress(ChorusError, StoreError):
                 await self.sup.interrupt(job.id)
 
+    async def follow(self) -> None:
+        """On a node that does not lead the routines (issue 23): what still is its own
+        to do, i.e. time out the routine jobs it runs and queue its due retries."""
+        await self._enforce_timeouts(self.load(), self.clock())
+        await self.retries.tick()
+
     # -- views ----------------------------------------------------------------------------
 
     async def describe(self) -> list[dict[str, Any]]:
