@@ -18,7 +18,7 @@ from chorus.daemon import stop_daemon
 from chorus.events import JobEnded, MemoryChanged, parse_event
 from chorus.policy import AuditLog
 from chorus.store import SqliteStore
-from chorus.testing import ModelServer, offline_env, text, tool_call
+from chorus.testing import ModelServer, offline_env, slow_text, text, tool_call
 
 pytestmark = pytest.mark.e2e
 
@@ -55,8 +55,8 @@ def chorus(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def ask(work: Path, body: str, prompt: str) -> list[object]:
-    done = chorus(work, "ask", prompt, "--body", body, "--json")
+def ask(work: Path, body: str, prompt: str, *more: str) -> list[object]:
+    done = chorus(work, "ask", prompt, "--body", body, "--json", *more)
     assert done.returncode == 0, done.stderr[-3000:]
     events = [parse_event(line) for line in done.stdout.splitlines()]
     assert isinstance(events[-1], JobEnded)
@@ -161,17 +161,22 @@ def test_chorus_md_imports_reach_the_body_and_an_escaping_one_does_not(
 
 
 def test_extraction_at_job_end_remembers_what_the_job_settled(
-    lanes: tuple[ModelServer, Path], chorus_home: Path
+    lanes: tuple[ModelServer, Path], chorus_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On by default, and in the background: the extraction run (Codex's one-shot
+    mode here, slow on purpose) does not hold the session, whose next job ends
+    first; the item lands afterwards."""
     server, work = lanes
+    monkeypatch.delenv("CHORUS_MEMORY_EXTRACTION")  # the default: on
     with (chorus_home / "config.toml").open("a") as config:
-        config.write("[memory]\nextraction = true\n")
+        config.write('[memory]\nextraction_body = "codex-exec"\n')
     item = {"kind": "preference", "text": "The user wants pnpm instead of npm", "importance": 0.9}
-    server.script(
-        [text("Sure, pnpm from now on."), text(f"```json\n{json.dumps([item])}\n```")],
-        lane="claude",
-    )
-    ask(work, "claude", "From now on use pnpm, not npm.")
+    server.script([text("Sure, pnpm from now on."), text("next job done")], lane="claude")
+    reply = f"```json\n{json.dumps([item])}\n```"
+    server.script([slow_text(reply, chunks=30, delay=0.4)], lane="codex")
+    first = ask(work, "claude", "From now on use pnpm, not npm.")
+    ask(work, "claude", "and now?", "--session", first[0].session_id)  # type: ignore[attr-defined]
+    assert not any(r.finished for r in server.turn_requests(lane="codex")), "session was held"
     deadline = time.monotonic() + 90
     hits: list[dict[str, object]] = []
     while not hits and time.monotonic() < deadline:
@@ -181,9 +186,10 @@ def test_extraction_at_job_end_remembers_what_the_job_settled(
     assert hits, "the extracted item never appeared"
     assert hits[0]["text"] == item["text"]
     assert hits[0]["item"]["source_kind"] == "extraction"  # type: ignore[index]
-    job_request, extraction_request = server.turn_requests(lane="claude")[:2]
+    job_request = server.turn_requests(lane="claude")[0]
+    extraction_request = server.turn_requests(lane="codex")[0]
     assert "# Context from Chorus" in json.dumps(job_request.body)
-    sent = extraction_request.last_user_text() or ""
+    sent = json.dumps(extraction_request.body)
     assert "USER: From now on use pnpm, not npm." in sent
     assert "ASSISTANT: Sure, pnpm from now on." in sent
-    assert "# Context from Chorus" not in json.dumps(extraction_request.body)
+    assert "# Context from Chorus" not in sent
