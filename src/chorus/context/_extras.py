@@ -52,6 +52,41 @@ class Brief:
     skipped: tuple[str, ...] = ()
 
 
+def client_brief(
+    system_prompt: str | None,
+    instructions: str | None,
+    servers: Mapping[str, Any] | None,
+) -> Brief:
+    """A brief from what a client (a UCP brain, a front) asked for its body: stdio MCP
+    servers are taken, any other kind is listed in :attr:`Brief.skipped`."""
+    taken: dict[str, McpServer] = {}
+    skipped: list[str] = []
+    for name, spec in (servers or {}).items():
+        server = _stdio_server(spec)
+        if server is None:
+            kind = spec.get("type", "?") if isinstance(spec, Mapping) else "?"
+            skipped.append(f"MCP server {name!r} ({kind}) not passed: bodies take stdio ones")
+        else:
+            taken[name] = server
+    return Brief(
+        system_prompt=system_prompt or None,
+        instructions=instructions or None,
+        mcp_servers=taken,
+        skipped=tuple(skipped),
+    )
+
+
+def _stdio_server(spec: Any) -> McpServer | None:
+    if not isinstance(spec, Mapping) or spec.get("type", "stdio") != "stdio":
+        return None
+    command, args, env = spec.get("command"), spec.get("args") or [], spec.get("env") or {}
+    if not isinstance(command, str) or not command or not isinstance(args, list):
+        return None
+    if not isinstance(env, Mapping):
+        return None
+    return McpServer(command, tuple(str(a) for a in args), {str(k): str(v) for k, v in env.items()})
+
+
 def build_body_extras(
     session: Any,
     cwd: Path,

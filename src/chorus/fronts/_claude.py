@@ -19,10 +19,12 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from chorus.events import (
     CanUseToolRequest,
+    CompatibilityWarning,
     Event,
     JsonDict,
     Text,
@@ -54,7 +56,8 @@ VALUE_FLAGS = frozenset(
         "--permission-prompt-tool", "--thinking", "--effort", "--tools", "--betas",
         "--settings", "--plugin-dir", "--json-schema", "--max-thinking-tokens",
         "--resume-session-at", "--agents", "--chorus-body", "--debug-file", "--task-budget",
-        "--thinking-display", "--fork-session-id",
+        "--thinking-display", "--fork-session-id", "--system-prompt-file",
+        "--append-system-prompt-file",
     }
 )  # fmt: skip
 STREAM_JSON = "stream-json"
@@ -90,6 +93,11 @@ class ClaudeArgs:
     max_turns: int | None = None
     version: bool = False
     ignored: tuple[str, ...] = ()
+    #: The body's instructions and MCP servers (``--system-prompt``,
+    #: ``--append-system-prompt``, ``--mcp-config``), as UCP ``initialize`` takes them.
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
+    mcp_servers: JsonDict | None = None
 
 
 def parse_argv(argv: Sequence[str], env: dict[str, str]) -> ClaudeArgs:
@@ -112,7 +120,41 @@ def parse_argv(argv: Sequence[str], env: dict[str, str]) -> ClaudeArgs:
         max_turns=int(turns) if turns is not None else None,
         version=bool({"-v", "--version"} & switches),
         ignored=tuple(ignored),
+        system_prompt=_text_flag(values, "--system-prompt"),
+        append_system_prompt=_text_flag(values, "--append-system-prompt"),
+        mcp_servers=mcp_config(values["--mcp-config"]) if "--mcp-config" in values else None,
     )
+
+
+def _text_flag(values: dict[str, str], name: str) -> str | None:
+    """``--NAME TEXT`` or ``--NAME-file PATH`` (an empty text is none: the SDK passes
+    ``--system-prompt ""`` when its program sets no system prompt)."""
+    path = values.get(f"{name}-file")
+    if path is None:
+        return values.get(name) or None
+    try:
+        return Path(path).read_text() or None
+    except OSError as exc:
+        raise UsageError(f"{name}-file {path!r}: {exc.strerror}") from exc
+
+
+def mcp_config(raw: str) -> JsonDict:
+    """``--mcp-config``'s servers: a JSON object ``{"mcpServers": {...}}`` given inline
+    or in a file."""
+    text = raw
+    if not raw.lstrip().startswith("{"):
+        try:
+            text = Path(raw).read_text()
+        except OSError as exc:
+            raise UsageError(f"--mcp-config {raw!r}: {exc.strerror}") from exc
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--mcp-config: not JSON ({exc})") from exc
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise UsageError('--mcp-config: expected {"mcpServers": {...}}')
+    return servers
 
 
 def _split(args: list[str]) -> tuple[dict[str, str], set[str], list[str]]:
@@ -239,14 +281,16 @@ class ClaudeCodec:
 
     def open_fields(self) -> JsonDict:
         """The UCP ``initialize`` fields from the command line."""
-        if self.args.resume:
-            return {"resume": self.args.resume}
-        return {
-            "body": self.args.body,
-            "model": self.args.model,
-            "cwd": self.cwd,
-            "permission_mode": self.args.permission_mode,
-        }
+        args = self.args
+        body = {
+            "system_prompt": args.system_prompt,
+            "append_system_prompt": args.append_system_prompt,
+            "mcp_servers": args.mcp_servers,
+        }  # for the body this initialize starts
+        if args.resume:
+            return {"resume": args.resume, **body}
+        start = {"body": args.body, "model": args.model, "cwd": self.cwd}
+        return {**start, "permission_mode": args.permission_mode, **body}
 
     def opened(self, request_id: str, info: JsonDict) -> JsonDict:
         """The ``initialize`` answer, once the Chorus session is open."""
@@ -311,6 +355,8 @@ class ClaudeCodec:
     # events -> stdout
 
     def on_event(self, event: Event) -> list[JsonDict]:
+        if isinstance(event, CompatibilityWarning):
+            return [self.warning_frame(event)]
         frames: list[JsonDict] = []
         if event.turn_id is not None and event.turn_id != self._turn_id:
             self._turn_id, self._turn = event.turn_id, _TurnState()
@@ -323,6 +369,12 @@ class ClaudeCodec:
             frames += self._close_block(turn)
             frames += self._finish(event, turn)
         return frames
+
+    def warning_frame(self, warning: CompatibilityWarning) -> JsonDict:
+        """What Chorus could not honour (an SDK program sees a ``SystemMessage``)."""
+        frame = {"type": "system", "subtype": "chorus_warning", "control": warning.control}
+        frame |= {"message": warning.message, "session_id": self.session_id}
+        return frame | {"uuid": str(uuid.uuid4())}
 
     def init_frame(self) -> JsonDict:
         return {

@@ -290,6 +290,22 @@ def token_usage(usage: Usage) -> JsonDict:
     return {"total": breakdown, "last": breakdown}
 
 
+def instructions(params: JsonDict) -> JsonDict:
+    """``thread/start``'s instructions and MCP servers as UCP ``initialize`` takes
+    them: ``baseInstructions`` (or ``config.base_instructions``) replaces the body's
+    system prompt where it can, ``developerInstructions`` (or the config's) is
+    added to it, ``config.mcp_servers`` (Codex's own table) are the body's."""
+    config = params.get("config")
+    config = config if isinstance(config, dict) else {}
+    servers = config.get("mcp_servers")
+    return {
+        "system_prompt": params.get("baseInstructions") or config.get("base_instructions"),
+        "append_system_prompt": params.get("developerInstructions")
+        or config.get("developer_instructions"),
+        "mcp_servers": servers if isinstance(servers, dict) else None,
+    }
+
+
 class CodexCodec:
     """App-server JSON-RPC lines in, steps out; thread and turn answers out."""
 
@@ -345,6 +361,7 @@ class CodexCodec:
             "model": params.get("model"),
             "cwd": str(Path(params.get("cwd") or self.cwd).resolve()),
             "permission_mode": mode,
+            **instructions(params),
         }
 
     def opened(self, request_id: Any, params: JsonDict, info: JsonDict) -> tuple[JsonDict, ...]:
