@@ -36,7 +36,7 @@ from chorus.events import (
     TurnFailed,
     Usage,
 )
-from chorus.fronts._front import Front, run_front, stdin_lines, write_line
+from chorus.fronts._front import StdioFront, run_front, write_line
 from chorus.fronts._link import Link, LinkError, seconds_left, verdict
 from chorus.gateway import ResponseError
 
@@ -544,7 +544,7 @@ def usage_json(usage: Usage | None) -> JsonDict:
 # -- the loop -----------------------------------------------------------------------------
 
 
-class ClaudeFront(Front):
+class ClaudeFront(StdioFront):
     """Claude Code's stdio protocol over a Chorus session."""
 
     name = "claude"
@@ -555,8 +555,6 @@ class ClaudeFront(Front):
         self._link: Link | None = None
         self._idle = asyncio.Event()
         self._idle.set()
-        self._stack = contextlib.AsyncExitStack()
-        self._asks: dict[str, asyncio.Future[JsonDict]] = {}
 
     def fatal_frame(self, message: str) -> JsonDict | None:
         return self.codec.fatal(message)
@@ -564,25 +562,18 @@ class ClaudeFront(Front):
     async def _ask(self, ask: CanUseToolRequest) -> JsonDict:
         """Put a policy ask to the SDK program's ``can_use_tool`` callback."""
         request_id = f"chorus_req_{uuid.uuid4().hex[:12]}"
-        future: asyncio.Future[JsonDict] = asyncio.get_running_loop().create_future()
-        self._asks[request_id] = future
-        write_line(self.codec.ask_frame(request_id, ask))
-        try:
-            return self.codec.ask_answer(await asyncio.wait_for(future, seconds_left(ask)))
-        except TimeoutError:
+        frame = self.codec.ask_frame(request_id, ask)
+        answer = await self.ask_client(request_id, frame, seconds_left(ask))
+        if answer is None:
             write_line({"type": "control_cancel_request", "request_id": request_id})
             return verdict(ask.default == "allow", "the SDK program did not answer in time")
-        finally:
-            self._asks.pop(request_id, None)
+        return self.codec.ask_answer(answer)
 
-    async def serve(self) -> None:
-        reader = await stdin_lines()
-        async with self._stack:
-            while line := await reader.readline():
-                if line.strip():
-                    await self._handle(self.codec.on_line(line.decode("utf-8", "replace")))
-            await self._idle.wait()  # end of input: finish the queued turns
-            self.cancel_tasks()
+    async def on_line(self, line: str) -> None:
+        await self._handle(self.codec.on_line(line))
+
+    async def drained(self) -> None:
+        await self._idle.wait()  # end of input: finish the queued turns
 
     async def _handle(self, step: Step) -> None:
         for frame in step.frames:
@@ -594,9 +585,7 @@ class ClaudeFront(Front):
         elif step.kind == "user":
             await self._user(str(step.fields["text"]))
         elif step.kind == "answer":
-            waiting = self._asks.get(step.request_id)
-            if waiting is not None and not waiting.done():
-                waiting.set_result(step.fields)
+            self.answered(step.request_id, step.fields)
 
     async def _session(self, request_id: str) -> Link | None:
         """The link, its session opened (at the first initialize or user frame)."""
@@ -604,7 +593,7 @@ class ClaudeFront(Front):
             return self._link
         try:
             asks = self._ask if self.codec.args.prompt_tool == "stdio" else None
-            link = await self._stack.enter_async_context(Link.connect(asks))
+            link = await self.stack.enter_async_context(Link.connect(asks))
             info = await link.open(**self.codec.open_fields())
         except LinkError as exc:
             write_line(control_error(request_id, str(exc)))
