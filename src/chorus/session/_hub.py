@@ -321,7 +321,7 @@ class SessionHub:
                 await self.store.update_session(record.id, state="failed")
             raise
         self._register(session)
-        for control, message in unmet(launch, self.launcher):
+        for control, message in _unmet(launch, self.launcher):
             await session.warn(control, message)
         return session
 
@@ -384,7 +384,7 @@ class SessionHub:
         return name
 
 
-def unmet(launch: Launch, launcher: BodyLauncher) -> list[tuple[str, str]]:
+def _unmet(launch: Launch, launcher: BodyLauncher) -> list[tuple[str, str]]:
     """What the body cannot take of a client's brief, as ``(control, message)``."""
     brief = launch.brief
     out = [("mcp_servers", message) for message in brief.skipped]
