@@ -9,7 +9,9 @@ Then it times:
 * ``search``: ``Memory.search`` of ``--queries`` random 2-5 word queries, each
   including the index check against the note files (what every search does);
 * ``context``: ``assemble`` (identity, time, environment, cached system spec,
-  MEMORY.md, 7 days of notes, top 8 items, CHORUS.md, budget) for a random task.
+  MEMORY.md, 7 days of notes, top 8 items, CHORUS.md, budget) for a random task;
+* ``recall``: ``recall_block``, what a warm body's turn pays before its prompt
+  goes out (opens the memory, searches, leaves out the items already given).
 
 Both with the default embedder (``none``: BM25 only) against the issue's
 targets (search p95 <= 20 ms, context <= 50 ms), and search once more with the
@@ -110,6 +112,19 @@ def time_context(root: Path, tasks: list[str]) -> list[float]:
     return out
 
 
+def time_recall(tasks: list[str]) -> list[float]:
+    from chorus.context import recall_block
+    from chorus.memory import MemorySettings
+
+    settings = MemorySettings()
+    out = []
+    for task in tasks:
+        started = time.perf_counter()
+        recall_block(task, set(), settings)
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
 def line(name: str, ms: list[float], target: float | None) -> str:
     ordered = sorted(ms)
     p95 = percentile(ordered, 0.95)
@@ -136,10 +151,12 @@ def main() -> None:
         queries = [sentence(rng, words, rng.randint(2, 5)) for _ in range(args.queries)]
         search = time_search(root, queries, "none")
         context = time_context(root, queries[: max(20, args.queries // 5)])
+        recall = time_recall(queries[: max(20, args.queries // 5)])
         hashing = time_search(root, queries[: max(20, args.queries // 5)], "hashing")
     print(f"\n{args.items} items, {args.days} days of notes, MEMORY.md 4 KB")
     print(line("search (BM25, default)", search, TARGETS_MS["search"]))
     print(line("context assembly", context, TARGETS_MS["context"]))
+    print(line("recall block (warm turn)", recall, None))
     print(line("search (hashing vectors)", hashing, None))
 
 

@@ -132,3 +132,26 @@ def test_context_show_prints_what_the_body_gets(chorus_home: Path, tmp_path: Pat
     # The same text, but for the clock (the two runs may straddle a minute).
     assert _no_clock(data["text"]) == _no_clock(text)
     assert data["mcp_servers"]["chorus"]["args"][:3] == ["-m", "chorus", "mcp"]
+
+
+def test_context_show_takes_the_prompt_the_plan_and_a_later_prompt(
+    chorus_home: Path, tmp_path: Path
+) -> None:
+    (chorus_home / "config.toml").parent.mkdir(parents=True, exist_ok=True)
+    (chorus_home / "config.toml").write_text("[memory]\ntop_n = 1\n")
+    chorus("memory", "add", "The staging database runs on db-staging-7", "-t", "fact")
+    chorus("memory", "add", "The release codename is Bluefin", "-t", "fact")
+    chorus("memory", "add", "The office plant is a ficus", "-t", "fact")
+    shown = chorus(
+        "context", "show", "--cwd", str(tmp_path), "--prompt", "staging database host?",
+        "--plan", "1. find the host\n2. report it", "--next", "release codename?", "--json",
+    )  # fmt: skip
+    data = json.loads(shown.stdout)
+    assert "db-staging-7" in data["text"]  # the prompt's item, not the most recent one
+    assert "ficus" not in data["text"]
+    assert data["sections"][-1]["name"] == "plan"
+    assert data["text"].rstrip().endswith("1. find the host\n2. report it")
+    assert "Bluefin" in data["next"]["text"]  # what the later prompt would recall
+    assert "db-staging-7" not in data["next"]["text"]  # in the context already
+    plain = chorus("context", "show", "--cwd", str(tmp_path), "--next", "office plant?").stdout
+    assert "# Before the later prompt\n\n(nothing new to recall)" in plain  # ficus: shown

@@ -70,6 +70,12 @@ def test_consensus_plans_on_three_vendors_and_one_body_executes(
     assert arbiter[0].startswith("arbiter chose claude's plan")
     executed = server.turn_requests(lane="claude")[1]
     assert "write chosen.txt with yes" in json.dumps(executed.body)  # the plan went along
+    # ... and is the last section of the executing body's context (issue 16).
+    context = json.dumps(executed.body["system"])
+    plan_at = context.index("## Plan of the active job")
+    assert context.index("Chosen plan (from claude): write the file", plan_at) > plan_at
+    assert all(context.index(title) < plan_at for title in ("## Identity", "## Now"))
+    assert "## " not in context[plan_at + 2 :]
 
 
 def test_reflect_has_another_vendor_review_and_the_first_revise(

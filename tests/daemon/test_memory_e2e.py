@@ -18,7 +18,7 @@ from chorus.daemon import stop_daemon
 from chorus.events import JobEnded, MemoryChanged, parse_event
 from chorus.policy import AuditLog
 from chorus.store import SqliteStore
-from chorus.testing import ModelServer, offline_env, text, tool_call
+from chorus.testing import ModelServer, offline_env, slow_text, text, tool_call
 
 pytestmark = pytest.mark.e2e
 
@@ -55,8 +55,8 @@ def chorus(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def ask(work: Path, body: str, prompt: str) -> list[object]:
-    done = chorus(work, "ask", prompt, "--body", body, "--json")
+def ask(work: Path, body: str, prompt: str, *more: str) -> list[object]:
+    done = chorus(work, "ask", prompt, "--body", body, "--json", *more)
     assert done.returncode == 0, done.stderr[-3000:]
     events = [parse_event(line) for line in done.stdout.splitlines()]
     assert isinstance(events[-1], JobEnded)
@@ -161,17 +161,22 @@ def test_chorus_md_imports_reach_the_body_and_an_escaping_one_does_not(
 
 
 def test_extraction_at_job_end_remembers_what_the_job_settled(
-    lanes: tuple[ModelServer, Path], chorus_home: Path
+    lanes: tuple[ModelServer, Path], chorus_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On by default, and in the background: the extraction run (Codex's one-shot
+    mode here, slow on purpose) does not hold the session, whose next job ends
+    first; the item lands afterwards."""
     server, work = lanes
+    monkeypatch.delenv("CHORUS_MEMORY_EXTRACTION")  # the default: on
     with (chorus_home / "config.toml").open("a") as config:
-        config.write("[memory]\nextraction = true\n")
+        config.write('[memory]\nextraction_body = "codex-exec"\n')
     item = {"kind": "preference", "text": "The user wants pnpm instead of npm", "importance": 0.9}
-    server.script(
-        [text("Sure, pnpm from now on."), text(f"```json\n{json.dumps([item])}\n```")],
-        lane="claude",
-    )
-    ask(work, "claude", "From now on use pnpm, not npm.")
+    server.script([text("Sure, pnpm from now on."), text("next job done")], lane="claude")
+    reply = f"```json\n{json.dumps([item])}\n```"
+    server.script([slow_text(reply, chunks=30, delay=0.4)], lane="codex")
+    first = ask(work, "claude", "From now on use pnpm, not npm.")
+    ask(work, "claude", "and now?", "--session", first[0].session_id)  # type: ignore[attr-defined]
+    assert not any(r.finished for r in server.turn_requests(lane="codex")), "session was held"
     deadline = time.monotonic() + 90
     hits: list[dict[str, object]] = []
     while not hits and time.monotonic() < deadline:
@@ -181,9 +186,70 @@ def test_extraction_at_job_end_remembers_what_the_job_settled(
     assert hits, "the extracted item never appeared"
     assert hits[0]["text"] == item["text"]
     assert hits[0]["item"]["source_kind"] == "extraction"  # type: ignore[index]
-    job_request, extraction_request = server.turn_requests(lane="claude")[:2]
+    job_request = server.turn_requests(lane="claude")[0]
+    extraction_request = server.turn_requests(lane="codex")[0]
     assert "# Context from Chorus" in json.dumps(job_request.body)
-    sent = extraction_request.last_user_text() or ""
+    sent = json.dumps(extraction_request.body)
     assert "USER: From now on use pnpm, not npm." in sent
     assert "ASSISTANT: Sure, pnpm from now on." in sent
-    assert "# Context from Chorus" not in json.dumps(extraction_request.body)
+    assert "# Context from Chorus" not in sent
+
+
+def _remember(work: Path, *facts: str) -> None:
+    """Add ``facts`` oldest first (each later one is more recent)."""
+    for fact in facts:
+        added = chorus(work, "memory", "add", fact, "--type", "fact")
+        assert added.returncode == 0, added.stderr
+        time.sleep(0.01)
+
+
+FILLERS = (
+    "The office plant is a ficus",
+    "The team lunch is on Thursdays",
+    "The release notes go in CHANGES.md",
+)
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_the_first_jobs_context_has_the_items_relevant_to_its_prompt(
+    lanes: tuple[ModelServer, Path], chorus_home: Path, body: str
+) -> None:
+    """The body starts with the job's prompt as its task: an older item the prompt
+    finds is in its context, though the two most recent items would fill top_n."""
+    server, work = lanes
+    with (chorus_home / "config.toml").open("a") as config:
+        config.write("[memory]\ntop_n = 2\n")
+    _remember(work, "The staging database runs on host db-staging-7", *FILLERS)
+    server.script([text("on db-staging-7")], lane=body)
+    ask(work, body, "which host runs the staging database?")
+    sent = first_request(server, body)
+    # Not among the two most recent (what a context without the task would hold).
+    assert "The staging database runs on host db-staging-7" in sent
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_a_warm_bodys_next_job_gets_the_memory_relevant_to_its_prompt(
+    lanes: tuple[ModelServer, Path], chorus_home: Path, body: str
+) -> None:
+    """The second job runs on the warm body of the first: the items its prompt finds
+    that the body's context did not have come in a small block before the prompt;
+    an item already in the context is not repeated."""
+    server, work = lanes
+    with (chorus_home / "config.toml").open("a") as config:
+        config.write("[memory]\ntop_n = 2\n")
+    codename = "The release codename is Bluefin"
+    _remember(work, codename, *FILLERS)
+    server.script([text("hello"), text("Bluefin")], lane=body)
+    first = ask(work, body, "say hello")
+    session_id = first[0].session_id  # type: ignore[attr-defined]
+    ask(work, body, "what is the release codename?", "--session", session_id)
+    requests = server.turn_requests(lane=body)
+    assert codename not in json.dumps(requests[0].body)  # not among the most recent
+    sent = json.dumps(requests[1].body, ensure_ascii=False)
+    start = sent.index("[Chorus: relevant memory for this message]")
+    block = sent[start : sent.index("what is the release codename?", start)]
+    assert codename in block
+    assert "The release notes go in CHANGES.md" not in block  # in the context already
+    assert "The release notes go in CHANGES.md" in json.dumps(requests[0].body)
+    started = [e for e in asyncio.run(_session_events(session_id)) if e.type == "session_started"]  # type: ignore[attr-defined]
+    assert len(started) == 1  # one warm body served both jobs

@@ -4,6 +4,8 @@ real Claude and Codex bodies behind the daemon (offline, scripted model server).
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +80,29 @@ async def _start(conn: acp.ClientSideConnection, work: Path) -> schema.NewSessio
     assert init.agent_capabilities is not None
     assert init.agent_capabilities.load_session
     return await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[]), 120)
+
+
+async def test_session_new_mcp_servers_reach_a_claude_body(front_home: FrontHome) -> None:
+    """``session/new``'s ``mcpServers`` go to the body as its own MCP config: Claude
+    Code starts the client's server and names its tool to the model."""
+    work = front_home.work
+    script = work / "probe_mcp.py"
+    script.write_text(Path(__file__).with_name("probe_mcp.py").read_text())
+    front_home.server.script([text("ok")])
+    probe = schema.McpServerStdio(name="probe", command=sys.executable, args=[str(script)], env=[])
+    client = Recorder()
+    async with acp.spawn_agent_process(
+        client, *front_home.chorus, "acp", "--body", "claude", env=front_home.env, cwd=work
+    ) as (conn, _process):
+        await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        new = await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[probe]), 120)
+        done = await asyncio.wait_for(
+            conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hello")]), 120
+        )
+    assert done.stop_reason == "end_turn"
+    sent = json.dumps(front_home.server.turn_requests()[0].body)
+    assert "mcp__probe__lookup_code" in sent
+    assert "mcp__chorus__memory_write" in sent  # Chorus's own beside it
 
 
 @pytest.mark.parametrize("body", ["claude", "codex"])

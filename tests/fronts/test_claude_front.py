@@ -22,10 +22,12 @@ from claude_agent_sdk import (
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
+    create_sdk_mcp_server,
     query,
+    tool,
 )
 
-from chorus.events import Notice, ToolCall, TurnCompleted, TurnFailed
+from chorus.events import CompatibilityWarning, Notice, ToolCall, TurnCompleted, TurnFailed
 from chorus.fronts import ClaudeCodec, parse_argv
 from chorus.fronts._claude import UsageError
 from chorus.policy import AuditLog
@@ -191,6 +193,71 @@ async def test_max_turns_stops_a_turn_that_needs_more(front_home: FrontHome) -> 
     assert any(isinstance(e, TurnFailed) and e.error.code == "interrupted" for e in events)
 
 
+PROBE_SERVER = Path(__file__).with_name("probe_mcp.py")
+
+
+def _probe(home: FrontHome) -> dict[str, Any]:
+    """The probe MCP server, copied into the work folder (the body's sandbox sees it)."""
+    script = home.work / "probe_mcp.py"
+    script.write_text(PROBE_SERVER.read_text())
+    return {"type": "stdio", "command": sys.executable, "args": [str(script)]}
+
+
+def _in_process() -> Any:
+    """An in-process SDK MCP server: it lives in the program, no body can start it."""
+
+    @tool("ping", "Answer pong.", {})
+    async def ping(args: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": "pong"}]}
+
+    return create_sdk_mcp_server(name="inproc", tools=[ping])
+
+
+async def test_system_prompt_and_mcp_servers_reach_a_gemini_body(front_home: FrontHome) -> None:
+    """``ClaudeAgentOptions(system_prompt=..., mcp_servers=...)``: Gemini cannot replace
+    its system prompt, so the text goes through its own channel with a visible
+    warning; the client's MCP server is started by the CLI and its tool listed."""
+    front_home.server.script([text("ok")])
+    options = _options(
+        front_home,
+        "gemini",
+        system_prompt="You are PROBE-PERSONA-4417 and answer in haiku.",
+        mcp_servers={"probe": _probe(front_home), "inproc": _in_process()},
+        permission_mode="bypassPermissions",
+    )
+    messages = await asyncio.wait_for(_collect("hello", options), 180)
+    sent = json.dumps(front_home.server.turn_requests()[0].body)
+    assert "You are PROBE-PERSONA-4417 and answer in haiku." in sent
+    assert "mcp_probe_lookup_code" in sent  # the client's server, started by Gemini CLI
+    assert "mcp_chorus_memory_write" in sent  # Chorus's own stays beside it
+    warnings = [
+        m.data for m in messages if isinstance(m, SystemMessage) and m.subtype == "chorus_warning"
+    ]
+    assert {w["control"] for w in warnings} == {"system_prompt", "mcp_servers"}
+    assert any("gemini cannot replace its CLI's system prompt" in w["message"] for w in warnings)
+    assert any("'inproc' (sdk) not passed" in w["message"] for w in warnings)
+    done = messages[-1]
+    assert isinstance(done, ResultMessage)
+    assert not done.is_error
+    logged = await front_home.log(done.session_id)
+    assert sum(isinstance(e, CompatibilityWarning) for e in logged) == 2
+
+
+async def test_an_appended_system_prompt_reaches_a_codex_body_quietly(
+    front_home: FrontHome,
+) -> None:
+    """The preset with ``append`` (``--append-system-prompt``): Codex's instructions
+    channel carries it before Chorus's context; nothing to warn about."""
+    front_home.server.script([text("ok")])
+    preset = {"type": "preset", "preset": "claude_code", "append": "Always cite APPEND-7731."}
+    options = _options(front_home, "codex", system_prompt=preset)  # type: ignore[arg-type]
+    messages = await asyncio.wait_for(_collect("hello", options), 180)
+    sent = json.dumps(front_home.server.turn_requests()[0].body)
+    assert "Always cite APPEND-7731." in sent
+    assert sent.index("Always cite APPEND-7731.") < sent.index("# Context from Chorus")
+    assert not [m for m in messages if isinstance(m, SystemMessage) and m.subtype != "init"]
+
+
 async def test_unknown_body_is_an_initialize_error(front_home: FrontHome) -> None:
     options = _options(front_home, "nosuch")
     with pytest.raises(Exception, match="nosuch"):
@@ -223,6 +290,34 @@ def test_argv_is_parsed_like_claude_code() -> None:
     assert parse_argv(["--chorus-body", "codex"], {"CHORUS_BODY": "gemini"}).body == "codex"
     with pytest.raises(UsageError):
         parse_argv(["--max-turns", "many"], {})
+    assert args.system_prompt is None  # the SDK's empty --system-prompt is none
+
+
+def test_system_prompt_and_mcp_config_flags(tmp_path: Path) -> None:
+    (tmp_path / "sp.txt").write_text("from a file")
+    servers = {"mcpServers": {"x": {"command": "x-server", "args": ["--stdio"]}}}
+    (tmp_path / "mcp.json").write_text(json.dumps(servers))
+    args = parse_argv(
+        ["--system-prompt-file", str(tmp_path / "sp.txt"), "--append-system-prompt", "more",
+         "--mcp-config", str(tmp_path / "mcp.json")],
+        {},
+    )  # fmt: skip
+    assert (args.system_prompt, args.append_system_prompt) == ("from a file", "more")
+    assert args.mcp_servers == servers["mcpServers"]
+    inline = parse_argv(["--mcp-config", json.dumps(servers)], {})
+    assert inline.mcp_servers == servers["mcpServers"]
+    codec = ClaudeCodec(args, "/tmp")
+    fields = codec.open_fields()
+    assert fields["system_prompt"] == "from a file"
+    assert fields["mcp_servers"] == servers["mcpServers"]
+    for bad in (
+        ["--mcp-config", "{nope"],
+        ["--mcp-config", "/no/such.json"],
+        ["--mcp-config", '{"servers": {}}'],
+        ["--system-prompt-file", "/no/such"],
+    ):
+        with pytest.raises(UsageError):
+            parse_argv(bad, {})  # fmt: skip
 
 
 def test_malformed_lines_and_unknown_controls_get_error_responses() -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +94,29 @@ def test_codex_sdk_runs_a_shell_turn_and_an_interrupt_on_claude(front_home: Fron
     assert any(isinstance(e, ToolResult) for e in events)
     ends = [type(e).__name__ for e in events if isinstance(e, TurnCompleted | TurnFailed)]
     assert ends == ["TurnCompleted", "TurnFailed", "TurnCompleted"]
+
+
+def test_thread_instructions_reach_a_claude_body(front_home: FrontHome) -> None:
+    """``thread_start(base_instructions=..., developer_instructions=...)``: a Claude body
+    takes the base one as its whole system prompt and the developer one after it,
+    with Chorus's context."""
+    front_home.server.script([text("ok")])
+    with Codex(_config(front_home, "claude")) as codex:
+        thread = codex.thread_start(
+            cwd=str(front_home.work),
+            base_instructions="You are BASE-PERSONA-5521.",
+            developer_instructions="Prefer DEV-RULE-8812.",
+        )
+        assert thread.run("hello").final_response == "ok"
+        thread_id = thread.id
+    system = json.dumps(front_home.server.turn_requests()[0].body["system"])
+    assert "You are BASE-PERSONA-5521." in system
+    assert system.index("Prefer DEV-RULE-8812.") < system.index("# Context from Chorus")
+    # Replaced, not added to: Claude Code's own prompt is gone (its one-line
+    # identity and billing blocks stay: the CLI always sends them).
+    assert "You are an agent working with the user toward their goals" not in system
+    events = asyncio.run(front_home.log(thread_id))
+    assert not [e for e in events if e.type == "compatibility_warning"]
 
 
 def test_a_steer_and_a_resumed_thread(front_home: FrontHome) -> None:

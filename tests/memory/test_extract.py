@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from chorus.config import ChorusConfig
 from chorus.events import JobEnded, Text, TextDelta
-from chorus.memory import Memory, extract_job, extraction_prompt, parse_items, talk_of
+from chorus.memory import (
+    Extractions,
+    Memory,
+    extract_job,
+    extraction_prompt,
+    memory_settings,
+    parse_items,
+    talk_of,
+)
 from chorus.store import SqliteStore, Store
 
 
@@ -127,3 +137,60 @@ def test_the_prompt_asks_for_json_and_lists_known_items() -> None:
     prompt = extraction_prompt("USER: hi", [])
     assert "Answer with a JSON array and nothing else" in prompt
     assert "Known items:\n(none)" in prompt
+
+
+def test_extraction_is_on_by_default_and_the_env_only_fills_a_silent_config(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CHORUS_MEMORY_EXTRACTION")
+    assert memory_settings({}).extraction is True
+    assert memory_settings({"extraction": False}).extraction is False
+    monkeypatch.setenv("CHORUS_MEMORY_EXTRACTION", "0")
+    assert memory_settings({}).extraction is False
+    assert memory_settings({"extraction": True}).extraction is True
+
+
+async def test_the_hook_does_not_wait_for_the_run_and_drain_does(
+    chorus_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CHORUS_MEMORY_EXTRACTION")
+    release = asyncio.Event()
+
+    async def slow_model(body: str, prompt: str) -> str:
+        await release.wait()
+        return json.dumps([{"kind": "preference", "text": "The user wants pnpm"}])
+
+    async with SqliteStore() as store:
+        job, ended = await _job_with_talk(store)
+        runs = Extractions(store, ChorusConfig(), run=slow_model)
+        await asyncio.wait_for(runs.hook(job, ended), 1.0)  # returns at once
+        assert len(runs) == 1
+        with Memory() as mem:
+            assert mem.items() == []  # the run is still under way
+        release.set()
+        await runs.drain()
+        assert len(runs) == 0
+    with Memory() as mem:
+        assert [i.text for i in mem.items()] == ["The user wants pnpm"]
+
+
+async def test_drain_cancels_a_run_that_outlasts_its_patience(chorus_home: Path) -> None:
+    async def stuck_model(body: str, prompt: str) -> str:
+        await asyncio.Event().wait()
+        return "[]"
+
+    async with SqliteStore() as store:
+        job, ended = await _job_with_talk(store)
+        runs = Extractions(store, _config(), run=stuck_model)
+        await runs.hook(job, ended)
+        await runs.drain(patience=0.2)
+        assert len(runs) == 0
+
+
+async def test_a_frameworks_child_job_is_not_extracted(chorus_home: Path) -> None:
+    async with SqliteStore() as store:
+        job, ended = await _job_with_talk(store)
+        child = replace(job, options={**job.options, "system": True})
+        runs = Extractions(store, _config(), run=None)
+        await runs.hook(child, ended)
+        assert len(runs) == 0

@@ -87,6 +87,9 @@ class BodyOptions:
     #: Context Chorus adds to the CLI's own system prompt, through each CLI's channel
     #: (``chorus.bodies._inject``); bodies without one get it before the first prompt.
     system_prompt_append: str | None = None
+    #: A client's own system prompt in place of the CLI's (only bodies whose
+    #: ``replaces_system_prompt`` is true get one; others have it in the append).
+    system_prompt: str | None = None
     #: MCP servers the CLI starts (name → server), Chorus's own among them.
     mcp_servers: Mapping[str, McpServer] = field(default_factory=dict)
 
@@ -115,6 +118,9 @@ class Body(ABC):
     #: True for bodies whose CLI has no system-prompt channel: the context
     #: (``options.system_prompt_append``) goes before the session's first prompt.
     context_in_first_prompt: ClassVar[bool] = False
+    #: True for bodies whose CLI takes a whole system prompt of the client's
+    #: (``options.system_prompt``) in place of its own.
+    replaces_system_prompt: ClassVar[bool] = False
     #: False for bodies that run one process per turn (``alive`` then means "not closed").
     long_lived: ClassVar[bool] = True
     #: True when the body itself gets a denial's reason to the model in the same turn

@@ -6,6 +6,7 @@
 | CLI | context | MCP servers |
 |---|---|---|
 | Claude Code | ``--append-system-prompt`` | ``--mcp-config`` (JSON) |
+|  | (a client's own: ``--system-prompt``) |  |
 | Codex | ``-c developer_instructions=…`` | ``-c mcp_servers.<name>={…}`` |
 | Gemini headless | before the first prompt | a system-defaults settings file |
 |  |  | (``GEMINI_CLI_SYSTEM_DEFAULTS_PATH``; ``mcpServers`` merge with the user's) |
@@ -27,6 +28,8 @@ from chorus.bodies._body import BodyOptions, McpServer
 
 def claude_args(options: BodyOptions) -> list[str]:
     args: list[str] = []
+    if options.system_prompt:
+        args += ["--system-prompt", options.system_prompt]
     if options.system_prompt_append:
         args += ["--append-system-prompt", options.system_prompt_append]
     if options.mcp_servers:

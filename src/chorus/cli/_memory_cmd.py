@@ -223,12 +223,18 @@ def reindex(as_json: bool = _JSON) -> None:
 def context_show(
     body: str = typer.Option(None, "--body", "-b", help="The body whose view to show."),
     cwd: Path = _CWD,
-    task: str = typer.Option("", "--task", help="The task (picks the relevant items)."),
+    task: str = typer.Option(
+        "", "--prompt", "--task", help="The job's prompt (picks the relevant items)."
+    ),
+    plan: str = typer.Option(None, "--plan", help="The active job's plan (the last section)."),
+    then: str = typer.Option(
+        None, "--next", help="A later prompt: show the memory block the warm body gets with it."
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """Print exactly the context a body would get, and its MCP servers."""
     from chorus.bodies import body_names
-    from chorus.context import assemble
+    from chorus.context import assemble, context_items, recall_block
     from chorus.mcpserver import SERVER_NAME, server_command
 
     config = load_config()
@@ -238,14 +244,20 @@ def context_show(
     if not where.is_dir():
         raise UserError(f"{where} is not a directory")
     with Memory.open(config.memory) as mem:
-        ctx = assemble(where, task, memory=mem)
+        ctx = assemble(where, task, memory=mem, plan=plan)
+        settings = mem.settings
+    block, ids = recall_block(then, context_items(ctx.text), settings) if then else ("", [])
     server = server_command("<session>")
     if as_json:
         channel = CHANNELS.get(body or "", "first prompt (ACP)") if body else None
         servers = {SERVER_NAME: {"command": server.command, "args": list(server.args)}}
-        _emit({"body": body, "channel": channel, **ctx.to_dict(), "mcp_servers": servers})
+        recall = {"text": block, "items": ids} if then else None
+        shown = {"body": body, "channel": channel, **ctx.to_dict(), "mcp_servers": servers}
+        _emit({**shown, "next": recall})
         return
     typer.echo(ctx.text, nl=False)
+    if then:
+        typer.echo(f"\n# Before the later prompt\n\n{block or '(nothing new to recall)'}")
     for note_text in ctx.notes:
         typer.echo(f"note: {note_text}", err=True)
 

@@ -89,8 +89,8 @@ class FrameworkPort:
 
     # -- the Port ---------------------------------------------------------------------------
 
-    async def turn(self, job: JobRecord, prompt: str) -> Event:
-        return await self._sup.direct(job, prompt)
+    async def turn(self, job: JobRecord, prompt: str, plan: str | None = None) -> Event:
+        return await self._sup.direct(job, prompt, plan)
 
     async def child(self, job: JobRecord, prompt: str, body: str, mode: str) -> JobRecord:
         """Run ``prompt`` as a child job on ``body`` (a session of its own, in the

@@ -26,7 +26,7 @@ from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
 from chorus.gateway import Gateway, load_gateway_settings
 from chorus.mcpserver import tool_routes
-from chorus.memory import extraction_hook
+from chorus.memory import Extractions
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.routines import Scheduler, routine_routes
 from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
@@ -36,10 +36,12 @@ log = logging.getLogger("chorus.daemon")
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
 
 
-def _lifespan(store: Store, sup: Supervisor, gateway: Gateway, sched: Scheduler) -> Lifespan:
+def _lifespan(
+    store: Store, sup: Supervisor, gateway: Gateway, sched: Scheduler, extractions: Extractions
+) -> Lifespan:
     """Run the session hub, the supervisor, the routines' scheduler and the gateway for
     the app's life; on the way out stop scheduling (routines first), then the gateway,
-    then close every body, then the store."""
+    then close every body, await the memory extractions under way, close the store."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -57,6 +59,7 @@ def _lifespan(store: Store, sup: Supervisor, gateway: Gateway, sched: Scheduler)
                         with contextlib.suppress(asyncio.CancelledError):
                             await owned
         finally:
+            await extractions.drain()  # issue 16: extraction runs in the background
             await store.close()
 
     return lifespan
@@ -111,12 +114,15 @@ async def serve() -> int:
         sup.outcome_hooks.append(notify_desktop)
     if config.router.notify_on_failover:
         sup.failover_hooks.append(notify_failover)
-    sup.outcome_hooks.append(extraction_hook(store, config))
+    extractions = Extractions(store, config)  # issue 16: memory from each finished job
+    sup.outcome_hooks.append(extractions.hook)
     gateway = Gateway(store, config, guards=guards, hub=hub)
     sched = Scheduler(sup)
     routes = [*gateway.routes(), *routine_routes(sched)]
     routes += tool_routes(sup.audit, config.memory)  # chorus mcp's tools
-    app = build_app(sup, lifespan=_lifespan(store, sup, gateway, sched), extra_routes=routes)
+    app = build_app(
+        sup, lifespan=_lifespan(store, sup, gateway, sched, extractions), extra_routes=routes
+    )
     listener = _bind_private_socket()
     try:
         # uvicorn's own ``uds=`` would chmod the socket 0666; hand it our 0600 one.

@@ -38,6 +38,7 @@ from typing import Any
 from chorus._errors import UserError
 from chorus.bodies import Body, BodyOptions, body_names, check_installed
 from chorus.config import BrainConfig, ChorusConfig
+from chorus.context import Brief
 from chorus.daemon._cluster import SharedHealth, StoreDownError, load_health_file
 from chorus.daemon._durability import error_info, until_stored
 from chorus.daemon._frameworks import FrameworkPort, framework_options
@@ -484,14 +485,15 @@ class Supervisor:
         first = job.prompt if job.attempts <= 1 else _continue_prompt(job.prompt)
         return await self.direct(job, first)
 
-    async def direct(self, job: JobRecord, prompt: str) -> Event:
+    async def direct(self, job: JobRecord, prompt: str, plan: str | None = None) -> Event:
         """Run one turn of the job until it ends for good: restart crashed bodies, retry
-        rate limits, fail over on quota, wait for a cooldown when nothing is healthy."""
+        rate limits, fail over on quota, wait for a cooldown when nothing is healthy.
+        ``plan``: the job's plan (a framework's), for the context of a body it starts."""
         session = await self.store.get_session(job.session_id or "")
-        run = _Run(body=_active_body(session), original=_active_body(session))
+        run = _Run(body=_active_body(session), original=_active_body(session), plan=plan)
         run.prompt = await self._with_untold_denials(session.id, prompt)
         while True:
-            final = await self._one_attempt(job, run.body, run.prompt)
+            final = await self._one_attempt(job, run.body, run.prompt, run.plan)
             if not isinstance(final, TurnFailed) or job.id in self._interrupted:
                 if isinstance(final, TurnCompleted):
                     await self._health_success(run.body)
@@ -553,6 +555,7 @@ class Supervisor:
             with contextlib.suppress(Exception):
                 await hook(job, handoff)
         run.body, run.prompt = nxt, prompt
+        run.plan = "\n".join(bundle.plan) or run.plan  # the next body's context has it
         run.tried.append(nxt)
         return True
 
@@ -613,7 +616,9 @@ class Supervisor:
         )
         return f"{_denial_text(list(waiting))}\n\n{prompt}"
 
-    async def _one_attempt(self, job: JobRecord, body_name: str, prompt: str) -> Event:
+    async def _one_attempt(
+        self, job: JobRecord, body_name: str, prompt: str, plan: str | None = None
+    ) -> Event:
         """One turn of the job on its session's live body (warm, or started now)."""
         if refused := await guard_job_worktree(self.store, job):  # every body start (issue 24)
             return refused
@@ -621,7 +626,10 @@ class Supervisor:
         mode = job.options.get("permission_mode")
         gate = self._gate(job, record, mode)
         model = (job.options.get("model") or record.model) if body_name == record.body else None
-        session = await self.hub.acquire(record.id, body_name, model=model, gate=gate, mode=mode)
+        brief = Brief(task=job.prompt, plan=plan)  # a body started now: its context (issue 16)
+        session = await self.hub.acquire(
+            record.id, body_name, model=model, gate=gate, mode=mode, brief=brief
+        )
         self._live[job.id] = session
 
         async def seen(event: Event) -> None:
@@ -725,6 +733,7 @@ class _Run:
 
     body: str
     original: str
+    plan: str | None = None
     prompt: str = ""
     crashes: int = 0
     rate_retries: int = 0

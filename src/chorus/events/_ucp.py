@@ -46,6 +46,14 @@ class InitializeRequest(_Request):
     last_seq: int | None = None
     #: The brain answers ``can_use_tool`` requests (permission asks) on this link.
     can_use_tool: bool = False
+    #: For a body this initialize starts: a system prompt in place of the CLI's own
+    #: (where the body can take one; elsewhere it is added, with a warning event) ...
+    system_prompt: str | None = None
+    #: ... text added to the body's system prompt (each body's own channel) ...
+    append_system_prompt: str | None = None
+    #: ... and MCP servers beside Chorus's: ``{name: {"command", "args", "env"}}``
+    #: (stdio; another ``type`` is skipped with a warning event).
+    mcp_servers: dict[str, JsonDict] | None = None
 
 
 class SetModelRequest(_Request):

@@ -12,6 +12,7 @@ from chorus.frameworks._plans import (
     parse_plan,
     parse_review,
     parse_vote,
+    plan_text,
     vote_prompt,
 )
 from chorus.frameworks._runner import (
@@ -40,6 +41,7 @@ __all__ = [
     "parse_review",
     "parse_vote",
     "pick",
+    "plan_text",
     "reflect",
     "script",
     "sequential",

@@ -49,6 +49,12 @@ def planning_prompt(task: str) -> str:
     )
 
 
+def plan_text(plan: Plan) -> str:
+    """A plan as the context shows it: whose, its summary, its numbered steps."""
+    steps = "\n".join(f"{n}. {step}" for n, step in enumerate(plan.steps, 1))
+    return f"Chosen plan (from {plan.body}): {plan.summary}\n{steps}".rstrip()
+
+
 def execution_prompt(task: str, choice: Choice) -> str:
     steps = "\n".join(f"{n}. {step}" for n, step in enumerate(choice.plan.steps, 1))
     return (

@@ -23,6 +23,7 @@ from chorus.frameworks._plans import (
     most_in_common,
     parse_plan,
     parse_review,
+    plan_text,
     planning_prompt,
     review_prompt,
     revision_prompt,
@@ -36,7 +37,7 @@ FRAMEWORKS: tuple[str, ...] = ("direct", "consensus", "reflect", "sequential", "
 class Port(Protocol):
     """What a framework may do with the job it runs (the supervisor implements it)."""
 
-    async def turn(self, job: JobRecord, prompt: str) -> Event: ...
+    async def turn(self, job: JobRecord, prompt: str, plan: str | None = None) -> Event: ...
 
     async def child(self, job: JobRecord, prompt: str, body: str, mode: str) -> JobRecord: ...
 
@@ -94,7 +95,8 @@ async def consensus(port: Port, job: JobRecord, settings: Settings) -> Event:
     scores = ", ".join(f"{body} {score}" for body, score in choice.scores.items())
     message = f"arbiter chose {choice.plan.body}'s plan: {choice.reason}; scores: {scores}"
     await port.note(job, message, "arbiter")
-    return await port.turn(job, execution_prompt(job.prompt, choice))
+    plan = plan_text(choice.plan)  # also the plan in the context of a body it starts
+    return await port.turn(job, execution_prompt(job.prompt, choice), plan)
 
 
 async def _plans(port: Port, job: JobRecord, planners: list[str]) -> list[Plan]:

@@ -78,6 +78,19 @@ Update = (
 # -- the codec ----------------------------------------------------------------------------
 
 
+def ucp_servers(servers: list[Any] | None) -> JsonDict | None:
+    """``session/new``'s ``mcpServers`` as UCP ``initialize`` takes them (stdio ones
+    whole; another kind by its type, which Chorus reports it cannot pass)."""
+    out: JsonDict = {}
+    for server in servers or ():
+        if isinstance(server, schema.McpServerStdio):
+            env = {var.name: var.value for var in server.env}
+            out[server.name] = {"command": server.command, "args": server.args, "env": env}
+        else:
+            out[str(getattr(server, "name", "?"))] = {"type": getattr(server, "type", "other")}
+    return out or None
+
+
 @dataclass
 class AcpRenderer:
     """Canonical events -> ACP session updates. Streams deltas; a whole ``text`` or
@@ -299,8 +312,11 @@ class AcpFront(Front):
             auth_methods=[],
         )
 
-    async def new_session(self, cwd: str, **_: Any) -> schema.NewSessionResponse:
-        session = await self._open(body=self.body, model=self.model, cwd=cwd)
+    async def new_session(
+        self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
+    ) -> schema.NewSessionResponse:
+        fields = {"body": self.body, "model": self.model, "cwd": cwd}
+        session = await self._open(**fields, mcp_servers=ucp_servers(mcp_servers))
         return schema.NewSessionResponse(
             session_id=session.link.session_id,
             modes=modes(session.mode),

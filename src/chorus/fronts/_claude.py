@@ -19,10 +19,12 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from chorus.events import (
     CanUseToolRequest,
+    CompatibilityWarning,
     Event,
     JsonDict,
     Text,
@@ -34,7 +36,7 @@ from chorus.events import (
     TurnFailed,
     Usage,
 )
-from chorus.fronts._front import Front, run_front, stdin_lines, write_line
+from chorus.fronts._front import StdioFront, run_front, write_line
 from chorus.fronts._link import Link, LinkError, seconds_left, verdict
 from chorus.gateway import ResponseError
 
@@ -54,7 +56,8 @@ VALUE_FLAGS = frozenset(
         "--permission-prompt-tool", "--thinking", "--effort", "--tools", "--betas",
         "--settings", "--plugin-dir", "--json-schema", "--max-thinking-tokens",
         "--resume-session-at", "--agents", "--chorus-body", "--debug-file", "--task-budget",
-        "--thinking-display", "--fork-session-id",
+        "--thinking-display", "--fork-session-id", "--system-prompt-file",
+        "--append-system-prompt-file",
     }
 )  # fmt: skip
 STREAM_JSON = "stream-json"
@@ -90,6 +93,11 @@ class ClaudeArgs:
     max_turns: int | None = None
     version: bool = False
     ignored: tuple[str, ...] = ()
+    #: The body's instructions and MCP servers (``--system-prompt``,
+    #: ``--append-system-prompt``, ``--mcp-config``), as UCP ``initialize`` takes them.
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
+    mcp_servers: JsonDict | None = None
 
 
 def parse_argv(argv: Sequence[str], env: dict[str, str]) -> ClaudeArgs:
@@ -112,7 +120,41 @@ def parse_argv(argv: Sequence[str], env: dict[str, str]) -> ClaudeArgs:
         max_turns=int(turns) if turns is not None else None,
         version=bool({"-v", "--version"} & switches),
         ignored=tuple(ignored),
+        system_prompt=_text_flag(values, "--system-prompt"),
+        append_system_prompt=_text_flag(values, "--append-system-prompt"),
+        mcp_servers=mcp_config(values["--mcp-config"]) if "--mcp-config" in values else None,
     )
+
+
+def _text_flag(values: dict[str, str], name: str) -> str | None:
+    """``--NAME TEXT`` or ``--NAME-file PATH`` (an empty text is none: the SDK passes
+    ``--system-prompt ""`` when its program sets no system prompt)."""
+    path = values.get(f"{name}-file")
+    if path is None:
+        return values.get(name) or None
+    try:
+        return Path(path).read_text() or None
+    except OSError as exc:
+        raise UsageError(f"{name}-file {path!r}: {exc.strerror}") from exc
+
+
+def mcp_config(raw: str) -> JsonDict:
+    """``--mcp-config``'s servers: a JSON object ``{"mcpServers": {...}}`` given inline
+    or in a file."""
+    text = raw
+    if not raw.lstrip().startswith("{"):
+        try:
+            text = Path(raw).read_text()
+        except OSError as exc:
+            raise UsageError(f"--mcp-config {raw!r}: {exc.strerror}") from exc
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--mcp-config: not JSON ({exc})") from exc
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise UsageError('--mcp-config: expected {"mcpServers": {...}}')
+    return servers
 
 
 def _split(args: list[str]) -> tuple[dict[str, str], set[str], list[str]]:
@@ -239,14 +281,16 @@ class ClaudeCodec:
 
     def open_fields(self) -> JsonDict:
         """The UCP ``initialize`` fields from the command line."""
-        if self.args.resume:
-            return {"resume": self.args.resume}
-        return {
-            "body": self.args.body,
-            "model": self.args.model,
-            "cwd": self.cwd,
-            "permission_mode": self.args.permission_mode,
-        }
+        args = self.args
+        body = {
+            "system_prompt": args.system_prompt,
+            "append_system_prompt": args.append_system_prompt,
+            "mcp_servers": args.mcp_servers,
+        }  # for the body this initialize starts
+        if args.resume:
+            return {"resume": args.resume, **body}
+        start = {"body": args.body, "model": args.model, "cwd": self.cwd}
+        return {**start, "permission_mode": args.permission_mode, **body}
 
     def opened(self, request_id: str, info: JsonDict) -> JsonDict:
         """The ``initialize`` answer, once the Chorus session is open."""
@@ -311,6 +355,8 @@ class ClaudeCodec:
     # events -> stdout
 
     def on_event(self, event: Event) -> list[JsonDict]:
+        if isinstance(event, CompatibilityWarning):
+            return [self.warning_frame(event)]
         frames: list[JsonDict] = []
         if event.turn_id is not None and event.turn_id != self._turn_id:
             self._turn_id, self._turn = event.turn_id, _TurnState()
@@ -323,6 +369,12 @@ class ClaudeCodec:
             frames += self._close_block(turn)
             frames += self._finish(event, turn)
         return frames
+
+    def warning_frame(self, warning: CompatibilityWarning) -> JsonDict:
+        """What Chorus could not honour (an SDK program sees a ``SystemMessage``)."""
+        frame = {"type": "system", "subtype": "chorus_warning", "control": warning.control}
+        frame |= {"message": warning.message, "session_id": self.session_id}
+        return frame | {"uuid": str(uuid.uuid4())}
 
     def init_frame(self) -> JsonDict:
         return {
@@ -492,7 +544,7 @@ def usage_json(usage: Usage | None) -> JsonDict:
 # -- the loop -----------------------------------------------------------------------------
 
 
-class ClaudeFront(Front):
+class ClaudeFront(StdioFront):
     """Claude Code's stdio protocol over a Chorus session."""
 
     name = "claude"
@@ -503,8 +555,6 @@ class ClaudeFront(Front):
         self._link: Link | None = None
         self._idle = asyncio.Event()
         self._idle.set()
-        self._stack = contextlib.AsyncExitStack()
-        self._asks: dict[str, asyncio.Future[JsonDict]] = {}
 
     def fatal_frame(self, message: str) -> JsonDict | None:
         return self.codec.fatal(message)
@@ -512,25 +562,18 @@ class ClaudeFront(Front):
     async def _ask(self, ask: CanUseToolRequest) -> JsonDict:
         """Put a policy ask to the SDK program's ``can_use_tool`` callback."""
         request_id = f"chorus_req_{uuid.uuid4().hex[:12]}"
-        future: asyncio.Future[JsonDict] = asyncio.get_running_loop().create_future()
-        self._asks[request_id] = future
-        write_line(self.codec.ask_frame(request_id, ask))
-        try:
-            return self.codec.ask_answer(await asyncio.wait_for(future, seconds_left(ask)))
-        except TimeoutError:
+        frame = self.codec.ask_frame(request_id, ask)
+        answer = await self.ask_client(request_id, frame, seconds_left(ask))
+        if answer is None:
             write_line({"type": "control_cancel_request", "request_id": request_id})
             return verdict(ask.default == "allow", "the SDK program did not answer in time")
-        finally:
-            self._asks.pop(request_id, None)
+        return self.codec.ask_answer(answer)
 
-    async def serve(self) -> None:
-        reader = await stdin_lines()
-        async with self._stack:
-            while line := await reader.readline():
-                if line.strip():
-                    await self._handle(self.codec.on_line(line.decode("utf-8", "replace")))
-            await self._idle.wait()  # end of input: finish the queued turns
-            self.cancel_tasks()
+    async def on_line(self, line: str) -> None:
+        await self._handle(self.codec.on_line(line))
+
+    async def drained(self) -> None:
+        await self._idle.wait()  # end of input: finish the queued turns
 
     async def _handle(self, step: Step) -> None:
         for frame in step.frames:
@@ -542,9 +585,7 @@ class ClaudeFront(Front):
         elif step.kind == "user":
             await self._user(str(step.fields["text"]))
         elif step.kind == "answer":
-            waiting = self._asks.get(step.request_id)
-            if waiting is not None and not waiting.done():
-                waiting.set_result(step.fields)
+            self.answered(step.request_id, step.fields)
 
     async def _session(self, request_id: str) -> Link | None:
         """The link, its session opened (at the first initialize or user frame)."""
@@ -552,7 +593,7 @@ class ClaudeFront(Front):
             return self._link
         try:
             asks = self._ask if self.codec.args.prompt_tool == "stdio" else None
-            link = await self._stack.enter_async_context(Link.connect(asks))
+            link = await self.stack.enter_async_context(Link.connect(asks))
             info = await link.open(**self.codec.open_fields())
         except LinkError as exc:
             write_line(control_error(request_id, str(exc)))

@@ -9,8 +9,6 @@ frames out; canonical events in, ``item/*`` and ``turn/*`` notifications out);
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import sys
@@ -34,7 +32,7 @@ from chorus.events import (
     TurnFailed,
     Usage,
 )
-from chorus.fronts._front import Front, run_front, stdin_lines, write_line
+from chorus.fronts._front import StdioFront, run_front, write_line
 from chorus.fronts._link import Link, LinkError, seconds_left, verdict
 from chorus.gateway import ResponseError
 
@@ -290,6 +288,22 @@ def token_usage(usage: Usage) -> JsonDict:
     return {"total": breakdown, "last": breakdown}
 
 
+def instructions(params: JsonDict) -> JsonDict:
+    """``thread/start``'s instructions and MCP servers as UCP ``initialize`` takes
+    them: ``baseInstructions`` (or ``config.base_instructions``) replaces the body's
+    system prompt where it can, ``developerInstructions`` (or the config's) is
+    added to it, ``config.mcp_servers`` (Codex's own table) are the body's."""
+    config = params.get("config")
+    config = config if isinstance(config, dict) else {}
+    servers = config.get("mcp_servers")
+    return {
+        "system_prompt": params.get("baseInstructions") or config.get("base_instructions"),
+        "append_system_prompt": params.get("developerInstructions")
+        or config.get("developer_instructions"),
+        "mcp_servers": servers if isinstance(servers, dict) else None,
+    }
+
+
 class CodexCodec:
     """App-server JSON-RPC lines in, steps out; thread and turn answers out."""
 
@@ -345,6 +359,7 @@ class CodexCodec:
             "model": params.get("model"),
             "cwd": str(Path(params.get("cwd") or self.cwd).resolve()),
             "permission_mode": mode,
+            **instructions(params),
         }
 
     def opened(self, request_id: Any, params: JsonDict, info: JsonDict) -> tuple[JsonDict, ...]:
@@ -438,7 +453,7 @@ class _Thread:
     state: CodexThread
 
 
-class CodexFront(Front):
+class CodexFront(StdioFront):
     """The Codex app-server protocol over Chorus sessions (one link per thread)."""
 
     name = "codex-app-server"
@@ -447,19 +462,12 @@ class CodexFront(Front):
         super().__init__()
         self.codec = CodexCodec(args, cwd or os.getcwd())
         self.threads: dict[str, _Thread] = {}
-        self._stack = contextlib.AsyncExitStack()
-        self._asks: dict[str, asyncio.Future[JsonDict]] = {}
 
     def fatal_frame(self, message: str) -> JsonDict | None:
         return notification("error", {"error": {"message": message}, "willRetry": False})
 
-    async def serve(self) -> None:
-        reader = await stdin_lines()
-        async with self._stack:
-            while line := await reader.readline():
-                if line.strip():
-                    await self._handle(self.codec.on_line(line.decode("utf-8", "replace")))
-            self.cancel_tasks()
+    async def on_line(self, line: str) -> None:
+        await self._handle(self.codec.on_line(line))
 
     async def _handle(self, step: Step) -> None:
         for frame in step.frames:
@@ -469,22 +477,16 @@ class CodexFront(Front):
         elif step.kind in {"turn/start", "turn/steer", "turn/interrupt"}:
             self.spawn(self._turn_request(step, self.threads[step.thread_id]))
         elif step.kind == "answer":
-            waiting = self._asks.get(str(step.request_id))
-            if waiting is not None and not waiting.done():
-                waiting.set_result(step.fields)
+            self.answered(str(step.request_id), step.fields)
 
     async def _ask(self, thread_id: str, ask: CanUseToolRequest) -> JsonDict:
         """Put a policy ask to the client as an approval request."""
         request_id = f"chorus-{uuid.uuid4().hex[:12]}"
-        future: asyncio.Future[JsonDict] = asyncio.get_running_loop().create_future()
-        self._asks[request_id] = future
-        write_line(self.codec.approval_request(request_id, self.codec.threads[thread_id], ask))
-        try:
-            return self.codec.approval_verdict(await asyncio.wait_for(future, seconds_left(ask)))
-        except TimeoutError:
+        frame = self.codec.approval_request(request_id, self.codec.threads[thread_id], ask)
+        answer = await self.ask_client(request_id, frame, seconds_left(ask))
+        if answer is None:
             return verdict(ask.default == "allow", "the Codex client did not answer in time")
-        finally:
-            self._asks.pop(request_id, None)
+        return self.codec.approval_verdict(answer)
 
     async def _open(self, request_id: Any, params: JsonDict) -> None:
         box: list[Link] = []
@@ -494,7 +496,7 @@ class CodexFront(Front):
 
         asks = ask if self.codec.asks_client(params) else None
         try:
-            link = await self._stack.enter_async_context(Link.connect(asks))
+            link = await self.stack.enter_async_context(Link.connect(asks))
             box.append(link)
             info = await link.open(**self.codec.open_fields(params))
         except LinkError as exc:

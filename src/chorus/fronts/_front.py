@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import json
 import logging
 import sys
@@ -57,6 +58,55 @@ class Front(abc.ABC):
     @abc.abstractmethod
     def fatal_frame(self, message: str) -> JsonDict | None:
         """The protocol's way to tell the client that Chorus is unreachable."""
+
+
+class StdioFront(Front):
+    """A front whose client speaks one JSON object a line on stdio (Claude Code's
+    stream-json, the Codex app-server). Subclasses handle each line; this owns the
+    loop, the links' exit stack and the requests put to the client."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: The links (and whatever else) to close when stdin ends.
+        self.stack = contextlib.AsyncExitStack()
+        self._asks: dict[str, asyncio.Future[JsonDict]] = {}
+
+    async def serve(self) -> None:
+        reader = await stdin_lines()
+        async with self.stack:
+            while line := await reader.readline():
+                if line.strip():
+                    await self.on_line(line.decode("utf-8", "replace"))
+            await self.drained()
+            self.cancel_tasks()
+
+    @abc.abstractmethod
+    async def on_line(self, line: str) -> None:
+        """Handle one line of the client's."""
+
+    async def drained(self) -> None:
+        """At the end of stdin: wait for what must still be written (nothing here)."""
+
+    async def ask_client(
+        self, request_id: str, frame: JsonDict, patience: float
+    ) -> JsonDict | None:
+        """Write ``frame`` (a request to the client) and return the client's answer to
+        ``request_id`` (see :meth:`answered`); None when none came in ``patience`` s."""
+        future: asyncio.Future[JsonDict] = asyncio.get_running_loop().create_future()
+        self._asks[request_id] = future
+        write_line(frame)
+        try:
+            return await asyncio.wait_for(future, patience)
+        except TimeoutError:
+            return None
+        finally:
+            self._asks.pop(request_id, None)
+
+    def answered(self, request_id: str, answer: JsonDict) -> None:
+        """The client answered one of :meth:`ask_client`'s requests."""
+        waiting = self._asks.get(request_id)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(answer)
 
 
 def run_front(front: Front) -> int:

@@ -49,6 +49,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from chorus.context import client_brief
 from chorus.events import (
     ControlRequest,
     ControlResponse,
@@ -403,6 +404,12 @@ class UcpConnection:
             payload=payload_of(frame),
         )
         await self._apply_policy(context)
+        if known.mcp_servers and self._transport != "unix":  # issue 17
+            message = (
+                "mcp_servers are taken only on the local socket: "
+                "a remote brain cannot start programs here"
+            )
+            raise RequestError(GatewayCode.POLICY_DENIED, message)
         self._takes_asks = known.can_use_tool
         body = known.body if known.resume else (known.body or self._cfg.default_body)
         session, resumed = await self._svc.hub.open(
@@ -412,6 +419,8 @@ class UcpConnection:
             permission_mode=known.permission_mode,
             resume=known.resume,
             transport={"via": "gateway"},
+            # Issue 17: the client's system prompt and MCP servers for the body.
+            brief=client_brief(known.system_prompt, known.append_system_prompt, known.mcp_servers),
         )
         return session, await self._initialize_payload(session, known.last_seq, resumed)
 

@@ -7,7 +7,14 @@ loop seen in mem0's audit). The model also sees the existing items closest to
 that talk, with their ids, so that it can say which one a new item
 ``supersedes``; everything it returns goes through :meth:`Memory.add` (dedup by
 content hash, then word similarity). A failed job is skipped unless
-``extract_failed`` is set.
+``extract_failed`` is set, and so is a framework's own child job (a planner, a
+voter). Extraction is on by default (``[memory] extraction``; where the config is
+silent, ``CHORUS_MEMORY_EXTRACTION=0`` turns it off for one process tree).
+
+It runs in the background (:class:`Extractions`): a job ends, and its session
+takes the next turn, without waiting for the extraction run (up to
+:data:`EXTRACTION_TIMEOUT_S`). The daemon awaits the runs under way when it
+stops, for at most :data:`DRAIN_TIMEOUT_S`.
 
 The pure parts (:func:`talk_of`, :func:`extraction_prompt`, :func:`parse_items`)
 do no I/O; :func:`extract_job` runs the body and writes.
@@ -15,6 +22,7 @@ do no I/O; :func:`extract_job` runs the body and writes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -39,6 +47,8 @@ log = logging.getLogger("chorus.memory")
 ONE_SHOT = {"claude": "claude-print", "codex": "codex-exec", "gemini": "gemini-headless"}
 MAX_TALK_CHARS = 12_000
 EXTRACTION_TIMEOUT_S = 180.0
+#: How long a stopping daemon waits for the extraction runs under way.
+DRAIN_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +151,10 @@ async def extract_job(
 ) -> list[MemoryChanged]:
     """Extract and write the memory items of a finished job (see the module doc)."""
     settings = memory_settings(config.memory)
-    if not _wanted(settings, ended) or not job.session_id:
+    if not wanted(settings, job, ended):
         return []
-    events = [e for e in await store.read_events(job.session_id) if e.job_id == job.id]
+    session_id = job.session_id or ""
+    events = [e for e in await store.read_events(session_id) if e.job_id == job.id]
     talk = talk_of(job, events)
     with Memory(settings=settings) as mem:
         related = [h.item for h in mem.search(talk[-2000:], limit=8) if h.item is not None]
@@ -156,12 +167,13 @@ async def extract_job(
         changes = apply_items(
             mem, items, session_id=job.session_id, source_event=f"{job.session_id}:{ended.seq}"
         )
-    await record_changes(store, changes, job.session_id)
+    await record_changes(store, changes, session_id)
     return changes
 
 
-def _wanted(settings: MemorySettings, ended: JobEnded) -> bool:
-    if not settings.extraction:
+def wanted(settings: MemorySettings, job: JobRecord, ended: JobEnded) -> bool:
+    """Whether ``job``'s end calls for an extraction run (see the module doc)."""
+    if not settings.extraction or not job.session_id or job.options.get("system"):
         return False
     return ended.state == "succeeded" or (settings.extract_failed and ended.state == "failed")
 
@@ -204,19 +216,46 @@ async def _final_text(events: Any) -> str:
     return "\n".join(texts)
 
 
-def extraction_hook(
-    store: Store, config: ChorusConfig
-) -> Callable[[JobRecord, JobEnded], Awaitable[None]]:
-    """An outcome hook for the supervisor: extract after each job (when enabled).
-    A failure is logged; it never changes the job's outcome."""
+class Extractions:
+    """The extraction runs under way. :meth:`hook` is the supervisor's outcome hook: it
+    starts a run in the background and returns at once; :meth:`drain` awaits the runs
+    (the daemon calls it when it stops). A failed run is logged; it never changes the
+    job's outcome."""
 
-    async def hook(job: JobRecord, ended: JobEnded) -> None:
+    def __init__(self, store: Store, config: ChorusConfig, run: Runner | None = None) -> None:
+        self.store = store
+        self.config = config
+        self._run = run
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    async def hook(self, job: JobRecord, ended: JobEnded) -> None:
+        if not wanted(memory_settings(self.config.memory), job, ended):
+            return
+        task = asyncio.create_task(self._extract(job, ended), name=f"extract-{job.id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _extract(self, job: JobRecord, ended: JobEnded) -> None:
         try:
-            changes = await extract_job(job, ended, store, config)
+            changes = await extract_job(job, ended, self.store, self.config, self._run)
         except Exception:
             log.exception("memory extraction after job %s failed", job.id)
             return
         if changes:
             log.info("job %s: %d memory writes from extraction", job.id, len(changes))
 
-    return hook
+    async def drain(self, patience: float = DRAIN_TIMEOUT_S) -> None:
+        """Await the runs under way; those still running after ``patience`` seconds are
+        cancelled (their one-shot bodies closed) and logged."""
+        tasks = set(self._tasks)
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=patience)
+        for task in late:
+            log.warning("%s cut short: the daemon is stopping", task.get_name())
+            task.cancel()
+        if late:
+            await asyncio.wait(late)

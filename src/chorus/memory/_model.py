@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
@@ -134,8 +135,9 @@ class MemorySettings(BaseModel):
     half_life_days: float = Field(default=30.0, gt=0)
     #: Token budget of the assembled context (about 4 characters a token).
     context_tokens: int = Field(default=8000, ge=200, le=200_000)
-    #: Extract memory items from each finished job with a one-shot body run.
-    extraction: bool = False
+    #: Extract memory items from each finished job with a one-shot body run
+    #: (when the config does not say, ``CHORUS_MEMORY_EXTRACTION=0``/``1`` decides).
+    extraction: bool = True
     #: Also extract from failed jobs (off: a failed job's talk is often wrong).
     extract_failed: bool = False
     #: Body of the extraction run (default: the one-shot mode of the job's body).
@@ -145,10 +147,19 @@ class MemorySettings(BaseModel):
     dedup_similarity: float = Field(default=0.8, gt=0, le=1)
 
 
+#: Environment variable that turns extraction on or off where the config is silent.
+EXTRACTION_ENV = "CHORUS_MEMORY_EXTRACTION"
+_SWITCH = {"0": False, "false": False, "off": False, "1": True, "true": True, "on": True}
+
+
 def memory_settings(table: dict[str, Any] | None) -> MemorySettings:
     """Validate the ``[memory]`` table; a bad key raises :class:`ConfigError`."""
+    table = dict(table or {})
+    forced = os.environ.get(EXTRACTION_ENV, "").strip().lower()
+    if forced in _SWITCH:
+        table.setdefault("extraction", _SWITCH[forced])
     try:
-        return MemorySettings.model_validate(table or {})
+        return MemorySettings.model_validate(table)
     except ValidationError as exc:
         problems = "; ".join(
             f"memory.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from chorus.bodies import PermissionCallback, allow_all, body_names
+from chorus.context import Brief
 from chorus.policy import PolicyGate
 from chorus.session._brains import Authority
 from chorus.session._errors import SessionError
@@ -179,16 +180,21 @@ class SessionHub:
         permission_mode: str | None = None,
         resume: str | None = None,
         transport: dict[str, object] | None = None,
+        brief: Brief | None = None,
     ) -> tuple[Session, bool]:
         """The session a brain attaches to, and whether it existed before.
 
         With ``resume``: the live session, else the stored one restarted with its
         CLI's native resume. Without: a new session on ``body`` in ``cwd``
-        (default: the daemon's folder; must be absolute). Raises
-        :class:`SessionError` or the body's start errors.
+        (default: the daemon's folder; must be absolute). ``brief``: the client's
+        instructions and MCP servers for a body it starts (what the body cannot take
+        is said in a :class:`CompatibilityWarning`). Raises :class:`SessionError` or
+        the body's start errors.
         """
+        brief = brief or Brief()
         if resume is not None:
-            return await self._resume(resume, body, model, permission_mode), True
+            session = await self._resume(resume, body, model, permission_mode, brief)
+            return session, True
         body = self._check_body(body)
         folder = checked_cwd(cwd)
         checked_mode(permission_mode)  # bad input writes nothing (no session left "starting")
@@ -197,11 +203,11 @@ class SessionHub:
                 body, model=model, cwd=str(folder), state="starting", transport=transport or {}
             )
             gate = self.launcher.gate(record, permission_mode)
-            launch = self._launch(body, model, None, gate, permission_mode)
+            launch = self._launch(body, model, None, gate, permission_mode, brief)
             return await self._start(record, launch, gate), False
 
     async def _resume(
-        self, session_id: str, body: str | None, model: str | None, mode: str | None
+        self, session_id: str, body: str | None, model: str | None, mode: str | None, brief: Brief
     ) -> Session:
         async with self._lock(session_id):
             live = self._live.get(session_id)
@@ -215,7 +221,7 @@ class SessionHub:
                 gate = self.launcher.gate(record, mode)
                 name = _active_body(record)
                 resume = native_ids(record).get(name)
-                launch = self._launch(name, model or record.model, resume, gate, mode)
+                launch = self._launch(name, model or record.model, resume, gate, mode, brief)
                 return await self._start(record, launch, gate)
 
     @contextlib.contextmanager
@@ -242,9 +248,11 @@ class SessionHub:
         model: str | None = None,
         gate: PolicyGate | None = None,
         mode: str | None = None,
+        brief: Brief | None = None,
     ) -> Session:
         """The live session for a job's next turn on ``body``: the warm one when it can
-        take the turn, else a new body (the old one closed) with native resume."""
+        take the turn, else a new body (the old one closed) with native resume, its
+        context assembled for ``brief`` (the job's task and plan)."""
         async with self._lock(session_id):
             live = self._live.get(session_id)
             native = self.launcher.native_flags(body, gate)
@@ -259,7 +267,7 @@ class SessionHub:
             record = await self._record(session_id)
             resume = native_ids(record).get(body)
             start_gate = gate if gate is not None else self.launcher.gate(record, mode)
-            launch = self._launch(body, model, resume, start_gate, mode)
+            launch = self._launch(body, model, resume, start_gate, mode, brief or Brief())
             own_gate = self.launcher.gate(record, mode)
             if resume is None and self.limits.spares:
                 key: SpareKey = (body, record.cwd or "", model, wanted, args)
@@ -293,8 +301,9 @@ class SessionHub:
         resume: str | None,
         gate: PolicyGate | None,
         mode: str | None,
+        brief: Brief,
     ) -> Launch:
-        return Launch(body, model, resume, gate, mode, self._permission)
+        return Launch(body, model, resume, gate, mode, self._permission, brief=brief)
 
     async def _start(
         self, record: SessionRecord, launch: Launch, gate: PolicyGate | None
@@ -312,6 +321,8 @@ class SessionHub:
                 await self.store.update_session(record.id, state="failed")
             raise
         self._register(session)
+        for control, message in _unmet(launch, self.launcher):
+            await session.warn(control, message)
         return session
 
     def _new_session(self, record: SessionRecord, body: str, gate: PolicyGate | None) -> Session:
@@ -324,6 +335,7 @@ class SessionHub:
             permission=self._permission,
             max_queued=self.limits.max_queued,
             authority=self.limits.brain_authority,
+            recall=self.launcher.recall,  # issue 16: memory for a warm body's turns
         )
 
     def _register(self, session: Session) -> None:
@@ -370,6 +382,19 @@ class SessionHub:
         if name is None or name not in known:
             raise SessionError("unknown_body", f"unknown body {name!r}; known: {', '.join(known)}")
         return name
+
+
+def _unmet(launch: Launch, launcher: BodyLauncher) -> list[tuple[str, str]]:
+    """What the body cannot take of a client's brief, as ``(control, message)``."""
+    brief = launch.brief
+    out = [("mcp_servers", message) for message in brief.skipped]
+    if brief.system_prompt and not launcher.replaces_system_prompt(launch.body):
+        message = (
+            f"{launch.body} cannot replace its CLI's system prompt: the given one was "
+            "added to it (through the body's own channel)"
+        )
+        out.append(("system_prompt", message))
+    return out
 
 
 def _asking(launch: Launch, ask: PermissionCallback) -> Launch:

@@ -10,13 +10,15 @@ permission callback (the session's trampoline to the current turn's gate).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from chorus._errors import UnknownBodyError
 from chorus.bodies import (
     CLI_OF,
     Body,
@@ -28,7 +30,8 @@ from chorus.bodies import (
     create_body,
 )
 from chorus.config import ChorusConfig, chorus_home, run_dir
-from chorus.context import add_body_extras
+from chorus.context import Brief, add_body_extras, recall_block
+from chorus.memory import memory_settings
 from chorus.policy import (
     PERMISSION_MODES,
     AuditLog,
@@ -117,6 +120,8 @@ class Launch:
     permission: PermissionCallback
     #: The transcript from the log, for when native resume is impossible or fails.
     history: str | None = None
+    #: The task and plan for the context; a client's instructions and MCP servers.
+    brief: Brief = field(default_factory=Brief)
 
 
 class BodyLauncher:
@@ -142,7 +147,7 @@ class BodyLauncher:
     def spare(self, cwd: str, launch: Launch) -> Spare:
         """A new, unstarted spare body for ``cwd`` (no session yet; see ``_spares``)."""
         redirect = Redirect(self.store)
-        launch = replace(launch, resume=None, permission=redirect.permission)
+        launch = replace(launch, resume=None, permission=redirect.permission, brief=Brief())
         options = self.options_for(cwd, launch, redirect.tap)
         return Spare(self._factory(launch.body, options), redirect)
 
@@ -169,8 +174,23 @@ class BodyLauncher:
             raw_tap=tap,
             history=launch.history,
         )
-        # Issue 16: the assembled context and Chorus's own MCP server.
-        return add_body_extras(options, session_id, self.config)
+        # Issues 16, 17: the context, the client's instructions and servers, Chorus's.
+        replaces = self.replaces_system_prompt(launch.body)
+        return add_body_extras(
+            options, session_id, self.config, launch.brief, replaces_system_prompt=replaces
+        )
+
+    async def recall(self, prompt: str, known: set[str]) -> tuple[str, list[str]]:
+        """The "relevant memory" block for a warm body's turn (``chorus.context``)."""
+        settings = memory_settings(self.config.memory)
+        return await asyncio.to_thread(recall_block, prompt, known, settings)
+
+    def replaces_system_prompt(self, body: str) -> bool:
+        """Whether ``body`` takes a client's system prompt in place of its CLI's own."""
+        try:
+            return body_class(body, self.config).replaces_system_prompt
+        except UnknownBodyError:  # a test's own factory body
+            return False
 
     def gate(self, record: SessionRecord, mode: str | None) -> PolicyGate | None:
         if self.guards is None:

@@ -43,6 +43,7 @@ from chorus.bodies import (
     Support,
     allow_all,
 )
+from chorus.context import context_items
 from chorus.events import (
     UCP_VERSION,
     CompatibilityWarning,
@@ -71,6 +72,9 @@ T = TypeVar("T")
 
 #: Called with every event of a turn once it is queued for the log.
 EventHook = Callable[[Event], Awaitable[None]]
+#: ``(prompt, known item ids) -> (block, ids in it)``: the memory relevant to a turn
+#: that the body was not given yet (``BodyLauncher.recall``).
+Recall = Callable[[str, set[str]], Awaitable[tuple[str, list[str]]]]
 
 #: The capability (``Capabilities`` field) each body control needs.
 CAPABILITY_OF: dict[str, str] = {
@@ -121,6 +125,7 @@ class Session:
         permission: PermissionCallback = allow_all,
         max_queued: int = 100,
         authority: Authority = "escalate-only",
+        recall: Recall | None = None,
     ) -> None:
         self.id = record.id
         self.body_name = record.body
@@ -141,6 +146,9 @@ class Session:
         self._enqueue_lock = asyncio.Lock()
         #: Brains attached to the session that take permission asks.
         self.brains = BrainAsks(authority, self._brain_note)
+        self._recall = recall
+        #: Memory items the body was given in a turn's recall block.
+        self._recalled: set[str] = set()
         self._wire(gate)
 
     # -- state ---------------------------------------------------------------------------
@@ -283,7 +291,7 @@ class Session:
         final: Event = SessionEnded(reason="the turn did not start")
         try:
             await self._adapt(turn)
-            prompt: str | None = turn.prompt
+            prompt: str | None = await self._with_recall(turn.prompt)
             while prompt is not None:
                 self._life.to(State.RUNNING)
                 final = await self._body_turn(turn, prompt)
@@ -297,6 +305,20 @@ class Session:
                 self._life.to(State.IDLE)
             self.idle_since = time.monotonic()
             _resolve(turn, final)
+
+    async def _with_recall(self, prompt: str) -> str:
+        """``prompt`` with the relevant memory the body has not been given in front
+        (its context at start, and earlier blocks, name what it has)."""
+        if self._recall is None:
+            return prompt
+        known = self._recalled | context_items(self.body.options.system_prompt_append)
+        try:
+            block, ids = await self._recall(prompt, known)
+        except Exception:  # memory is a help; a broken index must not stop the turn
+            log.exception("session %s: recalling memory failed", self.id)
+            return prompt
+        self._recalled.update(ids)
+        return f"{block}\n\n{prompt}" if block else prompt
 
     async def _await_end(self) -> None:
         """After a crash, record the body's own end (bounded), so the session is over

@@ -78,6 +78,7 @@ class ClaudeBody(Body):
     """
 
     name: ClassVar[str] = BODY_NAME
+    replaces_system_prompt: ClassVar[bool] = True  # --system-prompt
     tells_denials: ClassVar[bool] = True  # the reason is in the tool result
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.NATIVE,

@@ -43,6 +43,7 @@ class ClaudePrintBody(Body):
     """Claude Code in print mode, one process per turn (the one-shot fallback)."""
 
     name: ClassVar[str] = "claude-print"
+    replaces_system_prompt: ClassVar[bool] = True  # --system-prompt
     tells_denials: ClassVar[bool] = True  # the reason is in the tool result
     long_lived: ClassVar[bool] = False
     capabilities: ClassVar[Capabilities] = Capabilities(
