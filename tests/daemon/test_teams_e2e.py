@@ -1,0 +1,148 @@
+"""Teams (issue 20) end to end through the daemon on the real CLIs (scripted model):
+a claude member and a codex member work at the same time on their assignments,
+write their files and post their results; the coordinator's synthesis gets both;
+``team status`` shows each member; a message dropped by ``mv`` reaches its member."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from chorus.testing import shell, text
+
+if TYPE_CHECKING:
+    from conftest import Daemon
+
+pytestmark = pytest.mark.e2e
+
+SEC = "SECURITY-RESULT: no secret in the repository"
+PERF = "PERF-RESULT: the loop in app.py is quadratic"
+
+
+def _json(chorus: Daemon, *args: str) -> Any:
+    done = chorus.run(*args, "--json")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+def _wait(check: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def _states(chorus: Daemon) -> dict[str, str]:
+    status = _json(chorus, "team", "status", "audit")
+    return {m["name"]: m["state"] for m in status["members"]}
+
+
+def _popen(chorus: Daemon, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "chorus", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=chorus.work,
+    )
+
+
+def _drop(chorus: Daemon, member: str, name: str, content: str, tmp: Path) -> Path:
+    """Write the file elsewhere, then ``mv`` it in (the atomic way to drop one)."""
+    source = tmp / name
+    source.write_text(content)
+    inbox = chorus.home / "teams" / "audit" / "inboxes" / member
+    subprocess.run(["mv", str(source), str(inbox / name)], check=True)
+    return inbox
+
+
+def test_a_claude_and_a_codex_member_work_at_once_and_the_coordinator_merges(
+    daemon_with: Callable[..., Daemon], tmp_path: Path
+) -> None:
+    chorus = daemon_with("max_parallel_jobs = 4")
+    server = chorus.server
+    server.script(
+        [
+            shell("sleep 3; echo checked > security.md"),
+            text(SEC),
+            shell("cat security.md perf.md > report.md"),
+            text("REPORT written to report.md"),
+        ],
+        lane="claude",
+    )
+    server.script([shell("sleep 3; echo measured > perf.md"), text(PERF)], lane="codex")
+    created = _json(
+        chorus,
+        "team", "create", "audit", "--member", "security=claude:security review",
+        "--member", "perf=codex:performance", "--coordinator", "claude", "--persistent",
+    )  # fmt: skip
+    assert sorted(created["members"]) == ["perf", "security"]
+    assert _states(chorus) == {"coordinator": "idle", "perf": "idle", "security": "idle"}
+
+    # a message dropped into perf's folder by `mv` is picked up by the watcher
+    _drop(chorus, "perf", "note.json", json.dumps({"text": "look at app.py first"}), tmp_path)
+    inbox = _drop(chorus, "perf", "bad.json", "{not json", tmp_path)
+    _wait(lambda: len(_json(chorus, "team", "messages", "audit", "perf")) == 1)
+    _wait(lambda: (inbox / "rejected" / "bad.json.reason").exists())
+    assert "not valid JSON" in (inbox / "rejected" / "bad.json.reason").read_text()
+    assert not (inbox / "note.json").exists()
+
+    run = _popen(
+        chorus,
+        "team", "run", "audit", "audit the project, write report.md",
+        "--cwd", str(chorus.work),
+        "--assign", "security=look for leaked secrets",
+        "--assign", "perf=find the slow loop",
+    )  # fmt: skip
+    # both members run at the same time, as `team status` shows
+    _wait(lambda: _states(chorus) | {"coordinator": "-"} == {
+        "coordinator": "-", "perf": "running", "security": "running"
+    })  # fmt: skip
+    out, err = run.communicate(timeout=240)
+    assert run.returncode == 0, out[-2000:] + err[-3000:]
+    assert "REPORT written to report.md" in out
+
+    status = _json(chorus, "team", "status", "audit")
+    members = {m["name"]: m for m in status["members"]}
+    assert members["security"]["state"] == "succeeded"
+    assert members["perf"]["state"] == "succeeded"
+    assert status["run"]["state"] == "done"
+    jobs = {m: chorus.client.job(status["run"]["jobs"][m][0]) for m in ("security", "perf")}
+    assert jobs["security"]["body"] == "claude" and jobs["perf"]["body"] == "codex"
+    starts = [j["started_at"] for j in jobs.values()]
+    ends = [j["ended_at"] for j in jobs.values()]
+    assert max(starts) < min(ends), "the members did not run at the same time"
+
+    # files written by each member, then the coordinator's report from both
+    assert (chorus.work / "security.md").read_text() == "checked\n"
+    assert (chorus.work / "perf.md").read_text() == "measured\n"
+    assert (chorus.work / "report.md").read_text() == "checked\nmeasured\n"
+
+    # each member got its assignment; perf also got the dropped message
+    sec_first = json.dumps(server.turn_requests(lane="claude")[0].body)
+    perf_first = json.dumps(server.turn_requests(lane="codex")[0].body)
+    assert "look for leaked secrets" in sec_first
+    assert "find the slow loop" in perf_first and "look at app.py first" in perf_first
+    # the synthesis turn carried both results, posted as `result` messages
+    synthesis = json.dumps(server.turn_requests(lane="claude")[2].body)
+    assert SEC in synthesis and PERF in synthesis
+    results = _json(chorus, "team", "messages", "audit", "coordinator")
+    assert {(m["sender"], m["kind"], m["state"]) for m in results} == {
+        ("security", "result", "acked"),
+        ("perf", "result", "acked"),
+    }
+    perf_msgs = _json(chorus, "team", "messages", "audit", "perf")
+    assert {m["state"] for m in perf_msgs} == {"acked"} and len(perf_msgs) == 2
+    view = chorus.home / "teams" / "audit" / "inboxes" / "coordinator.jsonl"
+    assert len(view.read_text().splitlines()) == 2
+
+    done = chorus.run("team", "teardown", "audit")
+    assert done.returncode == 0, done.stderr
+    assert chorus.run("team", "status", "audit").returncode == 2
