@@ -115,7 +115,8 @@ def test_a_claude_and_a_codex_member_work_at_once_and_the_coordinator_merges(
     assert members["perf"]["state"] == "succeeded"
     assert status["run"]["state"] == "done"
     jobs = {m: chorus.client.job(status["run"]["jobs"][m][0]) for m in ("security", "perf")}
-    assert jobs["security"]["body"] == "claude" and jobs["perf"]["body"] == "codex"
+    assert jobs["security"]["body"] == "claude"
+    assert jobs["perf"]["body"] == "codex"
     starts = [j["started_at"] for j in jobs.values()]
     ends = [j["ended_at"] for j in jobs.values()]
     assert max(starts) < min(ends), "the members did not run at the same time"
@@ -129,17 +130,20 @@ def test_a_claude_and_a_codex_member_work_at_once_and_the_coordinator_merges(
     sec_first = json.dumps(server.turn_requests(lane="claude")[0].body)
     perf_first = json.dumps(server.turn_requests(lane="codex")[0].body)
     assert "look for leaked secrets" in sec_first
-    assert "find the slow loop" in perf_first and "look at app.py first" in perf_first
+    assert "find the slow loop" in perf_first
+    assert "look at app.py first" in perf_first
     # the synthesis turn carried both results, posted as `result` messages
     synthesis = json.dumps(server.turn_requests(lane="claude")[2].body)
-    assert SEC in synthesis and PERF in synthesis
+    assert SEC in synthesis
+    assert PERF in synthesis
     results = _json(chorus, "team", "messages", "audit", "coordinator")
     assert {(m["sender"], m["kind"], m["state"]) for m in results} == {
         ("security", "result", "acked"),
         ("perf", "result", "acked"),
     }
     perf_msgs = _json(chorus, "team", "messages", "audit", "perf")
-    assert {m["state"] for m in perf_msgs} == {"acked"} and len(perf_msgs) == 2
+    assert {m["state"] for m in perf_msgs} == {"acked"}
+    assert len(perf_msgs) == 2
     view = chorus.home / "teams" / "audit" / "inboxes" / "coordinator.jsonl"
     assert len(view.read_text().splitlines()) == 2
 

@@ -51,10 +51,12 @@ async def test_take_delivers_oldest_first_once_until_released(team: Store) -> No
     first = await team.post_message(_msg("perf", "one"))
     await team.post_message(_msg("perf", "two"))
     await team.post_message(_msg("security", "other"))
-    assert first.state == "pending" and first.body == {"text": "one"}
+    assert first.state == "pending"
+    assert first.body == {"text": "one"}
     taken = await team.take_messages("t1", "perf", job_id="j1", limit=1)
     assert [m.body["text"] for m in taken] == ["one"]
-    assert taken[0].delivered_to == "j1" and taken[0].attempts == 1
+    assert taken[0].delivered_to == "j1"
+    assert taken[0].attempts == 1
     rest = await team.take_messages("t1", "perf", job_id="j2")
     assert [m.body["text"] for m in rest] == ["two"]
     assert await team.take_messages("t1", "perf") == []  # nothing is taken twice
@@ -121,7 +123,8 @@ async def test_unacked_deliveries_survive_a_reopen_and_are_released(
         assert await store.take_messages("t1", "perf") == []  # still delivered to the dead turn
         assert await store.release_messages() == 1
         [again] = await store.take_messages("t1", "perf", job_id="new-turn")
-        assert again.id == posted.id and again.attempts == 2
+        assert again.id == posted.id
+        assert again.attempts == 2
 
 
 async def test_secrets_in_a_message_body_are_redacted(make_store: MakeStore) -> None:
