@@ -150,3 +150,50 @@ def test_a_claude_and_a_codex_member_work_at_once_and_the_coordinator_merges(
     done = chorus.run("team", "teardown", "audit")
     assert done.returncode == 0, done.stderr
     assert chorus.run("team", "status", "audit").returncode == 2
+
+
+PLAN = json.dumps(
+    {
+        "assignments": [
+            {"member": "security", "task": "SPLIT-A: scan for secrets"},
+            {"member": "perf", "task": "SPLIT-B: profile the loop"},
+            {"member": "ghost", "task": "SPLIT-C: anything"},
+        ]
+    }
+)
+
+
+def test_the_coordinator_splits_the_task_and_a_missing_body_does_not_stop_the_rest(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    chorus = daemon_with(
+        "max_parallel_jobs = 4",
+        "[agents.ghost]",
+        'protocol = "acp"',
+        'command = "/nonexistent/ghost-agent"',
+    )
+    server = chorus.server
+    server.script(
+        [text(f"Here is the plan:\n{PLAN}"), text(SEC), text("FINAL-ANSWER")], lane="claude"
+    )
+    server.script([text(PERF)], lane="gemini")
+    created = chorus.run(
+        "team", "create", "split", "--member", "security=claude", "--member", "perf=gemini",
+        "--member", "ghost=ghost",
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    done = chorus.run("team", "run", "split", "audit everything", "--cwd", str(chorus.work))
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert done.stdout.strip() == "FINAL-ANSWER"
+
+    claude = [json.dumps(r.body) for r in server.turn_requests(lane="claude")]
+    assert "Split the task below between its members" in claude[0]
+    assert "SPLIT-A: scan for secrets" in claude[1]
+    assert "SPLIT-B: profile the loop" in json.dumps(server.turn_requests(lane="gemini")[0].body)
+    assert SEC in claude[2]
+    assert PERF in claude[2]
+    assert "member ghost could not run" in claude[2]  # the missing body is reported, not fatal
+    # ephemeral: the team is torn down once its task ended; its inbox views stay
+    assert chorus.run("team", "status", "split").returncode == 2
+    view = chorus.home / "teams" / "split" / "inboxes" / "coordinator.jsonl"
+    assert len(view.read_text().splitlines()) == 3
