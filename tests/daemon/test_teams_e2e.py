@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chorus.testing import shell, text
+from chorus.testing import shell, text, tool_call
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -197,3 +197,36 @@ def test_the_coordinator_splits_the_task_and_a_missing_body_does_not_stop_the_re
     assert chorus.run("team", "status", "split").returncode == 2
     view = chorus.home / "teams" / "split" / "inboxes" / "coordinator.jsonl"
     assert len(view.read_text().splitlines()) == 3
+
+
+def test_a_member_uses_the_team_tools_as_itself(daemon_with: Callable[..., Daemon]) -> None:
+    chorus = daemon_with()
+    server = chorus.server
+    server.script(
+        [
+            tool_call("mcp__chorus__team_status", {}),
+            tool_call("mcp__chorus__team_send", {"to": "coordinator", "text": "NOTE-FOR-COORD"}),
+            tool_call("mcp__chorus__team_send", {"to": "ghost", "text": "x"}),
+            tool_call("mcp__chorus__team_inbox", {}),
+            text("SOLO-DONE"),
+            text("SYNTHESIS"),
+        ],
+        lane="claude",
+    )
+    assert chorus.run("team", "create", "tools", "--member", "solo=claude").returncode == 0
+    done = chorus.run(
+        "team", "run", "tools", "work", "--cwd", str(chorus.work), "--assign", "solo=do it"
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    turns = server.turn_requests(lane="claude")
+    results = [t.last_tool_result() for t in turns[1:5]]
+    assert all(r is not None for r in results)
+    status, sent, refused, inbox = (str(r.content) if r else "" for r in results)
+    assert '"name": "solo"' in status
+    assert '"state": "running"' in status
+    assert '"how": "waiting' in sent
+    assert "no member 'ghost'" in refused  # an unknown recipient: an error, no new inbox
+    assert inbox.strip().endswith("[]")
+    synthesis = json.dumps(turns[-1].body)
+    assert "NOTE-FOR-COORD" in synthesis
+    assert "SOLO-DONE" in synthesis

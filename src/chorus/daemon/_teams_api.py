@@ -114,6 +114,7 @@ def _text(data: dict[str, Any], key: str) -> str:
 def team_routes(sup: Supervisor) -> list[BaseRoute]:
     """The routes; also hooks the service onto the supervisor and starts the watcher."""
     service = TeamService(SupervisorJobs(sup))
+    service.activate()
 
     async def on_end(job: JobRecord, ended: JobEnded) -> None:
         error = ended.error.message if ended.error is not None else ""

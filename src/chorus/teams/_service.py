@@ -105,6 +105,14 @@ RUN_TRANSITIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+_ACTIVE: list[TeamService] = []
+
+
+def active_service() -> TeamService | None:
+    """The daemon's service (for the members' MCP tools, which run in the daemon)."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
 class TeamService:
     def __init__(self, jobs: Jobs) -> None:
         self.jobs = jobs
@@ -269,6 +277,13 @@ class TeamService:
     async def messages(self, name: str, member: str | None) -> list[dict[str, Any]]:
         load_team(name)
         return [message_json(m) for m in await self.store.list_messages(name, recipient=member)]
+
+    def activate(self) -> None:
+        """Make this the service the members' MCP tools use."""
+        _ACTIVE[:] = [self]
+
+    def current_job(self, team: str, member: str) -> str | None:
+        return self._running.get((team, member))
 
     def member_of(self, session_id: str) -> tuple[str, str] | None:
         """The (team, member) a session belongs to, for the members' tools."""
