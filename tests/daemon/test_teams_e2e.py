@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chorus.testing import shell, text, tool_call
+from chorus.events import Notice
+from chorus.testing import shell, slow_text, text, tool_call
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -230,3 +231,47 @@ def test_a_member_uses_the_team_tools_as_itself(daemon_with: Callable[..., Daemo
     synthesis = json.dumps(turns[-1].body)
     assert "NOTE-FOR-COORD" in synthesis
     assert "SOLO-DONE" in synthesis
+
+
+def test_teardown_refuses_while_a_member_runs_and_force_stops_it_by_steps(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    chorus = daemon_with()
+    chorus.server.script(
+        [slow_text("still going " * 40, chunks=240, delay=0.25), text("never")], lane="claude"
+    )
+    assert chorus.run("team", "create", "long", "--member", "busy=claude").returncode == 0
+    run = _popen(
+        chorus, "team", "run", "long", "x", "--cwd", str(chorus.work), "--assign", "busy=wait"
+    )
+    _wait(lambda: _states_of(chorus, "long").get("busy") == "running")
+    _wait(lambda: len(chorus.server.turn_requests(lane="claude")) >= 1)
+
+    steered = chorus.run("steer", "--team", "long", "--member", "busy", "STEER-TEXT", "--json")
+    assert steered.returncode == 0, steered.stderr
+    assert json.loads(steered.stdout)["how"].startswith("steered into the running turn")
+    assert chorus.run("steer", "--team", "long", "--member", "ghost", "x").returncode == 2
+
+    refused = chorus.run("team", "teardown", "long")
+    assert refused.returncode == 2
+    assert "members running: busy" in refused.stderr
+    assert (chorus.home / "teams" / "long" / "config.toml").exists()  # nothing changed
+
+    forced = chorus.run("team", "teardown", "long", "--force", "--json", timeout=120)
+    assert forced.returncode == 0, forced.stderr
+    steps = json.loads(forced.stdout)["stopped"]["busy"]
+    assert steps[0] == "shutdown_request"
+    run.communicate(timeout=60)
+    assert run.returncode == 1  # the run was stopped
+    job = next(j for j in chorus.client.jobs() if j["options"].get("member") == "busy")
+    assert job["state"] == "cancelled"
+    events = chorus.client.events(job["id"], follow=False)
+    notes = [e.message for e in events if isinstance(e, Notice) and e.kind == "team"]
+    assert notes[0].startswith("team shutdown: shutdown_request")
+    assert notes[-1].startswith("team shutdown: the member stopped after")
+    assert chorus.run("team", "status", "long").returncode == 2
+
+
+def _states_of(chorus: Daemon, team: str) -> dict[str, str]:
+    status = _json(chorus, "team", "status", team)
+    return {m["name"]: m["state"] for m in status["members"]}
