@@ -7,7 +7,8 @@ outcome hook, the drop-folder watcher runs for the daemon's life.
 ``{"to", "text", "kind"?, "from"?}`` · ``POST /teams/{name}/steer`` ``{"member",
 "text"}`` · ``POST /teams/{name}/run`` ``{"task", "cwd", "assign"?}`` · ``POST
 /teams/{name}/teardown`` ``{"force"}`` · ``GET /teams/{name}/messages?member=`` ·
-``POST /teams/{name}/inbox`` ``{"member", "job_id"?}`` · ``GET
+``POST /teams/{name}/inbox`` ``{"member", "job_id"?}`` (with a ``job_id``, what is
+taken waits for ``POST /teams/{name}/ack`` ``{"ids"}`` or that job's end) · ``GET
 /teams/by-session/{session_id}``. Errors: 400 bad input (nothing written), 404
 unknown team or member.
 """
@@ -111,6 +112,16 @@ def _text(data: dict[str, Any], key: str) -> str:
     return value
 
 
+def _optional_id(data: dict[str, Any]) -> str | None:
+    """A sender's own message id makes a retried send a no-op (``check_id`` rules)."""
+    value = data.get("id")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.isalnum() or len(value) > 64:
+        raise TeamError("'id' must be letters and digits (at most 64)")
+    return value
+
+
 def team_routes(sup: Supervisor) -> list[BaseRoute]:
     """The routes; also hooks the service onto the supervisor and starts the watcher."""
     service = TeamService(SupervisorJobs(sup))
@@ -181,6 +192,7 @@ def _routes(service: TeamService) -> list[BaseRoute]:
             _text(data, "text"),
             kind=str(data.get("kind") or "status"),
             sender=str(data.get("from") or "user"),
+            message_id=_optional_id(data),
         )
         return JSONResponse(sent, status_code=201)
 
@@ -217,6 +229,12 @@ def _routes(service: TeamService) -> list[BaseRoute]:
         )
         return JSONResponse(taken)
 
+    async def ack(request: Request) -> Response:
+        ids = (await _body(request)).get("ids")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise TeamError("'ids' must be a list of message ids")
+        return JSONResponse({"acked": await service.ack(request.path_params["name"], ids)})
+
     async def by_session(request: Request) -> Response:
         found = service.member_of(request.path_params["session_id"])
         if found is None:
@@ -237,4 +255,5 @@ def _routes(service: TeamService) -> list[BaseRoute]:
         route("/teams/{name}/teardown", teardown, "POST"),
         route("/teams/{name}/messages", messages),
         route("/teams/{name}/inbox", inbox, "POST"),
+        route("/teams/{name}/ack", ack, "POST"),
     ]

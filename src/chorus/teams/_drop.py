@@ -21,6 +21,7 @@ from chorus.teams._config import TeamError, load_team, teams_dir
 from chorus.teams._protocol import BadDropError, Dropped, read_drop
 
 log = logging.getLogger("chorus.teams")
+logging.getLogger("watchfiles").setLevel(logging.WARNING)  # it logs every change at INFO
 
 #: Posts one dropped message: (team, member, message).
 Post = Callable[[str, str, Dropped], Awaitable[None]]
@@ -68,8 +69,13 @@ def reject(path: Path, reason: str) -> None:
     (folder / f"{path.name}.reason").write_text(reason + "\n")
 
 
-def _wanted(change: Change, path: str) -> bool:
-    return change != Change.deleted and "/rejected/" not in path
+def _wanted(root: Path) -> Callable[[Change, str], bool]:
+    """Only new message files in drop folders (not the JSONL views, not rejected/)."""
+
+    def wanted(change: Change, path: str) -> bool:
+        return change != Change.deleted and inbox_of(Path(path), root) is not None
+
+    return wanted
 
 
 async def watch_drops(post: Post, stop: asyncio.Event | None = None) -> None:
@@ -78,6 +84,7 @@ async def watch_drops(post: Post, stop: asyncio.Event | None = None) -> None:
     root.mkdir(parents=True, exist_ok=True)
     for path in sorted(root.glob("*/inboxes/*/*")):
         await ingest(path, root, post)
-    async for changes in awatch(root, watch_filter=_wanted, stop_event=stop, debounce=50):
+    watching = awatch(root, watch_filter=_wanted(root), stop_event=stop, debounce=50)
+    async for changes in watching:
         for _, raw in sorted(changes, key=lambda c: c[1]):
             await ingest(Path(raw), root, post)

@@ -274,6 +274,11 @@ class TeamService:
             await self.store.ack_messages([m.id for m in taken])
         return [message_json(m) for m in taken]
 
+    async def ack(self, name: str, ids: list[str]) -> list[str]:
+        """Ack messages of the team taken by :meth:`inbox` (the ids acked now)."""
+        load_team(name)
+        return await self.store.ack_messages(ids)
+
     async def messages(self, name: str, member: str | None) -> list[dict[str, Any]]:
         load_team(name)
         return [message_json(m) for m in await self.store.list_messages(name, recipient=member)]
