@@ -6,6 +6,8 @@ write their files and post their results; the coordinator's synthesis gets both;
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from chorus.daemon._lifecycle import read_pid
 from chorus.events import Notice
 from chorus.testing import shell, slow_text, text, tool_call
 
@@ -275,3 +278,37 @@ def test_teardown_refuses_while_a_member_runs_and_force_stops_it_by_steps(
 def _states_of(chorus: Daemon, team: str) -> dict[str, str]:
     status = _json(chorus, "team", "status", team)
     return {m["name"]: m["state"] for m in status["members"]}
+
+
+def test_a_daemon_killed_mid_turn_loses_no_message_and_posts_the_result_once(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    chorus = daemon_with()
+    chorus.server.script(
+        [slow_text("cut off by the daemon dying " * 4, chunks=40, delay=0.25), text("BACK")],
+        lane="claude",
+    )
+    assert chorus.run("team", "create", "crash", "--member", "m=claude").returncode == 0
+    run = _popen(
+        chorus, "team", "run", "crash", "x", "--cwd", str(chorus.work), "--assign", "m=survive"
+    )
+    _wait(lambda: _states_of(chorus, "crash").get("m") == "running")
+    _wait(lambda: len(chorus.server.turn_requests(lane="claude")) >= 1)
+    [task] = _json(chorus, "team", "messages", "crash", "m")
+    assert task["state"] == "delivered"
+    pid = read_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    run.communicate(timeout=60)  # the run's driver died with the daemon
+    time.sleep(0.5)
+    assert chorus.run("start").returncode == 0
+    _wait(lambda: _states_of(chorus, "crash").get("m") == "succeeded", timeout=120)
+    [task] = _json(chorus, "team", "messages", "crash", "m")
+    assert task["state"] == "acked"  # carried by the resumed turn, acked at its end
+    results = _json(chorus, "team", "messages", "crash", "coordinator")
+    assert [(r["sender"], r["kind"], r["body"]["text"]) for r in results] == [
+        ("m", "result", "BACK")
+    ]
+    run_state = _json(chorus, "team", "status", "crash")["run"]
+    assert run_state["state"] == "failed"
+    assert "daemon stopped during the run" in run_state["error"]

@@ -125,11 +125,43 @@ class TeamService:
         self._changed = asyncio.Event()
 
     async def recover(self) -> int:
-        """At daemon start: what dead turns carried goes back to pending."""
-        released = await self.store.release_messages()
+        """At daemon start, for what a dead daemon left: a member turn that was
+        requeued still carries its messages (and is tracked as running again); one
+        that ended gets its end settled now (its result posted once, its messages
+        acked); messages taken by a turn that never became a job are released.
+        A run the dead daemon was driving is marked failed. Returns how many
+        messages went back to pending."""
+        released = 0
+        for team in list_teams():
+            released += await self._recover_team(team)
+            _fail_saved_run(team)
         if released:
             log.info("teams: %d unacked messages released for redelivery", released)
         return released
+
+    async def _recover_team(self, team: str) -> int:
+        unacked = await self.store.list_messages(team, unacked=True)
+        turns = sorted({m.delivered_to for m in unacked if m.delivered_to})
+        released = 0
+        for job_id in turns:
+            try:
+                job = await self.store.get_job(job_id)
+            except UnknownRecordError:
+                released += await self.store.release_messages(job_id=job_id)
+                continue
+            await self._recover_job(team, job)
+        return released
+
+    async def _recover_job(self, team: str, job: JobRecord) -> None:
+        member = job.options.get("member")
+        if not isinstance(member, str):
+            return
+        if str(job.state) in ("queued", "running"):
+            self._running[(team, member)] = job.id
+            return
+        result = _job_text(job)
+        error = str((job.error or {}).get("message", "")) if isinstance(job.error, dict) else ""
+        await self.ended(job, str(job.state), result, error)
 
     # -- teams ---------------------------------------------------------------------------
 
@@ -369,13 +401,13 @@ class TeamService:
         if self._running.get((team_name, member)) == job.id:
             del self._running[(team_name, member)]
         self._last[(team_name, member)] = {"state": state, "job_id": job.id}
+        await self._post_result(team_name, member, job, state, result, error)
         if state == "cancelled":
             await self.store.release_messages(job_id=job.id)
         else:
-            await self.store.ack_messages(
-                [m.id for m in await self._carried(team_name, member, job.id)]
-            )
-        await self._after(team_name, member, job, state, result, error)
+            carried = await self._carried(team_name, member, job.id)
+            await self.store.ack_messages([m.id for m in carried])
+        await self._follow_up(team_name, member, state)
         waiter = self._waiters.pop(job.id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(job)
@@ -385,7 +417,7 @@ class TeamService:
         mine = await self.store.list_messages(team, recipient=member, unacked=True)
         return [m for m in mine if m.delivered_to == job_id]
 
-    async def _after(
+    async def _post_result(
         self,
         team_name: str,
         member: str,
@@ -394,17 +426,33 @@ class TeamService:
         result: str | None,
         error: str,
     ) -> None:
+        """A member's job end as a ``result`` to the coordinator, posted before the
+        turn's messages are acked and under an id made from the job's, so a crash in
+        between posts it once (recovery settles the end again)."""
+        if member == COORDINATOR:
+            return
         try:
             team = load_team(team_name)
         except TeamError:
             return  # torn down meanwhile
-        if member == COORDINATOR:
-            return
         text = result if state == "succeeded" else f"({state}) {error}"
         body = {"text": text or "", "state": state, "job_id": job.id}
-        await self.post(team, member, COORDINATOR, "result", body, correlation=self._run_id(team))
-        if state != "cancelled":
-            await self._start_turn(team, member, None)
+        await self.post(
+            team,
+            member,
+            COORDINATOR,
+            "result",
+            body,
+            correlation=self._run_id(team),
+            message_id=f"result{job.id}",
+        )
+
+    async def _follow_up(self, team_name: str, member: str, state: str) -> None:
+        """The turn boundary: messages that came meanwhile start the member's next turn."""
+        if member == COORDINATOR or state == "cancelled":
+            return
+        with contextlib.suppress(TeamError):
+            await self._start_turn(load_team(team_name), member, None)
 
     # -- team run ----------------------------------------------------------------------------
 
@@ -592,6 +640,15 @@ def _save_session(team: str, member: str, session_id: str) -> None:
 def _save_run(run: Run) -> None:
     if team_dir(run.team).is_dir():
         _write_json(team_dir(run.team) / "last_run.json", run_json(run))
+
+
+def _fail_saved_run(team: str) -> None:
+    """A run a dead daemon was driving cannot go on: say so in its saved state."""
+    run = _saved_run(team)
+    if run is not None and run.get("state") not in ("done", "failed"):
+        run.update(state="failed", error="the daemon stopped during the run; run it again")
+        run["ended_at"] = time.time()
+        _write_json(team_dir(team) / "last_run.json", run)
 
 
 def _saved_run(team: str) -> dict[str, Any] | None:
