@@ -312,3 +312,31 @@ def test_a_daemon_killed_mid_turn_loses_no_message_and_posts_the_result_once(
     run_state = _json(chorus, "team", "status", "crash")["run"]
     assert run_state["state"] == "failed"
     assert "daemon stopped during the run" in run_state["error"]
+
+
+def test_a_message_for_a_busy_member_that_cannot_steer_waits_for_its_turn_boundary(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    chorus = daemon_with()
+    server = chorus.server
+    server.script(
+        [slow_text("first part done", chunks=24, delay=0.25), text("LATE-NOTE-HANDLED")],
+        lane="gemini",
+    )
+    server.script([text("SYNTH")], lane="claude")
+    assert chorus.run("team", "create", "gem", "--member", "g=gemini").returncode == 0
+    run = _popen(
+        chorus, "team", "run", "gem", "x", "--cwd", str(chorus.work), "--assign", "g=part one"
+    )
+    _wait(lambda: _states_of(chorus, "gem").get("g") == "running")
+    _wait(lambda: len(server.turn_requests(lane="gemini")) >= 1)
+    sent = _json(chorus, "team", "send", "gem", "g", "LATE-NOTE")
+    assert sent["how"].startswith("waiting: delivered at the end of the member's turn")
+    out, err = run.communicate(timeout=240)
+    assert run.returncode == 0, out[-2000:] + err[-3000:]
+    gemini = [json.dumps(r.body) for r in server.turn_requests(lane="gemini")]
+    assert "LATE-NOTE" not in gemini[0]
+    assert "LATE-NOTE" in gemini[1]  # the next turn, started at the boundary, carried it
+    synthesis = json.dumps(server.turn_requests(lane="claude")[-1].body)
+    assert "first part done" in synthesis
+    assert "LATE-NOTE-HANDLED" in synthesis
