@@ -123,8 +123,8 @@ def task(
 def steer(
     job_id: str = typer.Argument(..., help="The job (id or unique prefix); with --team: TEXT."),
     text: str | None = typer.Argument(None, help="What to tell the running turn."),
-    team: str | None = typer.Option(None, "--team", help="Steer a team's member (issue 20)."),
-    member: str | None = typer.Option(None, "--member", help="The member, with --team."),
+    team: str | None = typer.Option(None, "--team", help=HELP["team"]),
+    member: str | None = typer.Option(None, "--member", help=HELP["member"]),
     as_json: bool = _JSON,
 ) -> None:
     if team is not None or member is not None:  # issue 20: chorus steer --team T --member M TEXT
