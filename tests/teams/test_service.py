@@ -130,3 +130,20 @@ async def test_recovery_keeps_a_requeued_turn_running_with_its_messages(
     [task] = await store.list_messages("t", recipient="m")
     assert task.state == "delivered"
     assert task.delivered_to == job_id
+
+
+async def test_a_member_reading_its_inbox_gets_each_message_once(store: SqliteStore) -> None:
+    save_team(TEAM)
+    await store.set_team_members("t", TEAM.mailbox_names)
+    service = TeamService(_Jobs(store))
+    sent = await service.send("t", "m", "read me", sender=COORDINATOR)
+    assert sent["how"] == "waiting: delivered with the member's next turn"
+    taken = await service.inbox("t", "m", job_id="turn-1")
+    assert [m["body"]["text"] for m in taken] == ["read me"]
+    assert taken[0]["state"] == "delivered"
+    assert await service.inbox("t", "m", job_id="turn-1") == []
+    assert await service.ack("t", [taken[0]["id"]]) == [taken[0]["id"]]
+    await service.send("t", "m", "no turn", sender="user")
+    [read] = await service.inbox("t", "m", job_id=None)  # read outside a turn: acked at once
+    assert read["body"]["text"] == "no turn"
+    assert await store.list_messages("t", unacked=True) == []
