@@ -48,6 +48,7 @@ def _register() -> None:
         _routine_cmd,
         _schema_cmd,
         _store_cmd,
+        _team_cmd,
         _usage_cmd,
         _worktree_cmd,
     )

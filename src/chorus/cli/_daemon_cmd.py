@@ -121,10 +121,18 @@ def task(
 
 @app.command(help=SUMMARY["steer"])
 def steer(
-    job_id: str = typer.Argument(..., help="The job (id or unique prefix)."),
-    text: str = typer.Argument(..., help="What to tell the running turn."),
+    job_id: str = typer.Argument(..., help="The job (id or unique prefix); with --team: TEXT."),
+    text: str | None = typer.Argument(None, help="What to tell the running turn."),
+    team: str | None = typer.Option(None, "--team", help=HELP["team"]),
+    member: str | None = typer.Option(None, "--member", help=HELP["member"]),
     as_json: bool = _JSON,
 ) -> None:
+    if team is not None or member is not None:  # issue 20: chorus steer --team T --member M TEXT
+        from chorus.cli._team_cmd import steer_member
+
+        raise typer.Exit(steer_member(team, member, job_id if text is None else text, as_json))
+    if text is None:
+        raise UserError("missing TEXT: chorus steer JOB TEXT")
     raise typer.Exit(_jobs.steer(job_id, text, as_json))
 
 

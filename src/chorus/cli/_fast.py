@@ -56,6 +56,8 @@ HELP = {
     "planners": "consensus: bodies that plan, e.g. claude,codex,gemini",
     "reviewer": "reflect: the body that reviews.",
     "rounds": "reflect: at most this many reviews (1-5).",
+    "team": "Steer a team's member instead of a job (then TEXT is the only argument).",
+    "member": "The team's member, with --team.",
 }
 
 #: Each command's help, shared with the typer commands.
@@ -92,7 +94,7 @@ SPECS: dict[str, Spec] = {
     "ask": Spec(("prompt",), 1, {**_JOB_OPTIONS, "--format": "fmt"}, dict(_JOB_FLAGS)),
     "task": Spec(("prompt",), 1, dict(_JOB_OPTIONS), dict(_JOB_FLAGS)),
     "watch": Spec(("job_id",), 0, {"--format": "fmt"}),
-    "steer": Spec(("job_id", "text"), 2),
+    "steer": Spec(("job_id", "text"), 1, {"--team": "team", "--member": "member"}),
     "jobs": Spec((), 0, {"--state": "state"}),
     "status": Spec((), 0),
 }
@@ -145,6 +147,18 @@ def _number(raw: str, name: str) -> int:
         raise UserError(f"{name} takes a whole number, not {raw!r}") from None
 
 
+def _steer(v: dict[str, Any]) -> int:
+    """``steer JOB TEXT``, or ``steer --team T --member M TEXT`` (issue 20)."""
+    if v.get("team") is not None or v.get("member") is not None:
+        from chorus.cli._team_cmd import steer_member
+
+        text = v["job_id"] if v.get("text") is None else v["text"]
+        return steer_member(v.get("team"), v.get("member"), text, v["as_json"])
+    if v.get("text") is None:
+        raise UserError("missing TEXT: chorus steer JOB TEXT")
+    return int(_jobs().steer(v["job_id"], v["text"], v["as_json"]))
+
+
 def _jobs() -> Any:
     """The commands, loaded only to run one (``--help`` needs no socket client)."""
     from chorus.cli import _jobs as jobs
@@ -156,7 +170,7 @@ _RUN: dict[str, Callable[[dict[str, Any]], int]] = {
     "ask": lambda v: _jobs().ask(v["prompt"], _job_opts(v), v.get("fmt"), v["as_json"]),
     "task": lambda v: _jobs().task(v["prompt"], _job_opts(v), v["as_json"]),
     "watch": lambda v: _jobs().watch(v.get("job_id"), v.get("fmt"), v["as_json"]),
-    "steer": lambda v: _jobs().steer(v["job_id"], v["text"], v["as_json"]),
+    "steer": lambda v: _steer(v),
     "jobs": lambda v: _jobs().jobs(v.get("state"), v["as_json"]),
     "status": lambda v: _jobs().status(v["as_json"]),
 }

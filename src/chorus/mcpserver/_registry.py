@@ -24,7 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 #: Modules whose import registers tools (later issues append theirs).
-TOOL_MODULES: list[str] = ["chorus.mcpserver._memory_tools", "chorus.routines._mcp_tools"]
+TOOL_MODULES: list[str] = [
+    "chorus.mcpserver._memory_tools",
+    "chorus.routines._mcp_tools",
+    "chorus.teams._mcp_tools",  # issue 20
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,12 @@ from chorus.store._interface import (
     check_id,
     new_id,
 )
+from chorus.store._mailbox import (
+    MESSAGE_KINDS,
+    MessageRecord,
+    NewMessage,
+    UnknownMemberError,
+)
 from chorus.store._migrations import LATEST_VERSION
 from chorus.store._node import WorkerNode, default_node_id
 from chorus.store._origin import event_origin
@@ -89,6 +95,7 @@ __all__ = [
     "JOB_TERMINAL",
     "JOB_TRANSITIONS",
     "LATEST_VERSION",
+    "MESSAGE_KINDS",
     "MIN_SECRET_CHARS",
     "ORIGIN_CHORUS",
     "ORIGIN_CODEC",
@@ -111,6 +118,8 @@ __all__ = [
     "JobRecord",
     "JobState",
     "JobStateError",
+    "MessageRecord",
+    "NewMessage",
     "NoReplayCodecError",
     "NodeRecord",
     "PostgresStore",
@@ -139,6 +148,7 @@ __all__ = [
     "TargetNotEmptyError",
     "UnknownControlRequestError",
     "UnknownJobError",
+    "UnknownMemberError",
     "UnknownRecordError",
     "UnknownSessionError",
     "UnknownWorktreeError",

@@ -25,6 +25,7 @@ from typing import Any, Literal, Self
 from chorus.events import Event
 from chorus.store._bus import DEFAULT_SUBSCRIBER_QUEUE, Subscription
 from chorus.store._errors import InvalidIdError, JobStateError, StoreError, UnknownWorktreeError
+from chorus.store._mailbox import MessageRecord, NewMessage
 from chorus.store._redact import Redactor
 
 JsonDict = dict[str, Any]
@@ -705,6 +706,55 @@ class Store(ABC):
     async def put_provider_health(self, key: str, data: JsonDict, *, node: str) -> None:
         """Store one provider's health for the whole cluster (the last writer wins)."""
         raise StoreError(f"{type(self).__name__} does not share provider health")
+
+    # -- team mailboxes (issue 20; chorus.store._mailbox) -------------------------------------
+
+    async def set_team_members(self, team: str, members: Sequence[str]) -> None:
+        """Make ``members`` the team's whole membership (empty: the team is gone)."""
+        raise StoreError(f"team mailboxes are not available on {type(self).__name__}")
+
+    async def team_members(self, team: str) -> list[str]:
+        """The team's members by name (empty for an unknown team)."""
+        return []
+
+    async def post_message(self, message: NewMessage) -> MessageRecord:
+        """Store ``message`` (pending); a second post of its id returns the first.
+        Raises :class:`UnknownMemberError` (nothing written) for a recipient that is
+        not a member."""
+        raise StoreError(f"team mailboxes are not available on {type(self).__name__}")
+
+    async def take_messages(
+        self,
+        team: str,
+        recipient: str,
+        *,
+        job_id: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+    ) -> list[MessageRecord]:
+        """Deliver the recipient's oldest pending messages (to ``job_id``'s turn):
+        each is marked delivered and not taken again until released."""
+        return []
+
+    async def ack_messages(self, ids: Sequence[str]) -> list[str]:
+        """Ack delivered messages; returns the ids acked now (not acked before)."""
+        return []
+
+    async def release_messages(self, *, job_id: str | None = None, team: str | None = None) -> int:
+        """Make delivered, unacked messages pending again (of one turn, one team, or
+        all: after a crash); returns how many."""
+        return 0
+
+    async def list_messages(
+        self,
+        team: str,
+        *,
+        recipient: str | None = None,
+        unacked: bool = False,
+        limit: int | None = None,
+    ) -> list[MessageRecord]:
+        """The team's messages oldest first (one recipient's; only unacked ones)."""
+        return []
 
     # -- maintenance -------------------------------------------------------------------
 

@@ -147,6 +147,34 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX worktrees_by_repo ON worktrees(repo, created_at)",
         ),
     ),
+    Migration(
+        "team mailboxes: members and messages, at least once with an ack (issue 20)",
+        (
+            """CREATE TABLE team_members (
+                team TEXT NOT NULL,
+                member TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                PRIMARY KEY (team, member)
+            )""",
+            """CREATE TABLE mailbox (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                team TEXT NOT NULL,
+                sender TEXT NOT NULL,
+                recipient TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                body TEXT NOT NULL,
+                correlation_id TEXT,
+                created_at REAL NOT NULL,
+                delivered_at REAL,
+                delivered_to TEXT,
+                acked_at REAL,
+                attempts INTEGER NOT NULL DEFAULT 0
+            )""",
+            "CREATE INDEX mailbox_inbox ON mailbox(team, recipient, acked_at, seq)",
+            "CREATE INDEX mailbox_by_turn ON mailbox(delivered_to)",
+        ),
+    ),
 )
 
 

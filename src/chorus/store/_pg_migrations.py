@@ -151,6 +151,34 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        "team mailboxes: members and messages, at least once with an ack (issue 20)",
+        (
+            """CREATE TABLE team_members (
+                team TEXT NOT NULL,
+                member TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (team, member)
+            )""",
+            """CREATE TABLE mailbox (
+                seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                team TEXT NOT NULL,
+                sender TEXT NOT NULL,
+                recipient TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                body TEXT NOT NULL,
+                correlation_id TEXT,
+                created_at DOUBLE PRECISION NOT NULL,
+                delivered_at DOUBLE PRECISION,
+                delivered_to TEXT,
+                acked_at DOUBLE PRECISION,
+                attempts INTEGER NOT NULL DEFAULT 0
+            )""",
+            "CREATE INDEX mailbox_inbox ON mailbox(team, recipient, acked_at, seq)",
+            "CREATE INDEX mailbox_by_turn ON mailbox(delivered_to)",
+        ),
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

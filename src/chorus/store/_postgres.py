@@ -28,6 +28,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from chorus._errors import UserError
 from chorus.config import sessions_dir
 from chorus.events import Event, parse_event
+from chorus.store import _pg_mailbox as pg_mailbox
 from chorus.store._bus import DEFAULT_SUBSCRIBER_QUEUE, EventBus, Subscription
 from chorus.store._errors import (
     ControlAnsweredError,
@@ -61,6 +62,7 @@ from chorus.store._interface import (
     lease_expired_error,
     new_id,
 )
+from chorus.store._mailbox import NO_LIMIT, MessageRecord, NewMessage, check_kind
 from chorus.store._mirror import JsonlMirror
 from chorus.store._pg_lead import Leadership
 from chorus.store._pg_listen import Listener
@@ -813,6 +815,54 @@ class PostgresStore(PgRoutines, Store):
         await self._call(upsert)
 
     # -- maintenance ----------------------------------------------------------------------
+
+    # -- team mailboxes (issue 20) ------------------------------------------------------------
+
+    async def set_team_members(self, team: str, members: Sequence[str]) -> None:
+        now = time.time()
+        await self._call(lambda conn: pg_mailbox.set_members(conn, team, members, now))
+
+    async def team_members(self, team: str) -> list[str]:
+        return await self._read(lambda conn: pg_mailbox.members(conn, team))
+
+    async def post_message(self, message: NewMessage) -> MessageRecord:
+        check_kind(message.kind)
+        body = self._json(message.body)
+        return await self._call(lambda conn: pg_mailbox.post(conn, message, body))
+
+    async def take_messages(
+        self,
+        team: str,
+        recipient: str,
+        *,
+        job_id: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+    ) -> list[MessageRecord]:
+        params: dict[str, Any] = {"team": team, "recipient": recipient, "job": job_id}
+        params.update(kind=kind, limit=limit, now=time.time())
+        return await self._call(lambda conn: pg_mailbox.take(conn, params))
+
+    async def ack_messages(self, ids: Sequence[str]) -> list[str]:
+        return await self._call(lambda conn: pg_mailbox.ack(conn, list(ids)))
+
+    async def release_messages(self, *, job_id: str | None = None, team: str | None = None) -> int:
+        params = {"job": job_id, "team": team}
+        return await self._call(lambda conn: pg_mailbox.release(conn, params))
+
+    async def list_messages(
+        self,
+        team: str,
+        *,
+        recipient: str | None = None,
+        unacked: bool = False,
+        limit: int | None = None,
+    ) -> list[MessageRecord]:
+        params: dict[str, Any] = {"team": team, "recipient": recipient, "unacked": int(unacked)}
+        params["limit"] = NO_LIMIT if limit is None else limit
+        return await self._read(lambda conn: pg_mailbox.listing(conn, params))
+
+    # -- maintenance ---------------------------------------------------------------------
 
     async def integrity_check(self) -> list[str]:
         async def check(conn: Conn) -> list[str]:

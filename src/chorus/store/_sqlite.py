@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar
 
 from chorus.config import chorus_home, sessions_dir
 from chorus.events import Event, parse_event
+from chorus.store import _mailbox as mailbox
 from chorus.store._bus import DEFAULT_SUBSCRIBER_QUEUE, EventBus, Subscription
 from chorus.store._errors import (
     ControlAnsweredError,
@@ -57,6 +58,7 @@ from chorus.store._interface import (
     lease_expired_error,
     new_id,
 )
+from chorus.store._mailbox import MessageRecord, NewMessage
 from chorus.store._mirror import JsonlMirror
 from chorus.store._redact import Redactor
 from chorus.store._writer import AppendOp, CallOp, EndOp, Op, RawOp, Writer
@@ -881,6 +883,51 @@ class SqliteStore(Store):
             return _get_worktree(conn, job_id)
 
         return await self._call(update)
+
+    # -- team mailboxes (issue 20) ------------------------------------------------------------
+
+    async def set_team_members(self, team: str, members: Sequence[str]) -> None:
+        await self._call(lambda conn: mailbox.sqlite_set_members(conn, team, members))
+
+    async def team_members(self, team: str) -> list[str]:
+        return await self._read(lambda conn: mailbox.sqlite_members(conn, team))
+
+    async def post_message(self, message: NewMessage) -> MessageRecord:
+        mailbox.check_kind(message.kind)
+        body = self._json(message.body)
+        return await self._call(lambda conn: mailbox.sqlite_post(conn, message, body))
+
+    async def take_messages(
+        self,
+        team: str,
+        recipient: str,
+        *,
+        job_id: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+    ) -> list[MessageRecord]:
+        params: dict[str, Any] = {"team": team, "recipient": recipient, "job": job_id}
+        params.update(kind=kind, limit=limit, now=time.time())
+        return await self._call(lambda conn: mailbox.sqlite_take(conn, params))
+
+    async def ack_messages(self, ids: Sequence[str]) -> list[str]:
+        return await self._call(lambda conn: mailbox.sqlite_ack(conn, list(ids)))
+
+    async def release_messages(self, *, job_id: str | None = None, team: str | None = None) -> int:
+        params = {"job": job_id, "team": team}
+        return await self._call(lambda conn: mailbox.sqlite_release(conn, params))
+
+    async def list_messages(
+        self,
+        team: str,
+        *,
+        recipient: str | None = None,
+        unacked: bool = False,
+        limit: int | None = None,
+    ) -> list[MessageRecord]:
+        params: dict[str, Any] = {"team": team, "recipient": recipient, "unacked": int(unacked)}
+        params["limit"] = mailbox.NO_LIMIT if limit is None else limit
+        return await self._read(lambda conn: mailbox.sqlite_list(conn, params))
 
     # -- maintenance ----------------------------------------------------------------------
 
