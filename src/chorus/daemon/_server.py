@@ -153,6 +153,7 @@ def _hub_limits(config: ChorusConfig) -> HubLimits:
         max_queued=settings.gateway.max_queued_messages,
         spares=config.daemon.spare_bodies,
         brain_authority=settings.brain.authority,
+        allowed_cwds=tuple(settings.gateway.allowed_cwds),
     )
 
 

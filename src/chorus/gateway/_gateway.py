@@ -108,6 +108,7 @@ class Gateway:
             cfg.max_sessions,
             cfg.max_queued_messages,
             brain_authority=self.settings.brain.authority,
+            allowed_cwds=tuple(cfg.allowed_cwds),
         )
         return SessionHub(launcher, limits, permission=permission)
 

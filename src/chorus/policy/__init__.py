@@ -75,7 +75,14 @@ from chorus.policy._native_flags import (
     load_native_table,
     native_flags,
 )
-from chorus.policy._paths import SENSITIVE_PATHS, PathContext, PathVerdict, check_path, resolve_path
+from chorus.policy._paths import (
+    SENSITIVE_PATHS,
+    PathContext,
+    PathVerdict,
+    brain_cwd_problem,
+    check_path,
+    resolve_path,
+)
 from chorus.policy._redact import RedactorLike, default_redactor
 from chorus.policy._risk import (
     LEVELS,
@@ -155,6 +162,7 @@ __all__ = [
     "assess_shell",
     "assess_tool",
     "audit_dir",
+    "brain_cwd_problem",
     "check_path",
     "check_secret_values",
     "check_shell_exfiltration",
