@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from chorus._errors import ConfigError
 from chorus.policy import Policy
-from chorus.sandbox import Layout, active, argv, layout, outermost
+from chorus.sandbox import Layout, active, argv, bwrap_path, layout, outermost
 
 
 def test_mounts_come_in_an_order_where_hiding_wins(tmp_path: Path) -> None:
@@ -83,3 +84,29 @@ def test_a_git_worktree_can_write_its_main_repository(
     (work / ".git").write_text(f"gitdir: {main_git / 'worktrees' / 'job1'}\n")
     box = layout(Policy(), work, {"HOME": str(tmp_path / "home")}, tmp_path / "ch")
     assert main_git.resolve() in box.writable
+
+
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+def test_a_sandboxed_body_cannot_reach_the_audit_log_its_head_or_the_vault_key(
+    tmp_path: Path,
+) -> None:
+    """Issue 14: the audit chain's head and the key that signs it are out of a body's reach."""
+    work, chorus_home = tmp_path / "work", tmp_path / "ch"
+    work.mkdir()
+    files = {
+        chorus_home / "audit" / "head.json": '{"seq": 0}',
+        chorus_home / "audit" / "audit.jsonl": "{}\n",
+        chorus_home / "secrets" / "master.key": "k" * 32,
+    }
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    box = layout(Policy(), work, {"HOME": str(tmp_path)}, chorus_home)
+    script = "; ".join(f"cat {p}; echo forged > {p}" for p in files)
+    bwrap = bwrap_path()
+    assert bwrap is not None
+    done = subprocess.run(argv(bwrap, box, ["sh", "-c", script]), capture_output=True, text=True)
+    assert "forged" not in done.stdout
+    assert '{"seq": 0}' not in done.stdout
+    assert all(path.read_text() == text for path, text in files.items())
+    assert done.stderr.count("No such file") + done.stderr.count("denied") >= len(files)
