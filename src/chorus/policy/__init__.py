@@ -83,7 +83,7 @@ from chorus.policy._paths import (
     check_path,
     resolve_path,
 )
-from chorus.policy._redact import RedactorLike, default_redactor
+from chorus.policy._redact import RedactorLike, default_redactor, register_env
 from chorus.policy._risk import (
     LEVELS,
     RiskAssessment,
@@ -178,6 +178,7 @@ __all__ = [
     "parse_policy",
     "policy_callback",
     "policy_path",
+    "register_env",
     "resolve_path",
     "risk_outcome",
     "scan_for_leaks",

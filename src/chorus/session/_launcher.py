@@ -39,6 +39,7 @@ from chorus.policy import (
     SecretStore,
     native_flags,
     policy_callback,
+    register_env,
 )
 from chorus.sandbox import active as sandbox_active
 from chorus.sandbox import bwrap_path, write_wrapper
@@ -156,6 +157,7 @@ class BodyLauncher:
         native = self.native_flags(launch.body, launch.gate)
         if native is not None:
             env.update(native.env)
+            register_env(self.store.redactor, native.env, os.environ)
         folder = Path(cwd or os.getcwd())
         options = BodyOptions(
             cwd=folder,
@@ -190,13 +192,16 @@ class BodyLauncher:
         return flags
 
     def _env(self, body: str) -> dict[str, str]:
-        env = dict(os.environ)
+        """The process environment plus what Chorus gives ``body``; every value Chorus
+        gives is registered with the redactor (issue 14)."""
+        given: dict[str, str] = {}
         agent = self.config.agents.get(cli_name(body))
         if agent is not None:
-            env.update(agent.env)
+            given.update(agent.env)
         if self.guards is not None:
-            env.update(self.guards.env_for(body))
-        return env
+            given.update(self.guards.env_for(body))
+        register_env(self.store.redactor, given, os.environ)
+        return {**os.environ, **given}
 
     def _executable(self, body: str) -> Path | None:
         """The CLI of a built-in body as the daemon's config says (None for ACP)."""
