@@ -29,6 +29,7 @@ from chorus.bodies import (
 )
 from chorus.config import ChorusConfig, chorus_home, run_dir
 from chorus.context import add_body_extras
+from chorus.events import Notice
 from chorus.policy import (
     PERMISSION_MODES,
     AuditLog,
@@ -135,6 +136,7 @@ class BodyLauncher:
         self.store = store
         self.guards = guards
         self._factory = factory or (lambda name, opts: create_body(name, opts, config))
+        self._noticed: set[tuple[str, str]] = set()  # (session, notice) already logged
 
     def create(self, record: SessionRecord, launch: Launch) -> Body:
         """A new, unstarted body for ``record`` (the caller starts and owns it)."""
@@ -189,7 +191,16 @@ class BodyLauncher:
         flags = native_flags(body, self.guards.policy, mode=gate.mode)
         for note in flags.notes:
             log.info("%s: %s", body, note)
+            self._notice(gate, f"{body}: {note}")
         return flags
+
+    def _notice(self, gate: PolicyGate, message: str) -> None:
+        """A mode the body cannot honour is never changed silently (issue 14): the
+        session's log says so, where ``chorus ask`` and the dashboard show it."""
+        key = (gate.session_id or "", message)
+        if gate.session_id and key not in self._noticed:
+            self._noticed.add(key)
+            self.store.append_nowait(gate.session_id, Notice(message=message, kind="policy"))
 
     def _env(self, body: str) -> dict[str, str]:
         """The process environment plus what Chorus gives ``body``; every value Chorus
