@@ -71,6 +71,20 @@ def test_modes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert active("auto") is True
 
 
+@pytest.mark.parametrize(
+    ("platform", "says"),
+    [("darwin", "not available on macOS"), ("win32", "only available on Linux")],
+)
+def test_enforce_elsewhere_refuses_clearly(
+    monkeypatch: pytest.MonkeyPatch, platform: str, says: str
+) -> None:
+    monkeypatch.setattr("chorus.sandbox._build.bwrap_path", lambda: None)
+    monkeypatch.setattr("chorus.sandbox._build.sys.platform", platform)
+    with pytest.raises(ConfigError, match=says) as caught:
+        active("enforce")
+    assert "mode = 'off'" in str(caught.value)
+
+
 def test_a_git_worktree_can_write_its_main_repository(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

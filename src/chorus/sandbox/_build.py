@@ -42,11 +42,21 @@ def active(mode: Mode) -> bool:
     if bwrap_path() is not None:
         return True
     if mode == "enforce":
-        raise ConfigError(
-            "[sandbox] mode = 'enforce' needs bubblewrap (Linux: apt-get install bubblewrap); "
-            "set mode = 'off' to run bodies unsandboxed"
-        )
+        raise ConfigError(_unavailable(sys.platform))
     return False
+
+
+def _unavailable(platform: str) -> str:
+    """Why ``enforce`` cannot hold here, and what to do."""
+    off = "set [sandbox] mode = 'off' to run bodies unsandboxed (the policy still applies)"
+    if platform.startswith("linux"):
+        return f"[sandbox] mode = 'enforce' needs bubblewrap: apt-get install bubblewrap, or {off}"
+    if platform == "darwin":
+        return (
+            "[sandbox] mode = 'enforce' is not available on macOS yet (Chorus has no "
+            f"sandbox-exec profile); {off}"
+        )
+    return f"[sandbox] mode = 'enforce' is only available on Linux (bubblewrap); {off}"
 
 
 def layout(policy: Policy, cwd: Path, env: Mapping[str, str], chorus_home: Path) -> Layout:
