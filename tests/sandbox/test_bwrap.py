@@ -9,7 +9,7 @@ import pytest
 
 from chorus._errors import ConfigError
 from chorus.policy import Policy
-from chorus.sandbox import Layout, active, argv, bwrap_path, layout, outermost
+from chorus.sandbox import Layout, active, argv, bwrap_path, layout, outermost, write_wrapper
 
 
 def test_mounts_come_in_an_order_where_hiding_wins(tmp_path: Path) -> None:
@@ -119,8 +119,32 @@ def test_a_sandboxed_body_cannot_reach_the_audit_log_its_head_or_the_vault_key(
     script = "; ".join(f"cat {p}; echo forged > {p}" for p in files)
     bwrap = bwrap_path()
     assert bwrap is not None
-    done = subprocess.run(argv(bwrap, box, ["sh", "-c", script]), capture_output=True, text=True)
+    wrapper = write_wrapper(tmp_path / "w.sh", bwrap, box, Path("/bin/sh"))
+    done = subprocess.run([str(wrapper), "-c", script], capture_output=True, text=True)
     assert "forged" not in done.stdout
     assert '{"seq": 0}' not in done.stdout
     assert all(path.read_text() == text for path, text in files.items())
     assert done.stderr.count("No such file") + done.stderr.count("denied") >= len(files)
+
+
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+def test_denied_programs_are_stubs_that_say_why_inside_the_sandbox(tmp_path: Path) -> None:
+    """``sudo`` (installed or not) fails inside the sandbox naming the policy, by name and
+    by its full path; a program the policy does not deny still runs."""
+    work, chorus_home, bin_dir = tmp_path / "work", tmp_path / "ch", tmp_path / "bin"
+    for folder in (work, chorus_home, bin_dir):
+        folder.mkdir()
+    fake = bin_dir / "shutdown"
+    fake.write_text("#!/bin/sh\necho really-shut-down\n")
+    fake.chmod(0o755)
+    env = {"HOME": str(tmp_path), "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    box = layout(Policy(), work, env, chorus_home)
+    assert ("shutdown", fake) in box.stub_targets
+    wrapper = write_wrapper(tmp_path / "w.sh", str(bwrap_path()), box, Path("/bin/sh"))
+    for command in ("sudo ls", f"{fake} -h now", "shutdown -h now"):
+        done = subprocess.run([str(wrapper), "-c", command], capture_output=True, text=True)
+        assert done.returncode == 126, (command, done.stderr)
+        assert "Chorus policy" in done.stderr
+        assert "really-shut-down" not in done.stdout
+    done = subprocess.run([str(wrapper), "-c", "echo fine"], capture_output=True, text=True)
+    assert done.stdout == "fine\n"
