@@ -41,7 +41,12 @@ BODIES: dict[str, tuple[str, str | None]] = {
 #: program's stub in the sandbox), the CLI's own refusal, or the kernel's.
 REFUSALS = (
     "Chorus policy",
-    "haven't granted",
+    "haven't granted",  # Claude's own refusal
+    "Path not in workspace",  # Gemini's own refusal
+    # Gemini does not offer its shell tool in these modes: the call is refused, the
+    # model is told the tool does not exist (not the policy's reason).
+    "not found in registry",
+    "not found. Did you mean",
     "denied",
     "Denied",
     "not allowed",

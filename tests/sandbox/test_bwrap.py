@@ -148,3 +148,11 @@ def test_denied_programs_are_stubs_that_say_why_inside_the_sandbox(tmp_path: Pat
         assert "really-shut-down" not in done.stdout
     done = subprocess.run([str(wrapper), "-c", "echo fine"], capture_output=True, text=True)
     assert done.stdout == "fine\n"
+    # A login shell resets PATH (as Codex's `bash -lc` does): bash's not-found handler,
+    # exported by the sandbox, still names the policy for a program not installed.
+    bash = write_wrapper(tmp_path / "b.sh", str(bwrap_path()), box, Path("/bin/bash"))
+    done = subprocess.run([str(bash), "-lc", "sudo ls"], capture_output=True, text=True)
+    assert done.returncode == 126, done.stderr
+    assert "Chorus policy: `sudo` is a denied command" in done.stderr
+    done = subprocess.run([str(bash), "-lc", "no-such-tool"], capture_output=True, text=True)
+    assert (done.returncode, "command not found" in done.stderr) == (127, True)

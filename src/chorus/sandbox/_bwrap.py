@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chorus.sandbox._stubs import NOT_FOUND_VAR, not_found_function
+
 
 @dataclass(frozen=True, slots=True)
 class Layout:
@@ -64,7 +66,7 @@ def _stubs(layout: Layout) -> list[str]:
         out += ["--ro-bind", str(layout.stub_dir / name), str(target)]
     if layout.path_env is not None:
         out += ["--setenv", "PATH", f"{layout.stub_dir}:{layout.path_env}"]
-    return out
+    return [*out, "--setenv", NOT_FOUND_VAR, not_found_function(layout.stub_names)]
 
 
 def _binds(flag: str, paths: Iterable[Path]) -> list[str]:

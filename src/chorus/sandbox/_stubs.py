@@ -59,3 +59,21 @@ def write_stubs(folder: Path, names: Iterable[str]) -> None:
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
         os.chmod(path, stat.S_IRWXU)
+
+
+#: bash calls this function for a program it cannot find; exported through the
+#: environment it survives login shells that reset ``PATH`` (``bash -lc``, as Codex
+#: runs commands), so a denied program that is not installed still says why.
+NOT_FOUND_VAR = "BASH_FUNC_command_not_found_handle%%"
+
+
+def not_found_function(names: Iterable[str]) -> str:
+    """The body of bash's ``command_not_found_handle`` for the denied ``names``."""
+    cases = "|".join(names)
+    return (
+        '() { case "$1" in '
+        + cases
+        + ') echo "Chorus policy: \\`$1\\` is a denied command (policy.toml [shell] '
+        'denied_commands); it cannot run in this sandbox. Do not retry it." >&2; return 126;; '
+        'esac; echo "bash: $1: command not found" >&2; return 127; }'
+    )
