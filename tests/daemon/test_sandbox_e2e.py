@@ -50,7 +50,8 @@ def test_escapes_fail_inside_the_sandbox(
     ssh.mkdir(parents=True, exist_ok=True)
     (ssh / "id_rsa").write_text("PRIVATE-KEY-MATERIAL")
     commands = [
-        f"R=rm; $R -rf {victim}",  # a program name the parser cannot read
+        f"R=rm; $R -rf {victim}",  # a program name the parser cannot read (now denied)
+        f'V={victim}; R=rm; $R -rf "$V"',  # and a target it cannot read either
         f"cat {chorus.home}/policy.toml",
         f"sed -i 's/bypassPermissions/default/' {chorus.home}/policy.toml",
         "cat ~/.ssh/id_rsa",
@@ -71,11 +72,14 @@ def test_escapes_fail_inside_the_sandbox(
 def test_without_the_sandbox_the_same_escape_works(
     daemon_with: Callable[..., Daemon], victim: Path
 ) -> None:
-    """The control: with ``[sandbox] mode = "off"`` the parser alone lets it through."""
+    """The control: with ``[sandbox] mode = "off"`` the parser alone lets it through
+    (program and target both known only at run time: elevated risk, which
+    bypassPermissions does not ask about)."""
     chorus = daemon_with()
     (chorus.home / "policy.toml").write_text(POLICY)
     config = chorus.home / "config.toml"
     config.write_text(config.read_text() + '[sandbox]\nmode = "off"\n')
-    chorus.server.script([shell(f"R=rm; $R -rf {victim}"), text("done")], lane="claude")
+    escape = f'V={victim}; R=rm; $R -rf "$V"'
+    chorus.server.script([shell(escape), text("done")], lane="claude")
     chorus.ask("clean up", "--body", "claude")
     assert not victim.exists()

@@ -5,6 +5,7 @@ bearer scheme is case-insensitive."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -74,3 +75,22 @@ async def test_the_bearer_scheme_is_case_insensitive(harness: Harness, scheme: s
         )
         answer = await asyncio.wait_for(ws.recv(), 10)
     assert '"success"' in str(answer)
+
+
+async def test_a_brain_cannot_pick_the_root_or_leave_allowed_cwds(
+    start_gateway: GatewayFactory,
+    gateway_settings: SettingsFactory,
+    work: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Issue 14: a session's folder is its sandbox's writable root, so a brain may not
+    widen its own sandbox; refused before anything is written."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    settings = gateway_settings(allowed_cwds=[str(work)])
+    async with start_gateway(settings) as harness, harness.client() as brain:
+        for cwd in ("/", str(elsewhere)):
+            with pytest.raises(ResponseError) as caught:
+                await brain.request("initialize", body="claude", cwd=cwd)
+            assert caught.value.code == GatewayCode.INVALID_REQUEST
+            assert "cwd refused" in str(caught.value)
+        assert [s.state for s in await harness.store.list_sessions()] == []

@@ -71,6 +71,25 @@ def test_audit_lists_and_verifies_then_names_tampering() -> None:
     assert "(line 2)" in out
 
 
+def test_audit_repair_moves_a_torn_line_aside_then_verify_passes() -> None:
+    log = AuditLog()
+    log.append("tool_call", {"i": 0})
+    with log.path.open("a") as handle:
+        handle.write('{"seq": 1, "ts"')
+    code, out = chorus("audit", "verify", "--json")
+    assert code == 1
+    assert json.loads(out)["ok"] is False
+    code, out = chorus("audit", "repair", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["repaired"] is True
+    assert Path(report["moved_to"]).read_text() == '{"seq": 1, "ts"'
+    assert chorus("audit", "verify", "--json")[0] == 0
+    assert [e.kind for e in log.entries()] == ["tool_call", "audit_repair"]
+    code, out = chorus("audit", "repair")
+    assert (code, "nothing to repair" in out) == (0, True)
+
+
 def test_policy_show_and_check(chorus_home: Path, tmp_path: Path) -> None:
     code, out = chorus("policy", "show")
     assert code == 0

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from chorus._errors import ConfigError
 from chorus.policy import Policy
-from chorus.sandbox import Layout, active, argv, layout, outermost
+from chorus.sandbox import Layout, active, argv, bwrap_path, layout, outermost, write_wrapper
 
 
 def test_mounts_come_in_an_order_where_hiding_wins(tmp_path: Path) -> None:
@@ -70,6 +71,20 @@ def test_modes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert active("auto") is True
 
 
+@pytest.mark.parametrize(
+    ("platform", "says"),
+    [("darwin", "not available on macOS"), ("win32", "only available on Linux")],
+)
+def test_enforce_elsewhere_refuses_clearly(
+    monkeypatch: pytest.MonkeyPatch, platform: str, says: str
+) -> None:
+    monkeypatch.setattr("chorus.sandbox._build.bwrap_path", lambda: None)
+    monkeypatch.setattr("chorus.sandbox._build.sys.platform", platform)
+    with pytest.raises(ConfigError, match=says) as caught:
+        active("enforce")
+    assert "mode = 'off'" in str(caught.value)
+
+
 def test_a_git_worktree_can_write_its_main_repository(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,3 +98,61 @@ def test_a_git_worktree_can_write_its_main_repository(
     (work / ".git").write_text(f"gitdir: {main_git / 'worktrees' / 'job1'}\n")
     box = layout(Policy(), work, {"HOME": str(tmp_path / "home")}, tmp_path / "ch")
     assert main_git.resolve() in box.writable
+
+
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+def test_a_sandboxed_body_cannot_reach_the_audit_log_its_head_or_the_vault_key(
+    tmp_path: Path,
+) -> None:
+    """Issue 14: the audit chain's head and the key that signs it are out of a body's reach."""
+    work, chorus_home = tmp_path / "work", tmp_path / "ch"
+    work.mkdir()
+    files = {
+        chorus_home / "audit" / "head.json": '{"seq": 0}',
+        chorus_home / "audit" / "audit.jsonl": "{}\n",
+        chorus_home / "secrets" / "master.key": "k" * 32,
+    }
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    box = layout(Policy(), work, {"HOME": str(tmp_path)}, chorus_home)
+    script = "; ".join(f"cat {p}; echo forged > {p}" for p in files)
+    bwrap = bwrap_path()
+    assert bwrap is not None
+    wrapper = write_wrapper(tmp_path / "w.sh", bwrap, box, Path("/bin/sh"))
+    done = subprocess.run([str(wrapper), "-c", script], capture_output=True, text=True)
+    assert "forged" not in done.stdout
+    assert '{"seq": 0}' not in done.stdout
+    assert all(path.read_text() == text for path, text in files.items())
+    assert done.stderr.count("No such file") + done.stderr.count("denied") >= len(files)
+
+
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+def test_denied_programs_are_stubs_that_say_why_inside_the_sandbox(tmp_path: Path) -> None:
+    """``sudo`` (installed or not) fails inside the sandbox naming the policy, by name and
+    by its full path; a program the policy does not deny still runs."""
+    work, chorus_home, bin_dir = tmp_path / "work", tmp_path / "ch", tmp_path / "bin"
+    for folder in (work, chorus_home, bin_dir):
+        folder.mkdir()
+    fake = bin_dir / "shutdown"
+    fake.write_text("#!/bin/sh\necho really-shut-down\n")
+    fake.chmod(0o755)
+    env = {"HOME": str(tmp_path), "PATH": f"{bin_dir}:/usr/bin:/bin"}
+    box = layout(Policy(), work, env, chorus_home)
+    assert ("shutdown", fake) in box.stub_targets
+    wrapper = write_wrapper(tmp_path / "w.sh", str(bwrap_path()), box, Path("/bin/sh"))
+    for command in ("sudo ls", f"{fake} -h now", "shutdown -h now"):
+        done = subprocess.run([str(wrapper), "-c", command], capture_output=True, text=True)
+        assert done.returncode == 126, (command, done.stderr)
+        assert "Chorus policy" in done.stderr
+        assert "really-shut-down" not in done.stdout
+    done = subprocess.run([str(wrapper), "-c", "echo fine"], capture_output=True, text=True)
+    assert done.stdout == "fine\n"
+    # A login shell resets PATH (as Codex's `bash -lc` does): bash's not-found handler,
+    # exported by the sandbox, still names the policy for a program not installed.
+    bash = write_wrapper(tmp_path / "b.sh", str(bwrap_path()), box, Path("/bin/bash"))
+    done = subprocess.run([str(bash), "-lc", "sudo ls"], capture_output=True, text=True)
+    assert done.returncode == 126, done.stderr
+    assert "Chorus policy: `sudo` is a denied command" in done.stderr
+    done = subprocess.run([str(bash), "-lc", "no-such-tool"], capture_output=True, text=True)
+    assert (done.returncode, "command not found" in done.stderr) == (127, True)

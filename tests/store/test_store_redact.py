@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -19,6 +20,7 @@ from chorus.store import (
     Store,
     looks_secret_name,
 )
+from tests.store.conftest import db_rows
 
 
 def _k(*parts: str) -> str:
@@ -255,3 +257,24 @@ async def test_no_seeded_secret_reaches_any_file_under_chorus_home(chorus_home: 
     mirror = (chorus_home / "sessions" / "leaky.jsonl").read_text()
     for kind in ("anthropic_key", "private_key", "custom", "secret", "secret_field"):
         assert f"[REDACTED:{kind}]" in mirror
+
+
+# -- stored record fields (issue 14) ------------------------------------------------------
+
+
+async def test_session_model_cwd_and_native_id_are_redacted_when_stored(store: Store) -> None:
+    secret = "".join(["opq", "Vw9", "Zt4", "Lx2"])
+    store.redactor.add_secret(secret)
+    record = await store.create_session(
+        "testbody", model=f"m-{secret}", cwd=f"/work/{secret}", native_session_id=secret
+    )
+    await store.update_session(record.id, model=f"other-{secret}")
+    rows = await asyncio.to_thread(
+        db_rows,
+        store,
+        f"SELECT model, cwd, native_session_id FROM sessions WHERE id = '{record.id}'",
+    )
+    stored = " ".join(str(v) for v in rows[0])
+    assert secret not in stored
+    assert stored.count("[REDACTED:secret]") == 3
+    assert (await store.get_session(record.id)).model == "other-[REDACTED:secret]"

@@ -33,6 +33,7 @@ from pathlib import Path
 from chorus._errors import BodyCrashedError, LineTooLongError
 from chorus.bodies._framing import LineFramer
 from chorus.bodies._transport import RawTap, SpawnSpec
+from chorus.config import body_umask
 
 #: The wrapper: hold the FIFO open read-write on fd 3, run the CLI with it as stdin
 #: and the files as stdout/stderr, then record its status. A TERM/INT handler (not
@@ -40,7 +41,7 @@ from chorus.bodies._transport import RawTap, SpawnSpec
 _WRAPPER = (
     'trap "true" TERM INT HUP; exec 3<>"$1"; out=$2; err=$3; ex=$4; shift 4; '
     '"$@" <&3 3>&- >>"$out" 2>>"$err"; code=$?; '
-    'echo "$code" >"$ex.tmp"; mv "$ex.tmp" "$ex"'
+    'umask 077; echo "$code" >"$ex.tmp"; mv "$ex.tmp" "$ex"'
 )
 _POLL = 0.02
 _CHUNK = 1 << 16
@@ -139,6 +140,7 @@ class DetachedTransport:
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.DEVNULL,
                 start_new_session=True,
+                umask=body_umask(),
             )
         except OSError as exc:
             raise BodyCrashedError(

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from chorus._errors import BodyCrashedError, LineTooLongError
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
+from chorus.config import body_umask
 
 #: Called with ("stdout" | "stderr" | "stdin", line) for every line moved.
 RawTap = Callable[[str, str], None]
@@ -141,6 +142,7 @@ class ProcessTransport:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                umask=body_umask(),
                 limit=1 << 16,
             )
         except OSError as exc:

@@ -106,10 +106,15 @@ def audit(
 
 
 @audit_app.command("verify")
-def audit_verify() -> None:
+def audit_verify(
+    as_json: bool = typer.Option(False, "--json", help="The result as one JSON object."),
+) -> None:
     """Check the hash chain; exit 1 and name the first bad entry if it was tampered with."""
     log = AuditLog()
     result = log.verify()
+    if as_json:
+        typer.echo(json.dumps(dataclasses.asdict(result)))
+        raise typer.Exit(0 if result.ok else 1)
     if result.ok:
         console.print(f"ok: {result.entries} entries, chain intact ({log.path})")
         return
@@ -118,6 +123,26 @@ def audit_verify() -> None:
         f"[red]TAMPERED[/red]: {escape(result.problem)}{where}; {result.entries} verified before it"
     )
     raise typer.Exit(1)
+
+
+@audit_app.command("repair")
+def audit_repair(
+    as_json: bool = typer.Option(False, "--json", help="The result as one JSON object."),
+) -> None:
+    """Move a torn last line (a crash mid-write) aside, log that, and let appends go on."""
+    log = AuditLog()
+    result = log.repair()
+    if as_json:
+        moved = str(result.moved_to) if result.moved_to else None
+        typer.echo(
+            json.dumps({"repaired": result.repaired, "moved_to": moved, "bytes": result.bytes})
+        )
+        return
+    if not result.repaired:
+        console.print(f"nothing to repair: the last line of {log.path} is a whole entry")
+        return
+    console.print(f"moved a torn last line ({result.bytes} bytes) to {result.moved_to}; logged")
+    console.print("run `chorus audit verify` to check the rest of the chain")
 
 
 # -- secrets ---------------------------------------------------------------------------

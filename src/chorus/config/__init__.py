@@ -20,7 +20,15 @@ from chorus.config._gateway import (
     load_gateway_settings,
     settings_from_tables,
 )
-from chorus.config._home import chorus_home, private_home, run_dir, sessions_dir
+from chorus.config._home import (
+    body_umask,
+    chorus_home,
+    private_home,
+    private_umask,
+    run_dir,
+    sessions_dir,
+    tighten_home,
+)
 
 __all__ = [
     "DEFAULT_PORT",
@@ -36,11 +44,14 @@ __all__ = [
     "SandboxConfig",
     "StoreConfig",
     "WorktreeConfig",
+    "body_umask",
     "chorus_home",
     "load_config",
     "load_gateway_settings",
     "private_home",
+    "private_umask",
     "run_dir",
     "sessions_dir",
     "settings_from_tables",
+    "tighten_home",
 ]

@@ -71,6 +71,9 @@ class GatewayConfig(_Strict):
     session_idle_timeout_s: float = Field(default=1800.0, ge=0)
     #: The body ``initialize`` starts when it names none.
     default_body: str = "claude"
+    #: Folders a brain's session may run in (and under); empty: any but ``/`` and the
+    #: policy's denied paths. A session's folder is its sandbox's writable root.
+    allowed_cwds: list[str] = Field(default_factory=list)
     #: Open TCP connections at once, all peers together; beyond it a new one is closed
     #: at accept (the daemon's file descriptors, and so its unix API, stay available).
     max_connections: int = Field(default=256, ge=1, le=100_000)

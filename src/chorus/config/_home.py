@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 
@@ -36,3 +37,50 @@ def run_dir() -> Path:
 def sessions_dir() -> Path:
     """``CHORUS_HOME/sessions``: one JSONL mirror per session."""
     return _sub("sessions")
+
+
+#: The umask the process had before :func:`private_umask` (None: never called).
+_USER_UMASK: list[int] = []
+
+
+def private_umask() -> None:
+    """Make everything this process creates private (umask 077), as the daemon does;
+    the previous umask is kept for the bodies it starts (:func:`body_umask`)."""
+    previous = os.umask(0o077)
+    if not _USER_UMASK:
+        _USER_UMASK.append(previous)
+
+
+def body_umask() -> int:
+    """The umask for an agent CLI: the user's own, so files it writes in a project are
+    as the user would make them (-1, "unchanged", when :func:`private_umask` never ran)."""
+    return _USER_UMASK[0] if _USER_UMASK else -1
+
+
+#: Folders under CHORUS_HOME that hold the user's work (job worktrees, the routines'
+#: workspace): their files keep the modes the user's tools gave them.
+WORK_FOLDERS = ("worktrees", "workspace")
+
+
+def tighten_home() -> int:
+    """Take group and other permissions off every file and folder under CHORUS_HOME
+    (the work folders excepted); returns how many were changed. Symlinks are left."""
+    home = private_home()
+    changed = 0
+    for root, dirs, files in os.walk(home):
+        if Path(root) == home:
+            dirs[:] = [d for d in dirs if d not in WORK_FOLDERS]
+        for name in (*dirs, *files):
+            changed += _tighten(Path(root) / name)
+    return changed
+
+
+def _tighten(path: Path) -> int:
+    try:
+        info = path.lstat()
+    except OSError:
+        return 0
+    if stat.S_ISLNK(info.st_mode) or not info.st_mode & 0o077:
+        return 0
+    os.chmod(path, stat.S_IMODE(info.st_mode) & 0o700)
+    return 1

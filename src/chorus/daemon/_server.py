@@ -15,7 +15,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from chorus.bodies import kill_live_groups
-from chorus.config import ChorusConfig, private_home
+from chorus.config import ChorusConfig, private_home, private_umask, tighten_home
 from chorus.daemon._api import build_app
 from chorus.daemon._checks import load_checked_config
 from chorus.daemon._cluster import RoutineLead
@@ -96,6 +96,8 @@ async def serve() -> int:
         print("chorus daemon: another daemon already runs for this CHORUS_HOME", file=sys.stderr)
         return 0
     private_home()
+    private_umask()  # issue 14: every file under CHORUS_HOME is 0600 (bodies keep the user's)
+    tighten_home()
     raise_fd_limit()
     asyncio.get_running_loop().set_exception_handler(QuietLoopErrors())
     config = load_checked_config()
@@ -160,6 +162,7 @@ def _hub_limits(config: ChorusConfig) -> HubLimits:
         max_queued=settings.gateway.max_queued_messages,
         spares=config.daemon.spare_bodies,
         brain_authority=settings.brain.authority,
+        allowed_cwds=tuple(settings.gateway.allowed_cwds),
     )
 
 

@@ -104,10 +104,11 @@ class Gateway:
         cfg = self.settings.gateway
         launcher = BodyLauncher(self.config, self.store, guards=guards, factory=factory)
         limits = HubLimits(
-            cfg.session_idle_timeout_s,
-            cfg.max_sessions,
-            cfg.max_queued_messages,
+            idle_timeout_s=cfg.session_idle_timeout_s,
+            max_sessions=cfg.max_sessions,
+            max_queued=cfg.max_queued_messages,
             brain_authority=self.settings.brain.authority,
+            allowed_cwds=tuple(cfg.allowed_cwds),
         )
         return SessionHub(launcher, limits, permission=permission)
 

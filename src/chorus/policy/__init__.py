@@ -75,8 +75,15 @@ from chorus.policy._native_flags import (
     load_native_table,
     native_flags,
 )
-from chorus.policy._paths import SENSITIVE_PATHS, PathContext, PathVerdict, check_path, resolve_path
-from chorus.policy._redact import RedactorLike, default_redactor
+from chorus.policy._paths import (
+    SENSITIVE_PATHS,
+    PathContext,
+    PathVerdict,
+    brain_cwd_problem,
+    check_path,
+    resolve_path,
+)
+from chorus.policy._redact import RedactorLike, default_redactor, register_env
 from chorus.policy._risk import (
     LEVELS,
     RiskAssessment,
@@ -155,6 +162,7 @@ __all__ = [
     "assess_shell",
     "assess_tool",
     "audit_dir",
+    "brain_cwd_problem",
     "check_path",
     "check_secret_values",
     "check_shell_exfiltration",
@@ -170,6 +178,7 @@ __all__ = [
     "parse_policy",
     "policy_callback",
     "policy_path",
+    "register_env",
     "resolve_path",
     "risk_outcome",
     "scan_for_leaks",

@@ -32,9 +32,21 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from chorus.config import DEFAULT_PORT
 from chorus.events import Event, PermissionDecision, ToolCall, ToolResult
 from chorus.permissions import PermissionAnswer, PermissionAsk
 from chorus.policy._audit import AuditLog
+from chorus.policy._escapes import (
+    dev_socket_findings,
+    glob_denied,
+    in_dir,
+    inline_download_findings,
+    is_glob,
+    local_address,
+    segment_dirs,
+    socket_targets,
+    unknown_dir_segments,
+)
 from chorus.policy._flags import FlagAnswer, FlagBoard, PendingFlag
 from chorus.policy._injection import (
     check_secret_values,
@@ -82,6 +94,27 @@ _READ_ONLY_COMMANDS = frozenset({"ls", "cat", "head", "tail", "wc", "grep", "rg"
                                  "tree", "stat", "file", "which", "sort", "uniq", "diff", "find",
                                  "true", "test", "[", "printf", "date", "whoami", "env"})
 # fmt: on
+#: Programs whose arguments are text, never files they read.
+_DATA_ARGS = frozenset(
+    {
+        "echo",
+        "printf",
+        "cd",
+        "pushd",
+        "popd",
+        "export",
+        "set",
+        "test",
+        "[",
+        "true",
+        "false",
+        ":",
+        "kill",
+        "sleep",
+        "seq",
+        "expr",
+    }
+)
 _HARMLESS_WRAPPERS = frozenset({"command", "time", "nice", "env", "timeout"})
 _READ_ONLY_GIT = frozenset({"status", "log", "diff", "show", "branch", "rev-parse", "ls-files"})
 #: Claude Code's Bash tool refuses timeouts above 10 minutes unless configured otherwise.
@@ -165,28 +198,51 @@ def _path_args(seg: Segment) -> list[str]:
     return out
 
 
-def shell_paths(parsed: ParsedCommand) -> _ShellPaths:
+def shell_paths(
+    parsed: ParsedCommand, dirs: list[str | None] | None = None, cwd: str = ""
+) -> _ShellPaths:
     """Paths a command line touches: every argument (checked against denied paths),
-    what known readers read, and what writers and ``>`` redirects write."""
-    mentioned: list[str] = []
-    reads: list[str] = []
-    writes: list[str] = []
-    for seg in parsed.segments:
-        for redirect in seg.redirects:
-            target = redirect.target
-            if target.isdigit() or target == "-" or target.startswith("/dev/"):
-                continue
-            mentioned.append(target)
-            (writes if redirect.writes else reads).append(target)
-        if seg.group or not seg.argv or is_script_runner(seg):
+    what known readers read (and any other program's arguments that exist on disk),
+    and what writers and ``>`` redirects write. ``dirs`` (from :func:`segment_dirs`)
+    places each relative path in the folder its command runs in."""
+    out = _ShellPaths([], [], [])
+    for index, seg in enumerate(parsed.segments):
+        folder = cwd if dirs is None else dirs[index]
+        _segment_paths(seg, _Placer(folder, cwd), out)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Placer:
+    folder: str | None
+    cwd: str
+
+    def __call__(self, raws: Iterable[str]) -> list[str]:
+        placed = (in_dir(raw, self.folder, self.cwd) for raw in raws)
+        return [p for p in placed if p is not None]
+
+
+def _segment_paths(seg: Segment, place: _Placer, out: _ShellPaths) -> None:
+    for redirect in seg.redirects:
+        target = redirect.target
+        if target.isdigit() or target == "-" or target.startswith("/dev/"):
             continue
-        args = _path_args(seg)
-        mentioned.extend(args)
-        positional = [a for a in seg.argv[1:] if not a.startswith("-")]
-        writes.extend(_writes_of(seg, positional))
-        if seg.name in _READERS:
-            reads.extend(positional[:-1] if seg.name == "cp" else positional)
-    return _ShellPaths(mentioned, reads, writes)
+        out.mentioned.extend(place([target]))
+        (out.writes if redirect.writes else out.reads).extend(place([target]))
+    if seg.group or not seg.argv or is_script_runner(seg):
+        return
+    out.mentioned.extend(place(_path_args(seg)))
+    positional = [a for a in seg.argv[1:] if not a.startswith("-")]
+    out.writes.extend(place(positional if seg.dynamic else _writes_of(seg, positional)))
+    if seg.name in _READERS:
+        out.reads.extend(place(positional[:-1] if seg.name == "cp" else positional))
+    elif seg.name not in _DATA_ARGS:
+        out.reads.extend(p for p in place(positional) if _exists(p, place.cwd))
+
+
+def _exists(raw: str, cwd: str) -> bool:
+    path = os.path.expanduser(raw)
+    return os.path.lexists(path if os.path.isabs(path) else os.path.join(cwd, path))
 
 
 def _writes_of(seg: Segment, positional: list[str]) -> list[str]:
@@ -233,11 +289,31 @@ def domain_matches(host: str, pattern: str) -> bool:
     return host == pattern or host.endswith("." + pattern)
 
 
-def check_url(url: str, network: NetworkPolicy) -> Verdict | None:
-    """A deny verdict if ``url``'s host is denied or not allowed, else ``None``."""
-    host = urlsplit(url).hostname or ""
+def check_local(
+    host: str, port: int | None, network: NetworkPolicy, gateway_ports: Iterable[int] = ()
+) -> Verdict | None:
+    """A deny verdict for a loopback, link-local or metadata host, or the gateway's
+    port, unless ``network.allowed_domains`` names that host itself."""
+    if host.strip("[]").lower() in network.allowed_domains:
+        return None
+    why = local_address(host, port, gateway_ports)
+    return None if why is None else _deny("network.local_address", f"{why} (denied to tools)")
+
+
+def check_url(
+    url: str, network: NetworkPolicy, gateway_ports: Iterable[int] = ()
+) -> Verdict | None:
+    """A deny verdict if ``url``'s host is denied, not allowed or local, else ``None``."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        host, port = "", None
     if not host:
         return _deny("network.bad_url", f"cannot tell the host of {url!r}")
+    local = check_local(host, port, network, gateway_ports)
+    if local is not None:
+        return local
     denied = next((p for p in network.denied_domains if domain_matches(host, p)), None)
     if denied:
         return _deny("network.denied_domain", f"{host} matches the denied domain {denied!r}")
@@ -263,8 +339,10 @@ class PolicyEngine:
         cwd: Path | None = None,
         chorus_home: Path | None = None,
         secrets: SecretSource = (),
+        gateway_ports: Iterable[int] = (DEFAULT_PORT,),
     ) -> None:
         self.policy = policy
+        self._gateway_ports = tuple(gateway_ports)
         self._cwd = cwd
         self._chorus_home = chorus_home
         self._secrets = secrets
@@ -337,7 +415,7 @@ class PolicyEngine:
             return self._path_rules(tool_paths(ask), ctx, write=ask.tool in WRITE_TOOLS)
         if ask.tool == "web_fetch":
             url = ask.input.get("url") or ask.input.get("prompt")
-            return check_url(url, self.policy.network) if isinstance(url, str) else None
+            return self._check_url(url) if isinstance(url, str) else None
         if ask.tool == "mcp":
             return self._mcp_rule(ask)
         return None
@@ -360,6 +438,10 @@ class PolicyEngine:
     def _denied_only(self, paths: Iterable[str], ctx: PathContext) -> Verdict | None:
         fs = self.policy.filesystem
         for raw in paths:
+            pattern = glob_denied(raw, ctx, fs.denied_paths) if is_glob(raw) else None
+            if pattern is not None:
+                reason = f"the glob {raw!r} can name the denied path {pattern!r}"
+                return _deny("filesystem.denied_path", reason)
             verdict = check_path(
                 raw, ctx, allowed=["/"], read_only=[], denied=fs.denied_paths, write=False
             )
@@ -369,9 +451,9 @@ class PolicyEngine:
 
     def _shell_rules(self, parsed: ParsedCommand, ctx: PathContext) -> Verdict | None:
         shell = self.policy.shell
-        findings = []
+        findings = dev_socket_findings(parsed)
         if shell.deny_download_exec:
-            findings += check_download_exec(parsed)
+            findings += check_download_exec(parsed) + inline_download_findings(parsed)
         if shell.mode != "unrestricted":
             findings += check_denied(parsed, shell.denied_commands)
         if shell.mode == "allowlist":
@@ -387,13 +469,24 @@ class PolicyEngine:
         )
         if exfil:
             return _deny(exfil[0].rule, exfil[0].reason)
-        paths = shell_paths(parsed)
+        paths = shell_paths(parsed, segment_dirs(parsed, str(ctx.cwd), str(ctx.home)), str(ctx.cwd))
         return (
             self._denied_only(paths.mentioned, ctx)
             or self._path_rules(paths.writes, ctx, write=True)
             or self._path_rules(paths.reads, ctx, write=False)
-            or next((v for u in urls_in(parsed) if (v := check_url(u, network))), None)
+            or self._local_targets(parsed)
+            or next((v for u in urls_in(parsed) if (v := self._check_url(u))), None)
         )
+
+    def _check_url(self, url: str) -> Verdict | None:
+        return check_url(url, self.policy.network, self._gateway_ports)
+
+    def _local_targets(self, parsed: ParsedCommand) -> Verdict | None:
+        for seg, host, port in socket_targets(parsed):
+            verdict = check_local(host, port, self.policy.network, self._gateway_ports)
+            if verdict is not None:
+                return _deny(verdict.rule, f"`{seg.text}`: {verdict.reason}")
+        return None
 
     def _mcp_rule(self, ask: PermissionAsk) -> Verdict | None:
         server = mcp_server(ask)
@@ -415,6 +508,7 @@ class PolicyEngine:
                 "allow",
                 "bypassPermissions: no asks; hard rules passed",
                 "mode.bypass",
+                self._assess(ask, self.context(ask), parsed, untrusted=False),
                 updated_input=self._timeout_update(ask, parsed),
             )
         if mode != "plan" or ask.tool in READ_TOOLS or ask.tool in NETWORK_TOOLS:
@@ -452,7 +546,11 @@ class PolicyEngine:
     ) -> RiskAssessment:
         env = self.policy.risk.environment
         if parsed is not None:
-            return assess_shell(parsed, environment=env, untrusted_context=untrusted)
+            dirs = segment_dirs(parsed, str(ctx.cwd), str(ctx.home))
+            unknown = bool(unknown_dir_segments(parsed, dirs))
+            return assess_shell(
+                parsed, environment=env, untrusted_context=untrusted, unknown_dir=unknown
+            )
         if ask.tool == "shell":  # no readable command: treat it as elevated
             return RiskAssessment("elevated", {"blast_radius": 2}, ("unreadable shell call",))
         writes = tool_paths(ask) if ask.tool in WRITE_TOOLS else []

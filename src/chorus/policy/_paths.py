@@ -238,3 +238,25 @@ def _describe(resolved: ResolvedPath) -> str:
     if str(resolved.lexical) != resolved.raw:
         return f"path {resolved.raw!r} (= {resolved.lexical})"
     return f"path {resolved.raw!r}"
+
+
+def brain_cwd_problem(
+    folder: Path, allowed_cwds: list[str], denied: list[str], ctx: PathContext
+) -> str | None:
+    """Why a brain may not open a session in ``folder`` (None: it may).
+
+    The session's folder becomes its sandbox's writable root, so a brain that
+    could pick ``/``, a denied folder (``CHORUS_HOME``, ``~/.ssh``) or a folder
+    outside ``[gateway] allowed_cwds`` (when set) could widen its own sandbox.
+    """
+    real = resolve_path(str(folder), ctx).real
+    if real == Path(real.anchor):
+        return "the filesystem root cannot be a session's folder"
+    hit = next((p for p in denied if matches_pattern(real, p, ctx)), None)
+    if hit is not None:
+        return f"{real} matches the denied path {hit!r}"
+    roots = root_paths(allowed_cwds, ctx)
+    if allowed_cwds and not any(is_under(real, root) for root in roots):
+        shown = ", ".join(str(r) for r in roots)
+        return f"{real} is outside [gateway] allowed_cwds ({shown})"
+    return None

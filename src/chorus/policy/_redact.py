@@ -8,6 +8,8 @@ store's from the config.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 #: Secret values shorter than this are not registered (they would shred ordinary text).
@@ -38,3 +40,25 @@ def add_secret_safely(redactor: RedactorLike, value: str) -> bool:
         return False
     redactor.add_secret(value)
     return True
+
+
+def register_env(
+    redactor: RedactorLike, given: Mapping[str, str], inherited: Mapping[str, str]
+) -> int:
+    """Register every environment value Chorus gives a body (``[agents.*.env]``, vault
+    secrets, native settings): none of them may reach the log in the clear.
+
+    Skipped: values too short to redact, values the body would inherit anyway
+    (``inherited`` holds the same value under that name) and existing absolute
+    paths (a location, not a credential; redacting it would garble every stored
+    path under it). Returns how many were registered.
+    """
+    return sum(
+        add_secret_safely(redactor, value)
+        for name, value in given.items()
+        if inherited.get(name) != value and not _existing_path(value)
+    )
+
+
+def _existing_path(value: str) -> bool:
+    return os.path.isabs(value) and "\n" not in value and os.path.exists(value)

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from chorus.policy._escapes import inline_code
 from chorus.policy._model import Authority, Environment
 from chorus.policy._shell import (
     FETCHERS,
@@ -65,7 +66,19 @@ _COMMAND_FACTORS: tuple[tuple[frozenset[str], str, int], ...] = (
     (frozenset({"rm", "rmdir", "unlink", "mv"}), "irreversibility", 1),
     (_PRIVILEGED_ADMIN, "privilege", 3),
     (
-        frozenset({"chown", "chgrp", "systemctl", "service", "launchctl", "crontab", "chroot"}),
+        frozenset(
+            {
+                "chown",
+                "chgrp",
+                "systemctl",
+                "service",
+                "launchctl",
+                "crontab",
+                "chroot",
+                "at",
+                "batch",
+            }
+        ),
         "privilege",
         2,
     ),
@@ -167,13 +180,18 @@ def assess_shell(
     *,
     environment: Environment = "dev",
     untrusted_context: bool = False,
+    unknown_dir: bool = False,
 ) -> RiskAssessment:
-    """Risk of a command line: every segment scored, the worst one counts."""
+    """Risk of a command line: every segment scored, the worst one counts.
+    ``unknown_dir``: some command runs in a folder known only at run time."""
     scores = _Scores()
+    if unknown_dir:
+        scores.add("blast_radius", 2, "a command runs in a folder known only at run time")
     for seg in parsed.commands():
         if is_script_runner(seg):
             continue  # its script's segments are scored themselves
         _score_segment(seg, scores, untrusted_context)
+        _score_indirection(seg, scores)
     if _PROD_WORDS.search(parsed.source):
         scores.add("environment", 2, "the command names a production target")
     return scores.result(environment)
@@ -198,6 +216,32 @@ def _score_segment(seg: Segment, scores: _Scores, untrusted: bool) -> None:
         scores.add("irreversibility", 3, "`dd` onto a device")
     if any(_SQL_DESTROY.search(a) for a in args):
         scores.add("irreversibility", 3, "destructive SQL")
+
+
+_AWK = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
+_AWK_RUNS = re.compile(r"system\s*\(|\|\s*getline|getline\s*<|print[^;}]*\|")
+_GIT_RUNS_CONFIG = re.compile(
+    r"^(alias\.[^=]+=\s*!|core\.(sshcommand|pager|editor|fsmonitor|hookspath|gitproxy)=|"
+    r"(diff|merge|filter)\.[^=]+\.[^=]+=|credential\.helper=|uploadpack\.|protocol\.)",
+    re.IGNORECASE,
+)
+
+
+def _score_indirection(seg: Segment, scores: _Scores) -> None:
+    """Code the policy cannot read: a program named at run time, inline interpreter
+    code, awk's ``system()``, git configuration that runs commands."""
+    if seg.dynamic:
+        scores.add("blast_radius", 2, f"`{seg.text}`: the program name is computed at run time")
+    if inline_code(seg) is not None:
+        scores.add("blast_radius", 2, f"`{seg.name}` runs inline code")
+    if seg.name in _AWK and any(_AWK_RUNS.search(a) for a in seg.argv[1:]):
+        scores.add("blast_radius", 2, f"`{seg.name}` runs commands from its program")
+    if seg.name == "git" and any(_GIT_RUNS_CONFIG.match(v) for v in _git_configs(seg.argv)):
+        scores.add("blast_radius", 2, "`git -c` sets configuration that runs commands")
+
+
+def _git_configs(argv: tuple[str, ...]) -> list[str]:
+    return [argv[k + 1] for k, a in enumerate(argv[:-1]) if a in ("-c", "--config-env")]
 
 
 def _has_words(args: tuple[str, ...], words: tuple[str, ...]) -> bool:

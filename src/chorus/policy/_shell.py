@@ -506,8 +506,53 @@ _WRAPPERS: dict[str, _Spec] = {
     "chroot": _spec("--userspec --groups", positionals=1),
     "xargs": _spec("-I -n -P -d -L -s -a -E --max-args --max-procs --delimiter --arg-file"),
     "watch": _spec("-n -d --interval --differences"),
+    # Launchers found in the wild running what the policy must see (issue 14).
+    "busybox": _spec(),
+    "script": _spec(
+        "-t -T -I -O -B -E -m --timing --log-in --log-out --log-io --echo", scripts="-c --command"
+    ),
+    "strace": _spec("-o -e -p -s -u -E -I -b -a -O -S -P -X"),
+    "ltrace": _spec("-o -e -p -s -u -E -a -n -l -x -L -A -D"),
+    "nsenter": _spec("-t -S -G -r -w --target --setuid --setgid --root --wd"),
+    "unshare": _spec(
+        "-S -G -R -w --setuid --setgid --root --wd --map-user --map-group --propagation --setgroups"
+    ),
+    "fakeroot": _spec("-l -s -i --lib --faked"),
+    "systemd-run": _spec(
+        "-u -p -E -M -H --unit --property --setenv --uid --gid --machine "
+        "--host --description --slice --working-directory --on-calendar "
+        "--on-active"
+    ),
+    "sg": _spec(positionals=1, scripts="-c"),
+    "parallel": _spec("-j -S -a -d -I --jobs --sshlogin --arg-file --delimiter --colsep"),
+    "firejail": _spec(),
+    "proot": _spec("-r -b -w -q -R -S"),
+    "xvfb-run": _spec("-n -s -f -e --server-num --server-args --auth-file --error-file"),
 }
-_NO_COMMAND_OK = frozenset({"sudo", "su", "doas", "runuser", "chroot", "xargs"})
+_NO_COMMAND_OK = frozenset({"sudo", "su", "doas", "runuser", "chroot", "xargs", "script"})
+#: Launchers whose remaining words are one shell command line, not a program and arguments.
+_TAIL_SCRIPTS = frozenset({"watch", "sg", "parallel"})
+#: tmux subcommands whose remaining words are a shell command.
+_TMUX_RUNS = frozenset(
+    {
+        "new",
+        "new-session",
+        "new-window",
+        "neww",
+        "split-window",
+        "splitw",
+        "respawn-pane",
+        "respawnp",
+        "respawn-window",
+        "respawnw",
+        "run-shell",
+        "run",
+        "display-popup",
+        "popup",
+    }
+)
+#: Programs that run what arrives on standard input (``echo cmd | at now``).
+STDIN_RUNNERS = frozenset({"at", "batch"})
 
 
 def _skip_options(words: Sequence[str], spec: _Spec) -> tuple[int, list[str]]:
@@ -532,7 +577,11 @@ def _skip_options(words: Sequence[str], spec: _Spec) -> tuple[int, list[str]]:
             i += 1
         else:
             break
-    return min(i + spec.positionals, len(words)), scripts
+    i = min(i + spec.positionals, len(words))
+    if i < len(words) and words[i] in spec.script_opts:  # `flock FILE -c SCRIPT`
+        scripts.extend(words[i + 1 : i + 2])
+        return len(words), scripts
+    return i, scripts
 
 
 def _short_cluster(words: Sequence[str], i: int, spec: _Spec, scripts: list[str]) -> int:
@@ -601,10 +650,11 @@ def unwrap(words: Sequence[str]) -> _Unwrapped:
         start, scripts = _skip_options(current, spec)
         out.scripts.extend(("wrapper script", s) for s in scripts if s)
         out.wrappers.append(current[0])
-        # su's positionals are a user name and shell arguments, never a program.
-        current = () if name == "su" else current[start:]
-        if name == "watch" and len(current) > 1:
-            out.scripts.append(("watch", " ".join(current)))
+        # su's positionals are a user name and shell arguments, never a program;
+        # script's is the typescript file.
+        current = () if name in ("su", "script") else current[start:]
+        if name in _TAIL_SCRIPTS and (len(current) > 1 or " " in "".join(current)):
+            out.scripts.append((name, _tail_script(name, current)))
             current = ()
         out.views.append(current)
         if not current and name not in _NO_COMMAND_OK:
@@ -614,10 +664,37 @@ def unwrap(words: Sequence[str]) -> _Unwrapped:
     return out
 
 
+def _tail_script(name: str, words: Sequence[str]) -> str:
+    """The command line a tail launcher runs (``parallel``'s ``:::`` inputs dropped)."""
+    if name == "parallel" and ":::" in words:
+        words = words[: list(words).index(":::")]
+    return " ".join(words)
+
+
+def _tmux_script(argv: Sequence[str]) -> str | None:
+    """The shell command of ``tmux new -d 'cmd'`` (the words after the options)."""
+    if len(argv) < 2 or argv[1] not in _TMUX_RUNS:
+        return None
+    rest = list(argv[2:])
+    while rest and rest[0].startswith("-"):
+        flag = rest.pop(0)
+        if flag in _TMUX_VALUE_OPTS and rest:
+            rest.pop(0)
+    return " ".join(rest) or None
+
+
+_TMUX_VALUE_OPTS = frozenset(["-c", "-s", "-n", "-t", "-x", "-y", "-F", "-e", "-f", "-l", "-T"])
+
+
 def _collect_scripts(out: _Unwrapped) -> None:
     if not out.argv:
         return
     name = os.path.basename(out.argv[0])
+    if name == "tmux":
+        tmux = _tmux_script(out.argv)
+        if tmux is not None:
+            out.scripts.append(("tmux", tmux))
+        return
     if name in SHELLS:
         script = _shell_script(out.argv)
         if script is not None:
@@ -716,6 +793,24 @@ class _Builder:
         index = len(self.segments)
         self.segments.append(seg)
         self._parse_nested(pending, unwrapped, index, depth)
+        self._piped_script(index, depth)
+
+    def _piped_script(self, index: int, depth: int) -> None:
+        """``echo 'sudo ls' | sh``, ``printf cmd | at now``: the printed text is code."""
+        seg = self.segments[index]
+        if seg.position == 0 or not executes_stdin(seg):
+            return
+        for _, earlier in self.pipeline_before(seg):
+            if earlier.name in ("echo", "printf") and len(earlier.argv) > 1:
+                text = " ".join(a for a in earlier.argv[1:] if not a.startswith("-"))
+                self.parse(text, depth=depth + 1, parent=index, origin="piped script")
+
+    def pipeline_before(self, seg: Segment) -> list[tuple[int, Segment]]:
+        return [
+            (i, s)
+            for i, s in enumerate(self.segments)
+            if s.pipeline == seg.pipeline and s.position < seg.position and s.parent == seg.parent
+        ]
 
     def _parse_nested(
         self, pending: _Pending, unwrapped: _Unwrapped, index: int, depth: int
@@ -967,6 +1062,8 @@ def _allow_problem(seg: Segment, allowed: Sequence[str]) -> str | None:
 def executes_stdin(seg: Segment) -> bool:
     """True if the interpreter runs what arrives on stdin as code (``sh``,
     ``bash -s``, ``python3 -``), not as data (``python3 -m json.tool``, ``sh x.sh``)."""
+    if seg.dynamic or seg.name in STDIN_RUNNERS:
+        return True  # `curl x | $SHELL`: an unknown program may well be a shell
     if seg.name not in INTERPRETERS:
         return False
     for arg in seg.argv[1:]:
@@ -976,6 +1073,8 @@ def executes_stdin(seg: Segment) -> bool:
             return False  # a script file or inline code: stdin is data
         if seg.name in SHELLS and not arg.startswith("--") and "c" in arg[1:]:
             return False
+        if seg.name in SHELLS and not arg.startswith("--") and "s" in arg[1:]:
+            return True  # `bash -s -- args`: the script is stdin, the rest its arguments
         if seg.name not in SHELLS and arg in ("-c", "-e", "-E", "-m", "-r", "-p", "--eval"):
             return False
     return True
@@ -1045,6 +1144,7 @@ def _download_outputs(seg: Segment) -> set[str]:
             base = os.path.basename(urlsplit(arg).path)
             if base:
                 names.add(base)
+    names.update(os.path.basename(r.target) for r in seg.redirects if r.writes)
     names.discard("-")
     return names
 

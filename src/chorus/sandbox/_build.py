@@ -18,12 +18,15 @@ from typing import Literal
 from chorus._errors import ConfigError
 from chorus.policy import PathContext, Policy
 from chorus.sandbox._bwrap import Layout, argv, outermost
+from chorus.sandbox._stubs import denied_programs, stub_targets, write_stubs
 
 Mode = Literal["auto", "enforce", "off"]
 
 #: Under CHORUS_HOME, what a body may still reach: the daemon's socket (for the MCP
 #: server Chorus adds to every body) and the memory and workspace folders.
 SHARED = ("run/chorus.sock", "memory", "workspace")
+#: Under CHORUS_HOME: the stubs that stand in for denied programs in every sandbox.
+STUBS = "run/sandbox/stubs"
 #: Secrets in a home folder that no body sees, whatever the policy lists.
 _HOME_SECRETS = (".ssh", ".aws", ".gnupg", ".azure", ".kube", ".docker", ".netrc")
 #: Most files a ``**`` pattern may expand to before the rest is left to the parser.
@@ -42,11 +45,21 @@ def active(mode: Mode) -> bool:
     if bwrap_path() is not None:
         return True
     if mode == "enforce":
-        raise ConfigError(
-            "[sandbox] mode = 'enforce' needs bubblewrap (Linux: apt-get install bubblewrap); "
-            "set mode = 'off' to run bodies unsandboxed"
-        )
+        raise ConfigError(_unavailable(sys.platform))
     return False
+
+
+def _unavailable(platform: str) -> str:
+    """Why ``enforce`` cannot hold here, and what to do."""
+    off = "set [sandbox] mode = 'off' to run bodies unsandboxed (the policy still applies)"
+    if platform.startswith("linux"):
+        return f"[sandbox] mode = 'enforce' needs bubblewrap: apt-get install bubblewrap, or {off}"
+    if platform == "darwin":
+        return (
+            "[sandbox] mode = 'enforce' is not available on macOS yet (Chorus has no "
+            f"sandbox-exec profile); {off}"
+        )
+    return f"[sandbox] mode = 'enforce' is only available on Linux (bubblewrap); {off}"
 
 
 def layout(policy: Policy, cwd: Path, env: Mapping[str, str], chorus_home: Path) -> Layout:
@@ -61,7 +74,19 @@ def layout(policy: Policy, cwd: Path, env: Mapping[str, str], chorus_home: Path)
     dirs, files = _hidden(denied, roots, chorus_home)
     inside = [p for p in _existing(roots) if p.is_relative_to(chorus_home.resolve())]
     shared = _existing([*(chorus_home / s for s in SHARED), *inside])
-    return Layout(writable, dirs, files, chorus_home.resolve(), tuple(shared), cwd)
+    names = denied_programs(policy)
+    return Layout(
+        writable,
+        dirs,
+        files,
+        chorus_home.resolve(),
+        tuple(shared),
+        cwd,
+        stub_dir=chorus_home.resolve() / STUBS,
+        stub_names=names,
+        stub_targets=stub_targets(names, env),
+        path_env=env.get("PATH") or os.defpath,
+    )
 
 
 def _git_common_dirs(cwd: Path) -> list[Path]:
@@ -110,7 +135,10 @@ def _matches(pattern: str, roots: list[Path]) -> list[Path]:
 
 
 def write_wrapper(path: Path, bwrap: str, box: Layout, executable: Path) -> Path:
-    """A ``sh`` script that runs ``executable`` (with its arguments) inside ``box``."""
+    """A ``sh`` script that runs ``executable`` (with its arguments) inside ``box``
+    (and the stubs of the denied programs it shadows)."""
+    if box.stub_dir is not None:
+        write_stubs(box.stub_dir, box.stub_names)
     line = " ".join(_quote(a) for a in argv(bwrap, box, [str(executable)]))
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     path.write_text(f'#!/bin/sh\nexec {line} "$@"\n', encoding="utf-8")

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from chorus.sandbox._stubs import NOT_FOUND_VAR, not_found_function
+
 
 @dataclass(frozen=True, slots=True)
 class Layout:
@@ -32,6 +34,12 @@ class Layout:
     shared: tuple[Path, ...] = ()
     cwd: Path | None = None
     extra: tuple[str, ...] = field(default_factory=tuple)
+    #: Denied programs shadowed by stubs that say why (see ``_stubs``): the stubs'
+    #: folder, the programs' names, every existing copy, and the PATH to set.
+    stub_dir: Path | None = None
+    stub_names: tuple[str, ...] = ()
+    stub_targets: tuple[tuple[str, Path], ...] = ()
+    path_env: str | None = None
 
 
 def argv(bwrap: str, layout: Layout, command: Sequence[str]) -> list[str]:
@@ -44,9 +52,21 @@ def argv(bwrap: str, layout: Layout, command: Sequence[str]) -> list[str]:
         out += ["--tmpfs", str(folder)]
     for file in layout.hidden_files:
         out += ["--ro-bind", "/dev/null", str(file)]
+    out += _stubs(layout)
     if layout.cwd is not None:
         out += ["--chdir", str(layout.cwd)]
     return [*out, *layout.extra, "--", *command]
+
+
+def _stubs(layout: Layout) -> list[str]:
+    if layout.stub_dir is None or not layout.stub_names:
+        return []
+    out = ["--ro-bind", str(layout.stub_dir), str(layout.stub_dir)]
+    for name, target in layout.stub_targets:
+        out += ["--ro-bind", str(layout.stub_dir / name), str(target)]
+    if layout.path_env is not None:
+        out += ["--setenv", "PATH", f"{layout.stub_dir}:{layout.path_env}"]
+    return [*out, "--setenv", NOT_FOUND_VAR, not_found_function(layout.stub_names)]
 
 
 def _binds(flag: str, paths: Iterable[Path]) -> list[str]:

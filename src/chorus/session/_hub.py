@@ -25,7 +25,7 @@ from pathlib import Path
 
 from chorus.bodies import PermissionCallback, allow_all, body_names
 from chorus.context import Brief
-from chorus.policy import PolicyGate
+from chorus.policy import SENSITIVE_PATHS, PathContext, PolicyGate, brain_cwd_problem
 from chorus.session._brains import Authority
 from chorus.session._errors import SessionError
 from chorus.session._history import session_history
@@ -56,6 +56,8 @@ class HubLimits:
     spares: bool = False
     #: What an attached brain's answer to a permission ask may do (``[brain] authority``).
     brain_authority: Authority = "escalate-only"
+    #: ``[gateway] allowed_cwds``: where a brain may open a session (issue 14).
+    allowed_cwds: tuple[str, ...] = ()
 
 
 class SessionHub:
@@ -197,6 +199,7 @@ class SessionHub:
             return session, True
         body = self._check_body(body)
         folder = checked_cwd(cwd)
+        self._check_brain_cwd(folder)
         checked_mode(permission_mode)  # bad input writes nothing (no session left "starting")
         with self._reserve():
             record = await self.store.create_session(
@@ -205,6 +208,14 @@ class SessionHub:
             gate = self.launcher.gate(record, permission_mode)
             launch = self._launch(body, model, None, gate, permission_mode, brief)
             return await self._start(record, launch, gate), False
+
+    def _check_brain_cwd(self, folder: Path) -> None:
+        guards = self.launcher.guards
+        denied = guards.policy.filesystem.denied_paths if guards else list(SENSITIVE_PATHS)
+        allowed = list(self.limits.allowed_cwds)
+        problem = brain_cwd_problem(folder, allowed, denied, PathContext.current(folder))
+        if problem is not None:
+            raise SessionError("invalid_request", f"cwd refused: {problem}")
 
     async def _resume(
         self, session_id: str, body: str | None, model: str | None, mode: str | None, brief: Brief

@@ -31,6 +31,7 @@ from chorus.bodies import (
 )
 from chorus.config import ChorusConfig, chorus_home, run_dir
 from chorus.context import Brief, add_body_extras, recall_block
+from chorus.events import Notice
 from chorus.memory import memory_settings
 from chorus.policy import (
     PERMISSION_MODES,
@@ -42,6 +43,7 @@ from chorus.policy import (
     SecretStore,
     native_flags,
     policy_callback,
+    register_env,
 )
 from chorus.sandbox import active as sandbox_active
 from chorus.sandbox import bwrap_path, write_wrapper
@@ -139,6 +141,7 @@ class BodyLauncher:
         self.store = store
         self.guards = guards
         self._factory = factory or (lambda name, opts: create_body(name, opts, config))
+        self._noticed: set[tuple[str, str]] = set()  # (session, notice) already logged
 
     def create(self, record: SessionRecord, launch: Launch) -> Body:
         """A new, unstarted body for ``record`` (the caller starts and owns it)."""
@@ -161,6 +164,7 @@ class BodyLauncher:
         native = self.native_flags(launch.body, launch.gate)
         if native is not None:
             env.update(native.env)
+            register_env(self.store.redactor, native.env, os.environ)
         folder = Path(cwd or os.getcwd())
         options = BodyOptions(
             cwd=folder,
@@ -207,16 +211,28 @@ class BodyLauncher:
         flags = native_flags(body, self.guards.policy, mode=gate.mode)
         for note in flags.notes:
             log.info("%s: %s", body, note)
+            self._notice(gate, f"{body}: {note}")
         return flags
 
+    def _notice(self, gate: PolicyGate, message: str) -> None:
+        """A mode the body cannot honour is never changed silently (issue 14): the
+        session's log says so, where ``chorus ask`` and the dashboard show it."""
+        key = (gate.session_id or "", message)
+        if gate.session_id and key not in self._noticed:
+            self._noticed.add(key)
+            self.store.append_nowait(gate.session_id, Notice(message=message, kind="policy"))
+
     def _env(self, body: str) -> dict[str, str]:
-        env = dict(os.environ)
+        """The process environment plus what Chorus gives ``body``; every value Chorus
+        gives is registered with the redactor (issue 14)."""
+        given: dict[str, str] = {}
         agent = self.config.agents.get(cli_name(body))
         if agent is not None:
-            env.update(agent.env)
+            given.update(agent.env)
         if self.guards is not None:
-            env.update(self.guards.env_for(body))
-        return env
+            given.update(self.guards.env_for(body))
+        register_env(self.store.redactor, given, os.environ)
+        return {**os.environ, **given}
 
     def _executable(self, body: str) -> Path | None:
         """The CLI of a built-in body as the daemon's config says (None for ACP)."""

@@ -274,6 +274,10 @@ class PostgresStore(PgRoutines, Store):
     def _json(self, value: JsonDict) -> str:
         return json.dumps(self.redactor.redact_json(value), ensure_ascii=False)
 
+    def _clean(self, value: str | None) -> str | None:
+        """A stored text field (a session's model, folder ...) with secrets redacted."""
+        return None if value is None else self.redactor.redact_text(value)
+
     # -- sessions --------------------------------------------------------------------
 
     async def create_session(
@@ -289,7 +293,16 @@ class PostgresStore(PgRoutines, Store):
     ) -> SessionRecord:
         sid = check_id(session_id or new_id(), "session id")
         now = time.time()
-        row = (sid, body, model, cwd, native_session_id, self._json(transport or {}), state, now)
+        row = (
+            sid,
+            body,
+            self._clean(model),
+            self._clean(cwd),
+            self._clean(native_session_id),
+            self._json(transport or {}),
+            state,
+            now,
+        )
 
         async def insert(conn: Conn) -> SessionRecord:
             cur = await conn.execute(
@@ -334,8 +347,8 @@ class PostgresStore(PgRoutines, Store):
     ) -> SessionRecord:
         changes: dict[str, Any] = {
             "state": state,
-            "model": model,
-            "native_session_id": native_session_id,
+            "model": self._clean(model),
+            "native_session_id": self._clean(native_session_id),
             "transport": None if transport is None else self._json(transport),
         }
         changes = {key: value for key, value in changes.items() if value is not None}

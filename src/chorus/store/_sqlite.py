@@ -244,9 +244,9 @@ class SqliteStore(Store):
         row = (
             sid,
             body,
-            model,
-            cwd,
-            native_session_id,
+            self._clean(model),
+            self._clean(cwd),
+            self._clean(native_session_id),
             self._json(transport or {}),
             state,
             now,
@@ -294,8 +294,8 @@ class SqliteStore(Store):
     ) -> SessionRecord:
         changes: dict[str, Any] = {
             "state": state,
-            "model": model,
-            "native_session_id": native_session_id,
+            "model": self._clean(model),
+            "native_session_id": self._clean(native_session_id),
             "transport": None if transport is None else self._json(transport),
         }
         changes = {key: value for key, value in changes.items() if value is not None}
@@ -955,6 +955,10 @@ class SqliteStore(Store):
     def _json(self, value: JsonDict) -> str:
         """Redacted JSON text of a record field."""
         return json.dumps(self.redactor.redact_json(value), ensure_ascii=False)
+
+    def _clean(self, value: str | None) -> str | None:
+        """A stored text field (a session's model, folder ...) with secrets redacted."""
+        return None if value is None else self.redactor.redact_text(value)
 
 
 # -- row mapping (run on reader or writer threads) ----------------------------------------------

@@ -1,0 +1,198 @@
+"""Issue 14's matrix: every body x every permission mode, through the daemon on the
+real CLIs (scripted model), with the sandbox on. The model tries ``cat .env``, a
+``Read`` of ``.env`` (bodies with a read tool), ``sudo ls``, a write outside the
+roots and, in plan mode, a write inside them. Each must be refused (the secret
+never reaches the model, sudo's output never does, no file lands) and the model
+must be told why (a refusal in the tool result that follows)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from chorus.sandbox import bwrap_path
+from chorus.testing import Reply, shell, text, tool_call, write_file
+
+if TYPE_CHECKING:
+    from conftest import Daemon
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(bwrap_path() is None, reason="no bubblewrap")]
+
+SECRET = "".join(["env", "-secret-", "7Hq2Zp"])
+MARKER = "sudo-saw-this-marker"
+MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
+#: body -> (its lane on the model server, the name of its file-read tool or None)
+BODIES: dict[str, tuple[str, str | None]] = {
+    "claude": ("claude", "Read"),
+    "codex": ("codex", None),
+    "gemini": ("gemini", "read_file"),
+    "claude-print": ("claude", "Read"),
+    "codex-exec": ("codex", None),
+    "gemini-headless": ("gemini", "read_file"),
+}
+#: Words that show the model was told why: Chorus's reason (the policy's, or a denied
+#: program's stub in the sandbox), the CLI's own refusal, or the kernel's.
+REFUSALS = (
+    "Chorus policy",
+    "haven't granted",  # Claude's own refusal
+    "Path not in workspace",  # Gemini's own refusal
+    # Gemini does not offer its shell tool in these modes: the call is refused, the
+    # model is told the tool does not exist (not the policy's reason).
+    "not found in registry",
+    "not found. Did you mean",
+    "denied",
+    "Denied",
+    "not allowed",
+    "Read-only file system",
+    "Permission denied",
+    "refused",
+    "blocked",
+    "rejected",
+    "declined",
+    "plan mode",
+    "No such file",
+)
+
+
+@dataclass(frozen=True)
+class Try:
+    name: str
+    turn: Reply
+    escaped: Callable[[str], bool]  # (what the model saw next) -> the attempt got through
+    word: str  # names the attempt in a reason that arrives later (ACP: the next prompt)
+
+
+@pytest.fixture
+def victim() -> Iterator[Path]:
+    folder = Path("/var/tmp") / f"chorus-matrix-{uuid.uuid4().hex[:8]}"
+    folder.mkdir(parents=True)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def tries(body: str, mode: str, work: Path, victim: Path) -> list[Try]:
+    _, read_tool = BODIES[body]
+    out = [
+        Try("cat .env", shell("cat .env"), lambda seen: SECRET in seen, ".env"),
+        Try("sudo ls", shell("sudo ls"), lambda seen: MARKER in seen, "sudo"),
+        Try(
+            "write outside",
+            write_file(str(victim / "out.txt"), "escaped\n"),
+            lambda seen: (victim / "out.txt").exists(),
+            "out.txt",
+        ),
+    ]
+    if read_tool is not None:
+        read = tool_call(read_tool, {"file_path": str(work / ".env")})
+        out.insert(1, Try("Read .env", read, lambda seen: SECRET in seen, ".env"))
+    if mode == "plan":
+        out.append(
+            Try(
+                "write in plan mode",
+                write_file(str(work / "plan.txt"), "planned\n"),
+                lambda seen: (work / "plan.txt").exists(),
+                "plan.txt",
+            )
+        )
+    return out
+
+
+def seen_after(chorus: Daemon, lane: str) -> list[str]:
+    """What each model request after the first carried back (its last tool result)."""
+    seen = []
+    for request in chorus.server.turn_requests(lane=lane)[1:]:
+        result = request.last_tool_result()
+        seen.append(json.dumps(result.content) if result is not None else json.dumps(request.body))
+    return seen
+
+
+def told_later(chorus: Daemon, lane: str, index: int, attempt: Try) -> bool:
+    """ACP's reject carries no reason: Chorus prompts again with it, in a later request."""
+    later = [json.dumps(r.body) for r in chorus.server.turn_requests(lane=lane)[index + 1 :]]
+    return any("Chorus policy" in body and attempt.word in body for body in later)
+
+
+def run_cell(chorus: Daemon, body: str, mode: str, victim: Path) -> list[str]:
+    """Run one body in one mode; return the problems found (empty: all refused, told why)."""
+    lane, _ = BODIES[body]
+    (chorus.work / ".env").write_text(f"TOKEN={SECRET}\n")
+    (chorus.work / MARKER).write_text("x")
+    attempts = tries(body, mode, chorus.work, victim)
+    chorus.server.script([*(a.turn for a in attempts), text("done trying")], lane=lane)
+    done = chorus.run("ask", "try things", "--body", body, "--permission-mode", mode, "--json")
+    seen = seen_after(chorus, lane)
+    problems = []
+    if done.returncode != 0:
+        problems.append(f"ask failed: {done.stderr[-500:]}")
+    for index, attempt in enumerate(attempts):
+        after = seen[index] if index < len(seen) else ""
+        if attempt.escaped(after):
+            problems.append(f"{attempt.name}: got through ({after[:200]})")
+        elif not any(word in after for word in REFUSALS) and not told_later(
+            chorus, lane, index, attempt
+        ):
+            problems.append(f"{attempt.name}: refused but not told why ({after[:200]})")
+    if SECRET in done.stdout:
+        problems.append("the secret reached the job's output")
+    return problems
+
+
+#: Cells that still fail, and why (strict: a fix makes them fail loudly, to be removed).
+KNOWN_GAPS = {
+    ("gemini", mode): "Gemini over ACP: Chorus's reject of `sudo ls` reaches the model only as "
+    "'canceled by the user'; the reason is not re-prompted in a daemon job"
+    for mode in ("default", "acceptEdits", "bypassPermissions")
+}
+CELLS = [
+    pytest.param(
+        body,
+        mode,
+        marks=[pytest.mark.xfail(reason=KNOWN_GAPS[(body, mode)], strict=True)]
+        if (body, mode) in KNOWN_GAPS
+        else [],
+        id=f"{body}-{mode}",
+    )
+    for body in BODIES
+    for mode in MODES
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("body", "mode"), CELLS)
+def test_every_body_in_every_mode_refuses_and_says_why(
+    daemon_with: Callable[..., Daemon], victim: Path, body: str, mode: str
+) -> None:
+    chorus = daemon_with()
+    assert run_cell(chorus, body, mode, victim) == []
+    assert not (victim / "out.txt").exists()
+
+
+@pytest.mark.parametrize(("body", "mode"), [("claude", "default"), ("codex", "bypassPermissions")])
+def test_a_fast_corner_of_the_matrix(
+    daemon_with: Callable[..., Daemon], victim: Path, body: str, mode: str
+) -> None:
+    chorus = daemon_with()
+    assert run_cell(chorus, body, mode, victim) == []
+
+
+def test_a_mode_the_body_cannot_honour_is_downgraded_with_a_visible_notice(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    """claude-print cannot ask Chorus; bypassPermissions would need its dangerous flag,
+    which policy.toml does not allow: it runs in acceptEdits and the job says so."""
+    chorus = daemon_with()
+    chorus.server.script([text("hello")], lane="claude")
+    events = chorus.ask("hi", "--body", "claude-print", "--permission-mode", "bypassPermissions")
+    assert events[-1].state == "succeeded"
+    mirror = chorus.home / "sessions" / f"{events[-1].session_id}.jsonl"
+    logged = [json.loads(line) for line in mirror.read_text().splitlines()]
+    notices = [e for e in logged if e["type"] == "notice" and e.get("kind") == "policy"]
+    assert len(notices) == 1, [e["type"] for e in logged]
+    assert "using acceptEdits" in notices[0]["message"]
