@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from chorus.daemon import DaemonClient, stop_daemon
 from chorus.events import Handoff, JobEnded, Notice
 from chorus.testing import ModelServer, error, offline_env, shell, text
+from chorus.testing._anthropic import regain_date
 
 pytestmark = pytest.mark.e2e
 
@@ -83,6 +85,11 @@ def test_quota_mid_task_fails_over_to_codex_with_a_handoff_bundle(
     health = {h["key"].split("@")[0]: h for h in DaemonClient().status()["health"]}
     assert health["claude"]["quota_state"] == "exhausted"
     assert health["claude"]["key"].startswith("claude@")  # per body and credential
+    # The API said "regain access on <first of next month> at 00:00 UTC": that is the
+    # cooldown, not the configured 1 s backoff (issue 26).
+    regain = datetime.fromisoformat(regain_date()).replace(tzinfo=UTC).timestamp()
+    assert health["claude"]["cooldown_until"] == regain
+    assert health["claude"]["reset_from_provider"] is True
 
 
 def test_all_bodies_exhausted_waits_for_cooldown_then_completes(
