@@ -20,8 +20,10 @@ def quota(message: str, native: dict[str, Any] | None = None) -> ErrorInfo:
     return ErrorInfo(code=ErrorCode.QUOTA_EXHAUSTED, message=message, native=native)
 
 
-def at(*parts: int, tz: timezone = UTC) -> float:
-    return datetime(*parts, tzinfo=tz).timestamp()  # type: ignore[misc]
+def at(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, tz: timezone = UTC
+) -> float:
+    return datetime(year, month, day, hour, minute, tzinfo=tz).timestamp()
 
 
 @pytest.mark.parametrize(
