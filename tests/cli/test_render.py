@@ -184,3 +184,23 @@ def test_status_lines_show_each_node_and_what_it_runs() -> None:
     assert "routines: another node fires them" in lines
     assert "store: the database has been unreachable for 12s (refused)" in lines
     assert "not accepting new jobs until the database is back" in lines
+
+
+def test_routed_line_says_where_and_why_and_bookkeeping_is_hidden() -> None:
+    lines: list[str] = []
+    renderer = Renderer(lambda segs, end: lines.append("".join(t for _, t in segs) + end))
+    renderer.feed(
+        {
+            "type": "routed",
+            "seq": 2,
+            "to_body": "codex",
+            "reason": "first healthy for deep_reasoning/token_light",
+            "skipped": ["claude: cooling down, 20s left"],
+            "failover": False,
+        }
+    )
+    renderer.feed({"type": "unknown", "seq": 3, "native_type": "mcpServer/startupStatus/updated"})
+    assert lines == [
+        "   2 routed to codex: first healthy for deep_reasoning/token_light;"
+        " claude: cooling down, 20s left (no failover)\n"
+    ]

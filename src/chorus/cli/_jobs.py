@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 3
 FORMATS = ("text", "events", "json")
-_NOTES = frozenset({"notice", "retry_notice", "handoff", "turn_failed", "permission_request"})
+_NOTES = frozenset(
+    {"notice", "retry_notice", "handoff", "turn_failed", "permission_request", "routed"}
+)
 
 
 def _tty() -> bool:

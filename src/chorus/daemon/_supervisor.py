@@ -42,6 +42,7 @@ from chorus.context import Brief
 from chorus.daemon._cluster import SharedHealth, StoreDownError, load_health_file
 from chorus.daemon._durability import error_info, until_stored
 from chorus.daemon._frameworks import FrameworkPort, framework_options
+from chorus.daemon._routing import route_request
 from chorus.events import (
     ErrorCode,
     ErrorInfo,
@@ -121,6 +122,8 @@ class JobRequest:
     worktree: bool | None = None
     branch: str | None = None
     base: str | None = None
+    #: False: on a quota error the job fails instead of moving to another body.
+    failover: bool | None = None
 
 
 class Supervisor:
@@ -197,10 +200,14 @@ class Supervisor:
         _checked_mode(req.permission_mode)
         known = body_names(self.config)
         framework = framework_options(req.framework, req.planners, req.reviewer, req.rounds, known)
+        req, routed = await route_request(self, req)  # issue 26: the body and why
         async with prepare_job_worktree(self.store, self.config, req) as wt:  # issue 24
             session = await self._session_for(replace(req, cwd=wt.cwd))
             options = {"model": req.model, "permission_mode": req.permission_mode, **framework}
+            if req.failover is False:
+                options["failover"] = False
             job = await self._create(req, session, {**options, **wt.options}, wt.job_id)
+        await self._append(job, routed)
         self._wake.set()
         return job
 
@@ -524,7 +531,7 @@ class Supervisor:
             run.prompt = _continue_prompt(job.prompt)
             return True
         await self._health_failure(run.body, error)
-        if not router.failover or run.waits >= _MAX_WAITS:
+        if not router.failover or job.options.get("failover") is False or run.waits >= _MAX_WAITS:
             return False
         return await self._failover(job, run, error)
 
