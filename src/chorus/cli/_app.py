@@ -47,6 +47,7 @@ def _register() -> None:
         _policy_cmd,
         _routine_cmd,
         _schema_cmd,
+        _service_cmd,
         _store_cmd,
         _team_cmd,
         _usage_cmd,
