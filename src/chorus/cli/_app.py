@@ -43,6 +43,7 @@ def _register() -> None:
         _demo_cmd,
         _fronts_cmd,
         _gateway_cmd,
+        _integrity_cmd,
         _memory_cmd,
         _policy_cmd,
         _routine_cmd,

@@ -16,6 +16,7 @@ from starlette.applications import Starlette
 
 from chorus.bodies import kill_live_groups
 from chorus.config import ChorusConfig, private_home
+from chorus.context import soul
 from chorus.daemon._api import build_app
 from chorus.daemon._checks import load_checked_config
 from chorus.daemon._cluster import RoutineLead
@@ -23,9 +24,10 @@ from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
 from chorus.daemon._metrics import DaemonMetrics, following
 from chorus.daemon._paths import pid_path, socket_path
-from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
+from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
 from chorus.gateway import Gateway, load_gateway_settings
+from chorus.integrity import Guardian, guard_now, report
 from chorus.mcpserver import tool_routes
 from chorus.memory import Extractions
 from chorus.policy import AuditLog, SecretStore, load_policy
@@ -98,6 +100,10 @@ async def serve() -> int:
     private_home()
     raise_fd_limit()
     asyncio.get_running_loop().set_exception_handler(QuietLoopErrors())
+    # Issue 26: before anything is read; SOUL.md made first, so its default is baselined;
+    # the config and policy as started are trusted.
+    soul()
+    incidents = Guardian().check(trusted=("config.toml", "policy.toml"))
     config = load_checked_config()
     store = open_store(config)  # [store] url: SQLite in CHORUS_HOME or a shared PostgreSQL
     try:
@@ -119,6 +125,9 @@ async def serve() -> int:
     sup.outcome_hooks.append(extractions.hook)
     gateway = Gateway(store, config, guards=guards, hub=hub)
     sched = Scheduler(sup)
+    notify = _notify if config.daemon.notifications else None
+    await report(incidents, parts["audit"], notify)
+    sched.heartbeat_hooks.append(lambda: guard_now(parts["audit"], notify))
     routes = [*gateway.routes(), *routine_routes(sched)]
     routes += tool_routes(sup.audit, config.memory)  # chorus mcp's tools
     routes += team_routes(sup)  # teams and their mailboxes (issue 20)

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -97,6 +97,8 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._watchers: dict[str, tuple[tuple[str, float], asyncio.Task[None]]] = {}
         self.retries = RetryQueue(sup, clock=clock)
+        #: Run at every heartbeat tick, busy or quiet (the integrity guardian, issue 26).
+        self.heartbeat_hooks: list[Callable[[], Awaitable[object]]] = []
         sup.outcome_hooks.append(self.retries.on_outcome)
         sup.status_hooks.append(self.retries.status)
 
@@ -195,6 +197,7 @@ class Scheduler:
         """Fire once: apply the concurrency policy (not for a manual run), then queue the
         job with the firing attached. A firing already recorded does nothing."""
         if routine.name == HEARTBEAT:
+            await self._beat()
             quiet = self._heartbeat_quiet(manual)
             if quiet is not None:
                 return await self._record(firing, quiet)
@@ -204,6 +207,13 @@ class Scheduler:
             if decision != "enqueue":
                 return await self._record(firing, "skipped" if decision == "skip" else "coalesced")
         return await self._submit(routine, firing)
+
+    async def _beat(self) -> None:
+        for hook in self.heartbeat_hooks:
+            try:
+                await hook()
+            except Exception:
+                log.exception("heartbeat hook failed")
 
     def _heartbeat_quiet(self, manual: bool) -> str | None:
         """Why this heartbeat tick needs no job (None: it needs one)."""
