@@ -46,6 +46,7 @@ def _register() -> None:
         _integrity_cmd,
         _memory_cmd,
         _policy_cmd,
+        _reload_cmd,
         _routine_cmd,
         _schema_cmd,
         _service_cmd,

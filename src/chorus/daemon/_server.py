@@ -24,6 +24,7 @@ from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
 from chorus.daemon._metrics import DaemonMetrics, following
 from chorus.daemon._paths import pid_path, socket_path
+from chorus.daemon._reload import reload_routes
 from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
 from chorus.gateway import Gateway, load_gateway_settings
@@ -131,6 +132,7 @@ async def serve() -> int:
     routes = [*gateway.routes(), *routine_routes(sched)]
     routes += tool_routes(sup.audit, config.memory)  # chorus mcp's tools
     routes += team_routes(sup)  # teams and their mailboxes (issue 20)
+    routes += reload_routes(sup)  # chorus reload (issue 26)
     app = build_app(
         sup, lifespan=_lifespan(store, sup, gateway, sched, extractions), extra_routes=routes
     )
