@@ -377,6 +377,8 @@ def status_lines(data: dict[str, Any], now: float) -> list[str]:
     lines.append("paused sessions: " + (", ".join(s[:12] for s in paused) if paused else "none"))
     if "pending_retries" in data:  # the routines' retry queue (issue 19)
         lines.append(f"pending retries: {data['pending_retries']}")
+    if "spend_today" in data:  # [budget] (issue 26)
+        lines.append(f"spend today: {_spend_line(data['spend_today'], data.get('budget') or {})}")
     lines += node_lines(data, now)  # issue 23
     return lines
 
@@ -399,6 +401,23 @@ def node_lines(data: dict[str, Any], now: float) -> list[str]:
         leads = "this daemon fires them" if data["routines_leader"] else "another node fires them"
         lines.append(f"routines: {leads}")
     return lines
+
+
+def usd(amount: float) -> str:
+    """Dollars with cents, or four decimals below a cent."""
+    return f"${amount:.2f}" if amount >= 0.01 or amount == 0 else f"${amount:.4f}"
+
+
+def _spend_line(spend: dict[str, Any], budget: dict[str, Any]) -> str:
+    limit = f" of {usd(budget['daily_usd'])} (daily_usd)" if budget.get("daily_usd") else ""
+    caps = budget.get("bodies") or {}
+    parts = [
+        f"{body} {usd(spent)}" + (f" of {usd(caps[body])}" if body in caps else "")
+        for body, spent in sorted((spend.get("bodies") or {}).items())
+    ]
+    return f"{usd(float(spend.get('usd') or 0))}{limit}" + (
+        f" ({', '.join(parts)})" if parts else ""
+    )
 
 
 def _age(seconds: float) -> str:

@@ -9,7 +9,6 @@ as needing a restart (``chorus stop`` then ``chorus start``).
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,7 @@ from chorus._errors import ChorusError
 from chorus.bodies import body_names
 from chorus.config import ChorusConfig
 from chorus.daemon._checks import load_checked_config
+from chorus.daemon._journal import structured
 from chorus.policy import load_policy
 from chorus.router import CooldownPolicy, Router
 
@@ -92,7 +92,7 @@ async def reload(sup: Supervisor) -> dict[str, Any]:
         "restart_needed": [k for k in keys if not is_live(k)],
         "policy": "reloaded",
     }
-    log.info(json.dumps({"event": "config_reloaded", **answer}))
+    structured(log, logging.INFO, "config_reloaded", **answer)
     return answer
 
 

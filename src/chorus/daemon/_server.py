@@ -18,8 +18,10 @@ from chorus.bodies import kill_live_groups
 from chorus.config import ChorusConfig, private_home
 from chorus.context import soul
 from chorus.daemon._api import build_app
+from chorus.daemon._budget import load_today
 from chorus.daemon._checks import load_checked_config
 from chorus.daemon._cluster import RoutineLead
+from chorus.daemon._journal import journal
 from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
 from chorus.daemon._metrics import DaemonMetrics, following
@@ -55,7 +57,8 @@ def _lifespan(
                 routines = asyncio.create_task(_routines(store, sched), name="routines")
                 try:
                     metrics = DaemonMetrics(gateway.metrics.registry)
-                    async with gateway.running(), following(store, metrics):
+                    observers = (sup.ledger.observe, journal)
+                    async with gateway.running(), following(store, metrics, *observers):
                         yield
                 finally:
                     for owned in (routines, task):
@@ -118,6 +121,10 @@ async def serve() -> int:
     guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
     hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))
     sup = Supervisor(store, config, hub=hub, **parts)
+    await load_today(store, sup.ledger)  # [budget]: today's spend so far
+    sup.status_hooks.append(
+        lambda: {"spend_today": sup.ledger.today(), "budget": sup.config.budget.model_dump()}
+    )
     if config.daemon.notifications:
         sup.outcome_hooks.append(notify_desktop)
     if config.router.notify_on_failover:

@@ -39,6 +39,8 @@ class ErrorCode(StrEnum):
     INVALID_REQUEST = "invalid_request"
     #: Chorus could not write the log (the disk is full); the job ended once it could.
     STORAGE_FULL = "storage_full"
+    #: A ``[budget]`` limit was reached: the job was stopped before spending more.
+    BUDGET_EXCEEDED = "budget_exceeded"
     UNKNOWN = "unknown"
 
 

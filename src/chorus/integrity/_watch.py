@@ -3,7 +3,6 @@ as a structured line and sent to the desktop (when notifications are on)."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -17,7 +16,8 @@ Notify = Callable[[str, str], Awaitable[None]]
 async def report(incidents: list[Incident], audit: AuditLog, notify: Notify | None) -> None:
     for incident in incidents:
         audit.append("integrity_incident", incident.to_json())
-        log.warning(json.dumps({"event": "integrity_incident", **incident.to_json()}))
+        fields = {"event": "integrity_incident", **incident.to_json()}
+        log.warning("integrity incident", extra={"structured": fields})  # a JSON line
         if notify is not None:
             kept = (
                 f"; the changed file is in {incident.quarantined}" if incident.quarantined else ""
