@@ -42,6 +42,7 @@ def test_a_job_over_the_daily_budget_stops_with_budget_exceeded(chorus: Chorus) 
     status = json.loads(chorus.run("status", "--json").stdout)
     assert status["spend_today"]["usd"] > 0.0005
     assert status["budget"]["daily_usd"] == 0.0005
+    assert status["next_routine"]["name"] == "heartbeat"  # on by default, every 30m
     human = chorus.run("status").stdout
     assert "spend today: $0.0008 of $0.0005 (daily_usd) (claude $0.0008)" in human
 

@@ -377,6 +377,10 @@ def status_lines(data: dict[str, Any], now: float) -> list[str]:
     lines.append("paused sessions: " + (", ".join(s[:12] for s in paused) if paused else "none"))
     if "pending_retries" in data:  # the routines' retry queue (issue 19)
         lines.append(f"pending retries: {data['pending_retries']}")
+    if "next_routine" in data:  # issue 26
+        nxt = data["next_routine"]
+        when = f"{nxt['name']} in {_age(nxt['at'] - now)}" if nxt else "none scheduled"
+        lines.append(f"next routine: {when}")
     if "spend_today" in data:  # [budget] (issue 26)
         lines.append(f"spend today: {_spend_line(data['spend_today'], data.get('budget') or {})}")
     lines += node_lines(data, now)  # issue 23
@@ -425,7 +429,9 @@ def _age(seconds: float) -> str:
         return f"{seconds:.0f}s"
     if seconds < 7200:
         return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
 
 
 def _body_lines(data: dict[str, Any], now: float) -> list[str]:
@@ -447,7 +453,8 @@ def _health_line(row: dict[str, Any], now: float) -> str:
     outcomes = row.get("outcomes") or []
     rate = f"success {sum(outcomes) / len(outcomes):.0%} of last {len(outcomes)}"
     left = float(row.get("cooldown_until") or 0) - now
-    cooling = f", cooling down {left:.0f}s more" if left > 0 else ""
+    told = " (until the provider's reset)" if row.get("reset_from_provider") else ""
+    cooling = f", cooling down {_age(left)} more{told}" if left > 0 else ""
     state = "healthy" if row.get("quota_state") in (None, "ok") else str(row["quota_state"])
     return f"{state} ({account}), {rate if outcomes else 'no data yet'}{cooling}"
 

@@ -101,6 +101,9 @@ class Scheduler:
         self.heartbeat_hooks: list[Callable[[], Awaitable[object]]] = []
         sup.outcome_hooks.append(self.retries.on_outcome)
         sup.status_hooks.append(self.retries.status)
+        #: The soonest scheduled firing, as of the last tick (``chorus status``).
+        self.upcoming: dict[str, Any] | None = None
+        sup.status_hooks.append(lambda: {"next_routine": self.upcoming})
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -149,6 +152,21 @@ class Scheduler:
         await self._sync_watchers(loaded, records)
         await self._enforce_timeouts(loaded, now)
         await self.retries.tick()
+        self.upcoming = await self._soonest(loaded, await self.records())
+
+    async def _soonest(
+        self, loaded: Loaded, records: dict[str, RoutineRecord]
+    ) -> dict[str, Any] | None:
+        """The next scheduled firing of any enabled routine (issue 26: ``status``)."""
+        soonest: dict[str, Any] | None = None
+        for routine in loaded.valid.values():
+            record = records.get(routine.name)
+            if not self.is_enabled(routine, record):
+                continue
+            at = await self.next_fire_of(routine, record)
+            if at is not None and (soonest is None or at < soonest["at"]):
+                soonest = {"name": routine.name, "at": at}
+        return soonest
 
     async def _register(self, name: str) -> RoutineRecord:
         return await self.store.register_routine(name, now=self.clock())
