@@ -227,6 +227,15 @@ def test_routed_line_says_where_and_why_and_bookkeeping_is_hidden() -> None:
         }
     )
     renderer.feed({"type": "unknown", "seq": 3, "native_type": "mcpServer/startupStatus/updated"})
+    renderer.feed(
+        {
+            "type": "notice",
+            "seq": 4,
+            "kind": "warning",
+            "message": "Codex could not find bubblewrap on PATH. Install bubblewrap with your OS"
+            " package manager. Codex will use the bundled bubblewrap in the meantime.",
+        }
+    )
     assert lines == [
         "   2 routed to codex: first healthy for deep_reasoning/token_light;"
         " claude: cooling down, 20s left (no failover)\n"

@@ -340,11 +340,13 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object."
     from chorus.cli._agents_cmd import agent_json, bodies_table
     from chorus.daemon._checks import load_checked_config
 
-    load_checked_config()  # a bad config or policy raises ConfigError → exit 2, key named
+    config = load_checked_config()  # a bad config or policy: ConfigError, exit 2, key named
     rows = [{**agent_json(info), "auth": _auth(info.name)} for info in describe_agents()]
     bodies = body_catalog()
+    sandbox = _sandbox_line(config.sandbox.mode)
     if as_json:
         payload = {"config": "ok", "agents": rows, "bodies": [b.as_dict() for b in bodies]}
+        payload["sandbox"] = sandbox
         typer.echo(json.dumps(payload))
         return
     table = Table("agent", "version", "path", "auth")
@@ -359,7 +361,21 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object."
         )
     console.print(table)
     console.print(bodies_table(bodies))
+    console.print(f"sandbox: {sandbox}")
     console.print("config: ok")
+
+
+def _sandbox_line(mode: str) -> str:
+    """Whether bodies run in bubblewrap (the CLIs' own sandbox notes are not shown)."""
+    from chorus.sandbox import bwrap_path
+
+    found = bwrap_path()
+    if mode == "off":
+        return 'off ([sandbox] mode = "off")'
+    if found is None:
+        refuse = "bodies are refused" if mode == "enforce" else "bodies run unsandboxed"
+        return f"bubblewrap not found: {refuse} (install the bubblewrap package)"
+    return f"bubblewrap {found} (mode {mode})"
 
 
 def _auth(name: str) -> str:
