@@ -26,7 +26,7 @@ async def route_request(sup: Supervisor, req: JobRequest) -> tuple[JobRequest, R
         why = f"continues session {session.id[:12]} on its body"
         return req, Routed(to_body=req.body or session.body, reason=why, failover=failover)
     if req.body:
-        why = "asked for with --body"
+        why = "named by its routine" if req.firing is not None else "asked for with --body"
         return req, Routed(to_body=req.body, reason=why, failover=failover)
     route = sup.router.explain(req.prompt, sup.health, time.time(), key=sup.provider_key)
     if not route.body:
