@@ -23,6 +23,8 @@ from chorus.daemon._checks import load_checked_config
         ('[router.matrix]\ndeep_thoughts = ["claude"]\n', "router.matrix.deep_thoughts"),
         ('[router.matrix]\ncreative = ["nobody"]\n', "router.matrix.creative"),
         ('[agents.mine]\ncommand = "x"\nprotocol = "acpx"\n', "agents.mine.protocol"),
+        ("[budget]\ndaily_usd = -1\n", "budget.daily_usd"),
+        ("[budget.bodies]\nclod = 5.0\n", "budget.bodies.clod"),
     ],
 )
 def test_a_config_the_router_cannot_use_names_its_key(

@@ -59,9 +59,35 @@ def test_agents_list_and_doctor_json(chorus_home: Path) -> None:
     assert doctor["config"] == "ok"
     assert {a["name"] for a in doctor["agents"]} == names
     assert all("auth" in a for a in doctor["agents"])
+    assert doctor["sandbox"].startswith(("bubblewrap /", "bubblewrap not found"))
 
 
 def test_sessions_and_jobs_json_on_a_fresh_home(chorus_home: Path) -> None:
     assert _json("jobs", "--json") == []
     assert _json("sessions", "list", "--json") == []
     assert _json("status", "--json") == {"daemon": "not running"}
+
+
+def test_audit_secret_and_gateway_token_json(chorus_home: Path) -> None:
+    stored = _json("secret", "set", "API_TOKEN", "--value", "v-987654321", "--json")
+    assert isinstance(stored, dict)
+    assert stored["name"] == "API_TOKEN"
+    assert "v-987654321" not in json.dumps(stored)
+    assert _json("secret", "scan", "--json") == {"leaks": []}
+    verified = _json("audit", "verify", "--json")
+    assert isinstance(verified, dict)
+    assert verified["ok"] is True
+    assert verified["entries"] >= 1  # the secret_set above
+    assert _json("secret", "rm", "API_TOKEN", "--json") == {"removed": "API_TOKEN"}
+    token = _json("gateway", "token", "--json")
+    assert isinstance(token, dict)
+    assert len(token["token"]) >= 32
+    assert _json("integrity", "status", "--json") == {
+        "files": [
+            {"name": n, "path": str(chorus_home / p), "baseline": None, "current": "absent",
+             "accepted_at": None, "ok": True}
+            for n, p in [("SOUL.md", "workspace/SOUL.md"), ("MEMORY.md", "memory/MEMORY.md"),
+                         ("policy.toml", "policy.toml"), ("config.toml", "config.toml")]
+        ],
+        "quarantined": [],
+    }  # fmt: skip

@@ -42,6 +42,7 @@ def test_the_everyday_block_is_what_this_test_walks() -> None:
     assert names[-1] == "stop"
 
 
+@pytest.mark.timeout(600)  # two dozen CLI runs, each a process start
 def test_walk_the_everyday_block(chorus: Chorus) -> None:
     chorus.server.script([text(f"answer {i}") for i in range(12)])
     ids: dict[str, str] = {}

@@ -184,3 +184,59 @@ def test_status_lines_show_each_node_and_what_it_runs() -> None:
     assert "routines: another node fires them" in lines
     assert "store: the database has been unreachable for 12s (refused)" in lines
     assert "not accepting new jobs until the database is back" in lines
+
+
+def test_status_lines_show_the_providers_reset_the_next_routine_and_todays_spend() -> None:
+    data = {
+        "pid": 7,
+        "started_at": 0.0,
+        "router_bodies": ["claude"],
+        "health": [
+            {
+                "key": "claude@default",
+                "outcomes": [False],
+                "cooldown_until": 40.0 + 3 * 86400,
+                "quota_state": "exhausted",
+                "reset_from_provider": True,
+            }
+        ],
+        "next_routine": {"name": "heartbeat", "at": 40.0 + 1500},
+        "spend_today": {"day": "2026-11-23", "usd": 1.25, "bodies": {"claude": 1.25}},
+        "budget": {"daily_usd": 20.0, "per_job_usd": None, "bodies": {"claude": 15.0}},
+    }
+    lines = status_lines(data, now=40.0)
+    assert (
+        "  claude: exhausted (own login), success 0% of last 1,"
+        " cooling down 3.0d more (until the provider's reset)" in lines
+    )
+    assert "next routine: heartbeat in 25m" in lines
+    assert "spend today: $1.25 of $20.00 (daily_usd) (claude $1.25 of $15.00)" in lines
+
+
+def test_routed_line_says_where_and_why_and_bookkeeping_is_hidden() -> None:
+    lines: list[str] = []
+    renderer = Renderer(lambda segs, end: lines.append("".join(t for _, t in segs) + end))
+    renderer.feed(
+        {
+            "type": "routed",
+            "seq": 2,
+            "to_body": "codex",
+            "reason": "first healthy for deep_reasoning/token_light",
+            "skipped": ["claude: cooling down, 20s left"],
+            "failover": False,
+        }
+    )
+    renderer.feed({"type": "unknown", "seq": 3, "native_type": "mcpServer/startupStatus/updated"})
+    renderer.feed(
+        {
+            "type": "notice",
+            "seq": 4,
+            "kind": "warning",
+            "message": "Codex could not find bubblewrap on PATH. Install bubblewrap with your OS"
+            " package manager. Codex will use the bundled bubblewrap in the meantime.",
+        }
+    )
+    assert lines == [
+        "   2 routed to codex: first healthy for deep_reasoning/token_light;"
+        " claude: cooling down, 20s left (no failover)\n"
+    ]

@@ -17,7 +17,7 @@ import pytest
 
 from chorus.daemon import DaemonClient, stop_daemon
 from chorus.events import parse_event
-from chorus.testing import ModelServer, claude_env, offline_env
+from chorus.testing import Cli, ModelServer, claude_env, offline_env
 
 
 @dataclass
@@ -76,7 +76,7 @@ def chorus(chorus_home: Path, tmp_path: Path) -> Iterator[Chorus]:
 Wait = Callable[[Callable[[], bool], float], None]
 
 
-BODIES = ("claude", "codex", "gemini")
+BODIES: tuple[Cli, ...] = ("claude", "codex", "gemini")
 
 
 @dataclass

@@ -7,13 +7,15 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from chorus.daemon import DaemonClient, stop_daemon
-from chorus.events import Handoff, JobEnded, Notice
+from chorus.events import Handoff, JobEnded, Notice, Routed
 from chorus.testing import ModelServer, error, offline_env, shell, text
+from chorus.testing._anthropic import regain_date
 
 pytestmark = pytest.mark.e2e
 
@@ -44,9 +46,11 @@ def lanes(chorus_home: Path, tmp_path: Path) -> Iterator[tuple[ModelServer, Path
     assert server.errors == []
 
 
-def _ask(work: Path, prompt: str) -> tuple[subprocess.CompletedProcess[str], list[object]]:
+def _ask(
+    work: Path, prompt: str, *more: str
+) -> tuple[subprocess.CompletedProcess[str], list[object]]:
     result = subprocess.run(
-        [sys.executable, "-m", "chorus", "ask", prompt, "--body", "claude", "--json"],
+        [sys.executable, "-m", "chorus", "ask", prompt, "--body", "claude", "--json", *more],
         capture_output=True,
         text=True,
         timeout=120,
@@ -83,6 +87,11 @@ def test_quota_mid_task_fails_over_to_codex_with_a_handoff_bundle(
     health = {h["key"].split("@")[0]: h for h in DaemonClient().status()["health"]}
     assert health["claude"]["quota_state"] == "exhausted"
     assert health["claude"]["key"].startswith("claude@")  # per body and credential
+    # The API said "regain access on <first of next month> at 00:00 UTC": that is the
+    # cooldown, not the configured 1 s backoff (issue 26).
+    regain = datetime.fromisoformat(regain_date()).replace(tzinfo=UTC).timestamp()
+    assert health["claude"]["cooldown_until"] == regain
+    assert health["claude"]["reset_from_provider"] is True
 
 
 def test_all_bodies_exhausted_waits_for_cooldown_then_completes(
@@ -115,3 +124,30 @@ def test_rate_limit_is_retried_on_the_same_body_before_any_failover(
     ended = events[-1]
     assert isinstance(ended, JobEnded)
     assert ended.result == "fine after a retry"
+
+
+def test_no_failover_fails_on_quota_and_the_route_says_so(
+    lanes: tuple[ModelServer, Path],
+) -> None:
+    """``--no-failover``: a quota error fails the job on its body (no handoff), and the
+    job's ``routed`` event (first in its log) says why it ran there (issue 26)."""
+    server, work = lanes
+    server.script([error("quota", times=None)], lane="claude")
+    result, events = _ask(work, "Say hello", "--no-failover")
+    assert result.returncode == 1, result.stderr
+    assert not [e for e in events if isinstance(e, Handoff)]
+    routed = [e for e in events if isinstance(e, Routed)]
+    assert [(r.to_body, r.reason, r.failover) for r in routed] == [
+        ("claude", "asked for with --body", False)
+    ]
+    assert events.index(routed[0]) == 0
+    ended = events[-1]
+    assert isinstance(ended, JobEnded)
+    assert ended.error is not None
+    assert ended.error.code == "quota_exhausted"
+    assert server.turn_requests(lane="codex") == []
+    log = subprocess.run(
+        [sys.executable, "-m", "chorus", "log", ended.job_id or ""],
+        capture_output=True, text=True, timeout=60, cwd=work, env=os.environ.copy(),
+    )  # fmt: skip
+    assert "routed to claude: asked for with --body (no failover)" in log.stdout

@@ -48,6 +48,7 @@ _REQUIRED: dict[str, dict[str, Any]] = {
     "control_response": {"request_id": "r", "ok": True},
     "handoff": {"from_body": "claude", "to_body": "codex", "reason": _ERR},
     "worktree": {"action": "created", "path": "/w/j1", "branch": "chorus/j1-x"},
+    "routed": {"to_body": "gemini", "reason": "first healthy body for structured_execution"},
     "session_ended": {"reason": "closed", "exit_code": 0},
     "job_ended": {"state": "failed", "error": _ERR, "attempts": 2},
     "memory": {"op": "add", "item_id": "m1", "kind": "fact", "text": "uses uv"},

@@ -128,3 +128,21 @@ def test_choose_uses_provider_keys_so_another_account_stays_usable() -> None:
     assert router.choose("explain why", book, now=1, key=accounts.__getitem__) == "codex"
     accounts["claude"] = "claude@dddd"  # switched to another account
     assert router.choose("explain why", book, now=1, key=accounts.__getitem__) == "claude"
+
+
+def test_explain_names_the_class_the_order_and_the_bodies_passed_over() -> None:
+    book = HealthBook()
+    router = Router(BODIES)
+    route = router.explain("Investigate why the build is slow", book, now=0)
+    assert route.body == "claude"
+    assert route.classification is not None
+    assert route.classification.kind == TaskKind.DEEP_REASONING
+    assert route.reason.startswith("first for deep_reasoning/token_light")
+    assert route.skipped == []
+    book.failure("claude", QUOTA, now=0)
+    route = router.explain("Investigate why the build is slow", book, now=10)
+    assert route.body == "codex"
+    assert route.reason.startswith("first healthy for deep_reasoning")
+    assert route.skipped == ["claude: cooling down, 20s left"]
+    only = Router(BODIES, strategy="gemini_only").explain("x", book, now=10)
+    assert (only.body, only.reason, only.classification) == ("gemini", "strategy gemini_only", None)

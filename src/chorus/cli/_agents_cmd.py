@@ -55,8 +55,10 @@ def bodies_table(bodies: list[BodyInfo]) -> Table:
 def list_agents(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Show each agent CLI (found or not, version, path) and each body's capabilities
-    (native / emulated / unsupported per control), config-defined ACP agents included."""
+    """Show each agent CLI (found or not, version, path) and each body's capabilities.
+
+    Capabilities: native / emulated / unsupported per control; config-defined ACP
+    agents included."""
     agents = describe_agents()
     bodies = body_catalog()
     if as_json:

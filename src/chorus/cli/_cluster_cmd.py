@@ -50,8 +50,10 @@ def migrate(
     to: str = typer.Option(..., "--to", help="postgresql://user@host:port/database (empty)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Copy this CHORUS_HOME's SQLite log (sessions, events, raw lines, jobs) into an
-    empty PostgreSQL database. Stop the daemon first; running jobs are re-queued."""
+    """Copy this home's SQLite log into an empty PostgreSQL database.
+
+    Sessions, events, raw lines and jobs are copied. Stop the daemon first;
+    running jobs are re-queued."""
     if not is_postgres_url(to):
         typer.echo(f"error: --to {redact_url(to)!r}: use postgresql://user@host:port/db", err=True)
         raise typer.Exit(2)

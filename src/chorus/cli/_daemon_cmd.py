@@ -57,6 +57,7 @@ _FRAMEWORK = typer.Option(
 _PLANNERS = typer.Option(None, "--planners", help="consensus: bodies that plan, e.g. claude,codex")
 _REVIEWER = typer.Option(None, "--reviewer", help="reflect: the body that reviews.")
 _ROUNDS = typer.Option(None, "--rounds", help="reflect: at most this many reviews (1-5).")
+_NO_FAILOVER = typer.Option(False, "--no-failover", help=HELP["no_failover"])
 
 
 def _extra(
@@ -67,9 +68,11 @@ def _extra(
     planners: str | None,
     reviewer: str | None,
     rounds: int | None,
+    no_failover: bool = False,
 ) -> dict[str, Any]:
     listed = [p.strip() for p in planners.split(",") if p.strip()] if planners else None
     request: dict[str, Any] = {"worktree": worktree, "branch": branch, "base": base}
+    request["failover"] = False if no_failover else None
     request.update(framework=framework, planners=listed, reviewer=reviewer, rounds=rounds)
     return {"request": {k: v for k, v in request.items() if v is not None}}
 
@@ -91,9 +94,10 @@ def ask(
     planners: str | None = _PLANNERS,
     reviewer: str | None = _REVIEWER,
     rounds: int | None = _ROUNDS,
+    no_failover: bool = _NO_FAILOVER,
 ) -> None:
     opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
-    opts.update(_extra(worktree, branch, base, framework, planners, reviewer, rounds))
+    opts.update(_extra(worktree, branch, base, framework, planners, reviewer, rounds, no_failover))
     raise typer.Exit(_jobs.ask(prompt, opts, fmt, as_json))
 
 
@@ -113,9 +117,10 @@ def task(
     planners: str | None = _PLANNERS,
     reviewer: str | None = _REVIEWER,
     rounds: int | None = _ROUNDS,
+    no_failover: bool = _NO_FAILOVER,
 ) -> None:
     opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
-    opts.update(_extra(worktree, branch, base, framework, planners, reviewer, rounds))
+    opts.update(_extra(worktree, branch, base, framework, planners, reviewer, rounds, no_failover))
     raise typer.Exit(_jobs.task(prompt, opts, as_json))
 
 
@@ -335,11 +340,13 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object."
     from chorus.cli._agents_cmd import agent_json, bodies_table
     from chorus.daemon._checks import load_checked_config
 
-    load_checked_config()  # a bad config or policy raises ConfigError → exit 2, key named
+    config = load_checked_config()  # a bad config or policy: ConfigError, exit 2, key named
     rows = [{**agent_json(info), "auth": _auth(info.name)} for info in describe_agents()]
     bodies = body_catalog()
+    sandbox = _sandbox_line(config.sandbox.mode)
     if as_json:
         payload = {"config": "ok", "agents": rows, "bodies": [b.as_dict() for b in bodies]}
+        payload["sandbox"] = sandbox
         typer.echo(json.dumps(payload))
         return
     table = Table("agent", "version", "path", "auth")
@@ -354,7 +361,21 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object."
         )
     console.print(table)
     console.print(bodies_table(bodies))
+    console.print(f"sandbox: {sandbox}")
     console.print("config: ok")
+
+
+def _sandbox_line(mode: str) -> str:
+    """Whether bodies run in bubblewrap (the CLIs' own sandbox notes are not shown)."""
+    from chorus.sandbox import bwrap_path
+
+    found = bwrap_path()
+    if mode == "off":
+        return 'off ([sandbox] mode = "off")'
+    if found is None:
+        refuse = "bodies are refused" if mode == "enforce" else "bodies run unsandboxed"
+        return f"bubblewrap not found: {refuse} (install the bubblewrap package)"
+    return f"bubblewrap {found} (mode {mode})"
 
 
 def _auth(name: str) -> str:

@@ -35,7 +35,12 @@ _JOB_OPTIONS = {
     "--reviewer": "reviewer",
     "--rounds": "rounds",
 }
-_JOB_FLAGS = {"--json": "as_json", "--worktree": "worktree", "--no-worktree": "no_worktree"}
+_JOB_FLAGS = {
+    "--json": "as_json",
+    "--worktree": "worktree",
+    "--no-worktree": "no_worktree",
+    "--no-failover": "no_failover",
+}
 
 
 #: Help of each option by destination, shared with the typer commands (``_daemon_cmd``).
@@ -58,6 +63,7 @@ HELP = {
     "rounds": "reflect: at most this many reviews (1-5).",
     "team": "Steer a team's member instead of a job (then TEXT is the only argument).",
     "member": "The team's member, with --team.",
+    "no_failover": "On a quota error fail the job instead of moving it to another body.",
 }
 
 #: Each command's help, shared with the typer commands.
@@ -133,6 +139,8 @@ def _job_opts(v: dict[str, Any]) -> dict[str, Any]:
     request = {k: v[k] for k in ("branch", "base", "framework", "reviewer") if v.get(k)}
     if v.get("worktree") or v.get("no_worktree"):
         request["worktree"] = bool(v.get("worktree"))
+    if v.get("no_failover"):
+        request["failover"] = False
     if v.get("planners"):
         request["planners"] = [p.strip() for p in v["planners"].split(",") if p.strip()]
     if v.get("rounds"):

@@ -118,7 +118,9 @@ async def _wait_for_link(brain: DaemonBrain, seconds: float) -> dict[str, Any]:
 
 
 @gateway_app.command("status")
-def gateway_status() -> None:
+def gateway_status(
+    as_json: bool = typer.Option(False, "--json", help="The same JSON (it always is)."),
+) -> None:
     """Sessions, connections, the TCP listener and the brain link, as JSON."""
     import httpx
 
@@ -128,11 +130,14 @@ def gateway_status() -> None:
 
 
 @gateway_app.command("token")
-def gateway_token_cmd() -> None:
+def gateway_token_cmd(
+    as_json: bool = typer.Option(False, "--json", help='{"token": ...}'),
+) -> None:
     """Print the bearer token TCP clients must send (creating it on first use)."""
     from chorus.gateway import gateway_token, load_gateway_settings
 
-    typer.echo(gateway_token(load_gateway_settings().gateway))
+    token = gateway_token(load_gateway_settings().gateway)
+    typer.echo(json.dumps({"token": token}) if as_json else token)
 
 
 # -- chorus repl ---------------------------------------------------------------------------

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 3
 FORMATS = ("text", "events", "json")
-_NOTES = frozenset({"notice", "retry_notice", "handoff", "turn_failed", "permission_request"})
+_NOTES = frozenset(
+    {"notice", "retry_notice", "handoff", "turn_failed", "permission_request", "routed"}
+)
 
 
 def _tty() -> bool:
@@ -375,6 +377,12 @@ def status_lines(data: dict[str, Any], now: float) -> list[str]:
     lines.append("paused sessions: " + (", ".join(s[:12] for s in paused) if paused else "none"))
     if "pending_retries" in data:  # the routines' retry queue (issue 19)
         lines.append(f"pending retries: {data['pending_retries']}")
+    if "next_routine" in data:  # issue 26
+        nxt = data["next_routine"]
+        when = f"{nxt['name']} in {_age(nxt['at'] - now)}" if nxt else "none scheduled"
+        lines.append(f"next routine: {when}")
+    if "spend_today" in data:  # [budget] (issue 26)
+        lines.append(f"spend today: {_spend_line(data['spend_today'], data.get('budget') or {})}")
     lines += node_lines(data, now)  # issue 23
     return lines
 
@@ -399,12 +407,31 @@ def node_lines(data: dict[str, Any], now: float) -> list[str]:
     return lines
 
 
+def usd(amount: float) -> str:
+    """Dollars with cents, or four decimals below a cent."""
+    return f"${amount:.2f}" if amount >= 0.01 or amount == 0 else f"${amount:.4f}"
+
+
+def _spend_line(spend: dict[str, Any], budget: dict[str, Any]) -> str:
+    limit = f" of {usd(budget['daily_usd'])} (daily_usd)" if budget.get("daily_usd") else ""
+    caps = budget.get("bodies") or {}
+    parts = [
+        f"{body} {usd(spent)}" + (f" of {usd(caps[body])}" if body in caps else "")
+        for body, spent in sorted((spend.get("bodies") or {}).items())
+    ]
+    return f"{usd(float(spend.get('usd') or 0))}{limit}" + (
+        f" ({', '.join(parts)})" if parts else ""
+    )
+
+
 def _age(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f}s"
     if seconds < 7200:
         return f"{seconds / 60:.0f}m"
-    return f"{seconds / 3600:.1f}h"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
 
 
 def _body_lines(data: dict[str, Any], now: float) -> list[str]:
@@ -426,7 +453,8 @@ def _health_line(row: dict[str, Any], now: float) -> str:
     outcomes = row.get("outcomes") or []
     rate = f"success {sum(outcomes) / len(outcomes):.0%} of last {len(outcomes)}"
     left = float(row.get("cooldown_until") or 0) - now
-    cooling = f", cooling down {left:.0f}s more" if left > 0 else ""
+    told = " (until the provider's reset)" if row.get("reset_from_provider") else ""
+    cooling = f", cooling down {_age(left)} more{told}" if left > 0 else ""
     state = "healthy" if row.get("quota_state") in (None, "ok") else str(row["quota_state"])
     return f"{state} ({account}), {rate if outcomes else 'no data yet'}{cooling}"
 

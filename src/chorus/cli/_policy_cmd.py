@@ -113,7 +113,7 @@ def audit_verify(
     log = AuditLog()
     result = log.verify()
     if as_json:
-        typer.echo(json.dumps(dataclasses.asdict(result)))
+        typer.echo(json.dumps({**dataclasses.asdict(result), "path": str(log.path)}))
         raise typer.Exit(0 if result.ok else 1)
     if result.ok:
         console.print(f"ok: {result.entries} entries, chain intact ({log.path})")
@@ -160,11 +160,15 @@ def _read_value(value: str | None) -> str:
 def secret_set(
     name: str = typer.Argument(..., help="Name, also the env var a body gets (e.g. GITHUB_TOKEN)."),
     value: str | None = typer.Option(None, help="The value; read from stdin when omitted."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object."),
 ) -> None:
     """Store (or replace) a secret, encrypted with AES-256-GCM."""
     store = SecretStore()
     info = store.set(name, _read_value(value))
     AuditLog().append("secret_set", {"name": info.name})
+    if as_json:
+        typer.echo(json.dumps(dataclasses.asdict(info)))
+        return
     console.print(f"stored {info.name} ({store.key_source.description})")
 
 
@@ -182,18 +186,27 @@ def secret_list(as_json: bool = typer.Option(False, "--json", help="One JSON arr
 
 
 @secret_app.command("rm")
-def secret_rm(name: str) -> None:
+def secret_rm(
+    name: str, as_json: bool = typer.Option(False, "--json", help="One JSON object.")
+) -> None:
     """Remove a secret."""
     SecretStore().rm(name)
     AuditLog().append("secret_removed", {"name": name})
+    if as_json:
+        typer.echo(json.dumps({"removed": name}))
+        return
     console.print(f"removed {name}")
 
 
 @secret_app.command("scan")
-def secret_scan() -> None:
+def secret_scan(as_json: bool = typer.Option(False, "--json", help="One JSON object.")) -> None:
     """Search every file under CHORUS_HOME for secret values; exit 1 on a leak."""
     store = SecretStore()
     leaks = scan_for_leaks(store.items(), store.home)
+    if as_json:
+        found = [{"name": x.name, "form": x.form, "path": str(x.path)} for x in leaks]
+        typer.echo(json.dumps({"leaks": found}))
+        raise typer.Exit(1 if leaks else 0)
     for leak in leaks:
         console.print(f"[red]LEAK[/red] {leak.name} ({leak.form}) in {leak.path}")
     if leaks:

@@ -55,7 +55,7 @@ class Renderer:
         kind = event.get("type", "")
         if kind in ("text_delta", "thinking") and self._stream(event):
             return
-        if kind in _HIDDEN:
+        if kind in _HIDDEN or _is_noise(event):
             return
         if kind in ("text", "thinking") and self._was_streamed(event):
             return
@@ -190,9 +190,33 @@ _LINES: dict[str, Callable[[dict[str, Any]], Segments]] = {
         ("bold yellow", "handoff "),
         ("", f"{e.get('from_body')} → {e.get('to_body')} ({(e.get('reason') or {}).get('code')})"),
     ],
+    "routed": lambda e: [
+        ("cyan", "routed "),
+        ("", f"to {e.get('to_body')}: {e.get('reason')}"),
+        ("dim", "".join(f"; {s}" for s in e.get("skipped") or [])),
+        ("dim", "" if e.get("failover", True) else " (no failover)"),
+    ],
     "session_ended": lambda e: [("dim", f"session ended: {e.get('reason')}")],
     "unknown": lambda e: [("dim", f"unknown {e.get('native_type')}")],
 }
+#: Native bookkeeping a person need not see (kept in the log and in --format json).
+_NOISE = {
+    "mcpServer/startupStatus/updated",
+}
+
+
+#: Notes a CLI repeats at every start that say nothing about the job (the log keeps
+#: them): Codex's own sandbox warning (Chorus runs it inside its own bubblewrap
+#: sandbox; `chorus doctor` reports bubblewrap).
+_NOISY_NOTES = ("Codex could not find bubblewrap",)
+
+
+def _is_noise(event: dict[str, Any]) -> bool:
+    if event.get("type") == "unknown":
+        return event.get("native_type") in _NOISE
+    if event.get("type") == "notice":
+        return str(event.get("message", "")).startswith(_NOISY_NOTES)
+    return False
 
 
 # -- sinks -------------------------------------------------------------------------------

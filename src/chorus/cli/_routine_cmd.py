@@ -51,8 +51,9 @@ def _echo_json(data: Any) -> None:
 
 @routine_app.command("list")
 def list_routines(as_json: bool = JSON_OPT) -> None:
-    """Every routine: trigger, next fire time, last result, failing count; invalid ones
-    with their error."""
+    """Every routine: trigger, next fire time, last result, failing count.
+
+    Invalid ones are listed with their error."""
     rows = _request("GET", "/routines")
     if as_json:
         _echo_json(rows)

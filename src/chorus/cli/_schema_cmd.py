@@ -12,6 +12,7 @@ from chorus.cli._app import app
 @app.command("schema")
 def schema(
     which: str = typer.Argument("all", help="events, ucp or all"),
+    as_json: bool = typer.Option(False, "--json", help="The same JSON (it always is)."),
 ) -> None:
     """Print the JSON Schema of the canonical events and/or UCP v1 envelopes."""
     from chorus.events import event_json_schema, ucp_json_schema

@@ -154,8 +154,9 @@ def replay_session(
     session_id: str = typer.Argument(..., help="The session id (or a unique prefix)."),
     as_json: bool = typer.Option(False, "--json", help="The report as one JSON object."),
 ) -> None:
-    """Re-run a session's recorded stdout through its body's codec and compare with
-    the log. Exit 0 on a match, 1 on a divergence, 2 for an unknown session or body."""
+    """Re-run a session's recorded output through its codec; compare with the log.
+
+    Exit 0 on a match, 1 on a divergence, 2 for an unknown session or body."""
     _register_replay_codecs()
 
     async def run(store: Store) -> ReplayReport:

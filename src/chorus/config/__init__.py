@@ -2,6 +2,7 @@
 
 from chorus.config._config import (
     AgentConfig,
+    BudgetConfig,
     ChorusConfig,
     DaemonConfig,
     RetryConfig,
@@ -34,6 +35,7 @@ __all__ = [
     "DEFAULT_PORT",
     "AgentConfig",
     "BrainConfig",
+    "BudgetConfig",
     "ChorusConfig",
     "DaemonConfig",
     "GatewayConfig",

@@ -161,6 +161,18 @@ class RetryConfig(_Strict):
     max_s: float = Field(default=3600.0, gt=0)
 
 
+class BudgetConfig(_Strict):
+    """``[budget]``: spending limits in USD, on the cost the bodies report (issue 26).
+    A job that would start over a limit fails with ``budget_exceeded``."""
+
+    #: All bodies together, per local day.
+    daily_usd: float | None = Field(default=None, gt=0)
+    #: One job, all its turns (failovers and restarts included).
+    per_job_usd: float | None = Field(default=None, gt=0)
+    #: Per body, per local day: ``[budget.bodies] claude = 5.0``.
+    bodies: dict[str, float] = Field(default_factory=dict)
+
+
 class ChorusConfig(_Strict):
     """The whole config file. Unknown keys are errors, not silently ignored."""
 
@@ -172,6 +184,7 @@ class ChorusConfig(_Strict):
     routines: RoutinesConfig = Field(default_factory=RoutinesConfig)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)

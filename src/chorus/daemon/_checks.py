@@ -3,6 +3,7 @@ key at fault instead of a daemon that dies with "exit code 1"."""
 
 from __future__ import annotations
 
+from chorus._errors import ConfigError
 from chorus.bodies import body_names
 from chorus.config import ChorusConfig, load_config
 from chorus.policy import load_policy
@@ -14,6 +15,12 @@ def load_checked_config() -> ChorusConfig:
     and ``policy.toml`` loaded (made on first run); raises ``ConfigError``."""
     config = load_config()
     rc = config.router
-    check_routing(rc.strategy, rc.bodies, rc.matrix, body_names(config))
+    known = body_names(config)
+    check_routing(rc.strategy, rc.bodies, rc.matrix, known)
+    for body in config.budget.bodies:  # issue 26
+        if body not in known:
+            raise ConfigError(
+                f"budget.bodies.{body}: unknown body; known bodies: {', '.join(known)}"
+            )
     load_policy()
     return config

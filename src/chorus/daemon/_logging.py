@@ -120,8 +120,10 @@ def _syslog_handler() -> logging.Handler | None:
 
 def install_logging(level: int = logging.INFO) -> ResilientStderrHandler:
     """Make the root logger write through one :class:`ResilientStderrHandler`."""
+    from chorus.daemon._journal import JsonLineFormatter
+
     handler = ResilientStderrHandler()
-    handler.setFormatter(logging.Formatter(FORMAT))
+    handler.setFormatter(JsonLineFormatter(FORMAT))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

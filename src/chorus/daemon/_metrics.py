@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import prometheus_client
 from prometheus_client import CollectorRegistry
@@ -92,11 +92,16 @@ class DaemonMetrics:
             self.cost.labels(body, model).inc(turn.cost_usd)
 
 
+Observer = Callable[[Event], None]
+
+
 @contextlib.asynccontextmanager
-async def following(store: Store, metrics: DaemonMetrics) -> AsyncIterator[None]:
-    """Count the log's events (and poll the queue) while the block runs."""
+async def following(store: Store, metrics: DaemonMetrics, *others: Observer) -> AsyncIterator[None]:
+    """Count the log's events (and poll the queue) while the block runs; ``others``
+    see every event too (the budget ledger, the structured log)."""
+    observers = [metrics.observe, *others]
     tasks = [
-        asyncio.create_task(_follow(store, metrics), name="metrics-events"),
+        asyncio.create_task(_follow(store, observers), name="metrics-events"),
         asyncio.create_task(_poll_queue(store, metrics), name="metrics-queue"),
     ]
     try:
@@ -109,15 +114,23 @@ async def following(store: Store, metrics: DaemonMetrics) -> AsyncIterator[None]
                 await task
 
 
-async def _follow(store: Store, metrics: DaemonMetrics) -> None:
+async def _follow(store: Store, observers: list[Observer]) -> None:
     while True:
         try:
             async with await store.subscribe(None) as sub:
                 async for event in sub:
-                    metrics.observe(event)
+                    for observe in observers:
+                        _safely(observe, event)
             return  # the store closed
         except SlowSubscriberError:
             log.warning("metrics fell behind the log; following again from now")
+
+
+def _safely(observe: Observer, event: Event) -> None:
+    try:
+        observe(event)
+    except Exception:  # one observer's bug must not stop the others
+        log.exception("an event observer failed")
 
 
 async def _poll_queue(store: Store, metrics: DaemonMetrics) -> None:

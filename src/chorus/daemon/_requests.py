@@ -30,6 +30,8 @@ _STRING_FIELDS = (
     "reviewer",
 )
 
+_BOOL_FIELDS = ("worktree", "failover")
+
 
 class BadJobRequestError(UserError):
     """A job request refused before anything was written; ``code`` is stable."""
@@ -64,6 +66,12 @@ async def read_job_request(request: Request, max_prompt_bytes: int) -> dict[str,
         value = payload.get(name)
         if value is not None and not isinstance(value, str):
             raise BadJobRequestError(f"bad job request: {name!r} must be a string", "bad_request")
+    for name in _BOOL_FIELDS:
+        value = payload.get(name)
+        if value is not None and not isinstance(value, bool):
+            raise BadJobRequestError(
+                f"bad job request: {name!r} must be true or false", "bad_request"
+            )
     problem = prompt_problem(payload.get("prompt") or "", max_prompt_bytes)
     if problem is not None:
         raise BadJobRequestError(problem, "prompt_too_large")

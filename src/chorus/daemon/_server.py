@@ -16,16 +16,21 @@ from starlette.applications import Starlette
 
 from chorus.bodies import kill_live_groups
 from chorus.config import ChorusConfig, private_home, private_umask, tighten_home
+from chorus.context import soul
 from chorus.daemon._api import build_app
+from chorus.daemon._budget import load_today
 from chorus.daemon._checks import load_checked_config
 from chorus.daemon._cluster import RoutineLead
+from chorus.daemon._journal import journal
 from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
 from chorus.daemon._metrics import DaemonMetrics, following
 from chorus.daemon._paths import pid_path, socket_path
-from chorus.daemon._supervisor import Supervisor, notify_desktop, notify_failover
+from chorus.daemon._reload import reload_routes
+from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
 from chorus.gateway import Gateway, load_gateway_settings
+from chorus.integrity import Guardian, guard_now, report
 from chorus.mcpserver import tool_routes
 from chorus.memory import Extractions
 from chorus.policy import AuditLog, SecretStore, load_policy
@@ -52,7 +57,8 @@ def _lifespan(
                 routines = asyncio.create_task(_routines(store, sched), name="routines")
                 try:
                     metrics = DaemonMetrics(gateway.metrics.registry)
-                    async with gateway.running(), following(store, metrics):
+                    observers = (sup.ledger.observe, journal)
+                    async with gateway.running(), following(store, metrics, *observers):
                         yield
                 finally:
                     for owned in (routines, task):
@@ -100,6 +106,10 @@ async def serve() -> int:
     tighten_home()
     raise_fd_limit()
     asyncio.get_running_loop().set_exception_handler(QuietLoopErrors())
+    # Issue 26: before anything is read; SOUL.md made first, so its default is baselined;
+    # the config and policy as started are trusted.
+    soul()
+    incidents = Guardian().check(trusted=("config.toml", "policy.toml"))
     config = load_checked_config()
     store = open_store(config)  # [store] url: SQLite in CHORUS_HOME or a shared PostgreSQL
     try:
@@ -113,6 +123,10 @@ async def serve() -> int:
     guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
     hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))
     sup = Supervisor(store, config, hub=hub, **parts)
+    await load_today(store, sup.ledger)  # [budget]: today's spend so far
+    sup.status_hooks.append(
+        lambda: {"spend_today": sup.ledger.today(), "budget": sup.config.budget.model_dump()}
+    )
     if config.daemon.notifications:
         sup.outcome_hooks.append(notify_desktop)
     if config.router.notify_on_failover:
@@ -121,9 +135,13 @@ async def serve() -> int:
     sup.outcome_hooks.append(extractions.hook)
     gateway = Gateway(store, config, guards=guards, hub=hub)
     sched = Scheduler(sup)
+    notify = _notify if config.daemon.notifications else None
+    await report(incidents, parts["audit"], notify)
+    sched.heartbeat_hooks.append(lambda: guard_now(parts["audit"], notify))
     routes = [*gateway.routes(), *routine_routes(sched)]
     routes += tool_routes(sup.audit, config.memory)  # chorus mcp's tools
     routes += team_routes(sup)  # teams and their mailboxes (issue 20)
+    routes += reload_routes(sup)  # chorus reload (issue 26)
     app = build_app(
         sup, lifespan=_lifespan(store, sup, gateway, sched, extractions), extra_routes=routes
     )

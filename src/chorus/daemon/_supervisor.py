@@ -39,9 +39,11 @@ from chorus._errors import UserError
 from chorus.bodies import Body, BodyOptions, body_names, check_installed
 from chorus.config import BrainConfig, ChorusConfig
 from chorus.context import Brief
+from chorus.daemon._budget import Ledger, budget_error, refusal
 from chorus.daemon._cluster import SharedHealth, StoreDownError, load_health_file
 from chorus.daemon._durability import error_info, until_stored
 from chorus.daemon._frameworks import FrameworkPort, framework_options
+from chorus.daemon._routing import route_request
 from chorus.events import (
     ErrorCode,
     ErrorInfo,
@@ -121,6 +123,8 @@ class JobRequest:
     worktree: bool | None = None
     branch: str | None = None
     base: str | None = None
+    #: False: on a quota error the job fails instead of moving to another body.
+    failover: bool | None = None
 
 
 class Supervisor:
@@ -172,6 +176,8 @@ class Supervisor:
         #: Extra fields for ``status()`` (e.g. the retry queue's ``pending_retries``).
         self.status_hooks: list[Callable[[], dict[str, Any]]] = []
         self.started_at = time.time()
+        #: Today's spend and each job's, fed from the log (issue 26, ``[budget]``).
+        self.ledger = Ledger()
         # Issue 23: this daemon is a worker node of the store's queue (claims with leases).
         sc = config.store
         self.node = WorkerNode(
@@ -197,10 +203,14 @@ class Supervisor:
         _checked_mode(req.permission_mode)
         known = body_names(self.config)
         framework = framework_options(req.framework, req.planners, req.reviewer, req.rounds, known)
+        req, routed = await route_request(self, req)  # issue 26: the body and why
         async with prepare_job_worktree(self.store, self.config, req) as wt:  # issue 24
             session = await self._session_for(replace(req, cwd=wt.cwd))
             options = {"model": req.model, "permission_mode": req.permission_mode, **framework}
+            if req.failover is False:
+                options["failover"] = False
             job = await self._create(req, session, {**options, **wt.options}, wt.job_id)
+        await self._append(job, routed)
         self._wake.set()
         return job
 
@@ -493,6 +503,8 @@ class Supervisor:
         run = _Run(body=_active_body(session), original=_active_body(session), plan=plan)
         run.prompt = await self._with_untold_denials(session.id, prompt)
         while True:
+            if (over := await self._over_budget(job, run.body)) is not None:  # issue 26
+                return over
             final = await self._one_attempt(job, run.body, run.prompt, run.plan)
             if not isinstance(final, TurnFailed) or job.id in self._interrupted:
                 if isinstance(final, TurnCompleted):
@@ -500,6 +512,16 @@ class Supervisor:
                 return final
             if not await self._recover(job, run, final.error):
                 return final
+
+    async def _over_budget(self, job: JobRecord, body: str) -> TurnFailed | None:
+        """A ``[budget]`` limit reached: the job stops before spending more."""
+        why = refusal(self.ledger, self.config.budget, job.id, body)
+        if why is None:
+            return None
+        await self._append(job, Notice(message=f"stopped: {why}", kind="budget"))
+        if self.config.daemon.notifications:
+            await _notify("Chorus budget reached", f"{why}: {job.prompt[:80]}")
+        return TurnFailed(error=budget_error(why))
 
     async def _recover(self, job: JobRecord, run: _Run, error: ErrorInfo) -> bool:
         """Decide what to do after a failed turn; False means the job fails with it."""
@@ -524,7 +546,7 @@ class Supervisor:
             run.prompt = _continue_prompt(job.prompt)
             return True
         await self._health_failure(run.body, error)
-        if not router.failover or run.waits >= _MAX_WAITS:
+        if not router.failover or job.options.get("failover") is False or run.waits >= _MAX_WAITS:
             return False
         return await self._failover(job, run, error)
 

@@ -39,6 +39,8 @@ class ErrorCode(StrEnum):
     INVALID_REQUEST = "invalid_request"
     #: Chorus could not write the log (the disk is full); the job ended once it could.
     STORAGE_FULL = "storage_full"
+    #: A ``[budget]`` limit was reached: the job was stopped before spending more.
+    BUDGET_EXCEEDED = "budget_exceeded"
     UNKNOWN = "unknown"
 
 
@@ -274,6 +276,20 @@ class Handoff(_EventBase):
     bundle_chars: int = 0
 
 
+class Routed(_EventBase):
+    """Why a job runs on its body (issue 26): the task's class, the strategy, and
+    the reason in words; ``skipped`` are the bodies passed over and why."""
+
+    type: Literal["routed"] = "routed"
+    to_body: str
+    reason: str
+    strategy: str | None = None
+    kind: str | None = None
+    load: str | None = None
+    skipped: list[str] = Field(default_factory=list)
+    failover: bool = True
+
+
 class Worktree(_EventBase):
     """Chorus did something to a job's git worktree (issue 24): ``action`` is one of
     created, locked, committed, unlocked, merged, removed, refused, orphan."""
@@ -347,6 +363,7 @@ Event = Annotated[
     | ControlRequestEvent
     | ControlResponseEvent
     | Handoff
+    | Routed
     | Worktree
     | SessionEnded
     | JobEnded
@@ -382,6 +399,7 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     ControlRequestEvent,
     ControlResponseEvent,
     Handoff,
+    Routed,
     Worktree,
     SessionEnded,
     JobEnded,

@@ -16,7 +16,7 @@ from chorus.router._health import (
     ProviderHealth,
     provider_key,
 )
-from chorus.router._router import DEFAULT_MATRIX, Router
+from chorus.router._router import DEFAULT_MATRIX, Route, Router
 
 __all__ = [
     "CREDENTIAL_VARS",
@@ -28,6 +28,7 @@ __all__ = [
     "HandoffBundle",
     "HealthBook",
     "ProviderHealth",
+    "Route",
     "Router",
     "Step",
     "TaskKind",

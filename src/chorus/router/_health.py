@@ -3,7 +3,8 @@
 Pure state with an explicit clock so it can be tested and persisted as JSON.
 A failure with ``quota_exhausted`` or ``rate_limited`` puts the provider in a
 cooldown that grows exponentially (``base * multiplier**(n-1)``, capped at
-``max``); a structured reset time, when the CLI gives one, wins if later.
+``max``). When the provider says when access returns (a reset header, a
+``resetsAt``, "regain access on 2026-12-01"), that time is the cooldown instead.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chorus.events import ErrorCode, ErrorInfo
+from chorus.router._reset import reset_time
 
 _COOLING = {ErrorCode.QUOTA_EXHAUSTED, ErrorCode.RATE_LIMITED, ErrorCode.AUTH}
 
@@ -59,6 +61,8 @@ class ProviderHealth:
     cooldown_until: float = 0.0
     quota_state: str = "ok"  # ok | rate_limited | exhausted
     last_error: str | None = None
+    #: The cooldown ends when the provider said access returns (not a guess).
+    reset_from_provider: bool = False
 
     @property
     def success_rate(self) -> float:
@@ -72,6 +76,7 @@ class ProviderHealth:
         self.consecutive_failures = 0
         self.quota_state = "ok"
         self.cooldown_until = 0.0
+        self.reset_from_provider = False
 
     def record_failure(self, error: ErrorInfo, now: float, policy: CooldownPolicy) -> None:
         self.outcomes.append(False)
@@ -80,10 +85,10 @@ class ProviderHealth:
             return
         self.consecutive_failures += 1
         backoff = policy.base_s * policy.multiplier ** (self.consecutive_failures - 1)
-        until = now + min(backoff, policy.max_s)
-        if error.retry_after_s is not None:
-            until = max(until, now + error.retry_after_s)
-        self.cooldown_until = max(self.cooldown_until, until)
+        told = reset_time(error, now)
+        until = told if told is not None else now + min(backoff, policy.max_s)
+        self.cooldown_until = until if told is not None else max(self.cooldown_until, until)
+        self.reset_from_provider = told is not None
         self.quota_state = (
             "exhausted" if error.code == ErrorCode.QUOTA_EXHAUSTED else "rate_limited"
         )
@@ -96,6 +101,7 @@ class ProviderHealth:
             "cooldown_until": self.cooldown_until,
             "quota_state": self.quota_state,
             "last_error": self.last_error,
+            "reset_from_provider": self.reset_from_provider,
         }
 
     @classmethod
@@ -107,6 +113,7 @@ class ProviderHealth:
             cooldown_until=float(data.get("cooldown_until", 0.0)),
             quota_state=str(data.get("quota_state", "ok")),
             last_error=data.get("last_error"),
+            reset_from_provider=bool(data.get("reset_from_provider", False)),
         )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from chorus._errors import UnknownBodyError
 from chorus.router._classify import Classification, classify
@@ -19,6 +20,27 @@ DEFAULT_MATRIX: dict[str, list[str]] = {
     "iterative": ["codex", "claude", "gemini"],
     "token_light": ["claude", "codex", "gemini"],
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """The router's pick and why (the ``routed`` event of a job)."""
+
+    body: str
+    reason: str
+    strategy: str
+    classification: Classification | None = None
+    skipped: list[str] = field(default_factory=list)
+
+
+def _span(seconds: float) -> str:
+    if seconds < 120:
+        return f"{max(seconds, 0):.0f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"
 
 
 class Router:
@@ -59,6 +81,35 @@ class Router:
         for key in keys:
             order += [b for b in self.matrix.get(key, []) if b in self.bodies and b not in order]
         return order + [b for b in self.bodies if b not in order]
+
+    def explain(
+        self,
+        prompt: str,
+        health: HealthBook,
+        now: float,
+        *,
+        key: Callable[[str], str] = str,
+    ) -> Route:
+        """The body for ``prompt`` with the reason, in words a person can read: the
+        strategy, the task's class (smart routing), the bodies passed over and why."""
+        cls = classify(prompt) if self.strategy == "smart" else None
+        prefs = self._smart(cls) if cls is not None else self.preferences(prompt)
+        skipped: list[str] = []
+        for body in prefs:
+            if health.healthy(key(body), now):
+                return Route(body, self._why(cls, prefs, body), self.strategy, cls, skipped)
+            left = health.get(key(body)).cooldown_until - now
+            skipped.append(f"{body}: cooling down, {_span(left)} left")
+        first = prefs[0] if prefs else ""
+        why = "no body is healthy: queued on the first preferred, it waits for the reset"
+        return Route(first, why, self.strategy, cls, skipped)
+
+    def _why(self, cls: Classification | None, prefs: list[str], body: str) -> str:
+        if cls is None:
+            return f"strategy {self.strategy}"
+        order = " > ".join(prefs)
+        rank = "first" if prefs[0] == body else "first healthy"
+        return f"{rank} for {cls.kind.value}/{cls.load.value} (order {order})"
 
     def choose(
         self,

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -97,8 +97,13 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._watchers: dict[str, tuple[tuple[str, float], asyncio.Task[None]]] = {}
         self.retries = RetryQueue(sup, clock=clock)
+        #: Run at every heartbeat tick, busy or quiet (the integrity guardian, issue 26).
+        self.heartbeat_hooks: list[Callable[[], Awaitable[object]]] = []
         sup.outcome_hooks.append(self.retries.on_outcome)
         sup.status_hooks.append(self.retries.status)
+        #: The soonest scheduled firing, as of the last tick (``chorus status``).
+        self.upcoming: dict[str, Any] | None = None
+        sup.status_hooks.append(lambda: {"next_routine": self.upcoming})
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -147,6 +152,21 @@ class Scheduler:
         await self._sync_watchers(loaded, records)
         await self._enforce_timeouts(loaded, now)
         await self.retries.tick()
+        self.upcoming = await self._soonest(loaded, await self.records())
+
+    async def _soonest(
+        self, loaded: Loaded, records: dict[str, RoutineRecord]
+    ) -> dict[str, Any] | None:
+        """The next scheduled firing of any enabled routine (issue 26: ``status``)."""
+        soonest: dict[str, Any] | None = None
+        for routine in loaded.valid.values():
+            record = records.get(routine.name)
+            if not self.is_enabled(routine, record):
+                continue
+            at = await self.next_fire_of(routine, record)
+            if at is not None and (soonest is None or at < soonest["at"]):
+                soonest = {"name": routine.name, "at": at}
+        return soonest
 
     async def _register(self, name: str) -> RoutineRecord:
         return await self.store.register_routine(name, now=self.clock())
@@ -195,6 +215,7 @@ class Scheduler:
         """Fire once: apply the concurrency policy (not for a manual run), then queue the
         job with the firing attached. A firing already recorded does nothing."""
         if routine.name == HEARTBEAT:
+            await self._beat()
             quiet = self._heartbeat_quiet(manual)
             if quiet is not None:
                 return await self._record(firing, quiet)
@@ -204,6 +225,13 @@ class Scheduler:
             if decision != "enqueue":
                 return await self._record(firing, "skipped" if decision == "skip" else "coalesced")
         return await self._submit(routine, firing)
+
+    async def _beat(self) -> None:
+        for hook in self.heartbeat_hooks:
+            try:
+                await hook()
+            except Exception:
+                log.exception("heartbeat hook failed")
 
     def _heartbeat_quiet(self, manual: bool) -> str | None:
         """Why this heartbeat tick needs no job (None: it needs one)."""

@@ -16,6 +16,7 @@ from chorus.events import (
     JobEnded,
     Notice,
     PermissionDecision,
+    Routed,
     SessionEnded,
     Steer,
     TurnFailed,
@@ -33,6 +34,7 @@ _CHORUS_MADE = (
     Steer,
     SessionEnded,
     Worktree,
+    Routed,
 )
 #: Control requests Chorus sends (a codec decodes only the CLI's own requests).
 _OUR_CONTROLS = frozenset(

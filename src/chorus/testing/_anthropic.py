@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import Any
 
@@ -198,14 +199,14 @@ _ERRORS: dict[ErrorKind, tuple[int, str, str, tuple[tuple[str, str], ...]]] = {
         429,
         "rate_limit_error",
         "You have reached your specified API usage limits. You will regain access on "
-        "2026-12-01 at 00:00 UTC.",
+        "{regain} at 00:00 UTC.",
         (("x-should-retry", "false"),),
     ),
     "usage_limit": (
         429,
         "rate_limit_error",
         "You have reached your specified API usage limits. You will regain access on "
-        "2026-12-01 at 00:00 UTC.",
+        "{regain} at 00:00 UTC.",
         (("x-should-retry", "false"),),
     ),
     "overloaded": (529, "overloaded_error", "Overloaded", ()),
@@ -221,9 +222,16 @@ _ERRORS: dict[ErrorKind, tuple[int, str, str, tuple[tuple[str, str], ...]]] = {
 }
 
 
+def regain_date(today: datetime.date | None = None) -> str:
+    """When a quota error says access returns: the first day of next month (UTC)."""
+    day = today or datetime.datetime.now(datetime.UTC).date()
+    return (day.replace(day=28) + datetime.timedelta(days=4)).replace(day=1).isoformat()
+
+
 def error_reply(kind: ErrorKind) -> JsonReply:
     """The real Anthropic error response for ``kind`` (status, body, headers)."""
     status, etype, message, headers = _ERRORS[kind]
+    message = message.replace("{regain}", regain_date())
     body = {"type": "error", "error": {"type": etype, "message": message}}
     return JsonReply(status, body, (("request-id", "req_fake_error"), *headers))
 

@@ -719,3 +719,26 @@ def test_a_shrinking_total_is_a_reset_not_negative_usage() -> None:
     assert isinstance(after_reset, UsageUpdate)
     assert (first.usage.input_tokens, after_reset.usage.input_tokens) == (500, 40)
     assert codec.receive_line(usage(40, 40)) == []  # a repeated total is no new spend
+
+
+def test_a_limit_failure_carries_the_accounts_reset_time() -> None:
+    """The last rate-limit snapshot rides on a quota failure: the router reads its
+    full window's ``resetsAt`` as the provider's cooldown (issue 26)."""
+    from chorus.router._reset import reset_time
+
+    codec = AppServerCodec()
+    _started(codec)
+    window = {"usedPercent": 100, "resetsAt": 1795345000, "windowDurationMins": 300}
+    limits = {"limitId": "codex", "primary": window, "rateLimitReachedType": None}
+    codec.receive_line(
+        json.dumps({"method": "account/rateLimits/updated", "params": {"rateLimits": limits}})
+    )
+    error = {"message": "Quota exceeded.", "codexErrorInfo": "usageLimitExceeded"}
+    turn = {"id": "U1", "items": [], "status": "failed", "error": error}
+    line = {"method": "turn/completed", "params": {"threadId": "T1", "turn": turn}}
+    (failed,) = codec.receive_line(json.dumps(line))
+    assert isinstance(failed, TurnFailed)
+    assert failed.error.code == ErrorCode.QUOTA_EXHAUSTED
+    assert failed.error.native is not None
+    assert failed.error.native["rate_limits"]["primary"]["resetsAt"] == 1795345000
+    assert reset_time(failed.error, 1795340000) == 1795345000

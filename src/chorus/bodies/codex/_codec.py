@@ -160,6 +160,8 @@ _LIMIT_REACHED = {
     "workspace_member_usage_limit_reached": ErrorCode.QUOTA_EXHAUSTED,
 }
 
+_LIMIT_CODES = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.QUOTA_EXHAUSTED})
+
 _METHOD_NOT_FOUND = -32601
 
 
@@ -225,6 +227,9 @@ class AppServerCodec:
         self._approvals: dict[int | str, ApprovalRequest] = {}
         self._usage = UsageMeter()
         self._line = ""
+        #: The account's last rate-limit snapshot (its windows' ``resetsAt``), kept
+        #: with a limit failure so the router knows when access returns.
+        self._rate_limits: JsonDict | None = None
 
     @property
     def turn_id(self) -> str | None:
@@ -541,6 +546,9 @@ class AppServerCodec:
             if error
             else make_error(ErrorCode.UNKNOWN, "turn failed without an error")
         )
+        if self._rate_limits and info.code in _LIMIT_CODES:
+            native = {**(info.native or {}), "rate_limits": self._rate_limits}
+            info = info.model_copy(update={"native": native})
         return self._event(TurnFailed, error=info, usage=usage, terminal_reason="failed")
 
     def _on_error(self, params: JsonDict) -> list[Inbound]:
@@ -577,6 +585,7 @@ class AppServerCodec:
         # With a custom provider every field is null; only real data is worth an event.
         if not set(detail) - {"limitId", "limitName"}:
             return []
+        self._rate_limits = detail
         reached = _LIMIT_REACHED.get(str(snapshot.rateLimitReachedType))
         state = str(reached) if reached else "rate_limits"
         return [self._event(StatusChanged, state=state, detail=detail)]

@@ -1,0 +1,76 @@
+"""The budget ledger and its limits, and the daemon's structured log lines."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from chorus.config import BudgetConfig
+from chorus.daemon._budget import Ledger, budget_error, refusal
+from chorus.daemon._journal import JsonLineFormatter, journal
+from chorus.events import JobEnded, TextDelta, TurnCompleted
+
+
+def turn(
+    cost: float, body: str = "claude", job: str = "j1", ts: float | None = None
+) -> TurnCompleted:
+    return TurnCompleted(cost_usd=cost, body=body, job_id=job, ts=ts or time.time())
+
+
+def test_the_ledger_counts_today_per_body_and_per_job() -> None:
+    ledger = Ledger()
+    ledger.observe(turn(0.5))
+    ledger.observe(turn(0.25, body="codex", job="j2"))
+    ledger.observe(turn(1.0, ts=time.time() - 3 * 86400))  # another day: the job only
+    ledger.observe(TextDelta(text="hi"))
+    today = ledger.today()
+    assert today["usd"] == 0.75
+    assert today["bodies"] == {"claude": 0.5, "codex": 0.25}
+    assert ledger.jobs == {"j1": 1.5, "j2": 0.25}
+
+
+def test_each_limit_refuses_with_its_reason() -> None:
+    ledger = Ledger()
+    ledger.observe(turn(0.5))
+    assert refusal(ledger, BudgetConfig(), "j1", "claude") is None
+    assert "per_job_usd" in (refusal(ledger, BudgetConfig(per_job_usd=0.5), "j1", "claude") or "")
+    assert refusal(ledger, BudgetConfig(per_job_usd=0.5), "j9", "claude") is None
+    assert "daily_usd" in (refusal(ledger, BudgetConfig(daily_usd=0.4), "j9", "codex") or "")
+    caps = BudgetConfig(bodies={"claude": 0.5})
+    assert "[budget.bodies] claude" in (refusal(ledger, caps, "j9", "claude") or "")
+    assert refusal(ledger, caps, "j9", "codex") is None
+    error = budget_error("x")
+    assert error.code == "budget_exceeded"
+    assert not error.retryable
+
+
+def test_transitions_are_json_lines_and_the_rest_plain() -> None:
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger("chorus.journal")
+    keep = Keep()
+    logger.addHandler(keep)
+    logger.setLevel(logging.INFO)
+    try:
+        journal(JobEnded(state="succeeded", session_id="s1", job_id="j1", body="claude"))
+        journal(TextDelta(text="not a transition"))
+    finally:
+        logger.removeHandler(keep)
+    formatter = JsonLineFormatter("%(name)s %(message)s")
+    (record,) = records
+    line = json.loads(formatter.format(record))
+    assert line["event"] == "job_ended"
+    assert (line["session"], line["job"], line["body"], line["state"]) == (
+        "s1",
+        "j1",
+        "claude",
+        "succeeded",
+    )
+    assert line["logger"] == "chorus.journal"
+    plain = logging.LogRecord("chorus.daemon", logging.INFO, __file__, 1, "hello", None, None)
+    assert formatter.format(plain) == "chorus.daemon hello"
