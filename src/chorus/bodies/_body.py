@@ -16,7 +16,7 @@ import contextlib
 import os
 import signal
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -120,6 +120,9 @@ class Body(ABC):
     #: True when the body itself gets a denial's reason to the model in the same turn
     #: (in the tool result, or a follow-up prompt); else the session must tell it.
     tells_denials: ClassVar[bool] = False
+    #: True for bodies that start their CLI to outlive this process when
+    #: ``options.run_dir`` is set, and can :meth:`attach` to it again (issue 15).
+    detachable: ClassVar[bool] = False
 
     def __init__(self, options: BodyOptions) -> None:
         self.options = options
@@ -135,6 +138,10 @@ class Body(ABC):
         self._mark: Mark | None = None
         self._marking_task: asyncio.Task[Any] | None = None
         self._position: Mark = (0, 0)
+        #: After :meth:`attach`: how many more counted stdout events a previous owner
+        #: already handed out (and stored), so they are not handed out twice.
+        self._drop = 0
+        self._counted: Callable[[Event], bool] = _always
         self._closed = False
         self._context_sent = options.resume is not None
         #: The running CLI process (one-shot bodies: the current turn's, if any).
@@ -160,6 +167,20 @@ class Body(ABC):
         return self._transport is not None and self._transport.running
 
     # -- lifecycle -------------------------------------------------------------
+
+    @classmethod
+    async def attach(
+        cls,
+        options: BodyOptions,
+        handle: BodyHandle,
+        *,
+        turn_open: bool,
+        drop: int = 0,
+        counted: Callable[[Event], bool] | None = None,
+    ) -> Body:
+        """Take over a CLI another process started detached (:attr:`detachable`
+        bodies override this; the others cannot)."""
+        raise UnsupportedControlError(cls.name, "attach", "the body does not run detached")
 
     @abstractmethod
     async def start(self) -> None:
@@ -236,7 +257,27 @@ class Body(ABC):
         """Queue ``event``; the reader task's events carry their stdout position."""
         task = asyncio.current_task()
         mark = self._mark if task is not None and task is self._marking_task else None
+        if mark is not None and self._drop > 0:
+            self._dropped(event, mark)
+            return
         await self._events.put((event, mark))
+
+    def _dropped(self, event: Event, mark: Mark) -> None:
+        """A stdout event the previous owner handed out: not again, but past it."""
+        if self._counted(event):
+            self._drop -= 1
+        self._position = max(self._position, mark)
+
+    def drop_handed_out(self, count: int, counted: Callable[[Event], bool]) -> None:
+        """Skip the next ``count`` stdout events for which ``counted`` is true (and the
+        uncounted ones among them): a previous owner stored them already. Call before
+        the reader reads (that is, from :meth:`attach`)."""
+        self._drop, self._counted = count, counted
+
+    @property
+    def dropping(self) -> int:
+        """Counted events still to skip (0 once the reader is past them)."""
+        return self._drop
 
     def handle(self) -> BodyHandle | None:
         """Where a later process re-attaches to this body (detached bodies only): the
@@ -287,6 +328,10 @@ class Body(ABC):
 
     async def mcp_status(self) -> dict[str, Any]:
         raise self._unsupported("mcp_status")
+
+
+def _always(event: Event) -> bool:
+    return True
 
 
 async def wait_task(task: asyncio.Task[Any] | None, timeout: float) -> bool:  # noqa: ASYNC109

@@ -253,12 +253,35 @@ class DetachedTransport:
                 if not chunk:
                     if self._ended() and not out.read(1):
                         return
+                    if (cut := self._cut(out.fileno(), out.tell())) is not None:
+                        self._give_up(cut)
+                        return
                     await asyncio.sleep(_POLL)
                     continue
                 buf += chunk
                 while (line := self._take_line(buf)) is not None:
                     if line:
                         yield line[0]
+
+    def _cut(self, fd: int, position: int) -> str | None:
+        """Why the output file can no longer be read by offset, if it cannot: removed
+        or replaced (another inode at its path), or truncated below what we read."""
+        try:
+            now = self._path("stdout").stat()
+        except OSError:
+            return "the body's output file was removed"
+        mine = os.fstat(fd)
+        if now.st_ino != mine.st_ino or now.st_dev != mine.st_dev:
+            return "the body's output file was replaced"
+        if mine.st_size < position:
+            return f"the body's output file was truncated to {mine.st_size} bytes"
+        return None
+
+    def _give_up(self, reason: str) -> None:
+        """The output is lost to us: say why (in the stderr tail the crash reports)
+        and end the body, whose end is then read as a crash."""
+        self._stderr.append(f"chorus: {reason} under the daemon; the body was ended")
+        self.signal_group(signal.SIGKILL)
 
     def _take_line(self, buf: bytearray) -> tuple[str] | tuple[()] | None:
         """The first complete line of ``buf`` (removed from it), advancing

@@ -23,13 +23,14 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from chorus.bodies import PermissionCallback, allow_all, body_names
+from chorus.bodies import Body, PermissionCallback, allow_all, body_class, body_names
 from chorus.policy import PolicyGate
 from chorus.session._brains import Authority
 from chorus.session._errors import SessionError
 from chorus.session._history import session_history
 from chorus.session._launcher import BodyLauncher, Launch, checked_mode, native_mode
-from chorus.session._session import Session, native_ids
+from chorus.session._reattach import Snapshot, counted, handed_out
+from chorus.session._session import Session, Turn, native_ids
 from chorus.session._spares import SpareKey, SparePool
 from chorus.store import SessionRecord, UnknownSessionError
 
@@ -284,6 +285,38 @@ class SessionHub:
             self._tg.create_task(self.spares.prime(key, make), name=f"spare-{key[0]}")
         return session
 
+    # -- re-attaching (issue 15) ---------------------------------------------------------------
+
+    async def reattach(
+        self,
+        record: SessionRecord,
+        snap: Snapshot,
+        *,
+        gate: PolicyGate | None = None,
+        mode: str | None = None,
+        first: Turn | None = None,
+    ) -> Session:
+        """Make the detached body of ``snap`` (a previous daemon's) the live session of
+        ``record`` again, ``first`` (its open turn) followed before anything else.
+        Raises :class:`BodyCrashedError` when that body is gone or its output cut."""
+        async with self._lock(record.id):
+            name = _active_body(record)
+            session = self._new_session(record, name, self.launcher.gate(record, mode))
+            resume = native_ids(record).get(name)
+            launch = self._launch(name, record.model, resume, gate, mode)
+            drop = await handed_out(self.store, record.id, snap)
+            cls = body_class(name, self.launcher.config)
+
+            async def attach(ask: PermissionCallback) -> Body:
+                options = self.launcher.options(record, _asking(launch, ask))
+                return await cls.attach(
+                    options, snap.handle, turn_open=first is not None, drop=drop, counted=counted
+                )
+
+            await session.attach(attach, first)
+            self._register(session)
+            return session
+
     # -- starting ------------------------------------------------------------------------------
 
     def _launch(
@@ -351,6 +384,7 @@ class SessionHub:
     async def _drive(self, session: Session) -> None:
         try:
             await session.drive()
+            await session.close()  # an ended body's files go with it (issue 15)
         finally:
             if self._live.get(session.id) is session:
                 del self._live[session.id]

@@ -44,6 +44,7 @@ from chorus.sandbox import active as sandbox_active
 from chorus.sandbox import bwrap_path, write_wrapper
 from chorus.sandbox import layout as sandbox_layout
 from chorus.session._errors import SessionError
+from chorus.session._reattach import detached_options
 from chorus.session._spares import Redirect, Spare
 from chorus.store import SessionRecord, Store
 
@@ -170,7 +171,8 @@ class BodyLauncher:
             history=launch.history,
         )
         # Issue 16: the assembled context and Chorus's own MCP server.
-        return add_body_extras(options, session_id, self.config)
+        options = add_body_extras(options, session_id, self.config)
+        return detached_options(options, launch.body, session_id, self.config)  # issue 15
 
     def gate(self, record: SessionRecord, mode: str | None) -> PolicyGate | None:
         if self.guards is None:

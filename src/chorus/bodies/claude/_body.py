@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from chorus._errors import (
@@ -79,6 +80,7 @@ class ClaudeBody(Body):
 
     name: ClassVar[str] = BODY_NAME
     tells_denials: ClassVar[bool] = True  # the reason is in the tool result
+    detachable: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.NATIVE,
         set_model=Support.NATIVE,
@@ -203,16 +205,24 @@ class ClaudeBody(Body):
 
     @classmethod
     async def attach(
-        cls, options: BodyOptions, handle: BodyHandle, *, turn_open: bool
+        cls,
+        options: BodyOptions,
+        handle: BodyHandle,
+        *,
+        turn_open: bool,
+        drop: int = 0,
+        counted: Callable[[Event], bool] | None = None,
     ) -> ClaudeBody:
         """Take over a Claude CLI that another process started with ``options.run_dir``
         (a daemon killed since): the codec state is rebuilt from stdout before
         ``handle.offset`` (nothing emitted), then events flow from there on, none
         lost or repeated. ``turn_open``: a turn was running; :meth:`follow` yields
         its rest. Raises :class:`BodyCrashedError` when that process is gone (resume
-        natively then)."""
+        natively then). ``drop``/``counted``: see :meth:`Body.drop_handed_out`."""
         body = cls(options)
         body._rebuild(handle)
+        if drop:
+            body.drop_handed_out(drop, counted or (lambda _: True))
         spec = spawn_spec(options, [str(executable(options))])
         transport = await DetachedTransport.attach(spec, handle, options.raw_tap)
         body._transport = transport
@@ -227,8 +237,13 @@ class ClaudeBody(Body):
 
     def _rebuild(self, handle: BodyHandle) -> None:
         """Feed the codec what it read before ``handle.offset``, emitting nothing."""
-        with (handle.run_dir / "stdout").open("rb") as out:
-            seen = out.read(handle.offset)
+        try:
+            with (handle.run_dir / "stdout").open("rb") as out:
+                seen = out.read(handle.offset)
+        except OSError as exc:
+            raise BodyCrashedError(
+                f"body output file is gone: {exc}", exit_code=None, stderr_tail=""
+            ) from exc
         for raw in seen.split(b"\n")[:-1]:
             for event in self._codec.feed(raw.decode("utf-8", errors="replace").rstrip("\r")):
                 self._observe(event, self._codec)
