@@ -1,7 +1,7 @@
-"""Issue 15 end to end on the real Claude Code CLI (in its bubblewrap sandbox): bodies
-outlive a daemon killed with SIGKILL mid-turn, and the next daemon re-attaches by
-offset. The same CLI process finishes the same turn, the scripted model server saw
-one request for it, and the session's log has no seq gap and no duplicate."""
+"""Issue 15 end to end on the real CLIs (in their bubblewrap sandbox): bodies outlive
+a daemon killed with SIGKILL mid-turn, and the next daemon re-attaches by offset.
+The same CLI process finishes the same turn, the scripted model server saw one
+request for it, and the session's log has no seq gap and no duplicate."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from chorus.events import Event, JobEnded, Notice, TextDelta, TurnCompleted
 from chorus.testing import slow_text, text
 
 if TYPE_CHECKING:
-    from conftest import Chorus
+    from conftest import Daemon
+
+    Chorus = Daemon
 
 pytestmark = pytest.mark.e2e
 WORDS = " ".join(f"w{i}" for i in range(40))
@@ -47,12 +49,19 @@ def _deltas(chorus: Chorus, job_id: str) -> int:
     return sum(isinstance(e, TextDelta) for e in _events(chorus, job_id))
 
 
-def _start_slow_job(chorus: Chorus, *later: Any, words: str = WORDS) -> tuple[str, dict[str, Any]]:
+@pytest.fixture
+def chorus(daemon_with: Callable[..., Daemon]) -> Daemon:
+    return daemon_with()
+
+
+def _start_slow_job(
+    chorus: Chorus, *later: Any, words: str = WORDS, body: str = "claude"
+) -> tuple[str, dict[str, Any]]:
     """A job whose turn streams a delta each 0.25 s; returns it once some text is
     stored, with the stored handle of its body."""
     chunks = len(words.split())
-    chorus.server.script([slow_text(words, chunks=chunks, delay=0.25), *later])
-    job_id = chorus.run("task", "survive", "--body", "claude").stdout.strip()
+    chorus.server.script([slow_text(words, chunks=chunks, delay=0.25), *later], lane=body)
+    job_id = chorus.run("task", "survive", "--body", body).stdout.strip()
     _until(lambda: _deltas(chorus, job_id) >= 3)
     handle = _session(chorus, job_id)["transport"]["body_handle"]
     return job_id, handle
@@ -80,8 +89,11 @@ def _same_process(handle: dict[str, Any]) -> bool:
     return bool(process_start_time(int(handle["pid"])) == handle["started"])
 
 
-def test_daemon_killed_mid_turn_the_same_cli_finishes_the_same_turn(chorus: Chorus) -> None:
-    job_id, handle = _start_slow_job(chorus)
+@pytest.mark.parametrize("body", ["claude", "codex"])
+def test_daemon_killed_mid_turn_the_same_cli_finishes_the_same_turn(
+    chorus: Chorus, body: str
+) -> None:
+    job_id, handle = _start_slow_job(chorus, body=body)
     _kill_daemon()
     assert _same_process(handle)  # the body outlived its daemon
     watched = chorus.run("watch", job_id)  # autostarts a new daemon, which re-attaches
@@ -94,7 +106,7 @@ def test_daemon_killed_mid_turn_the_same_cli_finishes_the_same_turn(chorus: Chor
     assert len(done) == 1
     assert done[0].result == WORDS
     assert sum(isinstance(e, JobEnded) for e in events) == 1
-    assert len(chorus.server.turn_requests()) == 1  # the turn was not run again
+    assert len(chorus.server.turn_requests(lane=body)) == 1  # the turn was not run again
     assert _same_process(handle)  # the very CLI process, still warm for the next job
     assert _session(chorus, job_id)["transport"]["pgid"] == handle["pid"]
 
@@ -110,7 +122,7 @@ def test_daemon_killed_twice_in_a_row_still_loses_and_repeats_nothing(chorus: Ch
     assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
     events = _check_log(chorus, job_id)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == LONG
-    assert len(chorus.server.turn_requests()) == 1
+    assert len(chorus.server.turn_requests(lane="claude")) == 1
     assert _same_process(handle)
 
 
@@ -125,7 +137,7 @@ def test_body_that_died_while_the_daemon_was_down_is_resumed_natively(chorus: Ch
     notes = [e.message for e in events if isinstance(e, Notice) and e.kind == "recovery"]
     assert any("body_crashed" in note and "daemon was down" in note for note in notes)
     assert "resumed natively" in watched.stdout
-    assert len(chorus.server.turn_requests()) == 2
+    assert len(chorus.server.turn_requests(lane="claude")) == 2
     now = _session(chorus, job_id)["transport"]["body_handle"]
     assert now["pid"] != int(handle["pid"])  # a new CLI process resumed the session
 

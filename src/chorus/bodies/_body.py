@@ -16,11 +16,11 @@ import contextlib
 import os
 import signal
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 from chorus._errors import UnsupportedControlError
 from chorus.bodies._capabilities import Capabilities
@@ -41,6 +41,7 @@ PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 #: A stdout position: (byte offset of a line, events of that line already handed out).
 Mark = tuple[int, int]
 TERMINAL_TYPES = (TurnCompleted, TurnFailed, SessionEnded)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +279,32 @@ class Body(ABC):
     def dropping(self) -> int:
         """Counted events still to skip (0 once the reader is past them)."""
         return self._drop
+
+    async def _marked(
+        self,
+        transport: AgentTransport,
+        decode: Callable[[str], Sequence[T]],
+        skip: int = 0,
+        before: Callable[[int], None] | None = None,
+    ) -> AsyncIterator[T]:
+        """Decode stdout lines to their end, yielding each item with :attr:`_mark` set to
+        its stdout position (detached transports; the events the caller emits while
+        handling an item carry it). ``skip``: items of the first line a previous owner
+        handed out already (after :meth:`attach`); ``before``: called with each line's
+        offset before it is decoded. Iterate from the reader task."""
+        self._marking_task = asyncio.current_task()
+        detached = transport if isinstance(transport, DetachedTransport) else None
+        start = detached.offset if detached else 0
+        async for line in transport.lines():
+            if before is not None:
+                before(start)
+            items = decode(line)[skip:]
+            end = detached.offset if detached else 0
+            for index, item in enumerate(items, start=skip + 1):
+                last = index == skip + len(items)
+                self._mark = (end, 0) if last else (start, index)
+                yield item
+            self._mark, start, skip = None, end, 0
 
     def handle(self) -> BodyHandle | None:
         """Where a later process re-attaches to this body (detached bodies only): the

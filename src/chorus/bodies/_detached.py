@@ -14,7 +14,7 @@ offset, and carries on reading where the old one stopped.
 
 Files in the run directory: ``stdin`` (FIFO), ``stdout``, ``stderr``, ``exit``
 (the CLI's status, written when it ends), ``pid`` (the wrapper's pid and start
-time, written by us).
+time, written by us), ``sent`` (each line we wrote, with the size of stdout then).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class DetachedTransport:
     async def start(self) -> None:
         """Make the run directory and spawn the wrapper in its own session."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        for name in ("stdout", "stderr", "exit", "stdin"):
+        for name in ("stdout", "stderr", "exit", "stdin", "sent"):
             self._path(name).unlink(missing_ok=True)
         os.mkfifo(self._path("stdin"), 0o600)
         self._path("stdout").touch(0o600)
@@ -359,7 +359,19 @@ class DetachedTransport:
             )
         async with self._write_lock:
             self._emit("stdin", line)
+            self._log_sent(line)
             await asyncio.to_thread(_write_all, fd, line.encode("utf-8") + b"\n")
+
+    def _log_sent(self, line: str) -> None:
+        """Keep what we wrote, with the size stdout had then (``sent`` file): a new
+        owner replays it in order with stdout to rebuild a codec that pairs answers
+        with its requests (:func:`sent_lines`)."""
+        try:
+            at = self._path("stdout").stat().st_size
+            with self._path("sent").open("a", encoding="utf-8") as sent:
+                sent.write(json.dumps({"at": at, "line": line}) + "\n")
+        except OSError:
+            pass  # best effort: a rebuild without it pairs fewer answers
 
     # -- signals, detach and shutdown ----------------------------------------------------
 
@@ -411,3 +423,39 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def replay_lines(run_dir: Path, offset: int) -> tuple[list[tuple[str, str]], list[Sent]]:
+    """What passed through a detached body before stdout ``offset``, in order:
+    ``("stdin", line)`` for each line written to it, ``("stdout", line)`` for each it
+    printed (a codec is rebuilt from these); and the lines written later, each with
+    the stdout size when it was written. Raises ``OSError`` when stdout is gone."""
+    with (run_dir / "stdout").open("rb") as out:
+        seen = out.read(offset)
+    sent = _sent(run_dir)
+    merged: list[tuple[str, str]] = []
+    position = 0
+    for raw in seen.split(b"\n")[:-1]:
+        while sent and sent[0][0] <= position:
+            merged.append(("stdin", sent.pop(0)[1]))
+        merged.append(("stdout", raw.decode("utf-8", errors="replace").rstrip("\r")))
+        position += len(raw) + 1
+    merged += [("stdin", line) for at, line in sent if at < offset]
+    return merged, [(at, line) for at, line in sent if at >= offset]
+
+
+#: A line written to a detached body, with the size of its stdout then.
+Sent = tuple[int, str]
+
+
+def _sent(run_dir: Path) -> list[Sent]:
+    try:
+        text = (run_dir / "sent").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for row in text.splitlines():
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            data = json.loads(row)
+            out.append((int(data["at"]), str(data["line"])))
+    return out

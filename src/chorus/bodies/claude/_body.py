@@ -270,19 +270,10 @@ class ClaudeBody(Body):
     ) -> None:
         """Read stdout to its end; ``skip``: events of the first line already handed out
         (after :meth:`attach`). Detached, each event is marked with its stdout position."""
-        self._marking_task = asyncio.current_task()
-        detached = transport if isinstance(transport, DetachedTransport) else None
         async with asyncio.TaskGroup() as tg:
             self._tg = tg
-            start = detached.offset if detached else 0
-            async for line in transport.lines():
-                events = codec.feed(line)[skip:]
-                end = detached.offset if detached else 0
-                for index, event in enumerate(events, start=skip + 1):
-                    last = index == skip + len(events)
-                    self._mark = (end, 0) if last else (start, index)
-                    await self._dispatch(event, codec, router)
-                self._mark, start, skip = None, end, 0
+            async for event in self._marked(transport, codec.feed, skip):
+                await self._dispatch(event, codec, router)
             await self._process_ended(transport, router)
 
     async def _dispatch(self, event: Event, codec: ClaudeCodec, router: _Router) -> None:
