@@ -89,7 +89,7 @@ def _same_process(handle: dict[str, Any]) -> bool:
     return bool(process_start_time(int(handle["pid"])) == handle["started"])
 
 
-@pytest.mark.parametrize("body", ["claude", "codex"])
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
 def test_daemon_killed_mid_turn_the_same_cli_finishes_the_same_turn(
     chorus: Chorus, body: str
 ) -> None:

@@ -237,6 +237,7 @@ class CodexBody(Body):
         transport = await DetachedTransport.attach(spec, handle, options.raw_tap)
         body._transport = transport
         body._position = (handle.offset, handle.skip)
+        body._context_sent = True  # the session's first prompt went long ago
         body._turn_open = turn_open
         if turn_open:
             body._turn_done.clear()
