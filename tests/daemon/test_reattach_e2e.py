@@ -67,11 +67,20 @@ def _start_slow_job(
     return job_id, handle
 
 
+def _alive(pid: int) -> bool:
+    """The process runs (not gone, not a zombie left for its parent to reap)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def _kill_daemon() -> None:
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    _until(lambda: process_start_time(pid) is None, 10)
+    _until(lambda: not _alive(pid), 10)
 
 
 def _check_log(chorus: Chorus, job_id: str) -> list[Event]:
@@ -154,3 +163,46 @@ def test_output_file_cut_under_the_daemon_is_a_crash_resumed_natively(chorus: Ch
     crashed = [e for e in events if getattr(e, "error", None) is not None]
     assert any("output file was truncated" in str(e.model_dump()) for e in crashed)
     assert not _same_process(handle)  # the unreadable body was ended
+
+
+def test_stop_keep_bodies_leaves_them_running_and_the_next_start_reattaches(
+    chorus: Chorus,
+) -> None:
+    job_id, handle = _start_slow_job(chorus, words=LONG)
+    daemon = read_pid()
+    assert daemon is not None
+    stopped = chorus.run("stop", "--keep-bodies")
+    assert stopped.returncode == 0, stopped.stderr
+    assert not _alive(daemon)  # the daemon is gone
+    assert _same_process(handle)  # a graceful stop left the CLI running
+    watched = chorus.run("watch", job_id)
+    assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
+    events = _check_log(chorus, job_id)
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == LONG
+    assert len(chorus.server.turn_requests(lane="claude")) == 1
+    assert _same_process(handle)
+    assert chorus.run("stop").returncode == 0  # a plain stop closes bodies again
+    assert not _same_process(handle)
+    assert not Path(handle["run_dir"]).exists()  # and removes their files
+
+
+def test_output_is_freed_once_stored_and_a_reattach_reads_past_the_hole(chorus: Chorus) -> None:
+    chorus.server.script(
+        [slow_text(LONG, chunks=100, delay=0.01), slow_text(WORDS, chunks=40, delay=0.25)],
+        lane="claude",
+    )
+    first = chorus.run("ask", "one", "--body", "claude", "--json")
+    assert first.returncode == 0, first.stderr
+    session_id = chorus.client.jobs()[0]["session_id"]
+    handle = chorus.client.session(session_id)["transport"]["body_handle"]
+    out = Path(handle["run_dir"]) / "stdout"
+    _until(lambda: out.stat().st_blocks * 512 < out.stat().st_size - 4096, 10)
+    job_id = chorus.run("task", "two", "--session", session_id).stdout.strip()
+    _until(lambda: _deltas(chorus, job_id) >= 3)
+    _kill_daemon()
+    watched = chorus.run("watch", job_id)
+    assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
+    events = [e for e in _check_log(chorus, job_id) if e.job_id == job_id]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == WORDS
+    assert len(chorus.server.turn_requests(lane="claude")) == 2  # one per job, none again
+    assert _same_process(handle)

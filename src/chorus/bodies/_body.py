@@ -315,6 +315,28 @@ class Body(ABC):
         offset, skip = self._position
         return replace(transport.handle(), offset=offset, skip=skip)
 
+    async def detach(self) -> bool:
+        """Leave a detached body's CLI running for a later owner (``chorus stop
+        --keep-bodies``): stop reading it, emit nothing more. False (and nothing done)
+        for a body whose CLI cannot outlive us."""
+        transport = self._transport
+        if not isinstance(transport, DetachedTransport):
+            return False
+        self._closed = True
+        reader = self._marking_task
+        if reader is not None and not reader.done():
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+        await transport.detach()
+        return True
+
+    def forget_stored(self, offset: int) -> None:
+        """A detached body's output before ``offset`` is in the store for good: free
+        its disk space (see :meth:`DetachedTransport.discard_before`)."""
+        transport = self._transport
+        if isinstance(transport, DetachedTransport):
+            transport.discard_before(offset)
+
     # -- resume ----------------------------------------------------------------------
 
     async def _resumed(self, native: bool, why: str = "") -> None:

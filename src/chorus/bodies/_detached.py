@@ -14,13 +14,17 @@ offset, and carries on reading where the old one stopped.
 
 Files in the run directory: ``stdin`` (FIFO), ``stdout``, ``stderr``, ``exit``
 (the CLI's status, written when it ends), ``pid`` (the wrapper's pid and start
-time, written by us), ``sent`` (each line we wrote, with the size of stdout then).
+time, written by us), ``sent`` (each line we wrote, with the size of stdout then),
+``head`` (where the part of stdout kept for good ends, see ``discard_before``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
+import functools
 import json
 import os
 import shutil
@@ -119,7 +123,7 @@ class DetachedTransport:
     async def start(self) -> None:
         """Make the run directory and spawn the wrapper in its own session."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        for name in ("stdout", "stderr", "exit", "stdin", "sent"):
+        for name in ("stdout", "stderr", "exit", "stdin", "sent", "head"):
             self._path(name).unlink(missing_ok=True)
         os.mkfifo(self._path("stdin"), 0o600)
         self._path("stdout").touch(0o600)
@@ -390,6 +394,28 @@ class DetachedTransport:
             await asyncio.gather(self._stderr_task, return_exceptions=True)
         return handle
 
+    def discard_before(self, offset: int) -> None:
+        """Free the disk space of stdout before ``offset`` (stored by now) and of the
+        stderr read so far, without moving any offset: the CLI keeps appending, and
+        the files become sparse (a punched hole reads as zero bytes, which a rebuild
+        skips). The first call only records its offset as the *head* (the CLI's
+        handshake and session opening, which a rebuilt codec needs), kept for good.
+        A filesystem without hole punching keeps the bytes."""
+        head = self._head()
+        if head is None:
+            with contextlib.suppress(OSError):
+                self._path("head").write_text(str(offset))
+            return
+        _punch(self._path("stdout"), -(-head // _PAGE) * _PAGE, offset)
+        with contextlib.suppress(OSError):
+            _punch(self._path("stderr"), 0, self._path("stderr").stat().st_size)
+
+    def _head(self) -> int | None:
+        try:
+            return int(self._path("head").read_text())
+        except (OSError, ValueError):
+            return None
+
     def _release(self) -> None:
         if self._stdin_fd is not None:
             with contextlib.suppress(OSError):
@@ -430,15 +456,14 @@ def replay_lines(run_dir: Path, offset: int) -> tuple[list[tuple[str, str]], lis
     ``("stdin", line)`` for each line written to it, ``("stdout", line)`` for each it
     printed (a codec is rebuilt from these); and the lines written later, each with
     the stdout size when it was written. Raises ``OSError`` when stdout is gone."""
-    with (run_dir / "stdout").open("rb") as out:
-        seen = out.read(offset)
     sent = _sent(run_dir)
     merged: list[tuple[str, str]] = []
     position = 0
-    for raw in seen.split(b"\n")[:-1]:
+    for raw in _raw_lines_before(run_dir, offset):
         while sent and sent[0][0] <= position:
             merged.append(("stdin", sent.pop(0)[1]))
-        merged.append(("stdout", raw.decode("utf-8", errors="replace").rstrip("\r")))
+        if b"\0" not in raw:  # not cut by a punched hole (see discard_before)
+            merged.append(("stdout", raw.decode("utf-8", errors="replace").rstrip("\r")))
         position += len(raw) + 1
     merged += [("stdin", line) for at, line in sent if at < offset]
     return merged, [(at, line) for at, line in sent if at >= offset]
@@ -459,3 +484,54 @@ def _sent(run_dir: Path) -> list[Sent]:
             data = json.loads(row)
             out.append((int(data["at"]), str(data["line"])))
     return out
+
+
+_PAGE = 4096
+#: fallocate(2) flags: FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE.
+_PUNCH_HOLE = 0x01 | 0x02
+
+
+def _punch(path: Path, start: int, end: int) -> bool:
+    """Deallocate ``path``'s whole pages from ``start`` (page-aligned) to before ``end``;
+    False where that cannot be done."""
+    length = end - end % _PAGE - start
+    if length <= 0:
+        return False
+    libc = _libc()
+    if libc is None:
+        return False
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        done = libc.fallocate(fd, _PUNCH_HOLE, ctypes.c_long(start), ctypes.c_long(length))
+        return int(done) == 0
+    finally:
+        os.close(fd)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+    except OSError:
+        return None
+    return libc if hasattr(libc, "fallocate") else None
+
+
+def _raw_lines_before(run_dir: Path, offset: int) -> list[bytes]:
+    with (run_dir / "stdout").open("rb") as out:
+        seen = out.read(offset)
+    return seen.split(b"\n")[:-1]
+
+
+def stdout_before(run_dir: Path, offset: int) -> list[str]:
+    """The stdout lines before ``offset`` that are still there (not punched out).
+    Raises ``OSError`` when stdout is gone."""
+    return [
+        raw.decode("utf-8", errors="replace").rstrip("\r")
+        for raw in _raw_lines_before(run_dir, offset)
+        if b"\0" not in raw
+    ]

@@ -21,7 +21,16 @@ from typing import TypeVar
 from chorus._errors import BodyCrashedError, BodyError, BodyProtocolError, BodyTimeoutError
 from chorus.events import ErrorCode, ErrorInfo, Event, Notice, SessionEnded, TurnFailed
 from chorus.policy import PolicyGate
-from chorus.session import Session, SessionHub, Snapshot, Turn, discard, job_turn, snapshot_of
+from chorus.session import (
+    Session,
+    SessionHub,
+    Snapshot,
+    Turn,
+    discard,
+    job_turn,
+    keep_flag,
+    snapshot_of,
+)
 from chorus.store import ORIGIN_CHORUS, JobRecord, SessionRecord, StorageFullError, Store
 
 log = logging.getLogger("chorus.daemon")
@@ -116,6 +125,7 @@ async def reattach_bodies(
     natively. ``only``: just these sessions (a shared store's other sessions belong
     to live nodes). Returns the followed jobs by id."""
     store = hub.store
+    keep_flag().unlink(missing_ok=True)  # a later plain stop closes bodies again
     jobs = {job.session_id: job for job in requeued if job.session_id and _direct(job)}
     followed: dict[str, Followed] = {}
     for record in await store.list_sessions(state="active", limit=10_000):

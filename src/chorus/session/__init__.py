@@ -22,7 +22,14 @@ from chorus.session._launcher import (
     policy_guards,
 )
 from chorus.session._lifecycle import TRANSITIONS, Lifecycle, State
-from chorus.session._reattach import Snapshot, bodies_dir, discard, job_turn, snapshot_of
+from chorus.session._reattach import (
+    Snapshot,
+    bodies_dir,
+    discard,
+    job_turn,
+    keep_flag,
+    snapshot_of,
+)
 from chorus.session._session import CAPABILITY_OF, Session, Turn, native_ids, start_time
 
 __all__ = [
@@ -50,6 +57,7 @@ __all__ = [
     "cli_name",
     "discard",
     "job_turn",
+    "keep_flag",
     "native_ids",
     "native_mode",
     "policy_guards",

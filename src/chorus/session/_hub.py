@@ -29,7 +29,7 @@ from chorus.session._brains import Authority
 from chorus.session._errors import SessionError
 from chorus.session._history import session_history
 from chorus.session._launcher import BodyLauncher, Launch, checked_mode, native_mode
-from chorus.session._reattach import Snapshot, counted, handed_out
+from chorus.session._reattach import Snapshot, counted, handed_out, keep_flag
 from chorus.session._session import Session, Turn, native_ids
 from chorus.session._spares import SpareKey, SparePool
 from chorus.store import SessionRecord, UnknownSessionError
@@ -143,10 +143,25 @@ class SessionHub:
 
     async def _close_all(self) -> None:
         sessions = list(self._live.values())
+        if keep_flag().exists():  # chorus stop --keep-bodies (issue 15)
+            sessions = await self._detach_all(sessions)
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
         drivers = list(self._drivers.values())
         if drivers:
             await asyncio.wait(drivers, timeout=_DRAIN_GRACE)
+
+    async def _detach_all(self, sessions: list[Session]) -> list[Session]:
+        """Leave the detachable bodies running (their drivers stop, nothing is recorded
+        as ended); returns the sessions whose bodies cannot outlive us."""
+        kept = await asyncio.gather(*(s.detach() for s in sessions), return_exceptions=True)
+        rest = []
+        for session, detached in zip(sessions, kept, strict=True):
+            if detached is True:
+                self._drivers[session.id].cancel()
+                log.info("left the body of session %s running", session.id)
+            else:
+                rest.append(session)
+        return rest
 
     async def close(self, session_id: str) -> bool:
         """Close a live session's body and wait for its driver; False if none was live."""

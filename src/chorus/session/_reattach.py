@@ -98,6 +98,13 @@ async def save_snapshot(store: Store, session_id: str, body: Body) -> None:
     fresh = await store.get_session(session_id)
     transport = {**fresh.transport, HANDLE_KEY: snap.as_dict()}
     await store.update_session(session_id, transport=transport)
+    body.forget_stored(handle.offset)  # bounded files: the output before it is stored
+
+
+def keep_flag() -> Path:
+    """While this file exists the hub leaves detached bodies running when it stops
+    (``chorus stop --keep-bodies``); the next daemon re-attaches, and removes it."""
+    return run_dir() / "keep-bodies"
 
 
 async def handed_out(store: Store, session_id: str, snap: Snapshot) -> int:

@@ -235,6 +235,11 @@ class Session:
         if self._body is not None:
             await self._body.close()
 
+    async def detach(self) -> bool:
+        """Leave a detached body running for the next daemon (issue 15); False when
+        the body cannot outlive us (then nothing is done)."""
+        return self._body is not None and await self._body.detach()
+
     def touch(self) -> None:
         """Count the session as used now (it was just handed to someone)."""
         self.idle_since = time.monotonic()

@@ -189,7 +189,9 @@ class AcpBody(Body):
                 self.codec.note_sent(line)
             else:
                 self.codec.feed(line)
-        self.native_session_id = self.codec.state.session_id or self.options.resume
+        # The session's opening may be punched out of stdout by now (discard_before).
+        self.codec.state.session_id = self.codec.state.session_id or self.options.resume
+        self.native_session_id = self.codec.state.session_id
         self.model = self.codec.state.current_model or self.options.model
 
     def _note_sent_before(self, offset: int) -> None:

@@ -36,7 +36,7 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
-from chorus.bodies._detached import BodyHandle, DetachedTransport
+from chorus.bodies._detached import BodyHandle, DetachedTransport, stdout_before
 from chorus.bodies._inject import claude_args
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import AgentTransport, ProcessTransport
@@ -239,14 +239,13 @@ class ClaudeBody(Body):
     def _rebuild(self, handle: BodyHandle) -> None:
         """Feed the codec what it read before ``handle.offset``, emitting nothing."""
         try:
-            with (handle.run_dir / "stdout").open("rb") as out:
-                seen = out.read(handle.offset)
+            seen = stdout_before(handle.run_dir, handle.offset)
         except OSError as exc:
             raise BodyCrashedError(
                 f"body output file is gone: {exc}", exit_code=None, stderr_tail=""
             ) from exc
-        for raw in seen.split(b"\n")[:-1]:
-            for event in self._codec.feed(raw.decode("utf-8", errors="replace").rstrip("\r")):
+        for line in seen:
+            for event in self._codec.feed(line):
                 self._observe(event, self._codec)
         self._turn_open = False
 

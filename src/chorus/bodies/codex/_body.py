@@ -261,7 +261,9 @@ class CodexBody(Body):
             for item in self._codec.receive_line(line):
                 if isinstance(item, SessionStarted | TurnCompleted | TurnFailed):
                     self._observe(item)
-        self.native_session_id = self._codec.thread_id or self.options.resume
+        # The thread's opening may be punched out of stdout by now (discard_before).
+        self._codec.thread_id = self._codec.thread_id or self.options.resume
+        self.native_session_id = self._codec.thread_id
 
     async def close(self) -> None:
         """Close stdin (app-server exits 0), escalating if needed; emits ``SessionEnded``.
