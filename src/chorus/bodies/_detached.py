@@ -257,8 +257,8 @@ class DetachedTransport:
                 if not chunk:
                     if self._ended() and not out.read(1):
                         return
-                    if (cut := self._cut(out.fileno(), out.tell())) is not None:
-                        self._give_up(cut)
+                    if (lost := self._lost(out.fileno(), out.tell())) is not None:
+                        self._give_up(lost)
                         return
                     await asyncio.sleep(_POLL)
                     continue
@@ -267,13 +267,18 @@ class DetachedTransport:
                     if line:
                         yield line[0]
 
-    def _cut(self, fd: int, position: int) -> str | None:
-        """Why the output file can no longer be read by offset, if it cannot: removed
-        or replaced (another inode at its path), or truncated below what we read."""
+    def _lost(self, fd: int, position: int) -> str | None:
+        """Why the body's output can no longer be read by offset, if it cannot: its
+        file removed or replaced (another inode at its path) or truncated below what
+        we read, or no room left for the CLI to write it (a full disk: its lines are
+        being lost)."""
         try:
             now = self._path("stdout").stat()
+            room = os.fstatvfs(fd).f_bfree
         except OSError:
             return "the body's output file was removed"
+        if room == 0:
+            return "the disk holding the body's output is full"
         mine = os.fstat(fd)
         if now.st_ino != mine.st_ino or now.st_dev != mine.st_dev:
             return "the body's output file was replaced"
@@ -284,7 +289,7 @@ class DetachedTransport:
     def _give_up(self, reason: str) -> None:
         """The output is lost to us: say why (in the stderr tail the crash reports)
         and end the body, whose end is then read as a crash."""
-        self._stderr.append(f"chorus: {reason} under the daemon; the body was ended")
+        self._stderr.append(f"chorus: {reason}; the body was ended")
         self.signal_group(signal.SIGKILL)
 
     def _take_line(self, buf: bytearray) -> tuple[str] | tuple[()] | None:
