@@ -5,6 +5,7 @@ request for it, and the session's log has no seq gap and no duplicate."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -206,3 +207,22 @@ def test_output_is_freed_once_stored_and_a_reattach_reads_past_the_hole(chorus: 
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == WORDS
     assert len(chorus.server.turn_requests(lane="claude")) == 2  # one per job, none again
     assert _same_process(handle)
+
+
+def test_a_warm_body_between_jobs_outlives_the_daemon_and_takes_the_next_job(
+    chorus: Chorus,
+) -> None:
+    chorus.server.script([text("first"), text("second")], lane="claude")
+    first = chorus.run("ask", "one", "--body", "claude", "--json")
+    assert first.returncode == 0, first.stderr
+    session_id = chorus.client.jobs()[0]["session_id"]
+    handle = chorus.client.session(session_id)["transport"]["body_handle"]
+    _kill_daemon()  # nothing runs: the body waits warm for its next job
+    second = chorus.run("ask", "two", "--session", session_id, "--json")
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    assert "second" in second.stdout
+    assert _same_process(handle)  # the same CLI process took the follow-up
+    assert chorus.client.session(session_id)["transport"]["pgid"] == handle["pid"]
+    assert len(chorus.server.turn_requests(lane="claude")) == 2
+    last = chorus.server.turn_requests(lane="claude")[-1]
+    assert "first" in json.dumps(last.body)  # in the same conversation
