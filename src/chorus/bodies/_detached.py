@@ -110,6 +110,7 @@ class DetachedTransport:
         self._stderr_task: asyncio.Task[None] | None = None
         self._write_lock = asyncio.Lock()
         self.offset = 0
+        self._quiet = 0  # empty polls of stdout in a row (see _idle_wait)
         self._detached = False
         self._closed = False
 
@@ -260,12 +261,20 @@ class DetachedTransport:
                     if (lost := self._lost(out.fileno(), out.tell())) is not None:
                         self._give_up(lost)
                         return
-                    await asyncio.sleep(_POLL)
+                    await self._idle_wait()
                     continue
+                self._quiet = 0
                 buf += chunk
                 while (line := self._take_line(buf)) is not None:
                     if line:
                         yield line[0]
+
+    async def _idle_wait(self) -> None:
+        """Wait before looking at stdout again: 20 ms at first, doubling while it stays
+        quiet, at most 320 ms (an idle warm body costs a few reads a second); any
+        output or any line we write makes it 20 ms again."""
+        await asyncio.sleep(_POLL * (1 << min(self._quiet, 4)))
+        self._quiet += 1
 
     def _lost(self, fd: int, position: int) -> str | None:
         """Why the body's output can no longer be read by offset, if it cannot: its
@@ -369,6 +378,7 @@ class DetachedTransport:
         async with self._write_lock:
             self._emit("stdin", line)
             self._log_sent(line)
+            self._quiet = 0  # an answer is due: look often again
             await asyncio.to_thread(_write_all, fd, line.encode("utf-8") + b"\n")
 
     def _log_sent(self, line: str) -> None:
