@@ -3,8 +3,8 @@ body and carry the same turn on (issue 15).
 
 Each round runs one real job (claude, codex, gemini: each against its lane of the
 scripted model, streaming a numbered word list slowly), SIGKILLs the daemon once
-some of the text is stored (``--twice``: again right after the next daemon
-started, that is while it re-attaches), then ``chorus watch`` starts a fresh
+some of the text is stored (``--twice``: again 0.3 s after the next daemon
+answered, that is just after it re-attached, mid-turn), then ``chorus watch`` starts a fresh
 daemon and follows the job to its end. Per CLI it prints: jobs completed, words
 lost and words duplicated in the stored text deltas, turns re-run (the scripted
 server's requests beyond one per job), rounds whose session log has a seq gap or a
@@ -106,7 +106,7 @@ def _round(cli: str, n: int, server: ModelServer, work: Path, twice: bool, tally
     _kill_daemon()
     if twice:
         _chorus(work, "start")
-        time.sleep(0.3)  # the new daemon is re-attaching now
+        time.sleep(0.3)  # the new daemon has just re-attached; the turn runs on
         _kill_daemon()
     with contextlib.suppress(subprocess.TimeoutExpired):
         _chorus(work, "watch", job_id, timeout=120)
@@ -158,7 +158,7 @@ def _integrity(home: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--twice", action="store_true", help="kill again while re-attaching")
+    parser.add_argument("--twice", action="store_true", help="kill again just after re-attach")
     parser.add_argument("--clis", default="claude,codex,gemini")
     args = parser.parse_args()
     clis = tuple(args.clis.split(","))
@@ -169,7 +169,7 @@ def main() -> None:
             for n in range(args.rounds):
                 _round(cli, n, server, work, args.twice, tallies[cli])
         integrity = _integrity(_home())
-    mode = "twice (again while re-attaching)" if args.twice else "once"
+    mode = "twice (again just after the re-attach)" if args.twice else "once"
     print(f"kill -9 of the daemon mid-turn, {mode} per round, {args.rounds} rounds per CLI")
     head = ("cli", "completed", "lost", "dup", "re-run", "seq", "same pid")
     print("{:8} {:>10} {:>5} {:>5} {:>7} {:>4} {:>9}".format(*head))
