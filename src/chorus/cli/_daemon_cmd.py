@@ -223,10 +223,15 @@ def stop(
     if keep_bodies:
         keep_flag().touch()
     stopped = stop_daemon()
+    if not stopped:
+        keep_flag().unlink(missing_ok=True)  # nothing to keep: no daemon ran
     if as_json:
-        typer.echo(json.dumps({"stopped": stopped, "left": left, "cancelled": cancelled}))
+        out = {"stopped": stopped, "left": left, "cancelled": cancelled}
+        typer.echo(json.dumps({**out, "kept_bodies": keep_bodies and stopped}))
         return
     typer.echo("daemon stopped" if stopped else "no daemon was running")
+    if keep_bodies and stopped:
+        typer.echo("agent CLIs left running; the next start re-attaches to them")
     if cancelled:
         typer.echo(f"cancelled {len(cancelled)} job(s): {' '.join(i[:12] for i in cancelled)}")
     if left:
