@@ -410,20 +410,21 @@ class DetachedTransport:
         return handle
 
     def discard_before(self, offset: int) -> None:
-        """Free the disk space of stdout before ``offset`` (stored by now) and of the
-        stderr read so far, without moving any offset: the CLI keeps appending, and
-        the files become sparse (a punched hole reads as zero bytes, which a rebuild
-        skips). The first call only records its offset as the *head* (the CLI's
-        handshake and session opening, which a rebuilt codec needs), kept for good.
-        A filesystem without hole punching keeps the bytes."""
+        """Erase stdout before ``offset`` (stored, and redacted, by now) and the stderr
+        so far, without moving any offset: whole pages are deallocated (the files
+        become sparse), the rest is overwritten with zero bytes, which a rebuild
+        skips; the CLI keeps appending. So no secret a tool printed stays on disk
+        once the log has it. The first call only records its offset as the *head*
+        (the CLI's handshake and session opening, which a rebuilt codec needs),
+        kept for good."""
         head = self._head()
         if head is None:
             with contextlib.suppress(OSError):
                 self._path("head").write_text(str(offset))
             return
-        _punch(self._path("stdout"), -(-head // _PAGE) * _PAGE, offset)
+        _erase(self._path("stdout"), head, offset)
         with contextlib.suppress(OSError):
-            _punch(self._path("stderr"), 0, self._path("stderr").stat().st_size)
+            _erase(self._path("stderr"), 0, self._path("stderr").stat().st_size)
 
     def _head(self) -> int | None:
         try:
@@ -504,6 +505,27 @@ def _sent(run_dir: Path) -> list[Sent]:
 _PAGE = 4096
 #: fallocate(2) flags: FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE.
 _PUNCH_HOLE = 0x01 | 0x02
+
+
+def _erase(path: Path, start: int, end: int) -> None:
+    """Make bytes ``start``..``end`` of ``path`` read as zeros: whole pages punched out
+    where the filesystem can, the rest (and everything, where it cannot) written over."""
+    first = -(-start // _PAGE) * _PAGE
+    last = end - end % _PAGE
+    punched = first < last and _punch(path, first, end)
+    spans = [(start, first), (last, end)] if punched else [(start, end)]
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        for a, b in spans:
+            for at in range(a, b, _CHUNK):
+                os.pwrite(fd, bytes(min(_CHUNK, b - at)), at)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _punch(path: Path, start: int, end: int) -> bool:
