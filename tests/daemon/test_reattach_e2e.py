@@ -5,17 +5,19 @@ request for it, and the session's log has no seq gap and no duplicate."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from chorus.bodies import process_start_time
+from chorus.daemon import stop_daemon
 from chorus.daemon._lifecycle import read_pid
 from chorus.events import Event, JobEnded, Notice, TextDelta, TurnCompleted
 from chorus.testing import slow_text, text
@@ -51,8 +53,19 @@ def _deltas(chorus: Chorus, job_id: str) -> int:
 
 
 @pytest.fixture
-def chorus(daemon_with: Callable[..., Daemon]) -> Daemon:
-    return daemon_with()
+def chorus(daemon_with: Callable[..., Daemon]) -> Iterator[Daemon]:
+    daemon = daemon_with()
+    yield daemon
+    stop_daemon()
+    _end_bodies_left(daemon.home)  # a failed test may leave detached bodies running
+
+
+def _end_bodies_left(home: Path) -> None:
+    for pid_file in (home / "run" / "bodies").glob("*/pid"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            left = json.loads(pid_file.read_text())
+            if process_start_time(int(left["pid"])) == left["started"]:
+                os.killpg(int(left["pid"]), signal.SIGKILL)
 
 
 def _start_slow_job(
