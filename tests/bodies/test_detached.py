@@ -12,7 +12,13 @@ import pytest
 
 from chorus import BodyCrashedError
 from chorus.bodies import SpawnSpec
-from chorus.bodies._detached import BodyHandle, DetachedTransport, start_time
+from chorus.bodies._detached import (
+    BodyHandle,
+    DetachedTransport,
+    replay_lines,
+    start_time,
+    stdout_before,
+)
 
 PY = sys.executable
 ECHO = "import sys\nfor l in sys.stdin: print('got ' + l.strip(), flush=True)"
@@ -73,3 +79,79 @@ async def test_a_reused_pid_is_never_taken_for_ours(tmp_path: Path) -> None:
         )
     again = await DetachedTransport.attach(_spec(tmp_path, ECHO), handle)
     await again.close()
+
+
+async def test_replay_lines_interleaves_our_writes_in_stdout_order(tmp_path: Path) -> None:
+    transport = DetachedTransport(_spec(tmp_path, ECHO), tmp_path / "run")
+    await transport.start()
+    lines = transport.lines()
+    await transport.write_line("one")
+    assert await anext(lines) == "got one"
+    await transport.write_line("two")
+    assert await anext(lines) == "got two"
+    first_end = len(b"got one\n")
+    before, later = replay_lines(transport.run_dir, first_end)
+    assert before == [("stdin", "one"), ("stdout", "got one")]
+    assert later == [(first_end, "two")]  # written once stdout had reached the offset
+    everything, rest = replay_lines(transport.run_dir, transport.offset)
+    assert everything == [
+        ("stdin", "one"),
+        ("stdout", "got one"),
+        ("stdin", "two"),
+        ("stdout", "got two"),
+    ]
+    assert rest == []
+    await lines.aclose()
+    await transport.close()
+
+
+async def test_stored_output_is_erased_past_the_head_and_skipped_by_a_rebuild(
+    tmp_path: Path,
+) -> None:
+    code = "import sys\nfor l in sys.stdin: print(l.strip() * 100, flush=True)"
+    transport = DetachedTransport(_spec(tmp_path, code), tmp_path / "run")
+    await transport.start()
+    lines = transport.lines()
+    await transport.write_line("h")
+    await anext(lines)
+    head = transport.offset
+    transport.discard_before(head)  # the first call only marks the kept head
+    for n in range(200):
+        await transport.write_line(f"x{n % 10}")
+        await anext(lines)
+    out = transport.run_dir / "stdout"
+    used = out.stat().st_blocks * 512
+    transport.discard_before(transport.offset)
+    assert out.stat().st_blocks * 512 <= used // 4  # the disk space went
+    assert out.stat().st_size >= transport.offset  # no offset moved
+    kept = stdout_before(transport.run_dir, transport.offset)
+    assert kept[0] == "h" * 100  # the head survives whole
+    assert all("\0" not in line for line in kept)  # a cut line is never handed out
+    assert len(kept) == 1  # every stored line is gone from the disk, not just most
+    assert b"x5" not in out.read_bytes()[: transport.offset]  # nothing printed stays
+    await lines.aclose()
+    await transport.close()
+
+
+@pytest.mark.parametrize("how", ["truncated", "removed", "replaced"])
+async def test_output_lost_under_the_reader_ends_the_body_and_says_why(
+    tmp_path: Path, how: str
+) -> None:
+    transport = DetachedTransport(_spec(tmp_path, ECHO), tmp_path / "run")
+    await transport.start()
+    lines = transport.lines()
+    await transport.write_line("one")
+    assert await anext(lines) == "got one"
+    out = transport.run_dir / "stdout"
+    if how == "truncated":
+        out.write_bytes(b"")
+    elif how == "removed":
+        out.unlink()
+    else:
+        out.unlink()
+        out.write_bytes(b"got one\n")
+    assert [line async for line in lines] == []  # the stream ends instead of hanging
+    assert await transport.wait(5) is None  # killed: the wrapper had no time to write
+    assert how in transport.stderr_tail or "removed" in transport.stderr_tail
+    assert not transport.running
+    await transport.close()

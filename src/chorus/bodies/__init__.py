@@ -12,6 +12,8 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._catalog import BodyInfo, body_catalog
+from chorus.bodies._detached import BodyHandle, DetachedTransport
+from chorus.bodies._detached import start_time as process_start_time
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
 from chorus.bodies._registry import (
     CLI_OF,
@@ -49,9 +51,11 @@ __all__ = [
     "PERMISSION_MODES",
     "TERMINAL_TYPES",
     "Body",
+    "BodyHandle",
     "BodyInfo",
     "BodyOptions",
     "Capabilities",
+    "DetachedTransport",
     "LineFramer",
     "McpServer",
     "PermissionAnswer",
@@ -70,6 +74,7 @@ __all__ = [
     "create_body",
     "kill_live_groups",
     "normalize_tool",
+    "process_start_time",
     "replay_codecs",
     "rule_callback",
 ]

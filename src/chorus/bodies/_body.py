@@ -16,11 +16,11 @@ import contextlib
 import os
 import signal
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 from chorus._errors import UnsupportedControlError
 from chorus.bodies._capabilities import Capabilities
@@ -41,6 +41,7 @@ PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 #: A stdout position: (byte offset of a line, events of that line already handed out).
 Mark = tuple[int, int]
 TERMINAL_TYPES = (TurnCompleted, TurnFailed, SessionEnded)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +127,9 @@ class Body(ABC):
     #: True when the body itself gets a denial's reason to the model in the same turn
     #: (in the tool result, or a follow-up prompt); else the session must tell it.
     tells_denials: ClassVar[bool] = False
+    #: True for bodies that start their CLI to outlive this process when
+    #: ``options.run_dir`` is set, and can :meth:`attach` to it again (issue 15).
+    detachable: ClassVar[bool] = False
 
     def __init__(self, options: BodyOptions) -> None:
         self.options = options
@@ -141,6 +145,10 @@ class Body(ABC):
         self._mark: Mark | None = None
         self._marking_task: asyncio.Task[Any] | None = None
         self._position: Mark = (0, 0)
+        #: After :meth:`attach`: how many more counted stdout events a previous owner
+        #: already handed out (and stored), so they are not handed out twice.
+        self._drop = 0
+        self._counted: Callable[[Event], bool] = _always
         self._closed = False
         self._context_sent = options.resume is not None
         #: The running CLI process (one-shot bodies: the current turn's, if any).
@@ -166,6 +174,20 @@ class Body(ABC):
         return self._transport is not None and self._transport.running
 
     # -- lifecycle -------------------------------------------------------------
+
+    @classmethod
+    async def attach(
+        cls,
+        options: BodyOptions,
+        handle: BodyHandle,
+        *,
+        turn_open: bool,
+        drop: int = 0,
+        counted: Callable[[Event], bool] | None = None,
+    ) -> Body:
+        """Take over a CLI another process started detached (:attr:`detachable`
+        bodies override this; the others cannot)."""
+        raise UnsupportedControlError(cls.name, "attach", "the body does not run detached")
 
     @abstractmethod
     async def start(self) -> None:
@@ -242,7 +264,53 @@ class Body(ABC):
         """Queue ``event``; the reader task's events carry their stdout position."""
         task = asyncio.current_task()
         mark = self._mark if task is not None and task is self._marking_task else None
+        if mark is not None and self._drop > 0:
+            self._dropped(event, mark)
+            return
         await self._events.put((event, mark))
+
+    def _dropped(self, event: Event, mark: Mark) -> None:
+        """A stdout event the previous owner handed out: not again, but past it."""
+        if self._counted(event):
+            self._drop -= 1
+        self._position = max(self._position, mark)
+
+    def drop_handed_out(self, count: int, counted: Callable[[Event], bool]) -> None:
+        """Skip the next ``count`` stdout events for which ``counted`` is true (and the
+        uncounted ones among them): a previous owner stored them already. Call before
+        the reader reads (that is, from :meth:`attach`)."""
+        self._drop, self._counted = count, counted
+
+    @property
+    def dropping(self) -> int:
+        """Counted events still to skip (0 once the reader is past them)."""
+        return self._drop
+
+    async def _marked(
+        self,
+        transport: AgentTransport,
+        decode: Callable[[str], Sequence[T]],
+        skip: int = 0,
+        before: Callable[[int], None] | None = None,
+    ) -> AsyncIterator[T]:
+        """Decode stdout lines to their end, yielding each item with :attr:`_mark` set to
+        its stdout position (detached transports; the events the caller emits while
+        handling an item carry it). ``skip``: items of the first line a previous owner
+        handed out already (after :meth:`attach`); ``before``: called with each line's
+        offset before it is decoded. Iterate from the reader task."""
+        self._marking_task = asyncio.current_task()
+        detached = transport if isinstance(transport, DetachedTransport) else None
+        start = detached.offset if detached else 0
+        async for line in transport.lines():
+            if before is not None:
+                before(start)
+            items = decode(line)[skip:]
+            end = detached.offset if detached else 0
+            for index, item in enumerate(items, start=skip + 1):
+                last = index == skip + len(items)
+                self._mark = (end, 0) if last else (start, index)
+                yield item
+            self._mark, start, skip = None, end, 0
 
     def handle(self) -> BodyHandle | None:
         """Where a later process re-attaches to this body (detached bodies only): the
@@ -252,6 +320,28 @@ class Body(ABC):
             return None
         offset, skip = self._position
         return replace(transport.handle(), offset=offset, skip=skip)
+
+    async def detach(self) -> bool:
+        """Leave a detached body's CLI running for a later owner (``chorus stop
+        --keep-bodies``): stop reading it, emit nothing more. False (and nothing done)
+        for a body whose CLI cannot outlive us."""
+        transport = self._transport
+        if not isinstance(transport, DetachedTransport):
+            return False
+        self._closed = True
+        reader = self._marking_task
+        if reader is not None and not reader.done():
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+        await transport.detach()
+        return True
+
+    def forget_stored(self, offset: int) -> None:
+        """A detached body's output before ``offset`` is in the store for good: free
+        its disk space (see :meth:`DetachedTransport.discard_before`)."""
+        transport = self._transport
+        if isinstance(transport, DetachedTransport):
+            transport.discard_before(offset)
 
     # -- resume ----------------------------------------------------------------------
 
@@ -293,6 +383,10 @@ class Body(ABC):
 
     async def mcp_status(self) -> dict[str, Any]:
         raise self._unsupported("mcp_status")
+
+
+def _always(event: Event) -> bool:
+    return True
 
 
 async def wait_task(task: asyncio.Task[Any] | None, timeout: float) -> bool:  # noqa: ASYNC109

@@ -14,13 +14,17 @@ offset, and carries on reading where the old one stopped.
 
 Files in the run directory: ``stdin`` (FIFO), ``stdout``, ``stderr``, ``exit``
 (the CLI's status, written when it ends), ``pid`` (the wrapper's pid and start
-time, written by us).
+time, written by us), ``sent`` (each line we wrote, with the size of stdout then),
+``head`` (where the part of stdout kept for good ends, see ``discard_before``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
+import functools
 import json
 import os
 import shutil
@@ -107,6 +111,7 @@ class DetachedTransport:
         self._stderr_task: asyncio.Task[None] | None = None
         self._write_lock = asyncio.Lock()
         self.offset = 0
+        self._quiet = 0  # empty polls of stdout in a row (see _idle_wait)
         self._detached = False
         self._closed = False
 
@@ -120,7 +125,7 @@ class DetachedTransport:
     async def start(self) -> None:
         """Make the run directory and spawn the wrapper in its own session."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        for name in ("stdout", "stderr", "exit", "stdin"):
+        for name in ("stdout", "stderr", "exit", "stdin", "sent", "head"):
             self._path(name).unlink(missing_ok=True)
         os.mkfifo(self._path("stdin"), 0o600)
         self._path("stdout").touch(0o600)
@@ -255,12 +260,48 @@ class DetachedTransport:
                 if not chunk:
                     if self._ended() and not out.read(1):
                         return
-                    await asyncio.sleep(_POLL)
+                    if (lost := self._lost(out.fileno(), out.tell())) is not None:
+                        self._give_up(lost)
+                        return
+                    await self._idle_wait()
                     continue
+                self._quiet = 0
                 buf += chunk
                 while (line := self._take_line(buf)) is not None:
                     if line:
                         yield line[0]
+
+    async def _idle_wait(self) -> None:
+        """Wait before looking at stdout again: 20 ms at first, doubling while it stays
+        quiet, at most 320 ms (an idle warm body costs a few reads a second); any
+        output or any line we write makes it 20 ms again."""
+        await asyncio.sleep(_POLL * (1 << min(self._quiet, 4)))
+        self._quiet += 1
+
+    def _lost(self, fd: int, position: int) -> str | None:
+        """Why the body's output can no longer be read by offset, if it cannot: its
+        file removed or replaced (another inode at its path) or truncated below what
+        we read, or no room left for the CLI to write it (a full disk: its lines are
+        being lost)."""
+        try:
+            now = self._path("stdout").stat()
+            room = os.fstatvfs(fd).f_bfree
+        except OSError:
+            return "the body's output file was removed"
+        if room == 0:
+            return "the disk holding the body's output is full"
+        mine = os.fstat(fd)
+        if now.st_ino != mine.st_ino or now.st_dev != mine.st_dev:
+            return "the body's output file was replaced"
+        if mine.st_size < position:
+            return f"the body's output file was truncated to {mine.st_size} bytes"
+        return None
+
+    def _give_up(self, reason: str) -> None:
+        """The output is lost to us: say why (in the stderr tail the crash reports)
+        and end the body, whose end is then read as a crash."""
+        self._stderr.append(f"chorus: {reason}; the body was ended")
+        self.signal_group(signal.SIGKILL)
 
     def _take_line(self, buf: bytearray) -> tuple[str] | tuple[()] | None:
         """The first complete line of ``buf`` (removed from it), advancing
@@ -338,7 +379,20 @@ class DetachedTransport:
             )
         async with self._write_lock:
             self._emit("stdin", line)
+            self._log_sent(line)
+            self._quiet = 0  # an answer is due: look often again
             await asyncio.to_thread(_write_all, fd, line.encode("utf-8") + b"\n")
+
+    def _log_sent(self, line: str) -> None:
+        """Keep what we wrote, with the size stdout had then (``sent`` file): a new
+        owner replays it in order with stdout to rebuild a codec that pairs answers
+        with its requests (:func:`sent_lines`)."""
+        try:
+            at = self._path("stdout").stat().st_size
+            with self._path("sent").open("a", encoding="utf-8") as sent:
+                sent.write(json.dumps({"at": at, "line": line}) + "\n")
+        except OSError:
+            pass  # best effort: a rebuild without it pairs fewer answers
 
     # -- signals, detach and shutdown ----------------------------------------------------
 
@@ -356,6 +410,29 @@ class DetachedTransport:
             self._stderr_task.cancel()
             await asyncio.gather(self._stderr_task, return_exceptions=True)
         return handle
+
+    def discard_before(self, offset: int) -> None:
+        """Erase stdout before ``offset`` (stored, and redacted, by now) and the stderr
+        so far, without moving any offset: whole pages are deallocated (the files
+        become sparse), the rest is overwritten with zero bytes, which a rebuild
+        skips; the CLI keeps appending. So no secret a tool printed stays on disk
+        once the log has it. The first call only records its offset as the *head*
+        (the CLI's handshake and session opening, which a rebuilt codec needs),
+        kept for good."""
+        head = self._head()
+        if head is None:
+            with contextlib.suppress(OSError):
+                self._path("head").write_text(str(offset))
+            return
+        _erase(self._path("stdout"), head, offset)
+        with contextlib.suppress(OSError):
+            _erase(self._path("stderr"), 0, self._path("stderr").stat().st_size)
+
+    def _head(self) -> int | None:
+        try:
+            return int(self._path("head").read_text())
+        except (OSError, ValueError):
+            return None
 
     def _release(self) -> None:
         if self._stdin_fd is not None:
@@ -390,3 +467,110 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         written = os.write(fd, view)
         view = view[written:]
+
+
+def replay_lines(run_dir: Path, offset: int) -> tuple[list[tuple[str, str]], list[Sent]]:
+    """What passed through a detached body before stdout ``offset``, in order:
+    ``("stdin", line)`` for each line written to it, ``("stdout", line)`` for each it
+    printed (a codec is rebuilt from these); and the lines written later, each with
+    the stdout size when it was written. Raises ``OSError`` when stdout is gone."""
+    sent = _sent(run_dir)
+    merged: list[tuple[str, str]] = []
+    position = 0
+    for raw in _raw_lines_before(run_dir, offset):
+        while sent and sent[0][0] <= position:
+            merged.append(("stdin", sent.pop(0)[1]))
+        if b"\0" not in raw:  # not cut by a punched hole (see discard_before)
+            merged.append(("stdout", raw.decode("utf-8", errors="replace").rstrip("\r")))
+        position += len(raw) + 1
+    merged += [("stdin", line) for at, line in sent if at < offset]
+    return merged, [(at, line) for at, line in sent if at >= offset]
+
+
+#: A line written to a detached body, with the size of its stdout then.
+Sent = tuple[int, str]
+
+
+def _sent(run_dir: Path) -> list[Sent]:
+    try:
+        text = (run_dir / "sent").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for row in text.splitlines():
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            data = json.loads(row)
+            out.append((int(data["at"]), str(data["line"])))
+    return out
+
+
+_PAGE = 4096
+#: fallocate(2) flags: FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE.
+_PUNCH_HOLE = 0x01 | 0x02
+
+
+def _erase(path: Path, start: int, end: int) -> None:
+    """Make bytes ``start``..``end`` of ``path`` read as zeros: whole pages punched out
+    where the filesystem can, the rest (and everything, where it cannot) written over."""
+    first = -(-start // _PAGE) * _PAGE
+    last = end - end % _PAGE
+    punched = first < last and _punch(path, first, end)
+    spans = [(start, first), (last, end)] if punched else [(start, end)]
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        for a, b in spans:
+            for at in range(a, b, _CHUNK):
+                os.pwrite(fd, bytes(min(_CHUNK, b - at)), at)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _punch(path: Path, start: int, end: int) -> bool:
+    """Deallocate ``path``'s whole pages from ``start`` (page-aligned) to before ``end``;
+    False where that cannot be done."""
+    length = end - end % _PAGE - start
+    if length <= 0:
+        return False
+    libc = _libc()
+    if libc is None:
+        return False
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        done = libc.fallocate(fd, _PUNCH_HOLE, ctypes.c_long(start), ctypes.c_long(length))
+        return int(done) == 0
+    finally:
+        os.close(fd)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+    except OSError:
+        return None
+    return libc if hasattr(libc, "fallocate") else None
+
+
+def _raw_lines_before(run_dir: Path, offset: int) -> list[bytes]:
+    with (run_dir / "stdout").open("rb") as out:
+        seen = out.read(offset)
+    return seen.split(b"\n")[:-1]
+
+
+def stdout_before(run_dir: Path, offset: int) -> list[str]:
+    """The stdout lines before ``offset`` that are still there (not punched out).
+    Raises ``OSError`` when stdout is gone."""
+    return [
+        raw.decode("utf-8", errors="replace").rstrip("\r")
+        for raw in _raw_lines_before(run_dir, offset)
+        if b"\0" not in raw
+    ]

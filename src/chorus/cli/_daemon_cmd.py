@@ -218,19 +218,33 @@ def stop(
     cancel_jobs: bool = typer.Option(
         False, "--cancel-jobs", help="Cancel running and queued jobs instead of keeping them."
     ),
+    keep_bodies: bool = typer.Option(
+        False,
+        "--keep-bodies",
+        help="Leave the agent CLIs running (e.g. to upgrade Chorus); the next start "
+        "re-attaches to them and running turns carry on.",
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Stop the daemon; says which jobs are left (they resume at the next start).
 
     With --cancel-jobs, running and queued jobs are cancelled first."""
     from chorus.daemon import stop_daemon
+    from chorus.session import keep_flag
 
     left, cancelled = _jobs_left(cancel_jobs)
+    if keep_bodies:
+        keep_flag().touch()
     stopped = stop_daemon()
+    if not stopped:
+        keep_flag().unlink(missing_ok=True)  # nothing to keep: no daemon ran
     if as_json:
-        typer.echo(json.dumps({"stopped": stopped, "left": left, "cancelled": cancelled}))
+        out = {"stopped": stopped, "left": left, "cancelled": cancelled}
+        typer.echo(json.dumps({**out, "kept_bodies": keep_bodies and stopped}))
         return
     typer.echo("daemon stopped" if stopped else "no daemon was running")
+    if keep_bodies and stopped:
+        typer.echo("agent CLIs left running; the next start re-attaches to them")
     if cancelled:
         typer.echo(f"cancelled {len(cancelled)} job(s): {' '.join(i[:12] for i in cancelled)}")
     if left:

@@ -1,8 +1,13 @@
-"""What the supervisor does when the log itself cannot be written (a full disk).
+"""What the supervisor does when the log itself cannot be written (a full disk), and
+when it starts again after a crash with bodies still running (issue 15).
 
 A job whose events cannot be stored fails with the stable code ``storage_full``,
 and its end (state + JobEnded, one transaction) is retried until space is back,
 so the job never stays ``running`` with nobody to finish it.
+
+A body started detached outlives a daemon killed with SIGKILL: the next daemon
+re-attaches to it (see :mod:`chorus.session._reattach`) and the running job follows
+the turn the body is still running, instead of asking the model again.
 """
 
 from __future__ import annotations
@@ -10,11 +15,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from chorus._errors import BodyCrashedError, BodyError, BodyProtocolError, BodyTimeoutError
-from chorus.events import ErrorCode, ErrorInfo
-from chorus.store import StorageFullError
+from chorus.events import ErrorCode, ErrorInfo, Event, Notice, SessionEnded, TurnFailed
+from chorus.policy import PolicyGate
+from chorus.session import (
+    Session,
+    SessionHub,
+    Snapshot,
+    Turn,
+    discard,
+    job_turn,
+    keep_flag,
+    snapshot_of,
+)
+from chorus.store import ORIGIN_CHORUS, JobRecord, SessionRecord, StorageFullError, Store
 
 log = logging.getLogger("chorus.daemon")
 T = TypeVar("T")
@@ -80,3 +97,101 @@ async def until_stored(write: Callable[[], Awaitable[T]], what: str) -> T:
         if tries:
             log.warning("%s: stored once space was back (after %d refused tries)", what, tries)
         return result
+
+
+# -- bodies that outlived the daemon (issue 15) --------------------------------------------
+
+#: The supervisor's gate maker: (job, session, mode) → the job's gate.
+GateFor = Callable[[JobRecord, SessionRecord, str | None], PolicyGate | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Followed:
+    """A requeued job whose turn a re-attached body runs (or ran) already."""
+
+    session: Session
+    turn: Turn
+
+
+async def reattach_bodies(
+    hub: SessionHub,
+    requeued: list[JobRecord],
+    gate_for: GateFor,
+    only: set[str] | None = None,
+) -> dict[str, Followed]:
+    """At start: make every detached body a dead daemon left running live again (its
+    pid and start time checked), each running job's turn followed where it is; a
+    body that died meanwhile (or whose output is lost) is removed and its job resumes
+    natively. ``only``: just these sessions (a shared store's other sessions belong
+    to live nodes). Returns the followed jobs by id."""
+    store = hub.store
+    keep_flag().unlink(missing_ok=True)  # a later plain stop closes bodies again
+    jobs = {job.session_id: job for job in requeued if job.session_id and _direct(job)}
+    followed: dict[str, Followed] = {}
+    for record in await store.list_sessions(state="active", limit=10_000):
+        snap = snapshot_of(record)
+        if snap is None or hub.get(record.id) is not None:
+            continue
+        if only is not None and record.id not in only:
+            continue
+        job = jobs.get(record.id)
+        try:
+            turn = await _reattach(hub, record, snap, job, gate_for)
+        except BodyError as exc:
+            discard(snap)
+            await _lost(store, record, job, f"{exc}; resuming natively")
+            continue
+        if turn is not None and job is not None:
+            followed[job.id] = turn
+    return followed
+
+
+async def _reattach(
+    hub: SessionHub,
+    record: SessionRecord,
+    snap: Snapshot,
+    job: JobRecord | None,
+    gate_for: GateFor,
+) -> Followed | None:
+    if not snap.alive:
+        raise BodyCrashedError(
+            "the body ended while the daemon was down", exit_code=None, stderr_tail=""
+        )
+    if job is None:
+        await hub.reattach(record, snap)
+        return None
+    mode = job.options.get("permission_mode")
+    gate = gate_for(job, record, mode)
+    started, final = await job_turn(hub.store, record.id, job.id)
+    turn = Turn("", job_id=job.id, gate=gate, follow=True)
+    if final is not None:  # the turn had ended; only the job's end was missing
+        turn.done.set_result(final)
+    first = turn if started and final is None else None
+    session = await hub.reattach(record, snap, gate=gate, mode=mode, first=first)
+    log.info("re-attached session %s (pid %d) for job %s", record.id, snap.handle.pid, job.id)
+    return Followed(session, turn) if started else None
+
+
+async def _lost(store: Store, record: SessionRecord, job: JobRecord | None, why: str) -> None:
+    log.warning("session %s: %s", record.id, why)
+    if job is None:
+        return
+    notice = Notice(message=f"body_crashed: {why}", kind="recovery", job_id=job.id)
+    await store.append(record.id, notice, origin=ORIGIN_CHORUS)
+
+
+def _direct(job: JobRecord) -> bool:
+    framework = job.options.get("framework")
+    return not isinstance(framework, str) or framework == "direct"
+
+
+async def follow(followed: Followed) -> Event:
+    """The followed turn's end, as the job's attempt sees it (a body that went away
+    mid-turn is a crash)."""
+    final = await asyncio.shield(followed.turn.done)
+    if isinstance(final, SessionEnded):
+        error = final.error or ErrorInfo(
+            code=ErrorCode.BODY_CRASHED, message="the body ended without a result"
+        )
+        return TurnFailed(error=error)
+    return final

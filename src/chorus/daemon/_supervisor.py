@@ -41,7 +41,7 @@ from chorus.config import BrainConfig, ChorusConfig
 from chorus.context import Brief
 from chorus.daemon._budget import Ledger, budget_error, refusal
 from chorus.daemon._cluster import SharedHealth, StoreDownError, load_health_file
-from chorus.daemon._durability import error_info, until_stored
+from chorus.daemon._durability import Followed, error_info, follow, reattach_bodies, until_stored
 from chorus.daemon._frameworks import FrameworkPort, framework_options
 from chorus.daemon._routing import route_request
 from chorus.events import (
@@ -169,6 +169,7 @@ class Supervisor:
         self._live: dict[str, Session] = {}
         self._claim = asyncio.Lock()
         self._interrupted: set[str] = set()
+        self._follow: dict[str, Followed] = {}  # issue 15: turns re-attached bodies run
         self._tasks: set[asyncio.Task[None]] = set()
         self.outcome_hooks: list[OutcomeHook] = []
         self.frameworks = FrameworkPort(self)
@@ -406,7 +407,9 @@ class Supervisor:
         requeued = await self.node.recover()
         for job in requeued:
             log.info("requeued job %s after restart", job.id)
-        await self._kill_orphans(only=_sessions_of(requeued) if self.store.shared else None)
+        only = _sessions_of(requeued) if self.store.shared else None
+        self._follow = await reattach_bodies(self.hub, requeued, self._gate, only)  # issue 15
+        await self._kill_orphans(only=only)
         await report_orphans(self.store, self.config)  # logged, never deleted (issue 24)
         await self.shared_health.load()
         leases = asyncio.create_task(self.node.keep_leases(), name="job-leases")
@@ -642,6 +645,9 @@ class Supervisor:
         self, job: JobRecord, body_name: str, prompt: str, plan: str | None = None
     ) -> Event:
         """One turn of the job on its session's live body (warm, or started now)."""
+        if (followed := self._follow.pop(job.id, None)) is not None:  # issue 15
+            self._live[job.id] = followed.session
+            return await follow(followed)
         if refused := await guard_job_worktree(self.store, job):  # every body start (issue 24)
             return refused
         record = await self.store.get_session(job.session_id or "")

@@ -22,6 +22,14 @@ from chorus.session._launcher import (
     policy_guards,
 )
 from chorus.session._lifecycle import TRANSITIONS, Lifecycle, State
+from chorus.session._reattach import (
+    Snapshot,
+    bodies_dir,
+    discard,
+    job_turn,
+    keep_flag,
+    snapshot_of,
+)
 from chorus.session._session import CAPABILITY_OF, Session, Turn, native_ids, start_time
 
 __all__ = [
@@ -40,14 +48,20 @@ __all__ = [
     "Session",
     "SessionError",
     "SessionHub",
+    "Snapshot",
     "State",
     "Turn",
+    "bodies_dir",
     "checked_cwd",
     "checked_mode",
     "cli_name",
+    "discard",
+    "job_turn",
+    "keep_flag",
     "native_ids",
     "native_mode",
     "policy_guards",
     "settles",
+    "snapshot_of",
     "start_time",
 ]

@@ -23,14 +23,15 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from chorus.bodies import PermissionCallback, allow_all, body_names
+from chorus.bodies import Body, PermissionCallback, allow_all, body_class, body_names
 from chorus.context import Brief
 from chorus.policy import SENSITIVE_PATHS, PathContext, PolicyGate, brain_cwd_problem
 from chorus.session._brains import Authority
 from chorus.session._errors import SessionError
 from chorus.session._history import session_history
 from chorus.session._launcher import BodyLauncher, Launch, checked_mode, native_mode
-from chorus.session._session import Session, native_ids
+from chorus.session._reattach import Snapshot, counted, handed_out, keep_flag
+from chorus.session._session import Session, Turn, native_ids
 from chorus.session._spares import SpareKey, SparePool
 from chorus.store import SessionRecord, UnknownSessionError
 
@@ -145,10 +146,25 @@ class SessionHub:
 
     async def _close_all(self) -> None:
         sessions = list(self._live.values())
+        if keep_flag().exists():  # chorus stop --keep-bodies (issue 15)
+            sessions = await self._detach_all(sessions)
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
         drivers = list(self._drivers.values())
         if drivers:
             await asyncio.wait(drivers, timeout=_DRAIN_GRACE)
+
+    async def _detach_all(self, sessions: list[Session]) -> list[Session]:
+        """Leave the detachable bodies running (their drivers stop, nothing is recorded
+        as ended); returns the sessions whose bodies cannot outlive us."""
+        kept = await asyncio.gather(*(s.detach() for s in sessions), return_exceptions=True)
+        rest = []
+        for session, detached in zip(sessions, kept, strict=True):
+            if detached is True:
+                self._drivers[session.id].cancel()
+                log.info("left the body of session %s running", session.id)
+            else:
+                rest.append(session)
+        return rest
 
     async def close(self, session_id: str) -> bool:
         """Close a live session's body and wait for its driver; False if none was live."""
@@ -303,6 +319,39 @@ class SessionHub:
             self._tg.create_task(self.spares.prime(key, make), name=f"spare-{key[0]}")
         return session
 
+    # -- re-attaching (issue 15) ---------------------------------------------------------------
+
+    async def reattach(
+        self,
+        record: SessionRecord,
+        snap: Snapshot,
+        *,
+        gate: PolicyGate | None = None,
+        mode: str | None = None,
+        first: Turn | None = None,
+    ) -> Session:
+        """Make the detached body of ``snap`` (a previous daemon's) the live session of
+        ``record`` again, ``first`` (its open turn) followed before anything else.
+        Raises :class:`BodyCrashedError` when that body is gone or its output cut."""
+        async with self._lock(record.id):
+            name = _active_body(record)
+            session = self._new_session(record, name, self.launcher.gate(record, mode))
+            resume = native_ids(record).get(name)
+            # The live body keeps the context it was started with: no new brief.
+            launch = self._launch(name, record.model, resume, gate, mode, Brief())
+            drop = await handed_out(self.store, record.id, snap)
+            cls = body_class(name, self.launcher.config)
+
+            async def attach(ask: PermissionCallback) -> Body:
+                options = self.launcher.options(record, _asking(launch, ask))
+                return await cls.attach(
+                    options, snap.handle, turn_open=first is not None, drop=drop, counted=counted
+                )
+
+            await session.attach(attach, first)
+            self._register(session)
+            return session
+
     # -- starting ------------------------------------------------------------------------------
 
     def _launch(
@@ -374,6 +423,7 @@ class SessionHub:
     async def _drive(self, session: Session) -> None:
         try:
             await session.drive()
+            await session.close()  # an ended body's files go with it (issue 15)
         finally:
             if self._live.get(session.id) is session:
                 del self._live[session.id]

@@ -49,6 +49,7 @@ from chorus.sandbox import active as sandbox_active
 from chorus.sandbox import bwrap_path, write_wrapper
 from chorus.sandbox import layout as sandbox_layout
 from chorus.session._errors import SessionError
+from chorus.session._reattach import detached_options
 from chorus.session._spares import Redirect, Spare
 from chorus.store import SessionRecord, Store
 
@@ -180,9 +181,10 @@ class BodyLauncher:
         )
         # Issues 16, 17: the context, the client's instructions and servers, Chorus's.
         replaces = self.replaces_system_prompt(launch.body)
-        return add_body_extras(
+        options = add_body_extras(
             options, session_id, self.config, launch.brief, replaces_system_prompt=replaces
         )
+        return detached_options(options, launch.body, session_id, self.config)  # issue 15
 
     async def recall(self, prompt: str, known: set[str]) -> tuple[str, list[str]]:
         """The "relevant memory" block for a warm body's turn (``chorus.context``)."""

@@ -64,6 +64,7 @@ from chorus.session._brains import Authority, BrainAsks
 from chorus.session._errors import SessionError
 from chorus.session._launcher import checked_mode
 from chorus.session._lifecycle import Lifecycle, State
+from chorus.session._reattach import HANDLE_KEY, Snapshot, save_snapshot
 from chorus.session._spares import Spare
 from chorus.store import ORIGIN_CHORUS, SessionRecord, Store, event_origin
 
@@ -110,6 +111,9 @@ class Turn:
     done: asyncio.Future[Event] = field(default_factory=_future)
     steers: list[str] = field(default_factory=list)
     interrupted: bool = False
+    #: The rest of a turn a re-attached body is running already (issue 15): no
+    #: prompt is sent, the body's events are followed to the terminal one.
+    follow: bool = False
 
 
 class Session:
@@ -142,6 +146,8 @@ class Session:
         self._body: Body | None = None
         self._turns: asyncio.Queue[Turn] = asyncio.Queue()
         self._current: Turn | None = None
+        #: A turn to run before anything else (a re-attached body's open turn).
+        self._first: Turn | None = None
         self._pending: list[asyncio.Future[Event]] = []
         self._enqueue_lock = asyncio.Lock()
         #: Brains attached to the session that take permission asks.
@@ -200,6 +206,18 @@ class Session:
         self._life.to(State.IDLE)
         await self._note_start()
 
+    async def attach(
+        self, attach: Callable[[PermissionCallback], Awaitable[Body]], first: Turn | None
+    ) -> None:
+        """Take over a body that outlived its previous owner (issue 15); ``first``:
+        its open turn, followed before any other."""
+        self._body = await attach(self._ask)
+        self._first = first
+        if first is not None:
+            self._wire(first.gate)
+        self._life.to(State.IDLE)
+        await self._store.update_session(self.id, state="active")
+
     async def adopt(self, spare: Spare) -> None:
         """Take a pre-started spare body as this session's (see ``_spares``)."""
         self._body = spare.body
@@ -213,6 +231,10 @@ class Session:
         transport = dict(fresh.transport)
         if isinstance(pid, int):
             transport.update(pgid=pid, pgid_started=start_time(pid))
+        handle = self._body.handle() if self._body is not None else None
+        if handle is not None:  # nothing taken from the body yet: position 0
+            seq = await self._store.last_seq(self.id)
+            transport[HANDLE_KEY] = Snapshot(handle, seq).as_dict()
         await self._store.update_session(self.id, state="active", transport=transport)
 
     async def close(self) -> None:
@@ -220,6 +242,11 @@ class Session:
         :class:`SessionEnded` and returns. Idempotent."""
         if self._body is not None:
             await self._body.close()
+
+    async def detach(self) -> bool:
+        """Leave a detached body running for the next daemon (issue 15); False when
+        the body cannot outlive us (then nothing is done)."""
+        return self._body is not None and await self._body.detach()
 
     def touch(self) -> None:
         """Count the session as used now (it was just handed to someone)."""
@@ -249,6 +276,9 @@ class Session:
     async def drive(self) -> None:
         """Run queued turns and record every event until the body ends."""
         try:
+            first, self._first = self._first, None
+            if first is not None:
+                await self._run(first)
             while not self.ended:
                 turn = await self._idle()
                 if turn is None:
@@ -344,7 +374,8 @@ class Session:
     async def _body_turn(self, turn: Turn, prompt: str) -> Event:
         final: Event | None = None
         try:
-            async with _closing(self.body.turn(prompt)) as events:
+            events_of = self.body.follow() if turn.follow else self.body.turn(prompt)
+            async with _closing(events_of) as events:
                 async for event in events:
                     final = await self._on_body_event(event, turn)
         except BodyCrashedError as exc:
@@ -402,6 +433,7 @@ class Session:
         if isinstance(event, (SessionStarted, *TERMINAL_TYPES)):
             await self._flush()
             await self._sync_native_id()
+            await save_snapshot(self._store, self.id, self.body)
         if turn is not None and turn.on_event is not None:
             await turn.on_event(event)
         if isinstance(event, SessionEnded):

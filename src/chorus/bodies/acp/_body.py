@@ -22,10 +22,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, ClassVar, cast
 
-from chorus._errors import BodyCrashedError, BodyProtocolError, BodyTimeoutError
+from chorus._errors import (
+    BodyCrashedError,
+    BodyProtocolError,
+    BodyTimeoutError,
+    UnsupportedControlError,
+)
 from chorus.bodies._body import (
     Body,
     BodyOptions,
@@ -34,9 +39,10 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities
 from chorus.bodies._control import RequestRouter
+from chorus.bodies._detached import BodyHandle, DetachedTransport, Sent, replay_lines
 from chorus.bodies._inject import acp_servers
 from chorus.bodies._permissions import PermissionAnswer, denial_notice
-from chorus.bodies._transport import ProcessTransport, SpawnSpec
+from chorus.bodies._transport import AgentTransport, ProcessTransport, SpawnSpec
 from chorus.bodies.acp._codec import (
     AcpCodec,
     FileReadRequested,
@@ -102,6 +108,10 @@ class AcpBody(Body):
         self._ended = False
         self._denials: list[str] = []  # reasons the agent has not passed to the model
         self._followups = 0  # TurnCompleted events a denial follow-up continues
+        #: After :meth:`attach`: events of the first line already handed out, and the
+        #: previous owner's writes past the offset (noted in stdout order).
+        self._skip = 0
+        self._sent_later: list[Sent] = []
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -111,8 +121,7 @@ class AcpBody(Body):
         model and permission mode (:class:`SessionStarted` comes with the session)."""
         if self._transport is not None:
             raise AcpStateError(f"{self.agent.name}: body already started")
-        self._transport = ProcessTransport(self._spawn_spec(), self.options.raw_tap)
-        await self._transport.start()
+        self._transport = await self._started_transport()
         self._supervisor = asyncio.create_task(self._supervise(), name=f"acp:{self.agent.name}")
         await self._ready.wait()
         try:
@@ -125,6 +134,69 @@ class AcpBody(Body):
         except BaseException:
             await self.close()
             raise
+
+    async def _started_transport(self) -> AgentTransport:
+        """The agent's process: detached (outliving us) with ``options.run_dir``."""
+        run_dir = self.options.run_dir
+        if run_dir is not None:
+            detached = DetachedTransport(self._spawn_spec(), run_dir, self.options.raw_tap)
+            await detached.start()
+            return detached
+        piped = ProcessTransport(self._spawn_spec(), self.options.raw_tap)
+        await piped.start()
+        return piped
+
+    @classmethod
+    def _for_attach(cls, options: BodyOptions) -> AcpBody:
+        raise UnsupportedControlError(cls.name, "attach", "only built-in ACP bodies re-attach")
+
+    @classmethod
+    async def attach(
+        cls,
+        options: BodyOptions,
+        handle: BodyHandle,
+        *,
+        turn_open: bool,
+        drop: int = 0,
+        counted: Callable[[Event], bool] | None = None,
+    ) -> AcpBody:
+        """Take over the agent another process started with ``options.run_dir``: the
+        codec is rebuilt from what passed before ``handle.offset`` (nothing emitted),
+        then events flow from there on. ``turn_open`` is read from the rebuilt codec
+        (a prompt without its reply) rather than trusted. Raises
+        :class:`BodyCrashedError` when that process is gone or its output was cut."""
+        body = cls._for_attach(options)
+        body._rebuild(handle)
+        if drop:
+            body.drop_handed_out(drop, counted or (lambda _: True))
+        transport = await DetachedTransport.attach(body._spawn_spec(), handle, options.raw_tap)
+        body._transport = transport
+        body._position, body._skip = (handle.offset, handle.skip), handle.skip
+        body._context_sent = True  # the session's first prompt went long ago
+        body._supervisor = asyncio.create_task(body._supervise(), name=f"acp:{body.agent.name}")
+        await body._ready.wait()
+        return body
+
+    def _rebuild(self, handle: BodyHandle) -> None:
+        try:
+            lines, self._sent_later = replay_lines(handle.run_dir, handle.offset)
+        except OSError as exc:
+            raise BodyCrashedError(
+                f"body output file is gone: {exc}", exit_code=None, stderr_tail=""
+            ) from exc
+        for stream, line in lines:
+            if stream == "stdin":
+                self.codec.note_sent(line)
+            else:
+                self.codec.feed(line)
+        # The session's opening may be punched out of stdout by now (discard_before).
+        self.codec.state.session_id = self.codec.state.session_id or self.options.resume
+        self.native_session_id = self.codec.state.session_id
+        self.model = self.codec.state.current_model or self.options.model
+
+    def _note_sent_before(self, offset: int) -> None:
+        while self._sent_later and self._sent_later[0][0] <= offset:
+            self.codec.note_sent(self._sent_later.pop(0)[1])
 
     def _spawn_spec(self) -> SpawnSpec:
         exe = self.options.executable or self.agent.executable()
@@ -391,9 +463,10 @@ class AcpBody(Body):
 
     async def _read(self) -> None:
         assert self._transport is not None
-        async for line in self._transport.lines():
-            for item in self.codec.feed(line):
-                await self._dispatch(item)
+        skip, self._skip = self._skip, 0
+        marked = self._marked(self._transport, self.codec.feed, skip, self._note_sent_before)
+        async for item in marked:
+            await self._dispatch(item)
         await self._exited()
 
     async def _dispatch(self, item: Inbound) -> None:

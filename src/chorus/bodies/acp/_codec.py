@@ -25,7 +25,6 @@ Choices worth knowing:
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -182,7 +181,7 @@ class AcpCodec:
         self.quirks = quirks or AcpQuirks()
         self.state = SessionState()
         self._clock = clock
-        self._ids = itertools.count(1)
+        self._next_id = 1
         self._pending: dict[int, tuple[str, JsonDict]] = {}
         self._expired: set[int] = set()
         self._turn: _Turn | None = None
@@ -309,7 +308,8 @@ class AcpCodec:
         return self._request(method, params)
 
     def _request(self, method: str, params: JsonDict) -> tuple[int, str]:
-        request_id = next(self._ids)
+        request_id = self._next_id
+        self._next_id += 1
         self._pending[request_id] = (method, params)
         msg = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         return request_id, _line(msg)
@@ -334,6 +334,7 @@ class AcpCodec:
 
     def _note_request(self, request_id: int, method: str, params: JsonDict) -> None:
         self._pending[request_id] = (method, params)
+        self._next_id = max(self._next_id, request_id + 1)  # ours never reuse a replayed id
         if method in ("session/new", "session/load") and isinstance(params.get("cwd"), str):
             self.state.cwd = params["cwd"]
         if method == PROMPT:

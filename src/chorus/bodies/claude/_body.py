@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from chorus._errors import (
@@ -35,7 +36,7 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
-from chorus.bodies._detached import BodyHandle, DetachedTransport
+from chorus.bodies._detached import BodyHandle, DetachedTransport, stdout_before
 from chorus.bodies._inject import claude_args
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import AgentTransport, ProcessTransport
@@ -80,6 +81,7 @@ class ClaudeBody(Body):
     name: ClassVar[str] = BODY_NAME
     replaces_system_prompt: ClassVar[bool] = True  # --system-prompt
     tells_denials: ClassVar[bool] = True  # the reason is in the tool result
+    detachable: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.NATIVE,
         set_model=Support.NATIVE,
@@ -204,20 +206,29 @@ class ClaudeBody(Body):
 
     @classmethod
     async def attach(
-        cls, options: BodyOptions, handle: BodyHandle, *, turn_open: bool
+        cls,
+        options: BodyOptions,
+        handle: BodyHandle,
+        *,
+        turn_open: bool,
+        drop: int = 0,
+        counted: Callable[[Event], bool] | None = None,
     ) -> ClaudeBody:
         """Take over a Claude CLI that another process started with ``options.run_dir``
         (a daemon killed since): the codec state is rebuilt from stdout before
         ``handle.offset`` (nothing emitted), then events flow from there on, none
         lost or repeated. ``turn_open``: a turn was running; :meth:`follow` yields
         its rest. Raises :class:`BodyCrashedError` when that process is gone (resume
-        natively then)."""
+        natively then). ``drop``/``counted``: see :meth:`Body.drop_handed_out`."""
         body = cls(options)
         body._rebuild(handle)
+        if drop:
+            body.drop_handed_out(drop, counted or (lambda _: True))
         spec = spawn_spec(options, [str(executable(options))])
         transport = await DetachedTransport.attach(spec, handle, options.raw_tap)
         body._transport = transport
         body._position = (handle.offset, handle.skip)
+        body._context_sent = True  # the session's first prompt went long ago
         body._turn_open = turn_open
         if turn_open:
             body._turn_done.clear()
@@ -228,10 +239,14 @@ class ClaudeBody(Body):
 
     def _rebuild(self, handle: BodyHandle) -> None:
         """Feed the codec what it read before ``handle.offset``, emitting nothing."""
-        with (handle.run_dir / "stdout").open("rb") as out:
-            seen = out.read(handle.offset)
-        for raw in seen.split(b"\n")[:-1]:
-            for event in self._codec.feed(raw.decode("utf-8", errors="replace").rstrip("\r")):
+        try:
+            seen = stdout_before(handle.run_dir, handle.offset)
+        except OSError as exc:
+            raise BodyCrashedError(
+                f"body output file is gone: {exc}", exit_code=None, stderr_tail=""
+            ) from exc
+        for line in seen:
+            for event in self._codec.feed(line):
                 self._observe(event, self._codec)
         self._turn_open = False
 
@@ -256,19 +271,10 @@ class ClaudeBody(Body):
     ) -> None:
         """Read stdout to its end; ``skip``: events of the first line already handed out
         (after :meth:`attach`). Detached, each event is marked with its stdout position."""
-        self._marking_task = asyncio.current_task()
-        detached = transport if isinstance(transport, DetachedTransport) else None
         async with asyncio.TaskGroup() as tg:
             self._tg = tg
-            start = detached.offset if detached else 0
-            async for line in transport.lines():
-                events = codec.feed(line)[skip:]
-                end = detached.offset if detached else 0
-                for index, event in enumerate(events, start=skip + 1):
-                    last = index == skip + len(events)
-                    self._mark = (end, 0) if last else (start, index)
-                    await self._dispatch(event, codec, router)
-                self._mark, start, skip = None, end, 0
+            async for event in self._marked(transport, codec.feed, skip):
+                await self._dispatch(event, codec, router)
             await self._process_ended(transport, router)
 
     async def _dispatch(self, event: Event, codec: ClaudeCodec, router: _Router) -> None:

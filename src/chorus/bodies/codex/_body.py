@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -46,6 +47,7 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
+from chorus.bodies._detached import BodyHandle, DetachedTransport, Sent, replay_lines
 from chorus.bodies._inject import codex_args
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import AgentTransport, ProcessTransport, SpawnSpec
@@ -110,6 +112,7 @@ class CodexBody(Body):
     """
 
     name: ClassVar[str] = BODY_NAME
+    detachable: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.NATIVE,
         set_model=Support.NATIVE,
@@ -142,6 +145,8 @@ class CodexBody(Body):
         self._next_mode: str | None = None
         self._escalated = False
         self._closing = False
+        #: After :meth:`attach`: the previous owner's writes past the offset.
+        self._sent_later: list[Sent] = []
 
     @property
     def turn_id(self) -> str | None:
@@ -197,10 +202,68 @@ class CodexBody(Body):
         exe = str(codex_executable(self.options))
         argv = [exe, *APP_SERVER_ARGS, *codex_args(self.options), *self.options.extra_args]
         spec = SpawnSpec(argv=argv, cwd=self.options.cwd, env=self.options.child_env())
-        transport = ProcessTransport(spec, tap=self.options.raw_tap)
-        await transport.start()
+        run_dir = self.options.run_dir
+        transport: AgentTransport
+        if run_dir is not None:  # outlives us (issue 15)
+            detached = DetachedTransport(spec, run_dir, tap=self.options.raw_tap)
+            await detached.start()
+            transport = detached
+        else:
+            piped = ProcessTransport(spec, tap=self.options.raw_tap)
+            await piped.start()
+            transport = piped
         self._transport = transport
         self._runner = asyncio.create_task(self._run(transport))
+
+    @classmethod
+    async def attach(
+        cls,
+        options: BodyOptions,
+        handle: BodyHandle,
+        *,
+        turn_open: bool,
+        drop: int = 0,
+        counted: Callable[[Event], bool] | None = None,
+    ) -> CodexBody:
+        """Take over an app-server another process started with ``options.run_dir``:
+        the codec is rebuilt from what passed before ``handle.offset`` (our requests
+        and its answers, nothing emitted), then events flow from there on. Raises
+        :class:`BodyCrashedError` when that process is gone or its output was cut."""
+        body = cls(options)
+        body._rebuild(handle)
+        if drop:
+            body.drop_handed_out(drop, counted or (lambda _: True))
+        spec = SpawnSpec([str(codex_executable(options))], options.cwd, options.child_env())
+        transport = await DetachedTransport.attach(spec, handle, options.raw_tap)
+        body._transport = transport
+        body._position = (handle.offset, handle.skip)
+        body._context_sent = True  # the session's first prompt went long ago
+        body._turn_open = turn_open
+        if turn_open:
+            body._turn_done.clear()
+        body._runner = asyncio.create_task(body._run(transport, handle.skip))
+        return body
+
+    def _rebuild(self, handle: BodyHandle) -> None:
+        """Replay what passed before the offset into the codec; the lines the previous
+        owner wrote later are noted as the reader reaches their place in stdout (so
+        the codec pairs their answers exactly as the previous owner's did)."""
+        try:
+            lines, self._sent_later = replay_lines(handle.run_dir, handle.offset)
+        except OSError as exc:
+            raise BodyCrashedError(
+                f"body output file is gone: {exc}", exit_code=None, stderr_tail=""
+            ) from exc
+        for stream, line in lines:
+            if stream == "stdin":
+                self._codec.note_sent(line)
+                continue
+            for item in self._codec.receive_line(line):
+                if isinstance(item, SessionStarted | TurnCompleted | TurnFailed):
+                    self._observe(item)
+        # The thread's opening may be punched out of stdout by now (discard_before).
+        self._codec.thread_id = self._codec.thread_id or self.options.resume
+        self.native_session_id = self._codec.thread_id
 
     async def close(self) -> None:
         """Close stdin (app-server exits 0), escalating if needed; emits ``SessionEnded``.
@@ -224,13 +287,18 @@ class CodexBody(Body):
 
     # -- the runner: stdout -> events --------------------------------------------------
 
-    async def _run(self, transport: ProcessTransport) -> None:
+    async def _run(self, transport: AgentTransport, skip: int = 0) -> None:
         async with asyncio.TaskGroup() as tg:
             self._tg = tg
-            async for line in transport.lines():
-                for item in self._codec.receive_line(line):
-                    await self._dispatch(item)
+            decode, before = self._codec.receive_line, self._note_sent_before
+            async for item in self._marked(transport, decode, skip, before):
+                await self._dispatch(item)
             await self._process_ended(transport)
+
+    def _note_sent_before(self, offset: int) -> None:
+        """Note the previous owner's writes made before stdout reached ``offset``."""
+        while self._sent_later and self._sent_later[0][0] <= offset:
+            self._codec.note_sent(self._sent_later.pop(0)[1])
 
     async def _dispatch(self, item: Inbound) -> None:
         if isinstance(item, RpcResponse):
@@ -258,7 +326,7 @@ class CodexBody(Body):
         self._turn_open = False
         self._turn_done.set()
 
-    async def _process_ended(self, transport: ProcessTransport) -> None:
+    async def _process_ended(self, transport: AgentTransport) -> None:
         """Stdout closed: fail waiters, stop approval handlers, report how it ended."""
         code = await transport.wait(5.0)
         tail = transport.stderr_tail

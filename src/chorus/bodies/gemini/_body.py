@@ -69,9 +69,14 @@ class GeminiAcpBody(AcpBody):
 
     name: ClassVar[str] = "gemini"
     capabilities: ClassVar[Capabilities] = GEMINI_ACP_CAPABILITIES
+    detachable: ClassVar[bool] = True
 
     def __init__(self, options: BodyOptions, agent: AcpAgent | None = None) -> None:
         super().__init__(options, agent or acp_agent("gemini"))
+
+    @classmethod
+    def _for_attach(cls, options: BodyOptions) -> AcpBody:
+        return cls(options)
 
     async def start(self) -> None:
         """Warn about settings that make Gemini slow to fail, then start as any ACP body."""
