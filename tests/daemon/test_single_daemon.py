@@ -40,3 +40,20 @@ def test_deleting_the_lock_file_does_not_let_a_second_daemon_run(chorus_home: Pa
         assert (chorus_home / "run" / "daemon.pid").read_text() == str(first)
     finally:
         stop_daemon()
+
+
+def test_stop_runs_the_daemons_clean_up(chorus_home: Path) -> None:
+    """uvicorn re-raises the SIGTERM it stopped for; the daemon's own clean-up (socket,
+    pid file, bodies' process groups) must still run before it exits."""
+    chorus_home.mkdir()
+    (chorus_home / "config.toml").write_text(
+        "[daemon]\nnotifications = false\n[gateway]\ntcp = false\n"
+    )
+    run = chorus_home / "run"
+    for command in ("start", "stop"):
+        done = subprocess.run(
+            [sys.executable, "-m", "chorus", command], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+    assert not (run / "chorus.sock").exists()
+    assert not (run / "daemon.pid").exists()

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -160,6 +161,7 @@ async def serve() -> int:
             )
         )
         pid_path().write_text(str(os.getpid()))
+        _keep_signals_for_cleanup()
         await server.serve()
     finally:
         kill_live_groups()  # whatever body a shutdown path did not close
@@ -168,6 +170,14 @@ async def serve() -> int:
         pid_path().unlink(missing_ok=True)
         os.close(lock)
     return 0
+
+
+def _keep_signals_for_cleanup() -> None:
+    """uvicorn re-raises the SIGTERM/SIGINT it shut down for once ``serve()`` is done,
+    under the handlers that were there before it: with the defaults that kills the
+    process before the clean-up below (bodies' groups, socket, pid file) runs."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
 
 
 def _hub_limits(config: ChorusConfig) -> HubLimits:
