@@ -53,6 +53,7 @@ class Chorus:
 
 def write_config(home: Path, agents: dict[str, dict[str, str]], extra: str = "") -> None:
     lines = ["[daemon]", "notifications = false", extra, "[gateway]", "port = 0"]
+    lines += ["[dashboard]", "port = 0"]
     for name, env in agents.items():
         lines.append(f"[agents.{name}.env]")
         lines += [f"{key} = {json.dumps(value)}" for key, value in env.items()]
@@ -113,6 +114,7 @@ class Daemon:
 
 def _config(home: Path, tmp: Path, server: ModelServer, extra: list[str]) -> None:
     lines = ["[daemon]", "notifications = false", *extra, "[gateway]", "port = 0"]
+    lines += ["[dashboard]", "port = 0"]
     for cli in BODIES:
         env = offline_env(cli, tmp / f"{cli}-home", server.lane_url(cli))
         lines += [f"[agents.{cli}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]

@@ -41,6 +41,7 @@ def _register() -> None:
         _cluster_cmd,
         _daemon_cmd,
         _demo_cmd,
+        _flags_cmd,
         _fronts_cmd,
         _gateway_cmd,
         _integrity_cmd,

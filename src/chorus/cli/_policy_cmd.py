@@ -1,4 +1,4 @@
-"""``chorus audit``, ``chorus secret``, ``chorus policy``, ``chorus flags`` / ``chorus flag``."""
+"""``chorus audit``, ``chorus secret``, ``chorus policy`` (flags: ``_flags_cmd``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -22,7 +22,6 @@ from chorus.cli._app import app
 from chorus.policy import (
     PERMISSION_MODES,
     AuditLog,
-    FlagBoard,
     PolicyEngine,
     SecretStore,
     Verdict,
@@ -41,11 +40,9 @@ secret_app = typer.Typer(
     help="Store secrets encrypted; bodies get them as env.", no_args_is_help=True
 )
 policy_app = typer.Typer(help="Show and check policy.toml.", no_args_is_help=True)
-flag_app = typer.Typer(help="Answer a pending permission flag.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
 app.add_typer(secret_app, name="secret")
 app.add_typer(policy_app, name="policy")
-app.add_typer(flag_app, name="flag")
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -306,51 +303,3 @@ def _asks(
     if url is not None:
         asks.append(PermissionAsk("cli", "web_fetch", "WebFetch", {"url": url}, cwd=str(cwd)))
     return asks
-
-
-# -- flags ---------------------------------------------------------------------------------
-
-
-@app.command("flags")
-def flags_list(as_json: bool = typer.Option(False, "--json", help="One JSON array.")) -> None:
-    """List permission questions waiting for a person."""
-    now = time.time()
-    pending = FlagBoard().pending()
-    if as_json:
-        typer.echo(json.dumps([dataclasses.asdict(flag) for flag in pending]))
-        return
-    table = Table("id", "age", "default in", "body", "what", "why")
-    for flag in pending:
-        table.add_row(
-            flag.id,
-            f"{now - flag.created:.0f}s",
-            f"{max(0.0, flag.expires - now):.0f}s -> {flag.default}",
-            flag.body,
-            escape(flag.summary),
-            escape(flag.reason),
-        )
-    console.print(table)
-
-
-@flag_app.command("answer")
-def flag_answer(
-    flag_id: str = typer.Argument(..., metavar="ID"),
-    decision: str = typer.Argument(..., metavar="allow|deny"),
-    note: str | None = typer.Option(None, help="Told to the model with a denial."),
-) -> None:
-    """Answer a pending flag (the first answer wins; a late one is refused)."""
-    if decision not in ("allow", "deny"):
-        raise typer.BadParameter("the answer is allow or deny")
-    choice: Literal["allow", "deny"] = "allow" if decision == "allow" else "deny"
-    answer = FlagBoard().answer(flag_id, choice, note=note)
-    AuditLog().append(
-        "flag_answered",
-        {
-            "flag": answer.id,
-            "decision": answer.decision,
-            "source": "person",
-            "note": note,
-            "via": "cli",
-        },
-    )
-    console.print(f"{answer.id}: {answer.decision}")

@@ -13,6 +13,7 @@ from chorus.config._config import (
     WorktreeConfig,
     load_config,
 )
+from chorus.config._flags_dashboard import DashboardConfig, FlagsConfig, duration_seconds
 from chorus.config._gateway import (
     DEFAULT_PORT,
     BrainConfig,
@@ -38,6 +39,8 @@ __all__ = [
     "BudgetConfig",
     "ChorusConfig",
     "DaemonConfig",
+    "DashboardConfig",
+    "FlagsConfig",
     "GatewayConfig",
     "GatewaySettings",
     "RetryConfig",
@@ -48,6 +51,7 @@ __all__ = [
     "WorktreeConfig",
     "body_umask",
     "chorus_home",
+    "duration_seconds",
     "load_config",
     "load_gateway_settings",
     "private_home",

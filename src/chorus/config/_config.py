@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from chorus._errors import ConfigError
+from chorus.config._flags_dashboard import DashboardConfig, FlagsConfig
 from chorus.config._gateway import settings_from_tables
 from chorus.config._home import chorus_home
 
@@ -185,6 +186,8 @@ class ChorusConfig(_Strict):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    flags: FlagsConfig = Field(default_factory=FlagsConfig)
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)

@@ -22,6 +22,7 @@ from chorus.daemon._api import build_app
 from chorus.daemon._budget import load_today
 from chorus.daemon._checks import load_checked_config
 from chorus.daemon._cluster import RoutineLead
+from chorus.daemon._flag_side import flag_desk, flags_running
 from chorus.daemon._journal import journal
 from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
@@ -30,6 +31,8 @@ from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._reload import reload_routes
 from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
+from chorus.dashboard import login_routes
+from chorus.flags import FlagDesk
 from chorus.gateway import Gateway, load_gateway_settings
 from chorus.integrity import Guardian, guard_now, report
 from chorus.mcpserver import tool_routes
@@ -44,7 +47,12 @@ Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
 
 
 def _lifespan(
-    store: Store, sup: Supervisor, gateway: Gateway, sched: Scheduler, extractions: Extractions
+    store: Store,
+    sup: Supervisor,
+    gateway: Gateway,
+    sched: Scheduler,
+    extractions: Extractions,
+    desk: FlagDesk,
 ) -> Lifespan:
     """Run the session hub, the supervisor, the routines' scheduler and the gateway for
     the app's life; on the way out stop scheduling (routines first), then the gateway,
@@ -59,7 +67,11 @@ def _lifespan(
                 try:
                     metrics = DaemonMetrics(gateway.metrics.registry)
                     observers = (sup.ledger.observe, journal)
-                    async with gateway.running(), following(store, metrics, *observers):
+                    async with (
+                        gateway.running(),
+                        following(store, metrics, *observers),
+                        flags_running(sup, desk, sched),  # issue 21: flags, dashboard
+                    ):
                         yield
                 finally:
                     for owned in (routines, task):
@@ -143,8 +155,10 @@ async def serve() -> int:
     routes += tool_routes(sup.audit, config.memory)  # chorus mcp's tools
     routes += team_routes(sup)  # teams and their mailboxes (issue 20)
     routes += reload_routes(sup)  # chorus reload (issue 26)
+    routes += login_routes()  # chorus dashboard's one-time login URL
+    desk = flag_desk(sup)
     app = build_app(
-        sup, lifespan=_lifespan(store, sup, gateway, sched, extractions), extra_routes=routes
+        sup, lifespan=_lifespan(store, sup, gateway, sched, extractions, desk), extra_routes=routes
     )
     listener = _bind_private_socket()
     try:

@@ -234,9 +234,19 @@ class Queued(_EventBase):
 
 
 class Flag(_EventBase):
+    """A decision flagged for a person (issue 21): ``name`` is what happened to it
+    (``raised``, ``approved``, ``rejected``, ``timed_out``, ``approval`` for a
+    permission ask that waits), ``text`` the question."""
+
     type: Literal["flag"] = "flag"
     name: str
     text: str = ""
+    flag_id: str | None = None
+    options: list[str] = Field(default_factory=list)
+    default: str | None = None
+    choice: str | None = None
+    deadline_at: float | None = None
+    answer_hint: str | None = None
 
 
 class Notice(_EventBase):

@@ -28,6 +28,7 @@ TOOL_MODULES: list[str] = [
     "chorus.mcpserver._memory_tools",
     "chorus.routines._mcp_tools",
     "chorus.teams._mcp_tools",  # issue 20
+    "chorus.flags._tool",
 ]
 
 

@@ -32,6 +32,15 @@ from chorus.store._errors import (
     UnknownWorktreeError,
 )
 from chorus.store._factory import open_store
+from chorus.store._flags import (
+    FLAG_APPROVED,
+    FLAG_PENDING,
+    FLAG_REJECTED,
+    FLAG_TIMED_OUT,
+    FlagDecidedError,
+    FlagRecord,
+    UnknownFlagError,
+)
 from chorus.store._interface import (
     JOB_TERMINAL,
     JOB_TRANSITIONS,
@@ -92,6 +101,10 @@ __all__ = [
     "CATCH_UP_PAGE",
     "DEFAULT_MAX_EVENT_BYTES",
     "DEFAULT_SUBSCRIBER_QUEUE",
+    "FLAG_APPROVED",
+    "FLAG_PENDING",
+    "FLAG_REJECTED",
+    "FLAG_TIMED_OUT",
     "JOB_TERMINAL",
     "JOB_TRANSITIONS",
     "LATEST_VERSION",
@@ -114,6 +127,8 @@ __all__ = [
     "Firing",
     "FiringExistsError",
     "FiringRecord",
+    "FlagDecidedError",
+    "FlagRecord",
     "InvalidIdError",
     "JobRecord",
     "JobState",
@@ -147,6 +162,7 @@ __all__ = [
     "Subscription",
     "TargetNotEmptyError",
     "UnknownControlRequestError",
+    "UnknownFlagError",
     "UnknownJobError",
     "UnknownMemberError",
     "UnknownRecordError",

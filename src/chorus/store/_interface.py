@@ -25,6 +25,7 @@ from typing import Any, Literal, Self
 from chorus.events import Event
 from chorus.store._bus import DEFAULT_SUBSCRIBER_QUEUE, Subscription
 from chorus.store._errors import InvalidIdError, JobStateError, StoreError, UnknownWorktreeError
+from chorus.store._flags import FlagStore
 from chorus.store._mailbox import MessageRecord, NewMessage
 from chorus.store._redact import Redactor
 
@@ -275,7 +276,7 @@ class StoreOutage:
 # -- the contract -----------------------------------------------------------------
 
 
-class Store(ABC):
+class Store(FlagStore, ABC):
     """The durable log and the daemon's tables. Use ``async with`` (or
     :meth:`start` then :meth:`close`). Calls before ``start`` or after ``close``
     raise :class:`StoreClosedError`."""

@@ -39,6 +39,32 @@ NODES_MIGRATION = Migration(
     ),
 )
 
+#: Flags (issue 21); shared with the PostgreSQL schema.
+FLAGS_MIGRATION = Migration(
+    "flags: decisions taken with a default, for a person to overrule (issue 21)",
+    (
+        """CREATE TABLE flags (
+            id TEXT PRIMARY KEY,
+            job_id TEXT,
+            session_id TEXT,
+            question TEXT NOT NULL,
+            options TEXT NOT NULL DEFAULT '[]',
+            default_option TEXT NOT NULL,
+            status TEXT NOT NULL,
+            choice TEXT,
+            reason TEXT,
+            decided_by TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            deadline_at DOUBLE PRECISION NOT NULL,
+            decided_at DOUBLE PRECISION,
+            delivered_at DOUBLE PRECISION,
+            delivery TEXT
+        )""",
+        "CREATE INDEX flags_by_status ON flags(status, deadline_at)",
+        "CREATE INDEX flags_by_job ON flags(job_id)",
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "sessions, events, raw lines, control requests, jobs",
@@ -175,6 +201,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX mailbox_by_turn ON mailbox(delivered_to)",
         ),
     ),
+    FLAGS_MIGRATION,
 )
 
 

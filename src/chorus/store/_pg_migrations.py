@@ -22,7 +22,7 @@ import time
 import psycopg
 
 from chorus.store._errors import SchemaVersionError
-from chorus.store._migrations import NODES_MIGRATION, Migration
+from chorus.store._migrations import FLAGS_MIGRATION, NODES_MIGRATION, Migration
 
 #: Key of the advisory lock held while migrating (any fixed 64-bit number).
 MIGRATION_LOCK = 0x63686F7275730001
@@ -179,6 +179,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX mailbox_by_turn ON mailbox(delivered_to)",
         ),
     ),
+    FLAGS_MIGRATION,
 )
 
 LATEST_VERSION = len(MIGRATIONS)

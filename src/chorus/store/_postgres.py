@@ -41,6 +41,7 @@ from chorus.store._errors import (
     UnknownJobError,
     UnknownSessionError,
 )
+from chorus.store._flags import PostgresFlags
 from chorus.store._interface import (
     JOB_TERMINAL,
     ORIGIN_CHORUS,
@@ -113,7 +114,7 @@ def is_postgres_url(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
 
 
-class PostgresStore(PgRoutines, Store):
+class PostgresStore(PostgresFlags, PgRoutines, Store):
     """The shared store on PostgreSQL at ``url`` (``postgresql://user@host/db``).
 
     ``pool_size`` bounds connections (the writer and the listener use one each);

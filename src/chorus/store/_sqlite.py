@@ -34,6 +34,7 @@ from chorus.store._errors import (
     UnknownSessionError,
     UnknownWorktreeError,
 )
+from chorus.store._flags import SqliteFlags
 from chorus.store._interface import (
     JOB_TERMINAL,
     ORIGIN_CHORUS,
@@ -77,7 +78,7 @@ def default_db_path() -> Path:
     return chorus_home() / "chorus.db"
 
 
-class SqliteStore(Store):
+class SqliteStore(SqliteFlags, Store):
     """The embedded store. All defaults come from ``CHORUS_HOME`` and its config.
 
     ``max_queue`` bounds pending writes (beyond it writes raise

@@ -1,0 +1,64 @@
+"""``[flags]`` and ``[dashboard]`` (issue 21)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
+_UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration_seconds(value: str | float) -> float:
+    """``600``, ``"90s"``, ``"10m"``, ``"1h"`` -> seconds (> 0)."""
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        match = _DURATION.match(value)
+        if match is None:
+            raise ValueError(f"{value!r} is not a duration; write e.g. 600, '90s', '10m', '1h'")
+        seconds = float(match.group(1)) * _UNIT[match.group(2)]
+    if seconds <= 0:
+        raise ValueError("a duration must be more than 0 seconds")
+    return seconds
+
+
+class FlagsConfig(BaseModel):
+    """``[flags]``: how long a flag waits for a person before its default is final,
+    and whether a new flag notifies (desktop and the session's log)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    flag_timeout: str | float = "10m"
+    notify_on_flag: bool = True
+    #: How often the daemon settles deadlines and delivers decisions.
+    check_every_s: float = Field(default=1.0, gt=0, le=60)
+
+    @field_validator("flag_timeout")
+    @classmethod
+    def _timeout(cls, value: str | float) -> str | float:
+        duration_seconds(value)
+        return value
+
+    @property
+    def timeout_s(self) -> float:
+        return duration_seconds(self.flag_timeout)
+
+
+class DashboardConfig(BaseModel):
+    """``[dashboard]``: the browser dashboard the daemon serves (``port = 0``: off)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    port: int = Field(default=7070, ge=0, le=65535)
+    host: str = "127.0.0.1"
+    #: Serve on a non-loopback ``host`` (off: such a host is refused).
+    allow_remote: bool = False
+
+    @field_validator("host")
+    @classmethod
+    def _loopback(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("host is empty; leave it out for 127.0.0.1")
+        return value

@@ -1,0 +1,362 @@
+"""The dashboard's ASGI app: pages (Jinja2), a JSON API for the pages' script, and
+one SSE stream per job.
+
+Every request passes :func:`_guard` first: the ``Host`` must be the dashboard's
+own (no DNS rebinding), the session cookie must be live (else 401 and nothing
+else), and a POST must come from the dashboard's own ``Origin`` with the
+session's CSRF token (else 403, nothing changed). Decisions made here are
+audited like the CLI's (``via: dashboard``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from chorus._errors import ChorusError, UserError
+from chorus.dashboard._auth import COOKIE, CSRF_HEADER, BrowserSession, DashboardAuth
+from chorus.dashboard._stream import job_sse, resume_seq
+from chorus.dashboard._views import CostBook, job_rows
+from chorus.flags import FlagDesk, board, decide
+from chorus.store import JobRecord, StoreError, UnknownRecordError, resolve_job_id
+
+if TYPE_CHECKING:
+    from chorus.daemon import Supervisor
+    from chorus.policy import AuditLog
+    from chorus.routines import Scheduler
+
+HERE = Path(__file__).parent
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass
+class Dashboard:
+    """What the app serves from: the daemon's parts and its own state."""
+
+    sup: Supervisor
+    desk: FlagDesk | None
+    sched: Scheduler | None = None
+    auth: DashboardAuth = field(default_factory=DashboardAuth)
+    origins: set[str] = field(default_factory=set)
+    ping_s: float = 15.0
+    rotate_s: float | None = None
+    costs: CostBook | None = None
+
+    @property
+    def audit(self) -> AuditLog | None:
+        return self.sup.audit
+
+    def allow_address(self, host: str, port: int) -> None:
+        """Accept requests addressed to ``host:port`` (and localhost for loopback)."""
+        names = {host, "localhost"} if host in ("127.0.0.1", "::1") else {host}
+        for name in names:
+            shown = f"[{name}]" if ":" in name else name
+            self.origins.add(f"http://{shown}:{port}")
+
+
+def _templates() -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    templates.env.filters["ago"] = _ago
+    templates.env.filters["tojson_attr"] = lambda v: json.dumps(v)
+    return templates
+
+
+def _ago(ts: float | None) -> str:
+    if not ts:
+        return "-"
+    delta = max(0.0, time.time() - ts)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if delta >= size:
+            return f"{delta / size:.0f}{unit} ago"
+    return f"{delta:.0f}s ago"
+
+
+def _error(message: str, status: int, code: str = "bad_request") -> JSONResponse:
+    return JSONResponse({"error": message, "code": code}, status_code=status)
+
+
+def _fail(exc: Exception) -> JSONResponse:
+    name = type(exc).__name__
+    if isinstance(exc, UnknownRecordError):
+        return _error(str(exc), 404, name)
+    if isinstance(exc, UserError):
+        return _error(str(exc), 409 if "already" in str(exc) else 400, name)
+    return _error(str(exc), 500, name)
+
+
+def build_dashboard_app(dash: Dashboard) -> Starlette:
+    """The app; ``dash.allow_address`` must be called once the port is known."""
+    templates = _templates()
+    dash.costs = dash.costs or CostBook(dash.sup.store)
+    pages = _Pages(dash, templates)
+    api = _Api(dash)
+    guard = _Guard(dash, templates)
+    return Starlette(
+        routes=[
+            Route("/login", pages.login),
+            Route("/", guard(pages.jobs)),
+            Route("/jobs/{job_id}", guard(pages.job)),
+            Route("/flags", guard(pages.flags)),
+            Route("/routines", guard(pages.routines)),
+            Route("/health", guard(pages.health)),
+            Route("/memory", guard(pages.memory)),
+            Route("/audit", guard(pages.audit_page)),
+            Route("/api/jobs", guard(api.jobs)),
+            Route("/api/jobs/{job_id}/stream", guard(api.stream)),
+            Route("/api/jobs/{job_id}/events", guard(api.events)),
+            Route("/api/jobs/{job_id}/steer", guard(api.steer, post=True), methods=["POST"]),
+            Route(
+                "/api/jobs/{job_id}/interrupt", guard(api.interrupt, post=True), methods=["POST"]
+            ),
+            Route("/api/flags", guard(api.flags)),
+            Route(
+                "/api/flags/{flag_id}/{verb:str}", guard(api.decide, post=True), methods=["POST"]
+            ),
+            Route("/api/routines/{name}/run", guard(api.run_routine, post=True), methods=["POST"]),
+            Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),
+        ]
+    )
+
+
+class _Guard:
+    """Wrap a handler in the dashboard's checks (see the module's docstring)."""
+
+    def __init__(self, dash: Dashboard, templates: Jinja2Templates) -> None:
+        self.dash = dash
+        self.templates = templates
+
+    def __call__(self, handler: Handler, *, post: bool = False) -> Handler:
+        async def guarded(request: Request) -> Response:
+            refused = self.check(request, post=post)
+            if refused is not None:
+                return refused
+            return await handler(request)
+
+        return guarded
+
+    def check(self, request: Request, *, post: bool) -> Response | None:
+        if not self._host_ok(request):
+            return Response("unknown host", status_code=403, media_type="text/plain")
+        session = self.dash.auth.session(request.cookies.get(COOKIE))
+        if session is None:
+            return self.unauthorized(request)
+        request.state.session = session
+        if post and not self._post_ok(request, session):
+            return _error("a POST needs the dashboard's own Origin and its CSRF token", 403)
+        return None
+
+    def _host_ok(self, request: Request) -> bool:
+        host = request.headers.get("host", "")
+        return f"http://{host}" in self.dash.origins
+
+    def _post_ok(self, request: Request, session: BrowserSession) -> bool:
+        origin = request.headers.get("origin")
+        if origin not in self.dash.origins:
+            return False
+        return self.dash.auth.csrf_ok(session, request.headers.get(CSRF_HEADER))
+
+    def unauthorized(self, request: Request) -> Response:
+        if request.url.path.startswith("/api/"):
+            return _error("log in first: run `chorus dashboard` for a login URL", 401)
+        return self.templates.TemplateResponse(request, "401.html", {}, status_code=401)
+
+
+class _Pages:
+    def __init__(self, dash: Dashboard, templates: Jinja2Templates) -> None:
+        self.dash = dash
+        self.templates = templates
+
+    def render(self, request: Request, name: str, **context: Any) -> Response:
+        session: BrowserSession = request.state.session
+        context.update(csrf=session.csrf, page=name.removesuffix(".html"))
+        return self.templates.TemplateResponse(request, name, context)
+
+    async def login(self, request: Request) -> Response:
+        session = self.dash.auth.redeem(request.query_params.get("token", ""))
+        if session is None or f"http://{request.headers.get('host', '')}" not in self.dash.origins:
+            return self.templates.TemplateResponse(request, "401.html", {}, status_code=401)
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(COOKIE, session.cookie, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def jobs(self, request: Request) -> Response:
+        return self.render(request, "jobs.html")
+
+    async def job(self, request: Request) -> Response:
+        try:
+            job = await _job(self.dash, request.path_params["job_id"])
+        except (ChorusError, StoreError) as exc:
+            return Response(str(exc), status_code=404, media_type="text/plain")
+        return self.render(request, "job.html", job=job, error=job.error)
+
+    async def flags(self, request: Request) -> Response:
+        return self.render(request, "flags.html")
+
+    async def routines(self, request: Request) -> Response:
+        rows = await self.dash.sched.describe() if self.dash.sched else []
+        return self.render(request, "routines.html", routines=rows)
+
+    async def health(self, request: Request) -> Response:
+        rows = self.dash.sup.health.to_json()
+        bodies = list(self.dash.sup.config.router.bodies)
+        return self.render(request, "health.html", rows=rows, bodies=bodies, now=time.time())
+
+    async def memory(self, request: Request) -> Response:
+        query = request.query_params.get("q", "").strip()
+        hits = _memory_hits(self.dash, query) if query else []
+        return self.render(request, "memory.html", query=query, hits=hits)
+
+    async def audit_page(self, request: Request) -> Response:
+        from chorus.policy import AuditLog
+
+        log = self.dash.audit or AuditLog()
+        result = log.verify()
+        recent = list(log.entries(since=time.time() - 86400))[-50:]
+        return self.render(request, "audit.html", result=result, recent=reversed(recent))
+
+
+def _memory_hits(dash: Dashboard, query: str) -> list[dict[str, Any]]:
+    from chorus.memory import Memory
+
+    with Memory.open(dash.sup.config.memory) as mem:
+        hits = mem.search(query, limit=20)
+    return [{"ref": h.ref, "source": h.source, "text": h.text, "score": h.score} for h in hits]
+
+
+async def _job(dash: Dashboard, raw: str) -> JobRecord:
+    store = dash.sup.store
+    return await store.get_job(await resolve_job_id(store, raw))
+
+
+class _Api:
+    def __init__(self, dash: Dashboard) -> None:
+        self.dash = dash
+
+    async def jobs(self, request: Request) -> Response:
+        pending = await board(self.dash.sup.store)
+        assert self.dash.costs is not None
+        rows = await job_rows(self.dash.sup.store, pending, self.dash.costs)
+        return JSONResponse(rows)
+
+    async def stream(self, request: Request) -> Response:
+        try:
+            job = await _job(self.dash, request.path_params["job_id"])
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        first = resume_seq(
+            request.headers.get("last-event-id"), request.query_params.get("from_seq")
+        )
+        body = job_sse(
+            self.dash.sup.store, job, first, ping_s=self.dash.ping_s, rotate_s=self.dash.rotate_s
+        )
+        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        return StreamingResponse(body, media_type="text/event-stream", headers=headers)
+
+    async def events(self, request: Request) -> Response:
+        """Older events of a job, for paging back: ``before`` (a seq) and ``limit``."""
+        try:
+            job = await _job(self.dash, request.path_params["job_id"])
+            before = int(request.query_params.get("before", "0"))
+            limit = min(1000, max(1, int(request.query_params.get("limit", "200"))))
+        except ValueError:
+            return _error("before and limit are numbers", 400)
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        first = max(1, before - limit)
+        events = await self.dash.sup.store.read_events(
+            job.session_id or "", from_seq=first, limit=max(0, before - first)
+        )
+        mine = [json.loads(e.model_dump_json()) for e in events if e.job_id == job.id]
+        return JSONResponse({"events": mine, "first_seq": first})
+
+    async def steer(self, request: Request) -> Response:
+        try:
+            payload = await request.json()
+            text = str(payload.get("text", ""))
+            mode: Literal["steer", "queue"] = "queue" if payload.get("mode") == "queue" else "steer"
+            job = await _job(self.dash, request.path_params["job_id"])
+            if mode == "queue":
+                return JSONResponse(await _queue(self.dash, job, text))
+            return JSONResponse(await self.dash.sup.steer(job.id, text))
+        except (ValueError, AttributeError) as exc:
+            return _error(f"bad steer request: {exc}", 400)
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+
+    async def interrupt(self, request: Request) -> Response:
+        try:
+            job = await _job(self.dash, request.path_params["job_id"])
+            return JSONResponse({"result": await self.dash.sup.interrupt(job.id)})
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+
+    async def flags(self, request: Request) -> Response:
+        show_all = request.query_params.get("all") == "1"
+        items = await board(self.dash.sup.store, all_flags=show_all)
+        return JSONResponse([item.to_json() for item in reversed(items)])
+
+    async def decide(self, request: Request) -> Response:
+        verb = request.path_params["verb"]
+        if verb not in ("approve", "reject"):
+            return _error(f"unknown decision {verb!r}: approve or reject", 400)
+        try:
+            payload = await request.json()
+            choice = payload.get("choice") or None
+            reason = payload.get("reason") or None
+            item = await decide(
+                self.dash.sup.store,
+                request.path_params["flag_id"],
+                verb,
+                choice=choice,
+                reason=reason,
+                by="dashboard",
+            )
+        except (ValueError, AttributeError) as exc:
+            return _error(f"bad request: {exc}", 400)
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        _audit(self.dash, item.id, verb, choice, reason)
+        if self.dash.desk is not None:
+            self.dash.desk.wake()
+        return JSONResponse(item.to_json())
+
+    async def run_routine(self, request: Request) -> Response:
+        if self.dash.sched is None:
+            return _error("routines are off in this daemon", 409)
+        try:
+            fired = await self.dash.sched.run_now(request.path_params["name"])
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        return JSONResponse(
+            {"outcome": fired.outcome, "job_id": fired.job.id if fired.job else None}
+        )
+
+
+async def _queue(dash: Dashboard, job: JobRecord, text: str) -> dict[str, Any]:
+    """A follow-up job on the job's session: it runs when the session is free."""
+    from chorus.daemon import JobRequest
+
+    if not text.strip():
+        raise UserError("the message is empty")
+    follow = await dash.sup.submit(JobRequest(text, body=job.body, session_id=job.session_id))
+    return {"job_id": job.id, "how": "queued_followup", "followup_job_id": follow.id}
+
+
+def _audit(
+    dash: Dashboard, flag_id: str, verb: str, choice: str | None, reason: str | None
+) -> None:
+    if dash.audit is None:
+        return
+    data = {"flag": flag_id, "decision": verb, "choice": choice, "note": reason}
+    dash.audit.append("flag_answered", {**data, "source": "person", "via": "dashboard"})

@@ -1,0 +1,124 @@
+"""The dashboard's listener: a uvicorn server on ``[dashboard] host:port`` inside
+the daemon's event loop (loopback only unless ``allow_remote``). A busy port is
+logged and leaves the dashboard off; the daemon goes on. The address is written
+to ``CHORUS_HOME/run/dashboard.json`` while it listens."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import socket
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import uvicorn
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from chorus.config import DashboardConfig, run_dir
+from chorus.dashboard._app import Dashboard, build_dashboard_app
+from chorus.flags import FlagDesk
+
+if TYPE_CHECKING:
+    from chorus.daemon import Supervisor
+    from chorus.routines import Scheduler
+
+log = logging.getLogger("chorus.dashboard")
+#: The dashboard of this process, for the daemon's ``/dashboard/login`` route.
+_CURRENT: list[Dashboard] = []
+
+
+def address_path() -> Path:
+    """``CHORUS_HOME/run/dashboard.json``: ``{"host", "port", "url"}`` while serving."""
+    return run_dir() / "dashboard.json"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """A uvicorn server that leaves signals to the daemon."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind(config: DashboardConfig) -> socket.socket | None:
+    if not is_loopback(config.host) and not config.allow_remote:
+        log.error("dashboard off: host %s is not loopback (set allow_remote)", config.host)
+        return None
+    family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+    try:
+        sock = socket.create_server((config.host, config.port), family=family, backlog=64)
+    except OSError as exc:
+        log.warning("dashboard off: cannot listen on %s:%s: %s", config.host, config.port, exc)
+        return None
+    sock.setblocking(False)
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def dashboard_running(
+    sup: Supervisor, desk: FlagDesk | None, sched: Scheduler | None = None
+) -> AsyncIterator[Dashboard | None]:
+    """Serve the dashboard for the block's life (None: off, by ``port = 0`` or error)."""
+    config = sup.config.dashboard
+    sock = _bind(config) if config.port else None
+    if sock is None:
+        yield None
+        return
+    host, port = sock.getsockname()[:2]
+    dash = Dashboard(sup, desk, sched)
+    dash.allow_address(str(host), int(port))
+    server = _EmbeddedServer(_uvicorn_config(build_dashboard_app(dash)))
+    task = asyncio.create_task(server.serve(sockets=[sock]), name="dashboard")
+    _CURRENT.append(dash)
+    path = address_path()
+    path.write_text(json.dumps({"host": host, "port": port, "url": f"http://{host}:{port}/"}))
+    try:
+        yield dash
+    finally:
+        _CURRENT.remove(dash)
+        path.unlink(missing_ok=True)
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+def _uvicorn_config(app: object) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        lifespan="off",
+        log_config=None,
+        log_level="warning",
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=2,
+    )
+
+
+def login_routes() -> list[Route]:
+    """The daemon's ``POST /dashboard/login`` (unix socket): a one-time login URL."""
+
+    async def login(request: Request) -> Response:
+        if not _CURRENT:
+            msg = "the dashboard is off: set [dashboard] port (0 turns it off) and restart"
+            return JSONResponse({"error": msg, "code": "dashboard_off"}, status_code=409)
+        dash = _CURRENT[-1]
+        token = dash.auth.new_login()
+        base = sorted(dash.origins)[0]
+        return JSONResponse({"url": f"{base}/login?token={token}", "base": base})
+
+    return [Route("/dashboard/login", login, methods=["POST"])]

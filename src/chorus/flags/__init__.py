@@ -1,0 +1,32 @@
+"""Flags without blocking (issue 21): a body flags a decision with a default and
+goes on; a person approves or rejects later, and a different decision reaches the
+job as a steer (or a follow-up once it ended). Permission asks that must block
+(approvals) are on the same board.
+"""
+
+from chorus.flags._board import (
+    BoardItem,
+    answer_hint,
+    board,
+    decide,
+    describe,
+    find,
+    from_approval,
+    from_record,
+)
+from chorus.flags._desk import FlagDesk, check_flag_input, flag_event, steer_text
+
+__all__ = [
+    "BoardItem",
+    "FlagDesk",
+    "answer_hint",
+    "board",
+    "check_flag_input",
+    "decide",
+    "describe",
+    "find",
+    "flag_event",
+    "from_approval",
+    "from_record",
+    "steer_text",
+]

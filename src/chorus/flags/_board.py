@@ -1,0 +1,190 @@
+"""One board for both kinds of question a person answers:
+
+* *flags* (the ``flags`` table): the job went on with a default; the person may
+  overrule it until the deadline;
+* *approvals*: a permission ask in the policy's block set, waiting on the person
+  (``chorus.policy.FlagBoard``: files under ``CHORUS_HOME/flags``).
+
+:func:`board` lists them as :class:`BoardItem`; :func:`decide` approves or rejects
+either kind by id (or unique prefix).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from chorus._errors import UserError
+from chorus.policy import FlagBoard, FlagError, PendingFlag
+from chorus.store import (
+    FLAG_APPROVED,
+    FLAG_PENDING,
+    FLAG_REJECTED,
+    AmbiguousIdError,
+    FlagDecidedError,
+    FlagRecord,
+    JobState,
+    Store,
+    UnknownFlagError,
+)
+
+Kind = Literal["flag", "approval"]
+Verb = Literal["approve", "reject"]
+
+
+@dataclass(frozen=True, slots=True)
+class BoardItem:
+    """A flag or an approval as a person sees it."""
+
+    id: str
+    kind: Kind
+    question: str
+    status: str
+    default: str
+    deadline_at: float
+    job_id: str | None = None
+    session_id: str | None = None
+    options: list[str] = field(default_factory=list)
+    choice: str | None = None
+    reason: str | None = None
+    decided_by: str | None = None
+    created_at: float = 0.0
+    #: The body that asked (approvals).
+    body: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["answer"] = answer_hint(self)
+        return data
+
+
+def answer_hint(item: BoardItem) -> str:
+    """The commands that answer ``item``."""
+    job = item.job_id[:12] if item.job_id else "-"
+    return f"chorus approve {job} {item.id} | chorus reject {job} {item.id} 'reason'"
+
+
+def from_record(flag: FlagRecord) -> BoardItem:
+    return BoardItem(
+        id=flag.id,
+        kind="flag",
+        question=flag.question,
+        status=flag.status,
+        default=flag.default,
+        deadline_at=flag.deadline_at,
+        job_id=flag.job_id,
+        session_id=flag.session_id,
+        options=list(flag.options),
+        choice=flag.choice,
+        reason=flag.reason,
+        decided_by=flag.decided_by,
+        created_at=flag.created_at,
+    )
+
+
+def from_approval(flag: PendingFlag, job_id: str | None) -> BoardItem:
+    return BoardItem(
+        id=flag.id,
+        kind="approval",
+        question=flag.summary,
+        status=FLAG_PENDING,
+        default=flag.default,
+        deadline_at=flag.expires,
+        job_id=job_id,
+        session_id=flag.session_id,
+        options=["allow", "deny"],
+        reason=flag.reason,
+        created_at=flag.created,
+        body=flag.body,
+    )
+
+
+async def board(
+    store: Store, *, approvals: FlagBoard | None = None, all_flags: bool = False
+) -> list[BoardItem]:
+    """Pending approvals and flags (``all_flags``: decided flags too), oldest first."""
+    flags = await store.list_flags(status=None if all_flags else FLAG_PENDING)
+    items = [from_record(f) for f in flags]
+    for pending in (approvals or FlagBoard()).pending():
+        items.append(from_approval(pending, await _running_job(store, pending.session_id)))
+    return sorted(items, key=lambda item: item.created_at)
+
+
+async def _running_job(store: Store, session_id: str | None) -> str | None:
+    """The job of ``session_id`` that is running (an approval blocks it)."""
+    if not session_id:
+        return None
+    jobs = [j for j in await store.list_jobs() if j.session_id == session_id]
+    chosen = [j for j in jobs if j.state == JobState.RUNNING] or jobs
+    return chosen[-1].id if chosen else None
+
+
+async def find(store: Store, raw: str, *, approvals: FlagBoard | None = None) -> BoardItem:
+    """The item whose id is or starts with ``raw``."""
+    hits = [i for i in await board(store, approvals=approvals, all_flags=True) if i.id == raw]
+    if hits:
+        return hits[0]
+    try:
+        return from_record(await store.get_flag(raw))
+    except UnknownFlagError:
+        pass
+    pending = [i for i in await board(store, approvals=approvals) if i.id.startswith(raw) and raw]
+    if len(pending) == 1:
+        return pending[0]
+    if len(pending) > 1:
+        raise AmbiguousIdError(f"flag prefix {raw!r} matches several: {[i.id for i in pending]}")
+    raise UnknownFlagError(raw)
+
+
+async def decide(
+    store: Store,
+    raw: str,
+    verb: Verb,
+    *,
+    job: str | None = None,
+    choice: str | None = None,
+    reason: str | None = None,
+    by: str = "person",
+    approvals: FlagBoard | None = None,
+) -> BoardItem:
+    """Approve or reject the flag or approval ``raw`` (id or prefix). ``job`` (id or
+    prefix), when given, must be the item's job. Raises :class:`FlagDecidedError`
+    (nothing changed) when it was decided already."""
+    item = await find(store, raw, approvals=approvals)
+    _check_job(item, job)
+    if item.kind == "approval":
+        return _answer_approval(item, verb, reason, approvals or FlagBoard())
+    status = FLAG_APPROVED if verb == "approve" else FLAG_REJECTED
+    decided = await store.decide_flag(item.id, status, choice=choice, reason=reason, decided_by=by)
+    return from_record(decided)
+
+
+def _check_job(item: BoardItem, job: str | None) -> None:
+    if job and job != "-" and not (item.job_id or "").startswith(job):
+        raise UserError(
+            f"flag {item.id} belongs to job {item.job_id or '(none)'}, not {job!r}; "
+            "`chorus flags` shows each flag's job"
+        )
+
+
+def _answer_approval(item: BoardItem, verb: Verb, reason: str | None, fb: FlagBoard) -> BoardItem:
+    decision: Literal["allow", "deny"] = "allow" if verb == "approve" else "deny"
+    try:
+        answer = fb.answer(item.id, decision, note=reason)
+    except FlagError as exc:
+        raise FlagDecidedError(f"{exc}; nothing changed") from exc
+    status = FLAG_APPROVED if decision == "allow" else FLAG_REJECTED
+    return BoardItem(
+        **{**asdict(item), "status": status, "choice": decision, "decided_by": answer.source}
+    )
+
+
+def describe(item: BoardItem, now: float | None = None) -> str:
+    """One line for a terminal."""
+    now = time.time() if now is None else now
+    left = max(0.0, item.deadline_at - now)
+    when = (
+        f"default {item.default!r} in {left:.0f}s" if item.status == FLAG_PENDING else item.status
+    )
+    return f"{item.id} [{item.kind}] {item.question} ({when})"

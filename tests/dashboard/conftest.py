@@ -1,0 +1,117 @@
+"""Fixtures for the dashboard: a daemon whose Claude talks to a scripted server,
+with the dashboard on a free loopback port, and a logged-in HTTP client."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from chorus.daemon import DaemonClient, stop_daemon
+from chorus.testing import ModelServer, claude_env, free_port
+
+
+@dataclass
+class DashDaemon:
+    home: Path
+    work: Path
+    server: ModelServer
+    port: int
+    clients: list[httpx.Client] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "chorus", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=self.work,
+            env=os.environ.copy(),
+        )
+
+    def login_url(self) -> str:
+        done = self.run("dashboard", "--json", "--no-open")
+        assert done.returncode == 0, done.stderr
+        url: str = json.loads(done.stdout)["url"]
+        return url
+
+    def new_client(self, **options: Any) -> httpx.Client:
+        """A client of the dashboard, closed at teardown (not logged in)."""
+        client = httpx.Client(base_url=self.base, timeout=30, **options)
+        self.clients.append(client)
+        return client
+
+    def client(self) -> httpx.Client:
+        """A client logged in through a one-time URL (cookie set)."""
+        client = self.new_client()
+        resp = client.get(self.login_url(), follow_redirects=False)
+        assert resp.status_code == 303, resp.text
+        return client
+
+    def csrf(self, client: httpx.Client) -> str:
+        page = client.get("/").text
+        marker = 'name="csrf" content="'
+        start = page.index(marker) + len(marker)
+        return page[start : page.index('"', start)]
+
+    def post(self, client: httpx.Client, path: str, body: Any) -> httpx.Response:
+        headers = {"Origin": self.base, "X-CSRF-Token": self.csrf(client)}
+        return client.post(path, json=body, headers=headers)
+
+    @property
+    def daemon(self) -> DaemonClient:
+        return DaemonClient()
+
+
+def write_config(home: Path, env: dict[str, str], port: int, extra: list[str]) -> None:
+    lines = ["[daemon]", "notifications = false", "[gateway]", "port = 0"]
+    lines += ["[dashboard]", f"port = {port}", *extra, "[agents.claude.env]"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in env.items()]
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def dash_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., DashDaemon]]:
+    """``dash_with(*extra_config_lines)``: a configured home (the lines go after
+    ``[dashboard] port``, so they may open tables of their own); the daemon is stopped
+    at teardown."""
+    work = tmp_path / "work"
+    work.mkdir()
+    made: list[DashDaemon] = []
+    with ModelServer() as server:
+
+        def make(*extra: str) -> DashDaemon:
+            port = free_port()
+            env = claude_env(tmp_path / "claude-home", server.url)
+            write_config(chorus_home, env, port, list(extra))
+            made.append(DashDaemon(chorus_home, work, server, port))
+            return made[-1]
+
+        yield make
+        for dash in made:
+            for client in dash.clients:
+                client.close()
+        stop_daemon()
+    assert server.errors == []
+
+
+def until(check: Callable[[], bool], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)

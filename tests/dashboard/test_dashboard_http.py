@@ -1,0 +1,137 @@
+"""The dashboard over plain HTTP against a real daemon: who may see and change what
+(401/403 cases), the SSE stream resumed with ``Last-Event-ID``, the pages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from chorus.testing import text
+from tests.dashboard.conftest import DashDaemon
+
+pytestmark = pytest.mark.e2e
+
+
+def _finished_job(dash: DashDaemon, *replies: str) -> str:
+    dash.server.script([text(r) for r in replies] or [text("hello there")])
+    done = dash.run("ask", "say hello", "--body", "claude", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return str(json.loads(done.stdout.splitlines()[-1])["job_id"])
+
+
+def _sse(client: httpx.Client, path: str, headers: dict[str, str] | None = None) -> list[dict]:
+    """The (id, event) pairs of a finished job's stream, up to its ``end``."""
+    frames: list[dict] = []
+    with client.stream("GET", path, headers=headers or {}) as resp:
+        assert resp.status_code == 200
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        frame: dict = {}
+        for line in resp.iter_lines():
+            if line.startswith("id: "):
+                frame["id"] = int(line[4:])
+            elif line.startswith("data: ") and "id" in frame:
+                frame["event"] = json.loads(line[6:])
+            elif line.startswith("event: end"):
+                break
+            elif line == "" and frame:
+                frames.append(frame)
+                frame = {}
+    return frames
+
+
+def test_nothing_is_served_without_a_login_and_a_login_url_works_once(
+    dash_with: Callable[..., DashDaemon],
+) -> None:
+    dash = dash_with()
+    url = dash.login_url()
+    anonymous = dash.new_client()
+    for path in ("/", "/flags", "/routines", "/health", "/memory", "/audit", "/jobs/x"):
+        page = anonymous.get(path)
+        assert page.status_code == 401, path
+        assert "chorus dashboard" in page.text
+    assert anonymous.get("/api/jobs").status_code == 401
+    assert anonymous.get("/api/flags").json()["error"].startswith("log in first")
+    assert anonymous.get("/login?token=wrong").status_code == 401
+    # A forged cookie is no login either.
+    forged = dash.new_client(cookies={"chorus_dashboard": "made-up"})
+    assert forged.get("/api/jobs").status_code == 401
+    first = dash.new_client()
+    assert first.get(url, follow_redirects=False).status_code == 303
+    assert first.get("/api/jobs").status_code == 200
+    second = dash.new_client()
+    assert second.get(url, follow_redirects=False).status_code == 401  # one use only
+    assert second.get("/api/jobs").status_code == 401
+
+
+def test_a_post_needs_its_origin_and_csrf_token_and_a_refused_one_changes_nothing(
+    dash_with: Callable[..., DashDaemon],
+) -> None:
+    dash = dash_with()
+    job_id = _finished_job(dash)
+    client = dash.client()
+    csrf = dash.csrf(client)
+    path = f"/api/jobs/{job_id}/steer"
+    body = {"text": "do more", "mode": "queue"}
+    refused = [
+        client.post(path, json=body, headers={"Origin": dash.base}),  # no token
+        client.post(path, json=body, headers={"Origin": dash.base, "X-CSRF-Token": "nope"}),
+        client.post(path, json=body, headers={"Origin": "http://evil.test", "X-CSRF-Token": csrf}),
+        client.post(path, json=body, headers={"X-CSRF-Token": csrf}),  # no Origin at all
+    ]
+    assert [r.status_code for r in refused] == [403, 403, 403, 403]
+    assert len(dash.daemon.jobs()) == 1  # no follow-up was queued
+    # Another Host (DNS rebinding) is refused even with the right cookie.
+    rebound = client.get("/api/jobs", headers={"Host": f"evil.test:{dash.port}"})
+    assert rebound.status_code == 403
+    dash.server.script([text("more done")])
+    accepted = dash.post(client, path, body)
+    assert accepted.status_code == 200, accepted.text
+    assert accepted.json()["how"] == "queued_followup"
+    assert len(dash.daemon.jobs()) == 2
+
+
+def test_the_stream_ids_are_log_seqs_and_last_event_id_resumes_with_no_gap(
+    dash_with: Callable[..., DashDaemon],
+) -> None:
+    dash = dash_with()
+    job_id = _finished_job(dash)
+    client = dash.client()
+    whole = _sse(client, f"/api/jobs/{job_id}/stream")
+    seqs = [f["id"] for f in whole]
+    assert seqs == [f["event"]["seq"] for f in whole]
+    assert seqs == sorted(set(seqs))
+    assert whole[-1]["event"]["type"] == "job_ended"
+    logged = [e["seq"] for e in _log(dash, job_id)]
+    assert seqs == logged  # every event of the job, none twice
+    middle = seqs[len(seqs) // 2]
+    resumed = _sse(client, f"/api/jobs/{job_id}/stream", {"Last-Event-ID": str(middle)})
+    assert [f["id"] for f in resumed] == [s for s in seqs if s > middle]
+
+
+def _log(dash: DashDaemon, job_id: str) -> list[dict]:
+    return [json.loads(line) for line in dash.daemon.event_lines(job_id, follow=False)]
+
+
+def test_every_page_renders_for_a_logged_in_browser(dash_with: Callable[..., DashDaemon]) -> None:
+    dash = dash_with()
+    job_id = _finished_job(dash)
+    client = dash.client()
+    pages = {
+        "/": "filter",
+        f"/jobs/{job_id[:10]}": "Tool log",
+        "/flags": "Flags and approvals",
+        "/routines": "Run now",  # the built-in heartbeat routine
+        "/health": "Provider health",
+        "/memory?q=anything": "nothing found",
+        "/audit": "chain verified",
+    }
+    for path, needle in pages.items():
+        page = client.get(path)
+        assert page.status_code == 200, path
+        assert needle in page.text, path
+    rows = client.get("/api/jobs").json()
+    assert [(r["id"], r["status"], r["body"]) for r in rows] == [(job_id, "done", "claude")]
+    assert client.get("/jobs/nope").status_code == 404
