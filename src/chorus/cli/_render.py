@@ -164,7 +164,21 @@ def _decision(e: dict[str, Any]) -> Segments:
     return [(colour, str(e.get("decision"))), ("", why)]
 
 
+def _flag(e: dict[str, Any]) -> Segments:
+    """A flag raised, decided or waiting (issue 21): its id, and how to answer it."""
+    name = str(e.get("name"))
+    head = [
+        ("bold yellow", f"flag {e.get('flag_id') or ''} "),
+        ("", f"{name}: {clean(e.get('text', ''))}"),
+    ]
+    if name in ("raised", "approval"):
+        hint = f" — default {e.get('default')}; answer: {e.get('answer_hint')}"
+        return [*head, ("dim", hint)]
+    return [*head, ("dim", f" → {e.get('choice')}")]
+
+
 _LINES: dict[str, Callable[[dict[str, Any]], Segments]] = {
+    "flag": _flag,
     "session_started": _session,
     "job_ended": _job_ended,
     "turn_completed": _turn_completed,

@@ -107,12 +107,13 @@ async def board(
     flags = await store.list_flags(status=None if all_flags else FLAG_PENDING)
     items = [from_record(f) for f in flags]
     for pending in (approvals or FlagBoard()).pending():
-        items.append(from_approval(pending, await _running_job(store, pending.session_id)))
+        items.append(from_approval(pending, await running_job_of(store, pending.session_id)))
     return sorted(items, key=lambda item: item.created_at)
 
 
-async def _running_job(store: Store, session_id: str | None) -> str | None:
-    """The job of ``session_id`` that is running (an approval blocks it)."""
+async def running_job_of(store: Store, session_id: str | None) -> str | None:
+    """The job of ``session_id`` that runs now (else its latest): a body lives across
+    the jobs of its session, so its own idea of "the job" may be an older one."""
     if not session_id:
         return None
     jobs = [j for j in await store.list_jobs() if j.session_id == session_id]

@@ -22,7 +22,7 @@ from typing import Any
 from chorus._errors import ChorusError, UserError
 from chorus.config import FlagsConfig
 from chorus.events import Event, Flag
-from chorus.flags._board import answer_hint, from_record
+from chorus.flags._board import answer_hint, from_record, running_job_of
 from chorus.store import FLAG_REJECTED, FlagRecord, Store, StoreError
 
 log = logging.getLogger("chorus.flags")
@@ -104,6 +104,7 @@ class FlagDesk:
     ) -> FlagRecord:
         """Store a flag (the job goes on with ``default``), log it, notify."""
         chosen = check_flag_input(question, options, default)
+        job_id = await running_job_of(self.store, session_id) or job_id
         flag = await self.store.create_flag(
             question,
             default=default,

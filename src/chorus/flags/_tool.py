@@ -12,6 +12,7 @@ import time
 
 from chorus._errors import UserError
 from chorus.config import load_config
+from chorus.flags._board import running_job_of
 from chorus.flags._desk import FlagDesk, check_flag_input, flag_event
 from chorus.mcpserver import ToolContext, ToolFn, register_tool
 from chorus.store import ORIGIN_CHORUS, FlagRecord, open_store
@@ -62,15 +63,16 @@ async def _raise(ctx: ToolContext, question: str, default: str, options: list[st
     chosen = check_flag_input(question, options, default)
     config = load_config()
     async with open_store(config) as store:
+        job_id = await running_job_of(store, ctx.session_id) or ctx.job_id
         flag = await store.create_flag(
             question,
             default=default,
             options=chosen,
             deadline_at=time.time() + config.flags.timeout_s,
-            job_id=ctx.job_id,
+            job_id=job_id,
             session_id=ctx.session_id,
         )
         if ctx.session_id:
-            event = flag_event(flag).model_copy(update={"job_id": ctx.job_id})
+            event = flag_event(flag)
             await store.append(ctx.session_id, event, origin=ORIGIN_CHORUS)
     return flag

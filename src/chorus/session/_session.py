@@ -59,7 +59,8 @@ from chorus.events import (
     Steer,
     TurnFailed,
 )
-from chorus.policy import PolicyGate
+from chorus.policy import PendingFlag, PolicyGate
+from chorus.session._approvals import approval_event
 from chorus.session._brains import Authority, BrainAsks
 from chorus.session._errors import SessionError
 from chorus.session._launcher import checked_mode
@@ -486,9 +487,17 @@ class Session:
     # -- permissions ---------------------------------------------------------------------
 
     def _wire(self, gate: PolicyGate | None) -> None:
-        """Let ``gate``'s asks reach the brains attached to this session."""
+        """Let ``gate``'s asks reach the brains attached to this session, and log each
+        as a ``Flag`` event (``approval``: a tool waits, saying how to answer)."""
         if gate is not None and gate.on_flag is None:
-            gate.on_flag = self.brains.hook(gate)
+            brains = self.brains.hook(gate)
+
+            async def on_flag(flag: PendingFlag) -> None:
+                brains(flag)
+                turn = self._current
+                await self._append(approval_event(flag, turn.job_id if turn else None), turn)
+
+            gate.on_flag = on_flag
 
     async def _brain_note(self, message: str) -> None:
         await self._append(Notice(message=message, kind="brain"), self._current)
