@@ -55,6 +55,11 @@ class DashboardConfig(BaseModel):
     host: str = "127.0.0.1"
     #: Serve on a non-loopback ``host`` (off: such a host is refused).
     allow_remote: bool = False
+    #: A live stream writes ``: ping`` after this many quiet seconds.
+    stream_ping_s: float = Field(default=15.0, gt=0)
+    #: End each live stream after this many seconds (the browser resumes it from
+    #: the log); unset: streams last as long as the job. Useful behind proxies.
+    stream_rotate_s: float | None = Field(default=None, gt=0)
 
     @field_validator("host")
     @classmethod

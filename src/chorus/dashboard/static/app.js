@@ -108,13 +108,35 @@ function describe(ev) {
 
 function line(ev) {
   const [who, what] = describe(ev);
-  return el("li", { class: "ev t-" + ev.type, "data-seq": ev.seq },
+  return el("li", { class: "ev t-" + ev.type, "data-seq": ev.seq, "data-line": ev.seq },
     el("span", { class: "seq" }, ev.seq), el("span", { class: "who" }, who), el("span", { class: "what" }, what));
+}
+
+// Text deltas of one message join one line (a span per event, each with its seq);
+// the message's final text then only marks that line complete.
+const streamed = new Map(); // message_id -> the line its deltas went into
+
+function placeDelta(ev, pane) {
+  let target = streamed.get(ev.message_id);
+  if (!target || !target.isConnected) {
+    target = line({ ...ev, text: "" });
+    target.querySelector(".what").replaceChildren();
+    target.removeAttribute("data-seq"); // each delta's span carries its own
+    streamed.set(ev.message_id, target);
+    pane.append(target);
+  }
+  target.querySelector(".what").append(el("span", { "data-seq": ev.seq }, ev.text));
 }
 
 function place(ev, where) {
   const pane = document.getElementById(CONVERSATION.has(ev.type) ? "conversation" : "toollog");
-  if (where === "top") pane.prepend(line(ev)); else pane.append(line(ev));
+  if (where !== "top" && ev.type === "text_delta" && ev.message_id) {
+    placeDelta(ev, pane);
+  } else if (where !== "top" && ev.type === "text" && streamed.has(ev.message_id)) {
+    const done = streamed.get(ev.message_id);
+    done.classList.add("complete");
+    done.querySelector(".what").append(el("span", { class: "final", "data-seq": ev.seq, title: "complete" }, "✓"));
+  } else if (where === "top") pane.prepend(line(ev)); else pane.append(line(ev));
   while (pane.children.length > MAX_LINES) {
     pane.firstElementChild.remove();
     document.getElementById("load-earlier").hidden = false;
@@ -133,6 +155,8 @@ function jobPage() {
     for (const pane of document.querySelectorAll(".split ol")) pane.scrollTop = pane.scrollHeight;
   }
   const source = new EventSource("/api/jobs/" + jobId + "/stream");
+  window.chorusStreamOpens = 0; // how many times the stream (re)connected
+  source.onopen = () => { window.chorusStreamOpens += 1; };
   source.onmessage = (msg) => {
     const ev = JSON.parse(msg.data);
     if (firstSeq === null) {
