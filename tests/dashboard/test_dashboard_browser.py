@@ -23,7 +23,7 @@ from tests.dashboard.conftest import DashDaemon
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(shutil.which("chromium") or "/usr/bin/chromium")
 ARGS = [
     "--headless=new",
     "--no-sandbox",
