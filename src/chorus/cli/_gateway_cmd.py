@@ -174,6 +174,7 @@ def repl(
 
 
 async def _repl(url: str | None, token: str | None, init: dict[str, Any]) -> None:
+    from chorus.flags import repl_answerer
     from chorus.gateway import UcpClient
     from chorus.gateway._repl import Repl
 
@@ -188,8 +189,13 @@ async def _repl(url: str | None, token: str | None, init: dict[str, Any]) -> Non
             f"[bold]session {info['session_id']}[/bold] on {info['body']} "
             f"(model {info['model']}); :help for commands, :quit to leave"
         )
-        shell = Repl(client, brain, lambda text: console.print(text, highlight=False))
+        flags = None if url is not None else repl_answerer(info["session_id"])
+        shell = Repl(client, brain, _say, flags)
         await shell.run(_stdin_lines(), lambda event: print_event(console, event))
+
+
+def _say(text: str) -> None:
+    console.print(text, highlight=False)
 
 
 async def _stdin_lines() -> AsyncIterator[str]:

@@ -331,7 +331,12 @@ def job_table(rows: list[dict[str, Any]], width: int) -> str:
     ids = short_ids([r["id"] for r in rows])
     sids = short_ids(sorted({r["session_id"] for r in rows if r.get("session_id")}))
     cells = [
-        [ids[r["id"]], r["state"], r.get("body") or "-", sids.get(r.get("session_id") or "", "-")]
+        [
+            ids[r["id"]],
+            r.get("status") or r["state"],  # waiting / flagged from the daemon (issue 21)
+            r.get("body") or "-",
+            sids.get(r.get("session_id") or "", "-"),
+        ]
         for r in rows
     ]
     head = ["job", "state", "body", "session"]
@@ -375,6 +380,9 @@ def status_lines(data: dict[str, Any], now: float) -> list[str]:
     lines.append(f"gateway: {_gateway_line(data.get('gateway') or {})}")
     paused = data.get("paused_sessions") or []
     lines.append("paused sessions: " + (", ".join(s[:12] for s in paused) if paused else "none"))
+    flags = data.get("pending_flags") or []
+    shown = ", ".join(flags[:5]) + (" …" if len(flags) > 5 else "")
+    lines.append(f"pending flags: {shown} (chorus flags)" if flags else "pending flags: none")
     if "pending_retries" in data:  # the routines' retry queue (issue 19)
         lines.append(f"pending retries: {data['pending_retries']}")
     if "next_routine" in data:  # issue 26

@@ -29,6 +29,7 @@ from chorus.daemon._requests import BadJobRequestError, read_job_request
 from chorus.daemon._supervisor import JobRequest, Supervisor
 from chorus.daemon._worktree_api import worktree_routes
 from chorus.events import JobEnded, event_to_json
+from chorus.flags import board, live_status
 from chorus.store import (
     JobRecord,
     JobState,
@@ -114,7 +115,8 @@ def build_app(
         except ValueError:
             return _error(f"unknown state {state!r}", "bad_request", 400)
         jobs = await sup.store.list_jobs(state=wanted)
-        return JSONResponse([_job_json(j) for j in jobs])
+        pending = await board(sup.store)  # waiting / flagged (issue 21)
+        return JSONResponse([{**_job_json(j), "status": live_status(j, pending)} for j in jobs])
 
     async def get_job(request: Request) -> Response:
         try:

@@ -13,6 +13,7 @@ from chorus.daemon._supervisor import _notify as notify_desktop_text
 from chorus.events import Event
 from chorus.flags import FlagDesk
 from chorus.flags._tool import install_desk
+from chorus.policy import FlagBoard
 from chorus.routines import Scheduler
 
 log = logging.getLogger("chorus.daemon")
@@ -26,8 +27,13 @@ def flag_desk(sup: Supervisor) -> FlagDesk:
 
     notify = notify_desktop_text if sup.config.daemon.notifications else None
     desk = FlagDesk(sup.store, sup.config.flags, steer=sup.steer, note=note, notify=notify)
-    sup.status_hooks.append(lambda: {"pending_flags": desk.pending_count})
+    sup.status_hooks.append(lambda: {"pending_flags": pending_ids(desk)})
     return desk
+
+
+def pending_ids(desk: FlagDesk) -> list[str]:
+    """Pending flags (as of the desk's last tick) and waiting approvals."""
+    return [*desk.pending_ids, *(flag.id for flag in FlagBoard().pending())]
 
 
 @contextlib.asynccontextmanager

@@ -10,7 +10,7 @@ from chorus.dashboard._app import Dashboard, build_dashboard_app
 from chorus.dashboard._auth import COOKIE, CSRF_HEADER, DashboardAuth
 from chorus.dashboard._server import address_path, dashboard_running, is_loopback, login_routes
 from chorus.dashboard._stream import resume_seq
-from chorus.dashboard._views import CostBook, job_rows, live_status
+from chorus.dashboard._views import CostBook, job_rows
 
 __all__ = [
     "COOKIE",
@@ -23,7 +23,6 @@ __all__ = [
     "dashboard_running",
     "is_loopback",
     "job_rows",
-    "live_status",
     "login_routes",
     "resume_seq",
 ]

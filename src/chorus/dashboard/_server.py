@@ -80,9 +80,7 @@ async def dashboard_running(
         yield None
         return
     host, port = sock.getsockname()[:2]
-    dash = Dashboard(
-        sup, desk, sched, ping_s=config.stream_ping_s, rotate_s=config.stream_rotate_s
-    )
+    dash = Dashboard(sup, desk, sched, ping_s=config.stream_ping_s, rotate_s=config.stream_rotate_s)
     dash.allow_address(str(host), int(port))
     server = _EmbeddedServer(_uvicorn_config(build_dashboard_app(dash)))
     task = asyncio.create_task(server.serve(sockets=[sock]), name="dashboard")

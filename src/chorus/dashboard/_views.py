@@ -7,27 +7,8 @@ import time
 from typing import Any
 
 from chorus.events import TurnCompleted
-from chorus.flags import BoardItem
-from chorus.store import JOB_TERMINAL, JobRecord, JobState, Store
-
-_SHOWN = {
-    JobState.QUEUED: "queued",
-    JobState.RUNNING: "running",
-    JobState.SUCCEEDED: "done",
-    JobState.FAILED: "failed",
-    JobState.CANCELLED: "cancelled",
-}
-
-
-def live_status(job: JobRecord, pending: list[BoardItem]) -> str:
-    """queued / running / waiting (an approval blocks it) / flagged (it went on with a
-    default a person may overrule) / done / failed / cancelled."""
-    mine = [item for item in pending if item.job_id == job.id]
-    if job.state == JobState.RUNNING and any(i.kind == "approval" for i in mine):
-        return "waiting"
-    if job.state == JobState.RUNNING and mine:
-        return "flagged"
-    return _SHOWN[job.state]
+from chorus.flags import BoardItem, live_status
+from chorus.store import JOB_TERMINAL, JobRecord, Store
 
 
 class CostBook:

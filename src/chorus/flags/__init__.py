@@ -6,6 +6,7 @@ job as a steer (or a follow-up once it ended). Permission asks that must block
 
 from chorus.flags._board import (
     BoardItem,
+    answer_for_session,
     answer_hint,
     board,
     decide,
@@ -13,12 +14,16 @@ from chorus.flags._board import (
     find,
     from_approval,
     from_record,
+    live_status,
+    repl_answerer,
+    running_job_of,
 )
 from chorus.flags._desk import FlagDesk, check_flag_input, flag_event, steer_text
 
 __all__ = [
     "BoardItem",
     "FlagDesk",
+    "answer_for_session",
     "answer_hint",
     "board",
     "check_flag_input",
@@ -28,5 +33,8 @@ __all__ = [
     "flag_event",
     "from_approval",
     "from_record",
+    "live_status",
+    "repl_answerer",
+    "running_job_of",
     "steer_text",
 ]

@@ -12,6 +12,7 @@ either kind by id (or unique prefix).
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -24,8 +25,10 @@ from chorus.store import (
     AmbiguousIdError,
     FlagDecidedError,
     FlagRecord,
+    JobRecord,
     JobState,
     Store,
+    StoreError,
     UnknownFlagError,
 )
 
@@ -100,6 +103,26 @@ def from_approval(flag: PendingFlag, job_id: str | None) -> BoardItem:
     )
 
 
+_SHOWN = {
+    JobState.QUEUED: "queued",
+    JobState.RUNNING: "running",
+    JobState.SUCCEEDED: "done",
+    JobState.FAILED: "failed",
+    JobState.CANCELLED: "cancelled",
+}
+
+
+def live_status(job: JobRecord, pending: list[BoardItem]) -> str:
+    """queued / running / waiting (an approval blocks it) / flagged (it went on with a
+    default a person may overrule) / done / failed / cancelled."""
+    mine = [item for item in pending if item.job_id == job.id]
+    if job.state == JobState.RUNNING and any(i.kind == "approval" for i in mine):
+        return "waiting"
+    if job.state == JobState.RUNNING and mine:
+        return "flagged"
+    return _SHOWN[job.state]
+
+
 async def board(
     store: Store, *, approvals: FlagBoard | None = None, all_flags: bool = False
 ) -> list[BoardItem]:
@@ -126,6 +149,7 @@ async def find(store: Store, raw: str, *, approvals: FlagBoard | None = None) ->
     hits = [i for i in await board(store, approvals=approvals, all_flags=True) if i.id == raw]
     if hits:
         return hits[0]
+    _refuse_answered(raw, approvals or FlagBoard())
     try:
         return from_record(await store.get_flag(raw))
     except UnknownFlagError:
@@ -136,6 +160,20 @@ async def find(store: Store, raw: str, *, approvals: FlagBoard | None = None) ->
     if len(pending) > 1:
         raise AmbiguousIdError(f"flag prefix {raw!r} matches several: {[i.id for i in pending]}")
     raise UnknownFlagError(raw)
+
+
+def _refuse_answered(raw: str, approvals: FlagBoard) -> None:
+    """An approval ``raw`` that was answered already: :class:`FlagDecidedError`."""
+    try:
+        approvals.get(raw)
+    except FlagError:
+        return  # not an approval (or not one of this home)
+    answer = approvals.answer_of(raw)
+    if answer is not None:
+        raise FlagDecidedError(
+            f"approval {raw} was already answered ({answer.decision}, by {answer.source}); "
+            "nothing changed"
+        )
 
 
 async def decide(
@@ -189,3 +227,39 @@ def describe(item: BoardItem, now: float | None = None) -> str:
         f"default {item.default!r} in {left:.0f}s" if item.status == FLAG_PENDING else item.status
     )
     return f"{item.id} [{item.kind}] {item.question} ({when})"
+
+
+async def answer_for_session(
+    store: Store,
+    session_id: str,
+    verb: Verb,
+    flag_id: str | None,
+    reason: str | None,
+    *,
+    approvals: FlagBoard | None = None,
+) -> BoardItem:
+    """Decide ``flag_id``, or without one the session's newest pending item."""
+    if flag_id is None:
+        mine = [i for i in await board(store, approvals=approvals) if i.session_id == session_id]
+        if not mine:
+            raise UserError("nothing waits in this session; `chorus flags` lists every one")
+        flag_id = mine[-1].id
+    return await decide(store, flag_id, verb, reason=reason, by="repl", approvals=approvals)
+
+
+def repl_answerer(session_id: str) -> Callable[[str, str | None, str | None], Awaitable[str]]:
+    """The REPL's ``:allow``/``:deny``: decide in the store of this ``CHORUS_HOME``."""
+
+    async def answer(verb: str, flag_id: str | None, reason: str | None) -> str:
+        from chorus.config import load_config
+        from chorus.store import open_store
+
+        chosen: Verb = "approve" if verb == "approve" else "reject"
+        try:
+            async with open_store(load_config()) as store:
+                item = await answer_for_session(store, session_id, chosen, flag_id, reason)
+        except (UserError, StoreError) as exc:
+            return f"error: {exc}"
+        return f"{item.id}: {item.status} {item.choice or ''}".rstrip()
+
+    return answer

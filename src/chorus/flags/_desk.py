@@ -90,7 +90,8 @@ class FlagDesk:
         self._steer = steer
         self._note = note
         self._notify = notify
-        self.pending_count = 0
+        #: Ids of the pending flags, as of the last tick or raise.
+        self.pending_ids: list[str] = []
         self._wake = asyncio.Event()
 
     async def raise_flag(
@@ -116,7 +117,7 @@ class FlagDesk:
         await self._log(flag, flag_event(flag))
         if self.config.notify_on_flag and self._notify is not None:
             await self._notify(f"Chorus flag {flag.id}", f"{question[:100]} (default: {default})")
-        self.pending_count += 1
+        self.pending_ids.append(flag.id)
         return flag
 
     def wake(self) -> None:
@@ -138,7 +139,7 @@ class FlagDesk:
         """Settle the deadlines that passed, then tell each job its decided flags."""
         await self.store.expire_flags(now)
         told = [await self._tell(flag) for flag in await self.store.due_flags()]
-        self.pending_count = len(await self.store.list_flags(status="pending"))
+        self.pending_ids = [f.id for f in await self.store.list_flags(status="pending")]
         return told
 
     async def _tell(self, flag: FlagRecord) -> FlagRecord:

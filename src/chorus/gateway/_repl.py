@@ -8,6 +8,8 @@ begins with ``:``). Commands::
     :interrupt                interrupt the running turn
     :steer <text>             steer the running turn (bodies that can)
     :status                   the session's status
+    :allow [FLAG]             approve a waiting tool or flag (default: this session's newest)
+    :deny [FLAG] [reason]     deny / reject it, telling the model why
     :mcp                      mcp_status
     :brain connect <url>      make Chorus dial a brain (wss://, see chorus connect)
     :brain disconnect         hang up the brain link
@@ -47,15 +49,25 @@ class BrainControl(Protocol):
 
 Say = Callable[[str], None]
 Show = Callable[[Event], None]
+#: ``answer(verb, flag_id, reason)`` -> what to say: ``verb`` is approve or reject,
+#: ``flag_id`` None for the session's newest pending one.
+FlagAnswerer = Callable[[str, str | None, str | None], Awaitable[str]]
 
 
 class Repl:
     """Turn lines into UCP requests on ``client``; :meth:`handle` returns False on ``:quit``."""
 
-    def __init__(self, client: UcpClient, brain: BrainControl | None, say: Say) -> None:
+    def __init__(
+        self,
+        client: UcpClient,
+        brain: BrainControl | None,
+        say: Say,
+        flags: FlagAnswerer | None = None,
+    ) -> None:
         self._client = client
         self._brain = brain
         self._say = say
+        self._flags = flags
         self._commands: dict[str, Callable[[list[str]], Awaitable[None]]] = {
             "model": self._model,
             "mode": self._mode,
@@ -64,6 +76,8 @@ class Repl:
             "status": self._status,
             "mcp": self._mcp,
             "brain": self._brain_command,
+            "allow": lambda args: self._answer("approve", args),
+            "deny": lambda args: self._answer("reject", args),
             "help": self._help,
         }
 
@@ -143,6 +157,15 @@ class Repl:
 
     async def _mcp(self, args: list[str]) -> None:
         await self._request("mcp_status")
+
+    async def _answer(self, verb: str, args: list[str]) -> None:
+        if self._flags is None:
+            self._say(":allow/:deny need the daemon's home (run chorus repl without --url)")
+            return
+        named = bool(args) and args[0].startswith(("fl-", "f-"))  # an id, else all reason
+        flag_id = args[0] if named else None
+        reason = " ".join(args[1:] if named else args) or None
+        self._say(await self._flags(verb, flag_id, reason))
 
     async def _help(self, args: list[str]) -> None:
         self._say(HELP)
