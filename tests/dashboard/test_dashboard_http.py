@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Callable
 
 import httpx
 import pytest
 
-from chorus.testing import text
-from tests.dashboard.conftest import DashDaemon
+from chorus.policy import AuditLog
+from chorus.store import SqliteStore
+from chorus.testing import shell, text
+from tests.dashboard.conftest import DashDaemon, until
 
 pytestmark = pytest.mark.e2e
 
@@ -135,3 +139,38 @@ def test_every_page_renders_for_a_logged_in_browser(dash_with: Callable[..., Das
     rows = client.get("/api/jobs").json()
     assert [(r["id"], r["status"], r["body"]) for r in rows] == [(job_id, "done", "claude")]
     assert client.get("/jobs/nope").status_code == 404
+
+
+def test_deciding_twice_is_refused_interrupt_works_and_decisions_are_audited(
+    dash_with: Callable[..., DashDaemon],
+) -> None:
+    dash = dash_with()
+    dash.server.script([shell("sleep 20"), text("never"), text("spare")])
+    job_id = dash.run("task", "wait a while", "--body", "claude").stdout.strip()
+    client = dash.client()
+    until(lambda: dash.daemon.job(job_id)["state"] == "running")
+    flag = asyncio.run(_flag_for(job_id))
+    first = dash.post(client, f"/api/flags/{flag}/reject", {"reason": "no", "choice": "b"})
+    assert first.status_code == 200, first.text
+    assert (first.json()["status"], first.json()["choice"]) == ("rejected", "b")
+    again = dash.post(client, f"/api/flags/{flag}/approve", {})
+    assert again.status_code == 409
+    assert "already decided" in again.json()["error"]
+    assert dash.post(client, f"/api/flags/{flag}/maybe", {}).status_code == 400
+    audited = [e.data for e in AuditLog().entries() if e.kind == "flag_answered"]
+    assert [(a["flag"], a["decision"], a["via"]) for a in audited] == [
+        (flag, "reject", "dashboard")
+    ]
+    stopped = dash.post(client, f"/api/jobs/{job_id}/interrupt", {})
+    assert stopped.status_code == 200, stopped.text
+    until(lambda: dash.daemon.job(job_id)["state"] == "cancelled")
+    unknown = dash.post(client, "/api/routines/no-such-routine/run", {})
+    assert unknown.status_code in (400, 404)
+
+
+async def _flag_for(job_id: str) -> str:
+    async with SqliteStore() as store:
+        flag = await store.create_flag(
+            "a or b?", default="a", options=["a", "b"], deadline_at=time.time() + 60, job_id=job_id
+        )
+    return flag.id
