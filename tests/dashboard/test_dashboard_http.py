@@ -14,7 +14,7 @@ import pytest
 from chorus.policy import AuditLog
 from chorus.store import SqliteStore
 from chorus.testing import shell, text
-from tests.dashboard.conftest import DashDaemon, until
+from tests.dashboard.conftest import DashDaemon, until, write_config
 
 pytestmark = pytest.mark.e2e
 
@@ -174,3 +174,14 @@ async def _flag_for(job_id: str) -> str:
             "a or b?", default="a", options=["a", "b"], deadline_at=time.time() + 60, job_id=job_id
         )
     return flag.id
+
+
+def test_chorus_dashboard_says_when_the_dashboard_is_off(
+    dash_with: Callable[..., DashDaemon],
+) -> None:
+    dash = dash_with()
+    write_config(dash.home, {}, 0, [])  # [dashboard] port = 0
+    done = dash.run("dashboard", "--no-open")
+    assert done.returncode == 2
+    assert "the dashboard is off" in done.stderr
+    assert done.stdout == ""

@@ -204,8 +204,11 @@ class _Pages:
         return self.render(request, "flags.html")
 
     async def routines(self, request: Request) -> Response:
-        rows = await self.dash.sched.describe() if self.dash.sched else []
-        return self.render(request, "routines.html", routines=rows)
+        try:
+            rows = await self.dash.sched.describe() if self.dash.sched else []
+        except StoreError as exc:  # routines need the SQLite store for now
+            return self.render(request, "routines.html", routines=[], off=str(exc))
+        return self.render(request, "routines.html", routines=rows, off=None)
 
     async def health(self, request: Request) -> Response:
         rows = self.dash.sup.health.to_json()
