@@ -52,7 +52,9 @@ def test_nothing_is_served_without_a_login_and_a_login_url_works_once(
     dash = dash_with()
     url = dash.login_url()
     anonymous = dash.new_client()
-    for path in ("/", "/flags", "/routines", "/health", "/memory", "/audit", "/jobs/x"):
+    paths = ("/", "/flags", "/routines", "/health", "/memory", "/audit", "/jobs/x")
+    paths += ("/static/app.js", "/static/style.css")
+    for path in paths:
         page = anonymous.get(path)
         assert page.status_code == 401, path
         assert "chorus dashboard" in page.text
@@ -65,6 +67,8 @@ def test_nothing_is_served_without_a_login_and_a_login_url_works_once(
     first = dash.new_client()
     assert first.get(url, follow_redirects=False).status_code == 303
     assert first.get("/api/jobs").status_code == 200
+    assert "EventSource" in first.get("/static/app.js").text
+    assert first.get("/static/../_app.py").status_code == 404
     second = dash.new_client()
     assert second.get(url, follow_redirects=False).status_code == 401  # one use only
     assert second.get("/api/jobs").status_code == 401

@@ -19,9 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
+from starlette.responses import (
+    FileResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from chorus._errors import ChorusError, UserError
@@ -29,7 +34,13 @@ from chorus.dashboard._auth import COOKIE, CSRF_HEADER, BrowserSession, Dashboar
 from chorus.dashboard._stream import job_sse, resume_seq
 from chorus.dashboard._views import CostBook, job_rows
 from chorus.flags import FlagDesk, board, decide
-from chorus.store import JobRecord, StoreError, UnknownRecordError, resolve_job_id
+from chorus.store import (
+    FlagDecidedError,
+    JobRecord,
+    StoreError,
+    UnknownRecordError,
+    resolve_job_id,
+)
 
 if TYPE_CHECKING:
     from chorus.daemon import Supervisor
@@ -90,8 +101,10 @@ def _fail(exc: Exception) -> JSONResponse:
     name = type(exc).__name__
     if isinstance(exc, UnknownRecordError):
         return _error(str(exc), 404, name)
+    if isinstance(exc, FlagDecidedError):
+        return _error(str(exc), 409, name)
     if isinstance(exc, UserError):
-        return _error(str(exc), 409 if "already" in str(exc) else 400, name)
+        return _error(str(exc), 400, name)
     return _error(str(exc), 500, name)
 
 
@@ -124,9 +137,20 @@ def build_dashboard_app(dash: Dashboard) -> Starlette:
                 "/api/flags/{flag_id}/{verb:str}", guard(api.decide, post=True), methods=["POST"]
             ),
             Route("/api/routines/{name}/run", guard(api.run_routine, post=True), methods=["POST"]),
-            Mount("/static", app=StaticFiles(directory=str(HERE / "static")), name="static"),
+            Route("/static/{name}", guard(_static)),
         ]
     )
+
+
+#: The only files under /static (served to a logged-in browser only).
+STATIC = {"app.js": "text/javascript", "style.css": "text/css"}
+
+
+async def _static(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name not in STATIC:
+        return Response("not found", status_code=404, media_type="text/plain")
+    return FileResponse(HERE / "static" / name, media_type=STATIC[name])
 
 
 class _Guard:
