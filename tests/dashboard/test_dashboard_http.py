@@ -13,7 +13,7 @@ import pytest
 
 from chorus.policy import AuditLog
 from chorus.store import SqliteStore
-from chorus.testing import shell, text
+from chorus.testing import error, shell, text
 from tests.dashboard.conftest import DashDaemon, until, write_config
 
 pytestmark = pytest.mark.e2e
@@ -189,3 +189,21 @@ def test_chorus_dashboard_says_when_the_dashboard_is_off(
     assert done.returncode == 2
     assert "the dashboard is off" in done.stderr
     assert done.stdout == ""
+
+
+def test_a_failed_job_shows_its_stable_error_code_in_a_banner(
+    dash_with: Callable[..., DashDaemon],
+) -> None:
+    dash = dash_with()
+    dash.server.script([error("auth", times=None)])
+    done = dash.run("ask", "hello", "--body", "claude", "--json")
+    ended = json.loads(done.stdout.splitlines()[-1])
+    assert ended["state"] == "failed", ended
+    code = ended["error"]["code"]
+    client = dash.client()
+    page = client.get(f"/jobs/{ended['job_id']}").text
+    banner = page[page.index('id="error-banner"') :].split("</div>", 1)[0]
+    assert "hidden" not in banner.split(">", 1)[0]
+    assert f"<strong>{code}</strong>" in banner
+    rows = client.get("/api/jobs").json()
+    assert [(r["status"], r["error"]["code"]) for r in rows] == [("failed", code)]
