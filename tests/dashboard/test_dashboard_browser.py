@@ -125,7 +125,7 @@ def test_a_cli_job_appears_live_and_its_events_stream_in(
     page.wait_for_selector(f'{row}[data-status="done"]')
     assert "claude" in page.inner_text(row)
     shots.take(page, "dashboard-jobs")
-    for name in ("flags", "routines", "health", "memory", "audit"):
+    for name in ("flags", "teams", "routines", "health", "memory", "audit"):
         page.goto(f"{dash.base}/{name}")
         page.wait_for_selector("h1")
         shots.take(page, name)

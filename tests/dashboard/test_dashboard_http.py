@@ -12,7 +12,9 @@ import httpx
 import pytest
 
 from chorus.policy import AuditLog
-from chorus.store import SqliteStore
+from chorus.store import NewMessage, SqliteStore
+from chorus.teams import Member, build, team_dir
+from chorus.teams._config import to_toml
 from chorus.testing import error, shell, text
 from tests.dashboard.conftest import DashDaemon, until, write_config
 
@@ -207,3 +209,31 @@ def test_a_failed_job_shows_its_stable_error_code_in_a_banner(
     assert f"<strong>{code}</strong>" in banner
     rows = client.get("/api/jobs").json()
     assert [(r["status"], r["error"]["code"]) for r in rows] == [("failed", code)]
+
+
+def test_the_teams_page_shows_members_and_the_mailbox_traffic(
+    dash_with: Callable[..., DashDaemon],
+) -> None:
+    dash = dash_with()
+    team = build("crew", {"alice": Member(body="claude", role="writer")}, "claude", False)
+    team_dir("crew").mkdir(parents=True)
+    (team_dir("crew") / "config.toml").write_text(to_toml(team))
+    asyncio.run(_post("crew", "m1", "coordinator", "alice", {"text": "draft the intro"}))
+    client = dash.client()
+    page = client.get("/teams").text
+    assert "crew" in page
+    assert "writer" in page
+    assert "1 message(s) waiting" in page
+    rows = client.get("/api/teams/crew/messages").json()
+    assert [(r["sender"], r["recipient"], r["body"]) for r in rows] == [
+        ("coordinator", "alice", {"text": "draft the intro"})
+    ]
+    asyncio.run(_post("crew", "m2", "alice", "coordinator", {"text": "done"}))
+    newer = client.get(f"/api/teams/crew/messages?after={rows[0]['seq']}").json()
+    assert [r["body"] for r in newer] == [{"text": "done"}]
+
+
+async def _post(team: str, mid: str, sender: str, recipient: str, body: dict) -> None:
+    async with SqliteStore() as store:
+        await store.set_team_members(team, ["alice", "coordinator"])
+        await store.post_message(NewMessage(mid, team, sender, recipient, "task", body))

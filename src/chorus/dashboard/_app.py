@@ -32,6 +32,7 @@ from starlette.templating import Jinja2Templates
 from chorus._errors import ChorusError, UserError
 from chorus.dashboard._auth import COOKIE, CSRF_HEADER, BrowserSession, DashboardAuth
 from chorus.dashboard._stream import job_sse, resume_seq
+from chorus.dashboard._teams import team_messages, team_views
 from chorus.dashboard._views import CostBook, job_rows
 from chorus.flags import FlagDesk, board, decide
 from chorus.store import (
@@ -124,6 +125,8 @@ def build_dashboard_app(dash: Dashboard) -> Starlette:
             Route("/routines", guard(pages.routines)),
             Route("/health", guard(pages.health)),
             Route("/memory", guard(pages.memory)),
+            Route("/teams", guard(pages.teams)),
+            Route("/api/teams/{team}/messages", guard(api.team_messages)),
             Route("/audit", guard(pages.audit_page)),
             Route("/api/jobs", guard(api.jobs)),
             Route("/api/jobs/{job_id}/stream", guard(api.stream)),
@@ -239,6 +242,9 @@ class _Pages:
         bodies = list(self.dash.sup.config.router.bodies)
         return self.render(request, "health.html", rows=rows, bodies=bodies, now=time.time())
 
+    async def teams(self, request: Request) -> Response:
+        return self.render(request, "teams.html", teams=await team_views(self.dash.sup.store))
+
     async def memory(self, request: Request) -> Response:
         query = request.query_params.get("q", "").strip()
         hits = _memory_hits(self.dash, query) if query else []
@@ -327,6 +333,14 @@ class _Api:
             return JSONResponse({"result": await self.dash.sup.interrupt(job.id)})
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
+
+    async def team_messages(self, request: Request) -> Response:
+        try:
+            after = int(request.query_params.get("after", "0"))
+        except ValueError:
+            return _error("after is a number", 400)
+        rows = await team_messages(self.dash.sup.store, request.path_params["team"], after=after)
+        return JSONResponse(rows)
 
     async def flags(self, request: Request) -> Response:
         show_all = request.query_params.get("all") == "1"

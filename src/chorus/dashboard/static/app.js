@@ -277,6 +277,28 @@ async function flagCount() {
   document.getElementById("flag-count").textContent = n ? "(" + n + ")" : "";
 }
 
-const PAGES = { jobs: jobsPage, job: jobPage, flags: flagsPage, routines: routinesPage };
+// -- teams page: the mailbox traffic as it happens -----------------------------------------
+
+function teamsPage() {
+  for (const section of document.querySelectorAll("section.team")) {
+    const team = section.dataset.team;
+    const list = section.querySelector("ol.mailbox");
+    let after = 0;
+    async function poll() {
+      const resp = await fetch(`/api/teams/${encodeURIComponent(team)}/messages?after=${after}`);
+      if (!resp.ok) return;
+      for (const m of await resp.json()) {
+        after = Math.max(after, m.seq);
+        list.append(el("li", { class: "ev msg", "data-msg": m.seq },
+          el("span", { class: "seq" }, m.seq), el("span", { class: "who" }, m.sender + " → " + m.recipient),
+          el("span", { class: "what" }, m.kind + " · " + m.state + " · " + JSON.stringify(m.body))));
+      }
+    }
+    poll();
+    setInterval(poll, 1500);
+  }
+}
+
+const PAGES = { jobs: jobsPage, job: jobPage, flags: flagsPage, routines: routinesPage, teams: teamsPage };
 (PAGES[document.body.dataset.page] || (() => {}))();
 if (document.getElementById("flag-count")) { flagCount(); setInterval(flagCount, 3000); }
