@@ -36,7 +36,7 @@ from pathlib import Path
 
 from chorus._errors import BodyCrashedError, LineTooLongError
 from chorus.bodies._framing import LineFramer
-from chorus.bodies._transport import RawTap, SpawnSpec
+from chorus.bodies._transport import AgentTransport, ProcessTransport, RawTap, SpawnSpec
 from chorus.config import body_umask
 
 #: The wrapper: hold the FIFO open read-write on fd 3, run the CLI with it as stdin
@@ -92,6 +92,20 @@ def start_time(pid: int) -> int | None:
     except OSError:
         return None
     return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+async def start_transport(
+    spec: SpawnSpec, run_dir: Path | None, tap: RawTap | None = None
+) -> AgentTransport:
+    """The CLI's process, started: detached (outliving the daemon, issue 15) when the
+    body has a ``run_dir``, else on pipes."""
+    transport: DetachedTransport | ProcessTransport
+    if run_dir is not None:
+        transport = DetachedTransport(spec, run_dir, tap=tap)
+    else:
+        transport = ProcessTransport(spec, tap=tap)
+    await transport.start()
+    return transport
 
 
 class DetachedTransport:

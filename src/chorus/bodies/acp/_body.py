@@ -39,10 +39,16 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities
 from chorus.bodies._control import RequestRouter
-from chorus.bodies._detached import BodyHandle, DetachedTransport, Sent, replay_lines
+from chorus.bodies._detached import (
+    BodyHandle,
+    DetachedTransport,
+    Sent,
+    replay_lines,
+    start_transport,
+)
 from chorus.bodies._inject import acp_servers
 from chorus.bodies._permissions import PermissionAnswer, denial_notice
-from chorus.bodies._transport import AgentTransport, ProcessTransport, SpawnSpec
+from chorus.bodies._transport import AgentTransport, SpawnSpec
 from chorus.bodies.acp._codec import (
     AcpCodec,
     FileReadRequested,
@@ -137,14 +143,7 @@ class AcpBody(Body):
 
     async def _started_transport(self) -> AgentTransport:
         """The agent's process: detached (outliving us) with ``options.run_dir``."""
-        run_dir = self.options.run_dir
-        if run_dir is not None:
-            detached = DetachedTransport(self._spawn_spec(), run_dir, self.options.raw_tap)
-            await detached.start()
-            return detached
-        piped = ProcessTransport(self._spawn_spec(), self.options.raw_tap)
-        await piped.start()
-        return piped
+        return await start_transport(self._spawn_spec(), self.options.run_dir, self.options.raw_tap)
 
     @classmethod
     def _for_attach(cls, options: BodyOptions) -> AcpBody:

@@ -36,10 +36,10 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
-from chorus.bodies._detached import BodyHandle, DetachedTransport, stdout_before
+from chorus.bodies._detached import BodyHandle, DetachedTransport, start_transport, stdout_before
 from chorus.bodies._inject import claude_args
 from chorus.bodies._permissions import PermissionAnswer
-from chorus.bodies._transport import AgentTransport, ProcessTransport
+from chorus.bodies._transport import AgentTransport
 from chorus.bodies.claude._codec import BODY_NAME, CANCEL_SUBTYPE, ClaudeCodec, StdinLine
 from chorus.bodies.claude._errors import ControlRequestError, control_payload
 from chorus.bodies.claude._spawn import BIDI_FLAGS, executable, session_flags, spawn_spec
@@ -190,16 +190,7 @@ class ClaudeBody(Body):
         )
         argv += [*claude_args(self.options), *self.options.extra_args]
         spec, tap = spawn_spec(self.options, argv), self.options.raw_tap
-        run_dir = self.options.run_dir
-        transport: AgentTransport
-        if run_dir is not None:
-            detached = DetachedTransport(spec, run_dir, tap=tap)
-            await detached.start()
-            transport = detached
-        else:
-            piped = ProcessTransport(spec, tap=tap)
-            await piped.start()
-            transport = piped
+        transport = await start_transport(spec, self.options.run_dir, tap)
         self._transport = transport
         self._resuming, self._resume_failed = resume is not None, False
         self._runner = asyncio.create_task(self._run(transport, self._codec, self._router))

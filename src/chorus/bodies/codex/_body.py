@@ -47,7 +47,13 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
-from chorus.bodies._detached import BodyHandle, DetachedTransport, Sent, replay_lines
+from chorus.bodies._detached import (
+    BodyHandle,
+    DetachedTransport,
+    Sent,
+    replay_lines,
+    start_transport,
+)
 from chorus.bodies._inject import codex_args
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import AgentTransport, ProcessTransport, SpawnSpec
@@ -202,16 +208,7 @@ class CodexBody(Body):
         exe = str(codex_executable(self.options))
         argv = [exe, *APP_SERVER_ARGS, *codex_args(self.options), *self.options.extra_args]
         spec = SpawnSpec(argv=argv, cwd=self.options.cwd, env=self.options.child_env())
-        run_dir = self.options.run_dir
-        transport: AgentTransport
-        if run_dir is not None:  # outlives us (issue 15)
-            detached = DetachedTransport(spec, run_dir, tap=self.options.raw_tap)
-            await detached.start()
-            transport = detached
-        else:
-            piped = ProcessTransport(spec, tap=self.options.raw_tap)
-            await piped.start()
-            transport = piped
+        transport = await start_transport(spec, self.options.run_dir, self.options.raw_tap)
         self._transport = transport
         self._runner = asyncio.create_task(self._run(transport))
 
