@@ -72,20 +72,29 @@ async def _job(sup: Supervisor, request: Request) -> JobRecord:
     return await sup.store.get_job(await resolve_job_id(sup.store, request.path_params["job_id"]))
 
 
+async def _jobs_and_nodes(sup: Supervisor) -> tuple[list[JobRecord], list[Any]]:
+    """The jobs and nodes ``status`` shows; none while the shared database is away (said
+    at once, not waited for), also in the moment before the store notices it is gone."""
+    if sup.store.outage() is not None:
+        return [], []
+    try:
+        jobs = await sup.store.list_jobs()
+        return jobs, await nodes_status(sup.store, jobs)  # issue 23
+    except StoreError:
+        return [], []
+
+
 def build_app(
     sup: Supervisor, lifespan: Lifespan | None = None, extra_routes: Sequence[BaseRoute] = ()
 ) -> Starlette:
     """The app around a running :class:`Supervisor`, plus ``extra_routes`` (the gateway's)."""
 
     async def status(request: Request) -> Response:
-        # While the shared database is away, say so at once rather than wait for it.
-        away = sup.store.outage() is not None
-        jobs = [] if away else await sup.store.list_jobs()
+        jobs, nodes = await _jobs_and_nodes(sup)
         counts: dict[str, int] = {}
         for job in jobs:
             counts[str(job.state)] = counts.get(str(job.state), 0) + 1
         bodies = list(sup.config.router.bodies)
-        nodes = [] if away else await nodes_status(sup.store, jobs)  # issue 23
         return JSONResponse(
             {**sup.status(), "jobs": counts, "router_bodies": bodies, "nodes": nodes}
         )
