@@ -91,8 +91,11 @@ def test_two_jobs_in_their_own_worktrees_then_merge_and_a_refused_rm(chorus: Cho
             slow_text("done", chunks=4, delay=0.2),
         ]
     )
-    one = chorus.run("task", "write your file\nplease", "--body", "claude", "--worktree")
-    two = chorus.run("task", "write yours too", "--body", "claude", "--worktree")
+    # The command's paths are computed at run time ($n), which the policy asks about
+    # in the default mode; bypass lets it run (the sandbox still holds the jobs).
+    bypass = ("--permission-mode", "bypassPermissions")
+    one = chorus.run("task", "write your file\nplease", "--body", "claude", "--worktree", *bypass)
+    two = chorus.run("task", "write yours too", "--body", "claude", "--worktree", *bypass)
     assert one.returncode == 0, one.stderr
     assert two.returncode == 0, two.stderr
     ids = [one.stdout.strip(), two.stdout.strip()]
