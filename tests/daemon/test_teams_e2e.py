@@ -284,8 +284,9 @@ def test_a_daemon_killed_mid_turn_loses_no_message_and_posts_the_result_once(
     daemon_with: Callable[..., Daemon],
 ) -> None:
     chorus = daemon_with()
+    said = "finished by the same CLI " * 4
     chorus.server.script(
-        [slow_text("cut off by the daemon dying " * 4, chunks=40, delay=0.25), text("BACK")],
+        [slow_text(said, chunks=40, delay=0.25), text("RE-RUN: must not happen")],
         lane="claude",
     )
     assert chorus.run("team", "create", "crash", "--member", "m=claude").returncode == 0
@@ -304,11 +305,12 @@ def test_a_daemon_killed_mid_turn_loses_no_message_and_posts_the_result_once(
     assert chorus.run("start").returncode == 0
     _wait(lambda: _states_of(chorus, "crash").get("m") == "succeeded", timeout=120)
     [task] = _json(chorus, "team", "messages", "crash", "m")
-    assert task["state"] == "acked"  # carried by the resumed turn, acked at its end
+    assert task["state"] == "acked"  # carried by the re-attached turn, acked at its end
+    # The restarted daemon re-attached to the running CLI (issue 15): the turn was not
+    # run again, and its one result was posted once.
+    assert len(chorus.server.turn_requests(lane="claude")) == 1
     results = _json(chorus, "team", "messages", "crash", "coordinator")
-    assert [(r["sender"], r["kind"], r["body"]["text"]) for r in results] == [
-        ("m", "result", "BACK")
-    ]
+    assert [(r["sender"], r["kind"], r["body"]["text"]) for r in results] == [("m", "result", said)]
     run_state = _json(chorus, "team", "status", "crash")["run"]
     assert run_state["state"] == "failed"
     assert "daemon stopped during the run" in run_state["error"]
