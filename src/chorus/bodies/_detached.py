@@ -29,6 +29,7 @@ import json
 import os
 import shutil
 import signal
+import weakref
 from collections import deque
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
@@ -92,6 +93,22 @@ def start_time(pid: int) -> int | None:
     except OSError:
         return None
     return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+#: Detached bodies this process runs and has neither closed nor left running on
+#: purpose (``detach``): :func:`kill_detached_left` ends them with the daemon.
+_RUNNING: weakref.WeakSet[DetachedTransport] = weakref.WeakSet()
+
+
+def kill_detached_left() -> int:
+    """SIGKILL the group of every detached body still ours (the daemon's last step on
+    shutdown; ``chorus stop --keep-bodies`` detached its bodies before). Each group is
+    checked to be the same process first. Returns how many were signalled."""
+    left = list(_RUNNING)
+    for transport in left:
+        transport.signal_group(signal.SIGKILL)
+    _RUNNING.clear()
+    return len(left)
 
 
 async def start_transport(
@@ -170,6 +187,7 @@ class DetachedTransport:
         self._path("pid").write_text(json.dumps({"pid": self._pid, "started": self._started}))
         await self._open_stdin()
         self._stderr_task = asyncio.create_task(self._follow_stderr(0))
+        _RUNNING.add(self)
 
     @classmethod
     async def attach(
@@ -193,6 +211,7 @@ class DetachedTransport:
         transport._check_output()
         await transport._open_stdin()
         transport._stderr_task = asyncio.create_task(transport._follow_stderr(None))
+        _RUNNING.add(transport)
         return transport
 
     def _same_process(self) -> bool:
@@ -418,6 +437,7 @@ class DetachedTransport:
     async def detach(self) -> BodyHandle:
         """Stop reading and writing, leave the body running; its handle to re-attach."""
         self._detached = True
+        _RUNNING.discard(self)
         handle = self.handle()
         self._release()
         if self._stderr_task is not None:
@@ -468,6 +488,7 @@ class DetachedTransport:
             code = await self.wait(5.0)
         code = code if code is not None else self._exit_code()
         self._detached = True
+        _RUNNING.discard(self)
         self._release()
         if self._stderr_task is not None:
             self._stderr_task.cancel()

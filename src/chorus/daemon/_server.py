@@ -15,7 +15,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
-from chorus.bodies import kill_live_groups
+from chorus.bodies import kill_detached_left, kill_live_groups
 from chorus.config import ChorusConfig, private_home, private_umask, tighten_home
 from chorus.context import soul
 from chorus.daemon._api import build_app
@@ -179,6 +179,7 @@ async def serve() -> int:
         await server.serve()
     finally:
         kill_live_groups()  # whatever body a shutdown path did not close
+        kill_detached_left()  # and detached ones not left running on purpose
         listener.close()
         socket_path().unlink(missing_ok=True)
         pid_path().unlink(missing_ok=True)
