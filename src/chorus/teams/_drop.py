@@ -41,6 +41,15 @@ def inbox_of(path: Path, root: Path) -> tuple[str, str] | None:
     return parts[0], parts[2]
 
 
+def _is_inbox(path: Path, root: Path) -> bool:
+    """``path`` is a member's drop folder (``NAME/inboxes/MEMBER``)."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return False
+    return len(parts) == 3 and parts[1] == "inboxes"
+
+
 async def ingest(path: Path, root: Path, post: Post) -> str:
     """Post one dropped file; returns ``posted``, ``rejected`` or ``ignored``."""
     where = inbox_of(path, root)
@@ -73,7 +82,9 @@ def _wanted(root: Path) -> Callable[[Change, str], bool]:
     """Only new message files in drop folders (not the JSONL views, not rejected/)."""
 
     def wanted(change: Change, path: str) -> bool:
-        return change != Change.deleted and inbox_of(Path(path), root) is not None
+        if change == Change.deleted:
+            return False
+        return inbox_of(Path(path), root) is not None or _is_inbox(Path(path), root)
 
     return wanted
 
@@ -87,4 +98,13 @@ async def watch_drops(post: Post, stop: asyncio.Event | None = None) -> None:
     watching = awatch(root, watch_filter=_wanted(root), stop_event=stop, debounce=50)
     async for changes in watching:
         for _, raw in sorted(changes, key=lambda c: c[1]):
-            await ingest(Path(raw), root, post)
+            for path in _dropped_at(Path(raw)):
+                await ingest(path, root, post)
+
+
+def _dropped_at(path: Path) -> list[Path]:
+    """The files a change stands for: a new inbox folder's contents (a file moved in
+    before inotify watched the folder has no event of its own), else the file."""
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.is_file())
+    return [path]
