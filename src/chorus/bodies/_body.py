@@ -26,7 +26,7 @@ from chorus._errors import UnsupportedControlError
 from chorus.bodies._capabilities import Capabilities
 from chorus.bodies._detached import BodyHandle, DetachedTransport
 from chorus.bodies._permissions import PermissionCallback, allow_all
-from chorus.bodies._transport import AgentTransport, RawTap
+from chorus.bodies._transport import AgentTransport, RawTap, SpawnSpec
 from chorus.events import (
     ErrorCode,
     ErrorInfo,
@@ -280,6 +280,29 @@ class Body(ABC):
         uncounted ones among them): a previous owner stored them already. Call before
         the reader reads (that is, from :meth:`attach`)."""
         self._drop, self._counted = count, counted
+
+    def _rebuild(self, handle: BodyHandle) -> None:
+        """Feed the codec what passed before ``handle.offset``, emitting nothing
+        (:attr:`detachable` bodies override this)."""
+        raise UnsupportedControlError(self.name, "attach", "the body does not run detached")
+
+    async def _adopt(
+        self,
+        spec: SpawnSpec,
+        handle: BodyHandle,
+        drop: int,
+        counted: Callable[[Event], bool] | None,
+    ) -> DetachedTransport:
+        """The steps every :meth:`attach` shares: rebuild the codec, skip the events a
+        previous owner stored, re-open the detached process. Its first prompt (with
+        the context) went long ago."""
+        self._rebuild(handle)
+        if drop:
+            self.drop_handed_out(drop, counted or (lambda _: True))
+        transport = await DetachedTransport.attach(spec, handle, self.options.raw_tap)
+        self._transport = transport
+        self._context_sent = True
+        return transport
 
     @property
     def dropping(self) -> int:

@@ -41,7 +41,6 @@ from chorus.bodies._capabilities import Capabilities
 from chorus.bodies._control import RequestRouter
 from chorus.bodies._detached import (
     BodyHandle,
-    DetachedTransport,
     Sent,
     replay_lines,
     start_transport,
@@ -165,13 +164,8 @@ class AcpBody(Body):
         (a prompt without its reply) rather than trusted. Raises
         :class:`BodyCrashedError` when that process is gone or its output was cut."""
         body = cls._for_attach(options)
-        body._rebuild(handle)
-        if drop:
-            body.drop_handed_out(drop, counted or (lambda _: True))
-        transport = await DetachedTransport.attach(body._spawn_spec(), handle, options.raw_tap)
-        body._transport = transport
+        await body._adopt(body._spawn_spec(), handle, drop, counted)
         body._position, body._skip = (handle.offset, handle.skip), handle.skip
-        body._context_sent = True  # the session's first prompt went long ago
         body._supervisor = asyncio.create_task(body._supervise(), name=f"acp:{body.agent.name}")
         await body._ready.wait()
         return body

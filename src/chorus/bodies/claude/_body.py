@@ -36,7 +36,7 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
-from chorus.bodies._detached import BodyHandle, DetachedTransport, start_transport, stdout_before
+from chorus.bodies._detached import BodyHandle, start_transport, stdout_before
 from chorus.bodies._inject import claude_args
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import AgentTransport
@@ -212,14 +212,9 @@ class ClaudeBody(Body):
         its rest. Raises :class:`BodyCrashedError` when that process is gone (resume
         natively then). ``drop``/``counted``: see :meth:`Body.drop_handed_out`."""
         body = cls(options)
-        body._rebuild(handle)
-        if drop:
-            body.drop_handed_out(drop, counted or (lambda _: True))
         spec = spawn_spec(options, [str(executable(options))])
-        transport = await DetachedTransport.attach(spec, handle, options.raw_tap)
-        body._transport = transport
+        transport = await body._adopt(spec, handle, drop, counted)
         body._position = (handle.offset, handle.skip)
-        body._context_sent = True  # the session's first prompt went long ago
         body._turn_open = turn_open
         if turn_open:
             body._turn_done.clear()

@@ -49,7 +49,6 @@ from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
 from chorus.bodies._detached import (
     BodyHandle,
-    DetachedTransport,
     Sent,
     replay_lines,
     start_transport,
@@ -227,14 +226,9 @@ class CodexBody(Body):
         and its answers, nothing emitted), then events flow from there on. Raises
         :class:`BodyCrashedError` when that process is gone or its output was cut."""
         body = cls(options)
-        body._rebuild(handle)
-        if drop:
-            body.drop_handed_out(drop, counted or (lambda _: True))
         spec = SpawnSpec([str(codex_executable(options))], options.cwd, options.child_env())
-        transport = await DetachedTransport.attach(spec, handle, options.raw_tap)
-        body._transport = transport
+        transport = await body._adopt(spec, handle, drop, counted)
         body._position = (handle.offset, handle.skip)
-        body._context_sent = True  # the session's first prompt went long ago
         body._turn_open = turn_open
         if turn_open:
             body._turn_done.clear()
