@@ -59,7 +59,7 @@ def test_agents_list_and_doctor_json(chorus_home: Path) -> None:
     assert doctor["config"] == "ok"
     assert {a["name"] for a in doctor["agents"]} == names
     assert all("auth" in a for a in doctor["agents"])
-    assert doctor["sandbox"].startswith(("bubblewrap /", "bubblewrap not found"))
+    assert doctor["sandbox"].startswith(("bubblewrap /", "no sandbox tool"))
 
 
 def test_sessions_and_jobs_json_on_a_fresh_home(chorus_home: Path) -> None:

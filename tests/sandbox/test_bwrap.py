@@ -73,13 +73,14 @@ def test_modes(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize(
     ("platform", "says"),
-    [("darwin", "not available on macOS"), ("win32", "only available on Linux")],
+    [("darwin", "needs /usr/bin/sandbox-exec"), ("win32", "only available on Linux")],
 )
 def test_enforce_elsewhere_refuses_clearly(
     monkeypatch: pytest.MonkeyPatch, platform: str, says: str
 ) -> None:
     monkeypatch.setattr("chorus.sandbox._build.bwrap_path", lambda: None)
     monkeypatch.setattr("chorus.sandbox._build.sys.platform", platform)
+    monkeypatch.setattr("chorus.sandbox._build.os.access", lambda path, how: False)
     with pytest.raises(ConfigError, match=says) as caught:
         active("enforce")
     assert "mode = 'off'" in str(caught.value)

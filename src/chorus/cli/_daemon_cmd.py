@@ -380,16 +380,22 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object."
 
 
 def _sandbox_line(mode: str) -> str:
-    """Whether bodies run in bubblewrap (the CLIs' own sandbox notes are not shown)."""
-    from chorus.sandbox import bwrap_path
+    """Whether bodies run in bubblewrap or sandbox-exec (the CLIs' own sandbox notes
+    are not shown)."""
+    from chorus.sandbox import tool_path
 
-    found = bwrap_path()
+    found = tool_path()
     if mode == "off":
         return 'off ([sandbox] mode = "off")'
     if found is None:
         refuse = "bodies are refused" if mode == "enforce" else "bodies run unsandboxed"
-        return f"bubblewrap not found: {refuse} (install the bubblewrap package)"
-    return f"bubblewrap {found} (mode {mode})"
+        return f"no sandbox tool: {refuse} ({_SANDBOX_HINT.get(sys.platform, _NO_SANDBOX)})"
+    name = "bubblewrap" if Path(found).name == "bwrap" else "sandbox-exec"
+    return f"{name} {found} (mode {mode})"
+
+
+_SANDBOX_HINT = {"linux": "install the bubblewrap package", "darwin": "sandbox-exec is missing"}
+_NO_SANDBOX = "only Linux and macOS have one"
 
 
 def _auth(name: str) -> str:

@@ -1,10 +1,21 @@
-"""An OS sandbox around every body Chorus starts (Linux: bubblewrap), built from
+"""An OS sandbox around every body Chorus starts (Linux: bubblewrap; macOS:
+``sandbox-exec``), built from
 ``policy.toml``: the allowed roots, the CLI's home and the temporary folder are
 writable, everything else read-only, ``CHORUS_HOME`` and denied paths hidden.
 The policy's parser asks and scores; the sandbox is what holds when it is wrong."""
 
-from chorus.sandbox._build import SHARED, Mode, active, bwrap_path, layout, write_wrapper
+from chorus.sandbox._build import (
+    SHARED,
+    Mode,
+    active,
+    bwrap_path,
+    layout,
+    seatbelt_path,
+    tool_path,
+    write_wrapper,
+)
 from chorus.sandbox._bwrap import Layout, argv, outermost
+from chorus.sandbox._seatbelt import profile, seatbelt_argv
 
 __all__ = [
     "SHARED",
@@ -15,5 +26,9 @@ __all__ = [
     "bwrap_path",
     "layout",
     "outermost",
+    "profile",
+    "seatbelt_argv",
+    "seatbelt_path",
+    "tool_path",
     "write_wrapper",
 ]

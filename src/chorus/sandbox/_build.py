@@ -18,6 +18,7 @@ from typing import Literal
 from chorus._errors import ConfigError
 from chorus.policy import PathContext, Policy
 from chorus.sandbox._bwrap import Layout, argv, outermost
+from chorus.sandbox._seatbelt import SANDBOX_EXEC, profile, seatbelt_argv
 from chorus.sandbox._stubs import denied_programs, stub_targets, write_stubs
 
 Mode = Literal["auto", "enforce", "off"]
@@ -38,11 +39,23 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap") if sys.platform.startswith("linux") else None
 
 
+def seatbelt_path() -> str | None:
+    """macOS's ``sandbox-exec``, or None (not macOS, or not there)."""
+    found = sys.platform == "darwin" and os.access(SANDBOX_EXEC, os.X_OK)
+    return SANDBOX_EXEC if found else None
+
+
+def tool_path() -> str | None:
+    """The sandbox tool of this platform: bubblewrap on Linux, ``sandbox-exec`` on
+    macOS; None where there is none."""
+    return bwrap_path() or seatbelt_path()
+
+
 def active(mode: Mode) -> bool:
-    """Whether bodies start sandboxed; ``enforce`` without bubblewrap is an error."""
+    """Whether bodies start sandboxed; ``enforce`` without a sandbox tool is an error."""
     if mode == "off":
         return False
-    if bwrap_path() is not None:
+    if tool_path() is not None:
         return True
     if mode == "enforce":
         raise ConfigError(_unavailable(sys.platform))
@@ -55,11 +68,11 @@ def _unavailable(platform: str) -> str:
     if platform.startswith("linux"):
         return f"[sandbox] mode = 'enforce' needs bubblewrap: apt-get install bubblewrap, or {off}"
     if platform == "darwin":
-        return (
-            "[sandbox] mode = 'enforce' is not available on macOS yet (Chorus has no "
-            f"sandbox-exec profile); {off}"
-        )
-    return f"[sandbox] mode = 'enforce' is only available on Linux (bubblewrap); {off}"
+        return f"[sandbox] mode = 'enforce' needs {SANDBOX_EXEC}, which is missing; {off}"
+    return (
+        "[sandbox] mode = 'enforce' is only available on Linux (bubblewrap) and macOS "
+        f"(sandbox-exec); {off}"
+    )
 
 
 def layout(policy: Policy, cwd: Path, env: Mapping[str, str], chorus_home: Path) -> Layout:
@@ -134,16 +147,26 @@ def _matches(pattern: str, roots: list[Path]) -> list[Path]:
     return out
 
 
-def write_wrapper(path: Path, bwrap: str, box: Layout, executable: Path) -> Path:
+def write_wrapper(path: Path, tool: str, box: Layout, executable: Path) -> Path:
     """A ``sh`` script that runs ``executable`` (with its arguments) inside ``box``
-    (and the stubs of the denied programs it shadows)."""
+    (and the stubs of the denied programs it shadows), with ``tool`` (bubblewrap, or
+    ``sandbox-exec`` and a profile written beside the script)."""
     if box.stub_dir is not None:
         write_stubs(box.stub_dir, box.stub_names)
-    line = " ".join(_quote(a) for a in argv(bwrap, box, [str(executable)]))
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    line = " ".join(_quote(a) for a in _wrapped(path, tool, box, executable))
     path.write_text(f'#!/bin/sh\nexec {line} "$@"\n', encoding="utf-8")
     os.chmod(path, stat.S_IRWXU)
     return path
+
+
+def _wrapped(path: Path, tool: str, box: Layout, executable: Path) -> list[str]:
+    if Path(tool).name != "sandbox-exec":
+        return argv(tool, box, [str(executable)])
+    sb = path.with_suffix(".sb")
+    sb.write_text(profile(box), encoding="utf-8")
+    os.chmod(sb, stat.S_IRUSR | stat.S_IWUSR)
+    return seatbelt_argv(sb, box, [str(executable)])
 
 
 def _quote(arg: str) -> str:

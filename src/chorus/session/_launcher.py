@@ -46,8 +46,8 @@ from chorus.policy import (
     register_env,
 )
 from chorus.sandbox import active as sandbox_active
-from chorus.sandbox import bwrap_path, write_wrapper
 from chorus.sandbox import layout as sandbox_layout
+from chorus.sandbox import tool_path, write_wrapper
 from chorus.session._errors import SessionError
 from chorus.session._reattach import detached_options
 from chorus.session._spares import Redirect, Spare
@@ -245,14 +245,14 @@ class BodyLauncher:
     def _sandboxed(self, body: str, cwd: Path, env: dict[str, str]) -> Path | None:
         """The body's CLI, wrapped in its OS sandbox when ``[sandbox]`` says so."""
         exe = self._executable(body)
-        bwrap = bwrap_path()
-        if not sandbox_active(self.config.sandbox.mode) or bwrap is None:
+        tool = tool_path()
+        if not sandbox_active(self.config.sandbox.mode) or tool is None:
             return exe
         exe = exe or _acp_executable(body, self.config)
         policy = self.guards.policy if self.guards is not None else Policy()
         box = sandbox_layout(policy, cwd, env, chorus_home())
         digest = hashlib.sha256(repr((body, exe, box)).encode()).hexdigest()[:16]
-        return write_wrapper(run_dir() / "sandbox" / f"{body}-{digest}.sh", bwrap, box, exe)
+        return write_wrapper(run_dir() / "sandbox" / f"{body}-{digest}.sh", tool, box, exe)
 
 
 def _acp_executable(body: str, config: ChorusConfig) -> Path:
