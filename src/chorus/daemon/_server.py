@@ -14,6 +14,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute
 
 from chorus.bodies import kill_detached_left, kill_live_groups
 from chorus.config import ChorusConfig, private_home, private_umask, tighten_home
@@ -34,7 +35,7 @@ from chorus.daemon._teams_api import team_routes
 from chorus.dashboard import login_routes
 from chorus.flags import FlagDesk
 from chorus.gateway import Gateway, load_gateway_settings
-from chorus.integrity import Guardian, guard_now, report
+from chorus.integrity import Guardian, Incident, guard_now, report
 from chorus.mcpserver import tool_routes
 from chorus.memory import Extractions
 from chorus.policy import AuditLog, SecretStore, load_policy
@@ -114,11 +115,7 @@ async def serve() -> int:
     if lock is None:
         print("chorus daemon: another daemon already runs for this CHORUS_HOME", file=sys.stderr)
         return 0
-    private_home()
-    private_umask()  # issue 14: every file under CHORUS_HOME is 0600 (bodies keep the user's)
-    tighten_home()
-    raise_fd_limit()
-    asyncio.get_running_loop().set_exception_handler(QuietLoopErrors())
+    _private_process()
     # Issue 26: before anything is read; SOUL.md made first, so its default is baselined;
     # the config and policy as started are trusted.
     soul()
@@ -132,11 +129,43 @@ async def serve() -> int:
         os.close(lock)
         return 2
     await repair_store(store)
+    app = await _app(store, config, incidents)
+    await _serve_app(app, lock)
+    return 0
+
+
+def _private_process() -> None:
+    """The process's own set-up: a private home and umask, enough file descriptors,
+    quiet loop errors."""
+    private_home()
+    private_umask()  # issue 14: every file under CHORUS_HOME is 0600 (bodies keep the user's)
+    tighten_home()
+    raise_fd_limit()
+    asyncio.get_running_loop().set_exception_handler(QuietLoopErrors())
+
+
+async def _app(store: Store, config: ChorusConfig, incidents: list[Incident]) -> Starlette:
+    """Everything the daemon runs, wired into one app: the supervisor and its hub, the
+    gateway, the routines' scheduler, memory extraction, flags and their routes."""
     parts = _policy_parts(store)
     guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
     hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))
     sup = Supervisor(store, config, hub=hub, **parts)
     await load_today(store, sup.ledger)  # [budget]: today's spend so far
+    extractions = Extractions(store, config)  # issue 16: memory from each finished job
+    _hook(sup, config, extractions)
+    gateway = Gateway(store, config, guards=guards, hub=hub)
+    sched = Scheduler(sup)
+    notify = _notify if config.daemon.notifications else None
+    await report(incidents, parts["audit"], notify)
+    sched.heartbeat_hooks.append(lambda: guard_now(parts["audit"], notify))
+    desk = flag_desk(sup)
+    lifespan = _lifespan(store, sup, gateway, sched, extractions, desk)
+    return build_app(sup, lifespan=lifespan, extra_routes=_routes(sup, gateway, sched))
+
+
+def _hook(sup: Supervisor, config: ChorusConfig, extractions: Extractions) -> None:
+    """What the supervisor tells others: status, outcomes, failovers."""
     sup.status_hooks.append(
         lambda: {"spend_today": sup.ledger.today(), "budget": sup.config.budget.model_dump()}
     )
@@ -144,22 +173,21 @@ async def serve() -> int:
         sup.outcome_hooks.append(notify_desktop)
     if config.router.notify_on_failover:
         sup.failover_hooks.append(notify_failover)
-    extractions = Extractions(store, config)  # issue 16: memory from each finished job
     sup.outcome_hooks.append(extractions.hook)
-    gateway = Gateway(store, config, guards=guards, hub=hub)
-    sched = Scheduler(sup)
-    notify = _notify if config.daemon.notifications else None
-    await report(incidents, parts["audit"], notify)
-    sched.heartbeat_hooks.append(lambda: guard_now(parts["audit"], notify))
+
+
+def _routes(sup: Supervisor, gateway: Gateway, sched: Scheduler) -> list[BaseRoute]:
+    """The routes beside the daemon's own API."""
     routes = [*gateway.routes(), *routine_routes(sched)]
-    routes += tool_routes(sup.audit, config.memory)  # chorus mcp's tools
+    routes += tool_routes(sup.audit, sup.config.memory)  # chorus mcp's tools
     routes += team_routes(sup)  # teams and their mailboxes (issue 20)
     routes += reload_routes(sup)  # chorus reload (issue 26)
-    routes += login_routes()  # chorus dashboard's one-time login URL
-    desk = flag_desk(sup)
-    app = build_app(
-        sup, lifespan=_lifespan(store, sup, gateway, sched, extractions, desk), extra_routes=routes
-    )
+    return routes + login_routes()  # chorus dashboard's one-time login URL
+
+
+async def _serve_app(app: Starlette, lock: int) -> None:
+    """Serve ``app`` on the private socket until a signal; then clean up every body
+    left, the socket, the pid file and the lock."""
     listener = _bind_private_socket()
     try:
         # uvicorn's own ``uds=`` would chmod the socket 0666; hand it our 0600 one.
@@ -184,7 +212,6 @@ async def serve() -> int:
         socket_path().unlink(missing_ok=True)
         pid_path().unlink(missing_ok=True)
         os.close(lock)
-    return 0
 
 
 def _keep_signals_for_cleanup() -> None:
