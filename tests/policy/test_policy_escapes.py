@@ -241,3 +241,80 @@ def test_a_brain_stays_inside_gateway_allowed_cwds(layout: Layout) -> None:
     problem = brain_problem(layout, layout.victim, allowed)
     assert problem is not None
     assert "allowed_cwds" in problem
+
+
+# -- a folder known only at run time: the rest of the line asks ----------------------------
+
+#: Every form of a directory change Chorus cannot follow, each followed by a command.
+UNKNOWN_DIR_CASES = [
+    'cd "$D" && cat notes.txt',
+    "cd $D; ls",
+    'cd "$(git rev-parse --show-toplevel)" && rm -rf build',
+    "cd `dirname $0` && ls",
+    "cd - && cat notes.txt",
+    "cd ~bob && ls",
+    "cd sr? && ls",
+    'chdir "$D"; ls',
+    'pushd "$D" && ls',
+    "pushd +1 && ls",
+    "popd && rm -rf build",
+    'git -C "$D" status',
+    'make -C "$D"',
+    'env -C "$D" ls',
+    'tar -C "$D" -xf out.tar',
+    '(cd "$D"; cat notes.txt) && ls',
+    "bash -c 'cd \"$D\" && ls'",
+    'cd "$D"\necho done',
+]
+ASKING_MODES: list[PermissionMode] = ["default", "acceptEdits"]
+
+
+@pytest.mark.parametrize("authority", ["governing", "escalate-only", "advisory"])
+@pytest.mark.parametrize("mode", ASKING_MODES)
+@pytest.mark.parametrize("command", UNKNOWN_DIR_CASES)
+def test_an_unknown_folder_makes_the_rest_of_the_line_ask(
+    layout: Layout, command: str, mode: PermissionMode, authority: str
+) -> None:
+    """Even an advisory risk authority, which lets elevated risk through, asks here."""
+    policy = Policy.model_validate({"risk": {"authority": authority}})
+    got = verdict(layout, command, mode, policy)
+    assert (got.decision, got.rule) == ("ask", "shell.unknown_dir"), got.reason
+    assert "known only at run time" in got.reason
+
+
+@pytest.mark.parametrize("command", UNKNOWN_DIR_CASES)
+def test_bypass_allows_an_unknown_folder_at_elevated_risk(layout: Layout, command: str) -> None:
+    """bypassPermissions never asks: the verdict carries the risk and the sandbox holds."""
+    got = verdict(layout, command, "bypassPermissions")
+    assert (got.decision, got.rule) == ("allow", "mode.bypass")
+    assert got.risk is not None
+    assert got.risk.at_least("elevated"), got.risk
+    assert "known only at run time" in "; ".join(got.risk.reasons)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'cd "$D"',  # nothing runs after it
+        '(cd "$D") && cat src/main.py',  # the subshell's change ends with it
+        'pushd "$D" >/dev/null; popd >/dev/null; cat src/main.py',  # back where it was
+        "cd src && cat main.py",
+    ],
+)
+@pytest.mark.parametrize("mode", ASKING_MODES)
+def test_a_folder_chorus_can_follow_does_not_ask(
+    layout: Layout, command: str, mode: PermissionMode
+) -> None:
+    policy = Policy.model_validate({"risk": {"authority": "advisory"}})
+    got = verdict(layout, command, mode, policy)
+    assert got.decision == "allow", f"{got.rule}: {got.reason}"
+
+
+def test_an_unknown_folder_does_not_soften_a_deny(layout: Layout) -> None:
+    got = verdict(layout, 'cd "$D" && cat ~/.ssh/id_rsa', "default")
+    assert (got.decision, got.rule) == ("deny", "filesystem.denied_path")
+
+
+def test_plan_mode_still_denies_a_write_after_an_unknown_folder(layout: Layout) -> None:
+    got = verdict(layout, 'cd "$D" && rm -rf build', "plan")
+    assert (got.decision, got.rule) == ("deny", "mode.plan")

@@ -9,7 +9,9 @@
                       shell denied); bypassPermissions: allow (no asks).
     3. risk           heuristic level under the policy's authority: elevated asks,
                       critical denies (governing). acceptEdits lets file edits
-                      through short of critical.
+                      through short of critical. A command that runs after a
+                      directory change Chorus cannot follow (``cd "$X"``, ``cd -``,
+                      ``popd`` of nothing) asks whatever the authority.
 
 The modes therefore mean the same on every body: the body is started in its
 native mode that routes every tool call to the callback, and Chorus decides.
@@ -539,7 +541,25 @@ class PolicyEngine:
         why = "; ".join(risk.reasons) or "no risk factors"
         reason = f"{risk.level} risk ({why})"
         update = self._timeout_update(ask, parsed) if outcome != "deny" else None
+        unknown = self._unknown_dir(parsed, ctx) if outcome != "deny" else None
+        if unknown is not None:
+            return Verdict("ask", unknown, "shell.unknown_dir", risk, update)
         return Verdict(outcome, reason, f"risk.{risk.level}", risk, update)
+
+    def _unknown_dir(self, parsed: ParsedCommand | None, ctx: PathContext) -> str | None:
+        """Why the rest of a command line must be asked about: after ``cd "$X"``,
+        ``cd -``, ``popd`` of nothing ... its folder is known only at run time, so its
+        relative paths cannot be checked (whatever the risk authority says)."""
+        if parsed is None:
+            return None
+        dirs = segment_dirs(parsed, str(ctx.cwd), str(ctx.home))
+        blind = unknown_dir_segments(parsed, dirs)
+        if not blind:
+            return None
+        return (
+            f"`{blind[0].text}` runs in a folder known only at run time "
+            "(after a directory change Chorus cannot follow), so its paths cannot be checked"
+        )
 
     def _assess(
         self, ask: PermissionAsk, ctx: PathContext, parsed: ParsedCommand | None, untrusted: bool
