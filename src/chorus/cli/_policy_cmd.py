@@ -34,7 +34,8 @@ from chorus.policy import (
 console = Console(soft_wrap=True)  # long paths stay on one line (scripts grep them)
 
 audit_app = typer.Typer(
-    help="Show and verify the audit log (a hash chain).", invoke_without_command=True
+    help="Show, verify, repair and migrate the audit log (a signed hash chain).",
+    invoke_without_command=True,
 )
 secret_app = typer.Typer(
     help="Store secrets encrypted; bodies get them as env.", no_args_is_help=True
@@ -114,6 +115,11 @@ def audit_verify(
         raise typer.Exit(0 if result.ok else 1)
     if result.ok:
         console.print(f"ok: {result.entries} entries, chain intact ({log.path})")
+        if result.legacy:
+            console.print(
+                f"the first {result.legacy} were written before signing; "
+                "the migration anchor seals them as they were when it ran"
+            )
         return
     where = f" (line {result.line})" if result.line else ""
     console.print(
@@ -140,6 +146,40 @@ def audit_repair(
         return
     console.print(f"moved a torn last line ({result.bytes} bytes) to {result.moved_to}; logged")
     console.print("run `chorus audit verify` to check the rest of the chain")
+
+
+_MIGRATE_EXIT = {"migrated": 0, "broken": 1}
+
+
+@audit_app.command("migrate")
+def audit_migrate(
+    as_json: bool = typer.Option(False, "--json", help="The result as one JSON object."),
+) -> None:
+    """Seal an audit log written before signing (check its old hash chain, then sign an anchor).
+
+    Exit 1 if the old entries fail their own checks (nothing is written); exit 2 if there
+    is no log or nothing to migrate."""
+    log = AuditLog()
+    result = log.migrate()
+    code = _MIGRATE_EXIT.get(result.status, 2)
+    if as_json:
+        out = {**dataclasses.asdict(result), "migrated": result.migrated, "path": str(log.path)}
+        typer.echo(json.dumps(out))
+        raise typer.Exit(code)
+    if result.migrated:
+        console.print(
+            f"sealed {result.legacy} unsigned entries with a signed anchor "
+            f"(entry {result.anchor_seq}); `chorus audit verify` now checks them against it"
+        )
+        return
+    if result.status == "broken":
+        console.print(
+            f"[red]not migrated[/red]: {escape(result.problem)}; nothing was written "
+            "(keep the file for inspection; moving audit/ aside starts a new log)"
+        )
+    else:
+        typer.echo(f"{result.problem} (nothing written)", err=True)
+    raise typer.Exit(code)
 
 
 # -- secrets ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ Wiring a session (what the daemon does)::
 One-shot bodies (no callback) take :func:`native_flags` instead.
 """
 
-from chorus.policy._audit import AuditEntry, AuditLog, VerifyResult, audit_dir
+from chorus.policy._audit import AuditEntry, AuditLog, MigrateResult, VerifyResult, audit_dir
 from chorus.policy._engine import (
     AnswerHook,
     FlagHook,
@@ -131,6 +131,7 @@ __all__ = [
     "KeyringKey",
     "Leak",
     "McpPolicy",
+    "MigrateResult",
     "NativeFlags",
     "NativePolicy",
     "NetworkPolicy",

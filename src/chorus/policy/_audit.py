@@ -16,6 +16,14 @@ a non-empty log, a head older than the log, a head whose ``seq`` is not an
 integer and unknown fields in an entry or the head are tampering. Bodies never
 see either file: the sandbox hides ``CHORUS_HOME`` from them.
 
+A log written before signing (entries without ``mac``, an unsigned head) does
+not verify until ``chorus audit migrate`` checks what it still can (the legacy
+entries' own hash chain, and the head against the last of them) and seals it
+with a signed ``audit_migration`` entry naming how many entries precede it
+unsigned and the hash of the last one. From then on the unsigned prefix is
+accepted only as that anchor describes it: editing it, even with every SHA-256
+link recomputed, fails ``verify``.
+
 A crash in the middle of an append can leave a torn last line; every later
 append then refuses to chain after it until ``chorus audit repair`` moves the
 line aside (into ``audit/torn-<time>.jsonl``) and logs that it did. Appends from several
@@ -25,12 +33,14 @@ fork it.
 
 Kinds written by Chorus: ``tool_call``, ``permission_decision``,
 ``policy_denial``, ``flag_raised``, ``flag_answered``, ``control_request``,
-``failover``, ``secret_set``, ``secret_removed``.
+``failover``, ``secret_set``, ``secret_removed``, ``audit_repair``,
+``audit_migration``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import hmac
@@ -55,6 +65,8 @@ _HASHED_FIELDS = ("seq", "ts", "kind", "session_id", "data", "prev")
 _ENTRY_FIELDS = frozenset({*_HASHED_FIELDS, "hash", "mac"})
 _HEAD_FIELDS = frozenset({"seq", "hash", "mac"})
 _KEY_LABEL = b"chorus audit chain v1"
+#: The signed entry that seals a log written before signing.
+MIGRATION_KIND = "audit_migration"
 
 
 def audit_dir() -> Path:
@@ -114,6 +126,8 @@ class VerifyResult:
     seq: int | None = None
     line: int | None = None
     problem: str = ""
+    #: How many entries, written before signing, precede the migration anchor.
+    legacy: int = 0
 
 
 def _cut(value: Any) -> Any:
@@ -169,21 +183,26 @@ class AuditLog:
         self, kind: str, data: Mapping[str, Any] | None = None, *, session_id: str | None = None
     ) -> AuditEntry:
         """Redact ``data``, chain it after the last entry, and append it durably."""
-        clean = _cut(self.redactor.redact_json(_jsonable(dict(data or {}))))
         with self._locked():
-            last = self._last_entry()
-            fields: dict[str, Any] = {
-                "seq": 0 if last is None else last.seq + 1,
-                "ts": time.time(),
-                "kind": kind,
-                "session_id": session_id,
-                "data": clean,
-                "prev": GENESIS if last is None else last.hash,
-            }
-            digest = entry_hash(fields)
-            entry = AuditEntry(**fields, hash=digest, mac=self._mac(digest))
-            self._write_line(entry)
-            self._write_head(entry)
+            return self._append_locked(kind, data, session_id)
+
+    def _append_locked(
+        self, kind: str, data: Mapping[str, Any] | None, session_id: str | None
+    ) -> AuditEntry:
+        clean = _cut(self.redactor.redact_json(_jsonable(dict(data or {}))))
+        last = self._last_entry()
+        fields: dict[str, Any] = {
+            "seq": 0 if last is None else last.seq + 1,
+            "ts": time.time(),
+            "kind": kind,
+            "session_id": session_id,
+            "data": clean,
+            "prev": GENESIS if last is None else last.hash,
+        }
+        digest = entry_hash(fields)
+        entry = AuditEntry(**fields, hash=digest, mac=self._mac(digest))
+        self._write_line(entry)
+        self._write_head(entry)
         return entry
 
     def record_event(self, event: Event) -> AuditEntry | None:
@@ -268,37 +287,50 @@ class AuditLog:
         ``prev`` is the previous entry's hash; ``hash`` matches the content;
         ``mac`` is the hash signed with the audit key. At the end, the head must
         exist (for a non-empty log), be signed, and name the log's last entry.
+        Unsigned entries (a log written before signing) pass only as the prefix a
+        signed migration anchor seals; ``legacy`` says how many there are.
         """
-        expected_seq, prev, count = 0, GENESIS, 0
+        walk = self._walk()
+        if walk.problem:
+            return VerifyResult(False, walk.count, walk.seq, walk.line, walk.problem)
+        legacy = _legacy_problem(walk)
+        if legacy:
+            return VerifyResult(False, walk.count, 0, 1, legacy)
+        result = self._check_head(walk.count, walk.last_hash)
+        return dataclasses.replace(result, legacy=walk.legacy)
+
+    def _walk(self) -> _Walk:
+        """Read the chain; entries without ``mac`` are let through only before the first
+        signed one (a log written before signing), for the caller to judge."""
+        walk = _Walk()
         for number, raw in self._lines():
-            problem, entry = _check_line(raw, expected_seq, prev)
-            if not problem and entry is not None and not self._signed(entry):
-                problem = f"entry {entry.seq} is not signed with this home's audit key"
+            problem, entry = _check_line(raw, walk.count, walk.last_hash)
+            if not problem and entry is not None:
+                problem = self._signature_problem(entry, walk)
             if problem:
-                return VerifyResult(False, count, expected_seq, number, problem)
+                walk.seq, walk.line, walk.problem = walk.count, number, problem
+                return walk
             assert entry is not None
-            expected_seq, prev, count = entry.seq + 1, entry.hash, count + 1
-        return self._check_head(count, expected_seq - 1, prev)
+            walk.take(entry)
+        return walk
+
+    def _signature_problem(self, entry: AuditEntry, walk: _Walk) -> str:
+        if not entry.mac and walk.count == walk.legacy:
+            return ""  # still in the unsigned prefix
+        if not self._signed(entry):
+            return f"entry {entry.seq} is not signed with this home's audit key"
+        return ""
 
     def _signed(self, entry: AuditEntry) -> bool:
         return hmac.compare_digest(entry.mac, self._mac(entry.hash))
 
-    def _check_head(self, count: int, last_seq: int, last_hash: str) -> VerifyResult:
+    def _check_head(self, count: int, last_hash: str) -> VerifyResult:
         head, problem = self._read_head(count)
         if problem:
             return VerifyResult(False, count, None, None, problem)
         if head is None:
             return VerifyResult(True, count)
-        head_seq, head_hash = head["seq"], head["hash"]
-        if head_seq > last_seq:
-            missing = f"entries {last_seq + 1}..{head_seq} are missing from the end of the log"
-            return VerifyResult(False, count, last_seq + 1, count + 1, missing)
-        if head_seq < last_seq:
-            late = f"the head names entry {head_seq} but the log goes on to {last_seq}"
-            return VerifyResult(False, count, head_seq + 1, head_seq + 2, late)
-        if head_hash != last_hash:
-            return VerifyResult(False, count, last_seq, count, f"entry {last_seq} was altered")
-        return VerifyResult(True, count)
+        return _compare_head(head["seq"], head["hash"], count, last_hash)
 
     def _read_head(self, count: int) -> tuple[dict[str, Any] | None, str]:
         """The head (None if absent from an empty log) or why it is not trustworthy."""
@@ -329,6 +361,51 @@ class AuditLog:
             _move_tail(self.path, torn, aside)
         self.append("audit_repair", {"moved_to": str(aside), "bytes": torn[1]})
         return RepairResult(True, aside, torn[1])
+
+    # -- migration -----------------------------------------------------------------
+
+    def migrate(self) -> MigrateResult:
+        """Seal a log written before signing with a signed ``audit_migration`` entry.
+
+        The unsigned prefix is checked first for what it can be: its SHA-256 chain,
+        and an unsigned head must name its last entry (a signed head, the log's).
+        Nothing is written unless the whole log passes and has an unsigned prefix.
+        """
+        with self._locked():
+            if not any(True for _ in self._lines()):
+                return MigrateResult("no_log", f"no audit log at {self.path}: nothing to migrate")
+            walk = self._walk()
+            refusal = self._migration_refusal(walk)
+            if refusal is not None:
+                return refusal
+            anchor = self._append_locked(MIGRATION_KIND, _anchor_data(walk), None)
+        return MigrateResult("migrated", "", walk.legacy, anchor.seq)
+
+    def _migration_refusal(self, walk: _Walk) -> MigrateResult | None:
+        if walk.problem:
+            where = f"entry {walk.seq} (line {walk.line})"
+            return MigrateResult("broken", f"{where}: {walk.problem}", walk.legacy)
+        if walk.anchor is not None:
+            why = f"already migrated: entry {walk.anchor.seq} seals {walk.legacy} legacy entries"
+            return MigrateResult("already_migrated", why, walk.legacy, walk.anchor.seq)
+        if not walk.legacy:
+            return MigrateResult("nothing_to_migrate", "every entry is signed: nothing to migrate")
+        head = self._legacy_head_problem(walk)
+        return None if not head else MigrateResult("broken", head, walk.legacy)
+
+    def _legacy_head_problem(self, walk: _Walk) -> str:
+        """The head before sealing: unsigned (the old format) it must still name the
+        log's last entry; signed, every check ``verify`` makes applies."""
+        try:
+            head = json.loads(self.head_path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            head = None
+        if not isinstance(head, dict) or "mac" in head:
+            return self._check_head(walk.count, walk.last_hash).problem
+        problem = _head_problem({**head, "mac": ""})
+        if problem:
+            return problem
+        return _compare_head(head["seq"], head["hash"], walk.count, walk.last_hash).problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +445,89 @@ def _move_tail(path: Path, torn: tuple[int, int], aside: Path) -> None:
             out.write(tail)
         handle.truncate(offset)
         os.fsync(handle.fileno())
+
+
+def _compare_head(head_seq: int, head_hash: Any, count: int, last_hash: str) -> VerifyResult:
+    """Does the head name the log's last entry (``count - 1``, ``last_hash``)?"""
+    last_seq = count - 1
+    if head_seq > last_seq:
+        missing = f"entries {last_seq + 1}..{head_seq} are missing from the end of the log"
+        return VerifyResult(False, count, last_seq + 1, count + 1, missing)
+    if head_seq < last_seq:
+        late = f"the head names entry {head_seq} but the log goes on to {last_seq}"
+        return VerifyResult(False, count, head_seq + 1, head_seq + 2, late)
+    if head_hash != last_hash:
+        return VerifyResult(False, count, last_seq, count, f"entry {last_seq} was altered")
+    return VerifyResult(True, count)
+
+
+@dataclass(slots=True)
+class _Walk:
+    """What reading the chain found: counts, the last hashes, the migration anchor,
+    and the first problem (with its ``seq`` and 1-based ``line``)."""
+
+    count: int = 0
+    legacy: int = 0
+    last_hash: str = GENESIS
+    legacy_hash: str = GENESIS
+    anchor: AuditEntry | None = None
+    seq: int | None = None
+    line: int | None = None
+    problem: str = ""
+
+    def take(self, entry: AuditEntry) -> None:
+        if not entry.mac:
+            self.legacy, self.legacy_hash = self.legacy + 1, entry.hash
+        elif entry.kind == MIGRATION_KIND and self.anchor is None:
+            self.anchor = entry
+        self.count, self.last_hash = self.count + 1, entry.hash
+
+
+def _anchor_data(walk: _Walk) -> dict[str, Any]:
+    return {
+        "legacy_entries": walk.legacy,
+        "legacy_last_seq": walk.legacy - 1,
+        "legacy_last_hash": walk.legacy_hash,
+        "entries_before": walk.count,
+    }
+
+
+def _legacy_problem(walk: _Walk) -> str:
+    """Unsigned entries must be exactly those the (signed) migration anchor seals."""
+    if walk.anchor is None:
+        if not walk.legacy:
+            return ""
+        return (
+            f"entries 0..{walk.legacy - 1} are not signed (written before audit entries "
+            "were signed, or their signatures were removed); `chorus audit migrate` checks "
+            "and seals a log written before signing"
+        )
+    sealed = walk.anchor.data
+    if (sealed.get("legacy_entries"), sealed.get("legacy_last_hash")) != (
+        walk.legacy,
+        walk.legacy_hash,
+    ):
+        return (
+            f"the {sealed.get('legacy_entries')} entries sealed by the migration at entry "
+            f"{walk.anchor.seq} were altered (the log now has {walk.legacy} unsigned entries "
+            "or a different last hash)"
+        )
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class MigrateResult:
+    """What ``migrate`` did. ``status``: ``migrated``, ``no_log``, ``nothing_to_migrate``,
+    ``already_migrated`` or ``broken`` (the legacy chain or head fails its own checks)."""
+
+    status: str
+    problem: str = ""
+    legacy: int = 0
+    anchor_seq: int | None = None
+
+    @property
+    def migrated(self) -> bool:
+        return self.status == "migrated"
 
 
 def _head_problem(head: Any) -> str:
