@@ -22,6 +22,7 @@ from chorus.store._errors import (
     UnknownSessionError,
     UnknownWorktreeError,
 )
+from chorus.store._fields import clean, clean_firing, clean_opt, clean_worktree
 from chorus.store._interface import (
     Firing,
     FiringRecord,
@@ -58,6 +59,7 @@ class PgRoutines:
 
     async def register_routine(self, name: str, *, now: float | None = None) -> RoutineRecord:
         at = time.time() if now is None else now
+        name = clean(self.redactor, name)
         return await self._call(lambda conn: _register_routine(conn, name, at))
 
     async def list_routine_records(self) -> list[RoutineRecord]:
@@ -68,6 +70,8 @@ class PgRoutines:
         return await self._read(select)
 
     async def set_routine_enabled(self, name: str, enabled: bool) -> RoutineRecord:
+        name = clean(self.redactor, name)
+
         async def update(conn: Conn) -> RoutineRecord:
             await _register_routine(conn, name, time.time())
             await conn.execute(
@@ -79,6 +83,8 @@ class PgRoutines:
         return await self._call(update)
 
     async def delete_routine(self, name: str) -> None:
+        name = clean(self.redactor, name)
+
         async def delete(conn: Conn) -> None:
             await conn.execute("DELETE FROM routine_firings WHERE routine = %s", (name,))
             await conn.execute("DELETE FROM routines WHERE name = %s", (name,))
@@ -95,10 +101,12 @@ class PgRoutines:
         options: JsonDict | None = None,
         affinity: str | None = None,
     ) -> JobRecord:
+        firing = clean_firing(self.redactor, firing)
         at = _firing_key(firing)
         jid = new_id()
         merged = {**(options or {}), "routine": firing.routine, "scheduled_for": at}
-        row = (jid, session_id, body, self.redactor.redact_text(prompt), self._json(merged))
+        text = clean_opt(self.redactor, body)
+        row = (jid, session_id, text, self.redactor.redact_text(prompt), self._json(merged))
         detail = self._json(firing.detail)
 
         async def insert(conn: Conn) -> JobRecord:
@@ -122,6 +130,7 @@ class PgRoutines:
         """Overridden by the store: wake this process's claimers."""
 
     async def record_firing(self, firing: Firing, outcome: str) -> FiringRecord:
+        firing = clean_firing(self.redactor, firing)
         at = _firing_key(firing)
         detail = self._json(firing.detail)
 
@@ -134,12 +143,14 @@ class PgRoutines:
     async def list_firings(
         self, routine: str, *, kind: str | None = None, limit: int | None = None
     ) -> list[FiringRecord]:
+        routine = clean(self.redactor, routine)
         return await self._read(lambda conn: _firings(conn, routine, kind=kind, limit=limit))
 
     # -- worktrees ---------------------------------------------------------------------
 
     async def create_worktree(self, record: WorktreeRecord) -> WorktreeRecord:
         check_id(record.job_id, "job id")
+        record = clean_worktree(self.redactor, record)
         now = time.time()
         row = (*_worktree_row(record), self._json(record.info), now, now)
 
@@ -159,6 +170,8 @@ class PgRoutines:
         return await self._read(lambda conn: _get_worktree(conn, job_id))
 
     async def list_worktrees(self, *, repo: str | None = None) -> list[WorktreeRecord]:
+        repo = clean_opt(self.redactor, repo)
+
         async def select(conn: Conn) -> list[WorktreeRecord]:
             cur = await conn.execute(
                 f"SELECT {_WT_SQL} FROM worktrees WHERE (%(repo)s::text IS NULL"

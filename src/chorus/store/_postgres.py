@@ -41,6 +41,7 @@ from chorus.store._errors import (
     UnknownJobError,
     UnknownSessionError,
 )
+from chorus.store._fields import clean, clean_opt
 from chorus.store._flags import PostgresFlags
 from chorus.store._interface import (
     JOB_TERMINAL,
@@ -479,7 +480,8 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
     async def record_control_request(
         self, session_id: str, request_id: str, subtype: str, payload: JsonDict | None = None
     ) -> ControlRecord:
-        row = (session_id, request_id, subtype, self._json(payload or {}), time.time())
+        text = clean(self.redactor, subtype)
+        row = (session_id, request_id, text, self._json(payload or {}), time.time())
 
         async def insert(conn: Conn) -> ControlRecord:
             await _require_session(conn, session_id)
@@ -557,7 +559,8 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
         jid = check_id(job_id or new_id(), "job id")
         clean_prompt = self.redactor.redact_text(prompt)
         now = time.time()
-        row = (jid, session_id, body, clean_prompt, self._json(options or {}), now, now, affinity)
+        text = clean_opt(self.redactor, body)
+        row = (jid, session_id, text, clean_prompt, self._json(options or {}), now, now, affinity)
 
         async def insert(conn: Conn) -> JobRecord:
             if session_id is not None:
@@ -628,7 +631,7 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
             "result": None if result is None else self._json(result),
             "error": None if error is None else self._json(error),
             "session_id": session_id,
-            "body": body,
+            "body": clean_opt(self.redactor, body),
             "prompt": None if prompt is None else self.redactor.redact_text(prompt),
         }
         fields = {key: value for key, value in fields.items() if value is not None}

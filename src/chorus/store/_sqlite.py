@@ -34,6 +34,7 @@ from chorus.store._errors import (
     UnknownSessionError,
     UnknownWorktreeError,
 )
+from chorus.store._fields import clean, clean_firing, clean_opt, clean_worktree
 from chorus.store._flags import SqliteFlags
 from chorus.store._interface import (
     JOB_TERMINAL,
@@ -429,7 +430,8 @@ class SqliteStore(SqliteFlags, Store):
     async def record_control_request(
         self, session_id: str, request_id: str, subtype: str, payload: JsonDict | None = None
     ) -> ControlRecord:
-        row = (session_id, request_id, subtype, self._json(payload or {}), time.time())
+        text = clean(self.redactor, subtype)
+        row = (session_id, request_id, text, self._json(payload or {}), time.time())
 
         def insert(conn: sqlite3.Connection) -> ControlRecord:
             _require_session(conn, session_id)
@@ -507,7 +509,8 @@ class SqliteStore(SqliteFlags, Store):
         jid = check_id(job_id or new_id(), "job id")
         clean_prompt = self.redactor.redact_text(prompt)
         now = time.time()
-        row = (jid, session_id, body, clean_prompt, self._json(options or {}), now, now, affinity)
+        text = clean_opt(self.redactor, body)
+        row = (jid, session_id, text, clean_prompt, self._json(options or {}), now, now, affinity)
 
         def insert(conn: sqlite3.Connection) -> JobRecord:
             if session_id is not None:
@@ -579,7 +582,7 @@ class SqliteStore(SqliteFlags, Store):
             "result": None if result is None else self._json(result),
             "error": None if error is None else self._json(error),
             "session_id": session_id,
-            "body": body,
+            "body": clean_opt(self.redactor, body),
             "prompt": None if prompt is None else self.redactor.redact_text(prompt),
         }
         fields = {key: value for key, value in fields.items() if value is not None}
@@ -763,6 +766,7 @@ class SqliteStore(SqliteFlags, Store):
 
     async def register_routine(self, name: str, *, now: float | None = None) -> RoutineRecord:
         at = time.time() if now is None else now
+        name = clean(self.redactor, name)
         return await self._call(lambda conn: _register_routine(conn, name, at))
 
     async def list_routine_records(self) -> list[RoutineRecord]:
@@ -773,6 +777,8 @@ class SqliteStore(SqliteFlags, Store):
         return await self._read(select)
 
     async def set_routine_enabled(self, name: str, enabled: bool) -> RoutineRecord:
+        name = clean(self.redactor, name)
+
         def update(conn: sqlite3.Connection) -> RoutineRecord:
             _register_routine(conn, name, time.time())
             conn.execute(
@@ -784,6 +790,8 @@ class SqliteStore(SqliteFlags, Store):
         return await self._call(update)
 
     async def delete_routine(self, name: str) -> None:
+        name = clean(self.redactor, name)
+
         def delete(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM routine_firings WHERE routine = ?", (name,))
             conn.execute("DELETE FROM routines WHERE name = ?", (name,))
@@ -800,10 +808,12 @@ class SqliteStore(SqliteFlags, Store):
         options: JsonDict | None = None,
         affinity: str | None = None,
     ) -> JobRecord:
+        firing = clean_firing(self.redactor, firing)
         at = _firing_key(firing)
         jid = new_id()
         merged = {**(options or {}), "routine": firing.routine, "scheduled_for": at}
-        row = (jid, session_id, body, self.redactor.redact_text(prompt), self._json(merged))
+        text = clean_opt(self.redactor, body)
+        row = (jid, session_id, text, self.redactor.redact_text(prompt), self._json(merged))
         detail = self._json(firing.detail)
 
         def insert(conn: sqlite3.Connection) -> JobRecord:
@@ -821,6 +831,7 @@ class SqliteStore(SqliteFlags, Store):
         return await self._call(insert)
 
     async def record_firing(self, firing: Firing, outcome: str) -> FiringRecord:
+        firing = clean_firing(self.redactor, firing)
         at = _firing_key(firing)
         detail = self._json(firing.detail)
 
@@ -834,6 +845,7 @@ class SqliteStore(SqliteFlags, Store):
         self, routine: str, *, kind: str | None = None, limit: int | None = None
     ) -> list[FiringRecord]:
         params = (kind, kind, -1 if limit is None else limit)
+        routine = clean(self.redactor, routine)
         return await self._read(
             lambda conn: _firings(conn, routine, "AND (? IS NULL OR f.kind = ?)", params)
         )
@@ -842,6 +854,7 @@ class SqliteStore(SqliteFlags, Store):
 
     async def create_worktree(self, record: WorktreeRecord) -> WorktreeRecord:
         check_id(record.job_id, "job id")
+        record = clean_worktree(self.redactor, record)
         now = time.time()
         row = (*_worktree_row(record), self._json(record.info), now, now)
 
@@ -859,6 +872,8 @@ class SqliteStore(SqliteFlags, Store):
         return await self._read(lambda conn: _get_worktree(conn, job_id))
 
     async def list_worktrees(self, *, repo: str | None = None) -> list[WorktreeRecord]:
+        repo = clean_opt(self.redactor, repo)
+
         def select(conn: sqlite3.Connection) -> list[WorktreeRecord]:
             rows = conn.execute(
                 f"SELECT {_WT_SQL} FROM worktrees WHERE (:repo IS NULL OR repo = :repo)"

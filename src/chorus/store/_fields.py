@@ -1,0 +1,43 @@
+"""Plain-text record fields, redacted before they are stored (issue 14).
+
+JSON fields (``options``, ``result``, ``error``, ``info``, ``detail`` ...) go
+through :meth:`Redactor.redact_json` where each backend serializes them; the
+helpers here cover the text columns around them: a job's body and affinity, a
+worktree's repository, folder and branches, a routine's name. Both backends call
+them on write, and on the arguments of a lookup by such a column (a routine's
+name, a worktree's repository), so a value that carried a secret is stored, and
+found again, in its redacted form only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from chorus.store._interface import Firing, WorktreeRecord
+from chorus.store._redact import Redactor
+
+
+def clean(redactor: Redactor, value: str) -> str:
+    """``value`` with every secret the redactor knows replaced by its marker."""
+    return redactor.redact_text(value)
+
+
+def clean_opt(redactor: Redactor, value: str | None) -> str | None:
+    return None if value is None else redactor.redact_text(value)
+
+
+def clean_worktree(redactor: Redactor, record: WorktreeRecord) -> WorktreeRecord:
+    """The record with its text columns (not ``job_id``, ``base_commit``, ``state``) redacted."""
+    return dataclasses.replace(
+        record,
+        repo=redactor.redact_text(record.repo),
+        path=redactor.redact_text(record.path),
+        branch=redactor.redact_text(record.branch),
+        base=redactor.redact_text(record.base),
+        into=redactor.redact_text(record.into),
+    )
+
+
+def clean_firing(redactor: Redactor, firing: Firing) -> Firing:
+    """The firing with its routine name redacted (its ``detail`` is JSON, redacted apart)."""
+    return dataclasses.replace(firing, routine=redactor.redact_text(firing.routine))
