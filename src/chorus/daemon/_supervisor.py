@@ -691,6 +691,7 @@ class Supervisor:
             return None
         gate = self.hub.launcher.gate(session, mode)
         if gate is not None:
+            gate.job_id = job.id  # issue 14: its notices reach the job's stream
             self._gates[job.id] = gate
             self._second_opinion(job, gate)
         return gate

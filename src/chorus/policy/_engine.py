@@ -669,6 +669,9 @@ class PolicyGate:
         self.flags = flags or FlagBoard(redactor=audit.redactor if audit else None)
         self._mode: PermissionMode = mode or engine.policy.mode
         self.session_id = session_id
+        #: The job this gate decides for (set by the daemon's supervisor): what the
+        #: gate's session says about the job, e.g. a downgraded mode, is the job's.
+        self.job_id: str | None = None
         self.on_flag = on_flag
         #: Set to have a second model vote on elevated or critical calls.
         self.second_opinion: SecondOpinion | None = None

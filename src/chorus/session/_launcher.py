@@ -142,7 +142,7 @@ class BodyLauncher:
         self.store = store
         self.guards = guards
         self._factory = factory or (lambda name, opts: create_body(name, opts, config))
-        self._noticed: set[tuple[str, str]] = set()  # (session, notice) already logged
+        self._noticed: set[tuple[str, str, str]] = set()  # (session, job, notice) logged
 
     def create(self, record: SessionRecord, launch: Launch) -> Body:
         """A new, unstarted body for ``record`` (the caller starts and owns it)."""
@@ -218,11 +218,13 @@ class BodyLauncher:
 
     def _notice(self, gate: PolicyGate, message: str) -> None:
         """A mode the body cannot honour is never changed silently (issue 14): the
-        session's log says so, where ``chorus ask`` and the dashboard show it."""
-        key = (gate.session_id or "", message)
+        session's log says so, in the stream of the job it runs for (``chorus ask``
+        prints it), once per job."""
+        key = (gate.session_id or "", gate.job_id or "", message)
         if gate.session_id and key not in self._noticed:
             self._noticed.add(key)
-            self.store.append_nowait(gate.session_id, Notice(message=message, kind="policy"))
+            notice = Notice(message=message, kind="policy", job_id=gate.job_id)
+            self.store.append_nowait(gate.session_id, notice)
 
     def _env(self, body: str) -> dict[str, str]:
         """The process environment plus what Chorus gives ``body``; every value Chorus
