@@ -1,8 +1,8 @@
 """Issue 14: every stored field goes through redaction, on both backends.
 
 An opaque secret (no known key format: only registering it makes it a secret)
-is written into every text field of jobs, routines, firings, worktrees and
-control requests; then every row of every table is read raw, as an outside
+is written into every text field of jobs, routines, firings, worktrees, control
+requests, flags and team mailboxes; then every row of every table is read raw, as an outside
 process would, and the secret must be nowhere.
 """
 
@@ -12,7 +12,7 @@ import asyncio
 import dataclasses
 
 from chorus.events import TurnCompleted
-from chorus.store import Firing, JobState, Store, WorktreeRecord
+from chorus.store import Firing, JobState, NewMessage, Store, WorktreeRecord
 from tests.store.conftest import db_rows
 
 SECRET = "".join(["opq", "Rk7", "Wm2", "Zt9", "Lx4"])
@@ -67,7 +67,24 @@ async def _write_every_kind(store: Store) -> str:
     await store.create_worktree(_worktree(job.id))
     await store.update_worktree(job.id, state="merged", info={"tip": SECRET})
     await store.record_control_request(session.id, "r1", f"sub-{SECRET}", {"c": SECRET})
+    await _flags_and_mail(store, job.id)
     return job.id
+
+
+async def _flags_and_mail(store: Store, job_id: str) -> None:
+    options = [f"yes-{SECRET}", "no"]
+    flag = await store.create_flag(
+        f"ok {SECRET}?", default="no", options=options, deadline_at=9e9, job_id=job_id
+    )
+    await store.decide_flag(
+        flag.id, "approved", choice=f"yes-{SECRET}", reason=SECRET, decided_by=f"by-{SECRET}"
+    )
+    await store.mark_flag_delivered(flag.id, f"steer-{SECRET}")
+    team, member = f"team-{SECRET}", f"member-{SECRET}"
+    await store.set_team_members(team, [member, "lead"])
+    await store.post_message(
+        NewMessage("m1", team, "lead", member, "task", {"t": SECRET}, correlation_id=SECRET)
+    )
 
 
 def _raw_dump(store: Store) -> str:
@@ -88,7 +105,8 @@ async def test_no_stored_field_keeps_a_registered_secret(store: Store) -> None:
     await _write_every_kind(store)
     dump = await asyncio.to_thread(_raw_dump, store)
     assert SECRET not in dump
-    for carried in ("b-", "other-", "nightly-", "/repos/", "chorus/", "release-", "sub-"):
+    carriers = ("b-", "other-", "nightly-", "/repos/", "chorus/", "release-", "sub-", "yes-")
+    for carried in (*carriers, "by-", "steer-", "team-", "member-"):
         assert carried + MARK in dump, carried  # the field was written, redacted
 
 
@@ -106,3 +124,10 @@ async def test_redacted_records_are_found_again_by_their_original_names(store: S
     assert [(r.name, r.enabled) for r in routines] == [(f"nightly-{MARK}", False)]
     await store.delete_routine(f"nightly-{SECRET}")
     assert await store.list_routine_records() == []
+    team, member = f"team-{SECRET}", f"member-{SECRET}"
+    assert sorted(await store.team_members(team)) == ["lead", f"member-{MARK}"]
+    taken = await store.take_messages(team, member, job_id=job_id)
+    assert [(m.id, m.team, m.recipient) for m in taken] == [
+        ("m1", f"team-{MARK}", f"member-{MARK}")
+    ]
+    assert [m.id for m in await store.list_messages(team, recipient=member)] == ["m1"]

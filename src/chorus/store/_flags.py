@@ -316,6 +316,8 @@ class SqliteFlags(FlagStore):
         decided_by: str = "person",
     ) -> FlagRecord:
         said = None if reason is None else self.redactor.redact_text(reason)
+        choice = None if choice is None else self.redactor.redact_text(choice)
+        decided_by = self.redactor.redact_text(decided_by)
 
         def decide(conn: sqlite3.Connection) -> FlagRecord:
             flag = _sqlite_get(conn, flag_id)
@@ -340,8 +342,10 @@ class SqliteFlags(FlagStore):
         return await self._read(lambda conn: [_record(r) for r in conn.execute(_DUE).fetchall()])
 
     async def mark_flag_delivered(self, flag_id: str, delivery: str) -> FlagRecord:
+        said = self.redactor.redact_text(delivery)
+
         def mark(conn: sqlite3.Connection) -> FlagRecord:
-            conn.execute(_DELIVERED, {"id": flag_id, "delivery": delivery, "now": time.time()})
+            conn.execute(_DELIVERED, {"id": flag_id, "delivery": said, "now": time.time()})
             return _sqlite_get(conn, flag_id)
 
         return await self._call(mark)
@@ -407,6 +411,8 @@ class PostgresFlags(FlagStore):
         decided_by: str = "person",
     ) -> FlagRecord:
         said = None if reason is None else self.redactor.redact_text(reason)
+        choice = None if choice is None else self.redactor.redact_text(choice)
+        decided_by = self.redactor.redact_text(decided_by)
 
         async def decide(conn: PgConn) -> FlagRecord:
             flag = await _pg_get(conn, flag_id, lock=True)
@@ -435,8 +441,10 @@ class PostgresFlags(FlagStore):
         return await self._read(select)
 
     async def mark_flag_delivered(self, flag_id: str, delivery: str) -> FlagRecord:
+        said = self.redactor.redact_text(delivery)
+
         async def mark(conn: PgConn) -> FlagRecord:
-            params = {"id": flag_id, "delivery": delivery, "now": time.time()}
+            params = {"id": flag_id, "delivery": said, "now": time.time()}
             await conn.execute(_pg(_DELIVERED), params)
             return await _pg_get(conn, flag_id)
 

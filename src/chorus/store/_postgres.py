@@ -41,7 +41,7 @@ from chorus.store._errors import (
     UnknownJobError,
     UnknownSessionError,
 )
-from chorus.store._fields import clean, clean_opt
+from chorus.store._fields import clean, clean_message, clean_names, clean_opt
 from chorus.store._flags import PostgresFlags
 from chorus.store._interface import (
     JOB_TERMINAL,
@@ -836,15 +836,18 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
     # -- team mailboxes (issue 20) ------------------------------------------------------------
 
     async def set_team_members(self, team: str, members: Sequence[str]) -> None:
+        team, members = clean(self.redactor, team), [clean(self.redactor, m) for m in members]
         now = time.time()
         await self._call(lambda conn: pg_mailbox.set_members(conn, team, members, now))
 
     async def team_members(self, team: str) -> list[str]:
+        team = clean(self.redactor, team)
         return await self._read(lambda conn: pg_mailbox.members(conn, team))
 
     async def post_message(self, message: NewMessage) -> MessageRecord:
         check_kind(message.kind)
         body = self._json(message.body)
+        message = clean_message(self.redactor, message)
         return await self._call(lambda conn: pg_mailbox.post(conn, message, body))
 
     async def take_messages(
@@ -856,7 +859,8 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
         kind: str | None = None,
         limit: int = 100,
     ) -> list[MessageRecord]:
-        params: dict[str, Any] = {"team": team, "recipient": recipient, "job": job_id}
+        names = clean_names(self.redactor, {"team": team, "recipient": recipient})
+        params: dict[str, Any] = {**names, "job": job_id}
         params.update(kind=kind, limit=limit, now=time.time())
         return await self._call(lambda conn: pg_mailbox.take(conn, params))
 
@@ -864,7 +868,7 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
         return await self._call(lambda conn: pg_mailbox.ack(conn, list(ids)))
 
     async def release_messages(self, *, job_id: str | None = None, team: str | None = None) -> int:
-        params = {"job": job_id, "team": team}
+        params = {"job": job_id, "team": clean_opt(self.redactor, team)}
         return await self._call(lambda conn: pg_mailbox.release(conn, params))
 
     async def list_messages(
@@ -875,7 +879,8 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
         unacked: bool = False,
         limit: int | None = None,
     ) -> list[MessageRecord]:
-        params: dict[str, Any] = {"team": team, "recipient": recipient, "unacked": int(unacked)}
+        names = clean_names(self.redactor, {"team": team, "recipient": recipient})
+        params: dict[str, Any] = {**names, "unacked": int(unacked)}
         params["limit"] = NO_LIMIT if limit is None else limit
         return await self._read(lambda conn: pg_mailbox.listing(conn, params))
 

@@ -34,7 +34,14 @@ from chorus.store._errors import (
     UnknownSessionError,
     UnknownWorktreeError,
 )
-from chorus.store._fields import clean, clean_firing, clean_opt, clean_worktree
+from chorus.store._fields import (
+    clean,
+    clean_firing,
+    clean_message,
+    clean_names,
+    clean_opt,
+    clean_worktree,
+)
 from chorus.store._flags import SqliteFlags
 from chorus.store._interface import (
     JOB_TERMINAL,
@@ -903,14 +910,17 @@ class SqliteStore(SqliteFlags, Store):
     # -- team mailboxes (issue 20) ------------------------------------------------------------
 
     async def set_team_members(self, team: str, members: Sequence[str]) -> None:
+        team, members = clean(self.redactor, team), [clean(self.redactor, m) for m in members]
         await self._call(lambda conn: mailbox.sqlite_set_members(conn, team, members))
 
     async def team_members(self, team: str) -> list[str]:
+        team = clean(self.redactor, team)
         return await self._read(lambda conn: mailbox.sqlite_members(conn, team))
 
     async def post_message(self, message: NewMessage) -> MessageRecord:
         mailbox.check_kind(message.kind)
         body = self._json(message.body)
+        message = clean_message(self.redactor, message)
         return await self._call(lambda conn: mailbox.sqlite_post(conn, message, body))
 
     async def take_messages(
@@ -922,7 +932,8 @@ class SqliteStore(SqliteFlags, Store):
         kind: str | None = None,
         limit: int = 100,
     ) -> list[MessageRecord]:
-        params: dict[str, Any] = {"team": team, "recipient": recipient, "job": job_id}
+        names = clean_names(self.redactor, {"team": team, "recipient": recipient})
+        params: dict[str, Any] = {**names, "job": job_id}
         params.update(kind=kind, limit=limit, now=time.time())
         return await self._call(lambda conn: mailbox.sqlite_take(conn, params))
 
@@ -930,7 +941,7 @@ class SqliteStore(SqliteFlags, Store):
         return await self._call(lambda conn: mailbox.sqlite_ack(conn, list(ids)))
 
     async def release_messages(self, *, job_id: str | None = None, team: str | None = None) -> int:
-        params = {"job": job_id, "team": team}
+        params = {"job": job_id, "team": clean_opt(self.redactor, team)}
         return await self._call(lambda conn: mailbox.sqlite_release(conn, params))
 
     async def list_messages(
@@ -941,7 +952,8 @@ class SqliteStore(SqliteFlags, Store):
         unacked: bool = False,
         limit: int | None = None,
     ) -> list[MessageRecord]:
-        params: dict[str, Any] = {"team": team, "recipient": recipient, "unacked": int(unacked)}
+        names = clean_names(self.redactor, {"team": team, "recipient": recipient})
+        params: dict[str, Any] = {**names, "unacked": int(unacked)}
         params["limit"] = mailbox.NO_LIMIT if limit is None else limit
         return await self._read(lambda conn: mailbox.sqlite_list(conn, params))
 
