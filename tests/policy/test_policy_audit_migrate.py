@@ -125,7 +125,7 @@ def test_a_legacy_log_has_the_old_format_and_does_not_verify() -> None:
     assert set(first) == {"seq", "ts", "kind", "session_id", "data", "prev", "hash"}
     assert set(json.loads(old.head_path.read_text())) == {"seq", "hash"}
     result = AuditLog().verify()
-    assert not result.ok
+    assert (result.ok, result.needs_migration, result.legacy) == (False, True, 4)
     assert "chorus audit migrate" in result.problem
 
 
@@ -187,7 +187,7 @@ def test_stripping_a_signature_after_the_anchor_is_found() -> None:
     del entries[2]["mac"]
     log.path.write_text("".join(json.dumps(e) + "\n" for e in entries))
     result = log.verify()
-    assert not result.ok
+    assert (result.ok, result.needs_migration) == (False, False)
     assert "sealed by the migration" in result.problem
 
 
@@ -249,7 +249,10 @@ def test_no_log_signed_log_and_second_migration_write_nothing() -> None:
 
 def test_chorus_audit_migrate_then_verify() -> None:
     legacy_log(3)
-    assert chorus("audit", "verify")[0] == 1
+    code, out = chorus("audit", "verify")
+    assert code == 1
+    assert "UNSIGNED: entries 0..2 are not signed" in out
+    assert "chorus audit migrate" in out
     code, out = chorus("audit", "migrate", "--json")
     assert code == 0, out
     report = json.loads(out)

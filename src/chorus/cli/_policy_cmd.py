@@ -122,6 +122,9 @@ def audit_verify(
             )
         return
     where = f" (line {result.line})" if result.line else ""
+    if result.needs_migration:
+        console.print(f"[yellow]UNSIGNED[/yellow]: {escape(result.problem)}")
+        raise typer.Exit(1)
     console.print(
         f"[red]TAMPERED[/red]: {escape(result.problem)}{where}; {result.entries} verified before it"
     )

@@ -128,6 +128,8 @@ class VerifyResult:
     problem: str = ""
     #: How many entries, written before signing, precede the migration anchor.
     legacy: int = 0
+    #: The log starts with unsigned entries and no anchor: ``chorus audit migrate``.
+    needs_migration: bool = False
 
 
 def _cut(value: Any) -> Any:
@@ -295,7 +297,8 @@ class AuditLog:
             return VerifyResult(False, walk.count, walk.seq, walk.line, walk.problem)
         legacy = _legacy_problem(walk)
         if legacy:
-            return VerifyResult(False, walk.count, 0, 1, legacy)
+            unsealed = walk.anchor is None
+            return VerifyResult(False, walk.count, 0, 1, legacy, walk.legacy, unsealed)
         result = self._check_head(walk.count, walk.last_hash)
         return dataclasses.replace(result, legacy=walk.legacy)
 
