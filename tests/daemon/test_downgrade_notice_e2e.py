@@ -62,6 +62,24 @@ def test_plain_ask_prints_the_notice_on_stderr_once(
     assert "claude-print" in lines[0]
 
 
+def test_each_job_of_a_continued_session_gets_its_own_notice(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    """The second job on the same session runs downgraded too, and says so."""
+    chorus = daemon_with()
+    chorus.server.script([text("one"), text("two")], lane="claude")
+    mode = ("--body", "claude-print", "--permission-mode", "bypassPermissions", "--json")
+    first = [json.loads(line) for line in chorus.run("ask", "one", *mode).stdout.splitlines()]
+    session = first[-1]["session_id"]
+    done = chorus.run("ask", "two", "--session", session, *mode)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    second = [json.loads(line) for line in done.stdout.splitlines()]
+    assert second[-1]["session_id"] == session
+    notices = _policy_notices(second)
+    assert [n["job_id"] for n in notices] == [second[-1]["job_id"]]
+    assert _policy_notices(first)[0]["job_id"] == first[-1]["job_id"]
+
+
 def test_a_mode_the_body_honours_brings_no_notice(
     daemon_with: Callable[..., Daemon],
 ) -> None:
