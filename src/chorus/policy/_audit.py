@@ -374,9 +374,9 @@ class AuditLog:
         and an unsigned head must name its last entry (a signed head, the log's).
         Nothing is written unless the whole log passes and has an unsigned prefix.
         """
+        if not any(True for _ in self._lines()):  # before the lock, which makes the folder
+            return MigrateResult("no_log", f"no audit log at {self.path}: nothing to migrate")
         with self._locked():
-            if not any(True for _ in self._lines()):
-                return MigrateResult("no_log", f"no audit log at {self.path}: nothing to migrate")
             walk = self._walk()
             refusal = self._migration_refusal(walk)
             if refusal is not None:
