@@ -318,3 +318,9 @@ def test_an_unknown_folder_does_not_soften_a_deny(layout: Layout) -> None:
 def test_plan_mode_still_denies_a_write_after_an_unknown_folder(layout: Layout) -> None:
     got = verdict(layout, 'cd "$D" && rm -rf build', "plan")
     assert (got.decision, got.rule) == ("deny", "mode.plan")
+
+
+def test_plan_mode_never_allows_a_read_after_an_unknown_folder(layout: Layout) -> None:
+    """Plan mode runs only read-only command lines, and ``cd`` is not among them."""
+    got = verdict(layout, 'cd "$D" && cat notes.txt', "plan")
+    assert (got.decision, got.rule) == ("deny", "mode.plan")
