@@ -321,6 +321,17 @@ def test_plan_mode_still_denies_a_write_after_an_unknown_folder(layout: Layout) 
 
 
 def test_plan_mode_never_allows_a_read_after_an_unknown_folder(layout: Layout) -> None:
-    """Plan mode runs only read-only command lines, and ``cd`` is not among them."""
+    """``cd`` only moves the shell (plan mode may run it), but what runs after a move
+    Chorus cannot follow is asked about."""
     got = verdict(layout, 'cd "$D" && cat notes.txt', "plan")
-    assert (got.decision, got.rule) == ("deny", "mode.plan")
+    assert (got.decision, got.rule) == ("ask", "shell.unknown_dir")
+
+
+@pytest.mark.parametrize("command", ["cd src && ls", "pushd src && cat main.py; popd"])
+def test_plan_mode_reads_after_a_folder_change_it_can_follow(layout: Layout, command: str) -> None:
+    assert verdict(layout, command, "plan").decision == "allow"
+
+
+def test_plan_mode_denies_a_read_of_a_denied_path_after_cd(layout: Layout) -> None:
+    got = verdict(layout, "cd .. && cat home/policy.toml", "plan")
+    assert got.decision == "deny"

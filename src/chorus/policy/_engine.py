@@ -94,7 +94,8 @@ _READERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "tac", "base6
                       "strings", "source", ".", "cp", "diff", "cmp", "sha256sum", "md5sum"})
 _READ_ONLY_COMMANDS = frozenset({"ls", "cat", "head", "tail", "wc", "grep", "rg", "pwd", "echo",
                                  "tree", "stat", "file", "which", "sort", "uniq", "diff", "find",
-                                 "true", "test", "[", "printf", "date", "whoami", "env"})
+                                 "true", "test", "[", "printf", "date", "whoami", "env",
+                                 "cd", "pushd", "popd"})
 # fmt: on
 #: Programs whose arguments are text, never files they read.
 _DATA_ARGS = frozenset(
