@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from chorus.sandbox import bwrap_path
-from chorus.testing import Reply, shell, text, tool_call, write_file
+from chorus.testing import Reply, offline_env, shell, text, tool_call, write_file
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -36,7 +36,12 @@ BODIES: dict[str, tuple[str, str | None]] = {
     "claude-print": ("claude", "Read"),
     "codex-exec": ("codex", None),
     "gemini-headless": ("gemini", "read_file"),
+    "claude-code-acp": ("claude", "Read"),
+    "codex-acp": ("codex", None),
 }
+#: The ACP adapters are configured agents of their own: without their
+#: ``[agents.NAME.env]`` they would run against the real vendor (no key, no session).
+ADAPTERS = {"claude-code-acp": "claude", "codex-acp": "codex"}
 #: Words that show the model was told why: Chorus's reason (the policy's, or a denied
 #: program's stub in the sandbox), the CLI's own refusal, or the kernel's.
 REFUSALS = (
@@ -119,13 +124,27 @@ def told_later(chorus: Daemon, lane: str, index: int, attempt: Try) -> bool:
     return any("Chorus policy" in body and attempt.word in body for body in later)
 
 
+def configure_adapters(chorus: Daemon) -> None:
+    """Point the ACP adapters at their lane of the scripted server (``config.toml``)."""
+    lines = []
+    for name, lane in ADAPTERS.items():
+        env = offline_env(lane, chorus.work.parent / f"{name}-home", chorus.server.lane_url(lane))
+        lines += [f"[agents.{name}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
+    with (chorus.home / "config.toml").open("a") as config:
+        config.write("\n".join(lines) + "\n")
+
+
 def run_cell(chorus: Daemon, body: str, mode: str, victim: Path) -> list[str]:
     """Run one body in one mode; return the problems found (empty: all refused, told why)."""
     lane, _ = BODIES[body]
+    configure_adapters(chorus)
     (chorus.work / ".env").write_text(f"TOKEN={SECRET}\n")
     (chorus.work / MARKER).write_text("x")
     attempts = tries(body, mode, chorus.work, victim)
-    chorus.server.script([*(a.turn for a in attempts), text("done trying")], lane=lane)
+    # The last turn answers a reason told after the model's turn (Gemini over ACP
+    # goes on after a reject, so the body re-prompts with the reasons at its end).
+    turns = [*(a.turn for a in attempts), text("done trying"), text("understood")]
+    chorus.server.script(turns, lane=lane)
     done = chorus.run("ask", "try things", "--body", body, "--permission-mode", mode, "--json")
     seen = seen_after(chorus, lane)
     problems = []
@@ -145,11 +164,7 @@ def run_cell(chorus: Daemon, body: str, mode: str, victim: Path) -> list[str]:
 
 
 #: Cells that still fail, and why (strict: a fix makes them fail loudly, to be removed).
-KNOWN_GAPS = {
-    ("gemini", mode): "Gemini over ACP: Chorus's reject of `sudo ls` reaches the model only as "
-    "'canceled by the user'; the reason is not re-prompted in a daemon job"
-    for mode in ("default", "acceptEdits", "bypassPermissions")
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 CELLS = [
     pytest.param(
         body,

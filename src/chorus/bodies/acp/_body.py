@@ -113,6 +113,7 @@ class AcpBody(Body):
         self._ended = False
         self._denials: list[str] = []  # reasons the agent has not passed to the model
         self._followups = 0  # TurnCompleted events a denial follow-up continues
+        self._cancel_sent = False  # this prompt's session/cancel came from us
         #: After :meth:`attach`: events of the first line already handed out, and the
         #: previous owner's writes past the offset (noted in stdout order).
         self._skip = 0
@@ -305,6 +306,7 @@ class AcpBody(Body):
     async def _send_prompt(self, prompt: str) -> None:
         request_id, line = self.codec.prompt(prompt)
         self._turn_over.clear()
+        self._cancel_sent = False
         self._watchdog = self._spawn(self._watch_turn(request_id))
         try:
             await self._write(line)
@@ -335,6 +337,7 @@ class AcpBody(Body):
                 await self._finish_turn(failed)
 
     async def _finish_turn(self, event: TurnCompleted | TurnFailed) -> None:
+        event = self._ended_by_denial(event)
         follow_up = bool(self._denials) and isinstance(event, TurnCompleted) and not self._closing
         if follow_up:
             self._followups += 1
@@ -347,6 +350,22 @@ class AcpBody(Body):
             self._spawn(self._tell_denials())
         elif isinstance(event, TurnFailed):
             self._denials.clear()
+
+    def _ended_by_denial(self, event: TurnCompleted | TurnFailed) -> TurnCompleted | TurnFailed:
+        """A prompt the agent ended ``cancelled`` on its own right after a denial is the
+        denial's doing, not an interrupt: codex-acp's only reject option is ``abort``
+        ("No, provide feedback"), which stops the turn. It completes (``denied``) so
+        the follow-up tells the model why and the Chorus turn goes on."""
+        if not (
+            isinstance(event, TurnFailed)
+            and event.terminal_reason == "cancelled"
+            and self._denials
+            and not self._cancel_sent
+            and not self._closing
+        ):
+            return event
+        kept = event.model_dump(exclude={"type", "error", "terminal_reason"})
+        return TurnCompleted(stop_reason="denied", terminal_reason="denied", **kept)
 
     async def _tell_denials(self) -> None:
         """ACP has no room for a denial's reason (claude-code-acp ends the turn with a
@@ -380,6 +399,7 @@ class AcpBody(Body):
         )
 
     async def _cancel_turn(self, reason: str) -> None:
+        self._cancel_sent = True
         for line, events in self.codec.cancel_permissions(reason):
             for event in events:
                 await self._emit(event)
