@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from chorus.sandbox import bwrap_path
-from chorus.testing import Reply, offline_env, shell, text, tool_call, write_file
+from chorus.testing import Cli, Reply, offline_env, shell, text, tool_call, write_file
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -36,12 +36,16 @@ BODIES: dict[str, tuple[str, str | None]] = {
     "claude-print": ("claude", "Read"),
     "codex-exec": ("codex", None),
     "gemini-headless": ("gemini", "read_file"),
-    "claude-code-acp": ("claude", "Read"),
+    # claude-code-acp has no Read/Write of its own: with the client's file system it
+    # offers these, served by Chorus (fs/read_text_file, fs/write_text_file).
+    "claude-code-acp": ("claude", "mcp__acp__Read"),
     "codex-acp": ("codex", None),
 }
+#: Bodies whose file-write tool is not the one the scripted server names for the lane.
+WRITE_TOOLS = {"claude-code-acp": "mcp__acp__Write"}
 #: The ACP adapters are configured agents of their own: without their
 #: ``[agents.NAME.env]`` they would run against the real vendor (no key, no session).
-ADAPTERS = {"claude-code-acp": "claude", "codex-acp": "codex"}
+ADAPTERS: dict[str, Cli] = {"claude-code-acp": "claude", "codex-acp": "codex"}
 #: Words that show the model was told why: Chorus's reason (the policy's, or a denied
 #: program's stub in the sandbox), the CLI's own refusal, or the kernel's.
 REFUSALS = (
@@ -82,6 +86,14 @@ def victim() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def write(body: str, path: Path, content: str) -> Reply:
+    """A turn writing ``path`` with ``body``'s own file-write tool."""
+    tool = WRITE_TOOLS.get(body)
+    if tool is None:
+        return write_file(str(path), content)
+    return tool_call(tool, {"file_path": str(path), "content": content})
+
+
 def tries(body: str, mode: str, work: Path, victim: Path) -> list[Try]:
     _, read_tool = BODIES[body]
     out = [
@@ -89,7 +101,7 @@ def tries(body: str, mode: str, work: Path, victim: Path) -> list[Try]:
         Try("sudo ls", shell("sudo ls"), lambda seen: MARKER in seen, "sudo"),
         Try(
             "write outside",
-            write_file(str(victim / "out.txt"), "escaped\n"),
+            write(body, victim / "out.txt", "escaped\n"),
             lambda seen: (victim / "out.txt").exists(),
             "out.txt",
         ),
@@ -101,7 +113,7 @@ def tries(body: str, mode: str, work: Path, victim: Path) -> list[Try]:
         out.append(
             Try(
                 "write in plan mode",
-                write_file(str(work / "plan.txt"), "planned\n"),
+                write(body, work / "plan.txt", "planned\n"),
                 lambda seen: (work / "plan.txt").exists(),
                 "plan.txt",
             )
@@ -189,7 +201,17 @@ def test_every_body_in_every_mode_refuses_and_says_why(
     assert not (victim / "out.txt").exists()
 
 
-@pytest.mark.parametrize(("body", "mode"), [("claude", "default"), ("codex", "bypassPermissions")])
+#: One cell per ACP adapter too: claude-code-acp in plan mode (its file tools go through
+#: Chorus's fs/* outside the sandbox), codex-acp in the default mode (its reject aborts).
+FAST_CELLS = [
+    ("claude", "default"),
+    ("codex", "bypassPermissions"),
+    ("claude-code-acp", "plan"),
+    ("codex-acp", "default"),
+]
+
+
+@pytest.mark.parametrize(("body", "mode"), FAST_CELLS)
 def test_a_fast_corner_of_the_matrix(
     daemon_with: Callable[..., Daemon], victim: Path, body: str, mode: str
 ) -> None:

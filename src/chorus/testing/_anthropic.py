@@ -39,6 +39,8 @@ _HELPER_PROMPTS = (
     "Analyze if this message indicates a new conversation topic",
     "Generate a short kebab-case name",
     "You are given a few messages from a conversation",
+    # The shell command's prefix check (claude-code-acp, seen in plan mode).
+    "commands that an AI coding agent wants to run",
 )
 #: What a helper query gets: "no file contents shown, no paths".
 SIDE_STREAM_TEXT = (

@@ -12,6 +12,10 @@ and acts on the first word of each prompt:
 - ``hang``: never answers (ignores ``session/cancel`` too).
 - ``crash``: one chunk, then exits with code 3.
 - ``quota``: JSON-RPC error 429 (Gemini's daily-quota message).
+- ``abort``: asks permission; a reject ends the turn ``cancelled`` (codex-acp's
+  only reject option, "abort").
+- ``edit <path>``: asks permission for an edit of ``path``, then (if allowed)
+  writes it with ``fs/write_text_file`` and reports the answer.
 """
 
 from __future__ import annotations
@@ -76,11 +80,33 @@ def run_prompt(request_id: int, params: dict[str, Any]) -> None:
         sys.stdout.flush()
         time.sleep(0.1)
         os._exit(3)  # from a thread: sys.exit would end only the thread
+    elif verb == "abort":
+        answer = ask("session/request_permission", permission_params(session))
+        if answer["result"]["outcome"].get("optionId") == "no":
+            result = {"stopReason": "cancelled"}
+    elif verb == "edit":
+        edit(session, arg)
     elif verb == "quota":
         error = {"code": 429, "message": "You have exhausted your daily quota on this model."}
         send({"id": request_id, "error": error})
         return
     send({"id": request_id, "result": result})
+
+
+def edit(session: str, path: str) -> None:
+    params = permission_params(session)
+    params["toolCall"] = {
+        "toolCallId": "call-2",
+        "title": f"Edit {path}",
+        "kind": "edit",
+        "status": "pending",
+        "locations": [{"path": path}],
+        "rawInput": {"file_path": path},
+    }
+    answer = ask("session/request_permission", params)
+    if answer["result"]["outcome"].get("optionId") in ("yes", "yes-always"):
+        fs = {"path": path, "sessionId": session, "content": "edited by fake\n"}
+        say(session, json.dumps(ask("fs/write_text_file", fs)))
 
 
 def permission_params(session: str) -> dict[str, Any]:

@@ -32,7 +32,12 @@ from chorus.bodies.acp._errors import (
     rpc_error_info,
 )
 from chorus.bodies.acp._fs import MAX_READ_BYTES, FileRoots
-from chorus.bodies.acp._quirks import CODEX_ACP_QUIRKS, GEMINI_QUIRKS, AcpQuirks
+from chorus.bodies.acp._quirks import (
+    CLAUDE_CODE_ACP_QUIRKS,
+    CODEX_ACP_QUIRKS,
+    GEMINI_QUIRKS,
+    AcpQuirks,
+)
 from chorus.bodies.acp._registry import (
     ACP_CAPABILITIES,
     BUILTIN_AGENTS,
@@ -45,6 +50,7 @@ from chorus.bodies.acp._registry import (
 __all__ = [
     "ACP_CAPABILITIES",
     "BUILTIN_AGENTS",
+    "CLAUDE_CODE_ACP_QUIRKS",
     "CODEX_ACP_QUIRKS",
     "GEMINI_ACP_CAPABILITIES",
     "GEMINI_QUIRKS",

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, ClassVar, cast
 
 from chorus._errors import (
@@ -46,7 +47,7 @@ from chorus.bodies._detached import (
     start_transport,
 )
 from chorus.bodies._inject import acp_servers
-from chorus.bodies._permissions import PermissionAnswer, denial_notice
+from chorus.bodies._permissions import PermissionAnswer, PermissionAsk, denial_notice
 from chorus.bodies._transport import AgentTransport, SpawnSpec
 from chorus.bodies.acp._codec import (
     AcpCodec,
@@ -59,6 +60,7 @@ from chorus.bodies.acp._codec import (
     RpcReply,
 )
 from chorus.bodies.acp._errors import (
+    INVALID_PARAMS,
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND,
     AcpRpcError,
@@ -114,6 +116,7 @@ class AcpBody(Body):
         self._denials: list[str] = []  # reasons the agent has not passed to the model
         self._followups = 0  # TurnCompleted events a denial follow-up continues
         self._cancel_sent = False  # this prompt's session/cancel came from us
+        self._approved: set[Path] = set()  # paths a write was allowed for, not yet written
         #: After :meth:`attach`: events of the first line already handed out, and the
         #: previous owner's writes past the offset (noted in stdout order).
         self._skip = 0
@@ -515,6 +518,8 @@ class AcpBody(Body):
             return
         if answer.decision == "deny":
             self._denials.append(answer.reason or "denied by the permission policy")
+        elif item.ask.tool in _WRITES:
+            self._approved.update(_resolved(item.ask))
         line, events = answered
         for event in events:
             await self._emit(event)
@@ -522,6 +527,7 @@ class AcpBody(Body):
 
     async def _serve_fs(self, item: FileReadRequested | FileWriteRequested) -> None:
         try:
+            await self._fs_allowed(item)
             if isinstance(item, FileReadRequested):
                 text = await asyncio.to_thread(
                     self.roots.read_text,
@@ -541,6 +547,35 @@ class AcpBody(Body):
                 message = f"refused {verb} of {item.path}: {exc}"
                 await self._emit(Notice(kind="warning", message=message))
         await self._send(line)
+
+    async def _fs_allowed(self, item: FileReadRequested | FileWriteRequested) -> None:
+        """Ask the policy about a ``fs/*`` request. Chorus serves it from outside the
+        body's sandbox, so the policy must hold here what the sandbox holds for the
+        agent's own reads and writes: denied paths (``.env``), plan mode's read-only
+        roots. A write the policy has just allowed as a tool call is not asked twice.
+        Raises :class:`FsAccessError` with the policy's reason (the model reads it)."""
+        path = self.roots.check(item.path)
+        write = isinstance(item, FileWriteRequested)
+        if write and path in self._approved:
+            self._approved.discard(path)
+            return
+        verb = "write" if write else "read"
+        ask = PermissionAsk(
+            body=self.agent.name,
+            tool=verb,
+            native_tool=f"fs/{verb}_text_file",
+            input={"file_path": item.path},
+            description=f"{verb} {item.path} (the agent's file system request)",
+            cwd=str(self.roots.roots[0]),
+            paths=(item.path,),
+        )
+        try:
+            answer = await self.options.permission_callback(ask)
+        except Exception as exc:  # a foreign callback: its failure is a denial
+            answer = PermissionAnswer.deny(f"permission callback failed: {exc!r}")
+        if answer.decision == "deny":
+            reason = answer.reason or "denied by the permission policy"
+            raise FsAccessError(INVALID_PARAMS, reason, path=item.path)
 
     async def _exited(self) -> None:
         """The agent closed stdout: fail what waits, end the turn and the session."""
@@ -574,6 +609,15 @@ class AcpBody(Body):
     def exit_code(self) -> int | None:
         """The agent's exit code once it has exited."""
         return self._transport.returncode if self._transport else None
+
+
+_WRITES = frozenset({"write", "edit"})
+
+
+def _resolved(ask: PermissionAsk) -> set[Path]:
+    """The resolved paths a write tool call names (its locations and ``file_path``)."""
+    named = [*ask.paths, ask.input.get("file_path")]
+    return {Path(p).resolve() for p in named if isinstance(p, str) and p.startswith("/")}
 
 
 @functools.cache

@@ -49,7 +49,9 @@ class FileRoots:
             raise FsAccessError(INVALID_PARAMS, f"cannot resolve path: {exc}", path=raw) from exc
         if not any(resolved.is_relative_to(root) for root in self.roots):
             raise FsAccessError(
-                INVALID_PARAMS, "path is outside the session's allowed roots", path=raw
+                INVALID_PARAMS,
+                "Chorus policy: the path is outside the session's allowed roots; refused",
+                path=raw,
             )
         return resolved
 

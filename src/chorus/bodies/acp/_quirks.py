@@ -25,6 +25,9 @@ class AcpQuirks:
     splits the native tool name off the front of a ``toolCallId``.
     ``model_flag`` is the command-line flag that picks the model at spawn.
     ``mode_aliases`` maps Chorus permission modes to the agent's mode ids.
+    ``own_tool_prefix`` marks the agent's own tools that it offers through an
+    internal MCP server (claude-code-acp's ``mcp__acp__Read``): the rest of the name
+    is the tool, so the policy sees a read or a write, not an MCP call.
     """
 
     load_session: bool = True
@@ -35,6 +38,7 @@ class AcpQuirks:
     tool_id_separator: str | None = None
     model_flag: str | None = None
     mode_aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    own_tool_prefix: str | None = None
 
 
 GEMINI_QUIRKS = AcpQuirks(
@@ -46,6 +50,10 @@ GEMINI_QUIRKS = AcpQuirks(
     mode_aliases=MappingProxyType({"acceptEdits": "autoEdit", "bypassPermissions": "yolo"}),
 )
 """Gemini CLI 0.61 as observed (AGENT_CLIS.md 3.4, 3.7 item 9)."""
+
+CLAUDE_CODE_ACP_QUIRKS = AcpQuirks(own_tool_prefix="mcp__acp__")
+"""claude-code-acp 0.16: with the client's file system it drops Claude's Read, Write
+and Edit for ``mcp__acp__Read``/``Write``/``Edit``, served by ``fs/*`` requests."""
 
 CODEX_ACP_QUIRKS = AcpQuirks(
     mode_aliases=MappingProxyType(

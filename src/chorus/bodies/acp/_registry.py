@@ -23,7 +23,12 @@ from types import MappingProxyType
 from chorus._errors import AgentNotFoundError, ConfigError, UnknownBodyError
 from chorus.agents import agents_dir
 from chorus.bodies._capabilities import Capabilities, Support
-from chorus.bodies.acp._quirks import CODEX_ACP_QUIRKS, GEMINI_QUIRKS, AcpQuirks
+from chorus.bodies.acp._quirks import (
+    CLAUDE_CODE_ACP_QUIRKS,
+    CODEX_ACP_QUIRKS,
+    GEMINI_QUIRKS,
+    AcpQuirks,
+)
 from chorus.config import ChorusConfig, load_config
 
 ACP_CAPABILITIES = Capabilities(
@@ -95,6 +100,7 @@ BUILTIN_AGENTS: Mapping[str, AcpAgent] = MappingProxyType(
             name="claude-code-acp",
             command="claude-code-acp",
             package="@zed-industries/claude-code-acp",
+            quirks=CLAUDE_CODE_ACP_QUIRKS,
         ),
         "codex-acp": AcpAgent(
             name="codex-acp",

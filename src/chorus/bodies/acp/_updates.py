@@ -82,10 +82,15 @@ class ToolTracker:
         if native is None and earlier is not None:
             return earlier.tool, earlier.native_tool
         native = native or call.kind or "other"
-        tool = normalize_tool(native)
+        tool = normalize_tool(self._own_name(native))
         if tool == "other" and call.kind:
             tool = normalize_tool(call.kind)
         return tool, native
+
+    def _own_name(self, native: str) -> str:
+        """``native`` without the agent's own-tool prefix (``mcp__acp__Read`` → ``Read``)."""
+        prefix = self._quirks.own_tool_prefix
+        return native.removeprefix(prefix) if prefix else native
 
     def _name_from_id(self, call_id: str) -> str | None:
         sep = self._quirks.tool_id_separator
