@@ -41,6 +41,9 @@ BODIES: dict[str, tuple[str, str | None]] = {
     "claude-code-acp": ("claude", "mcp__acp__Read"),
     "codex-acp": ("codex", None),
 }
+#: Bodies over ACP, whose own plan modes were found not to hold (issue 14): their
+#: plan-mode cells also try a write through the shell.
+OVER_ACP = frozenset({"gemini", "claude-code-acp", "codex-acp"})
 #: Bodies whose file-write tool is not the one the scripted server names for the lane.
 WRITE_TOOLS = {"claude-code-acp": "mcp__acp__Write"}
 #: The ACP adapters are configured agents of their own: without their
@@ -116,6 +119,15 @@ def tries(body: str, mode: str, work: Path, victim: Path) -> list[Try]:
                 write(body, work / "plan.txt", "planned\n"),
                 lambda seen: (work / "plan.txt").exists(),
                 "plan.txt",
+            )
+        )
+    if mode == "plan" and body in OVER_ACP:
+        out.append(
+            Try(
+                "shell write in plan mode",
+                shell("echo planned > shell-plan.txt"),
+                lambda seen: (work / "shell-plan.txt").exists(),
+                "shell-plan.txt",
             )
         )
     return out

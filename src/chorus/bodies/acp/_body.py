@@ -442,14 +442,19 @@ class AcpBody(Body):
                 raise self._unsupported("set_permission_mode", str(exc)) from exc
             raise
         self.permission_mode = mode
+        note = self.agent.quirks.mode_notices.get(mode)
+        if note is not None:
+            await self._emit(Notice(kind="policy", message=f"{self.agent.name}: {note}"))
 
     def _agent_mode(self, mode: str) -> str:
+        """The agent's mode for Chorus ``mode``: a quirk's alias first (the agent may
+        have a mode of the same name that does not hold it), then the name itself."""
         modes = self.codec.state.modes
         alias = self.agent.quirks.mode_aliases.get(mode)
-        if mode in modes or (not modes and alias is None):
-            return mode
         if alias is not None and (alias in modes or not modes):
             return alias
+        if mode in modes or not modes:
+            return mode
         raise self._unsupported("set_permission_mode", f"{mode!r} is not one of {list(modes)}")
 
     # -- the reader and the agent's requests -----------------------------------------------

@@ -28,6 +28,8 @@ class AcpQuirks:
     ``own_tool_prefix`` marks the agent's own tools that it offers through an
     internal MCP server (claude-code-acp's ``mcp__acp__Read``): the rest of the name
     is the tool, so the policy sees a read or a write, not an MCP call.
+    ``mode_notices`` says, per Chorus mode, why the agent runs in another mode than
+    its own of that name (a ``policy`` notice when the mode is set).
     """
 
     load_session: bool = True
@@ -39,6 +41,7 @@ class AcpQuirks:
     model_flag: str | None = None
     mode_aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     own_tool_prefix: str | None = None
+    mode_notices: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 GEMINI_QUIRKS = AcpQuirks(
@@ -51,9 +54,21 @@ GEMINI_QUIRKS = AcpQuirks(
 )
 """Gemini CLI 0.61 as observed (AGENT_CLIS.md 3.4, 3.7 item 9)."""
 
-CLAUDE_CODE_ACP_QUIRKS = AcpQuirks(own_tool_prefix="mcp__acp__")
+CLAUDE_CODE_ACP_QUIRKS = AcpQuirks(
+    own_tool_prefix="mcp__acp__",
+    mode_aliases=MappingProxyType({"plan": "default"}),
+    mode_notices=MappingProxyType(
+        {
+            "plan": "plan mode is held by the Chorus policy: the agent runs in its "
+            "default mode, where it asks before every shell command and write (its own "
+            "plan mode runs shell commands without asking)"
+        }
+    ),
+)
 """claude-code-acp 0.16: with the client's file system it drops Claude's Read, Write
-and Edit for ``mcp__acp__Read``/``Write``/``Edit``, served by ``fs/*`` requests."""
+and Edit for ``mcp__acp__Read``/``Write``/``Edit``, served by ``fs/*`` requests. Its
+``plan`` mode ran ``echo x > f`` and ``sudo ls`` without a permission request
+(observed with 0.16.2), so Chorus's plan mode uses its ``default`` mode."""
 
 CODEX_ACP_QUIRKS = AcpQuirks(
     mode_aliases=MappingProxyType(
