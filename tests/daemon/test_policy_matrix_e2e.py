@@ -245,3 +245,22 @@ def test_a_mode_the_body_cannot_honour_is_downgraded_with_a_visible_notice(
     notices = [e for e in logged if e["type"] == "notice" and e.get("kind") == "policy"]
     assert len(notices) == 1, [e["type"] for e in logged]
     assert "using acceptEdits" in notices[0]["message"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("body", sorted(OVER_ACP))
+def test_normal_work_inside_the_roots_still_succeeds_over_acp(
+    daemon_with: Callable[..., Daemon], body: str
+) -> None:
+    """The policy's checks on the agent's file requests do not stop an ordinary write:
+    one permission ask (the tool call), not a second one for the ``fs/*`` request."""
+    chorus = daemon_with()
+    configure_adapters(chorus)
+    lane, _ = BODIES[body]
+    turns = [write(body, chorus.work / "ok.txt", "fine\n"), text("done"), text("spare")]
+    chorus.server.script(turns, lane=lane)
+    events = chorus.ask("write ok.txt", "--body", body)
+    assert events[-1].state == "succeeded"
+    assert (chorus.work / "ok.txt").read_text() == "fine\n"
+    asks = [e for e in events if e.type == "permission_request"]
+    assert len(asks) <= 1, asks
