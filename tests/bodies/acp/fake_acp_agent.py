@@ -143,9 +143,10 @@ def main() -> None:
                 }
             )
         elif method == "session/new":
+            ids = os.environ.get("FAKE_MODES", "ask,auto").split(",")
             modes = {
-                "currentModeId": "ask",
-                "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "auto", "name": "Auto"}],
+                "currentModeId": ids[0],
+                "availableModes": [{"id": i, "name": i.title()} for i in ids],
             }
             send({"id": msg["id"], "result": {"sessionId": "fake-session", "modes": modes}})
         elif method == "session/set_mode":

@@ -5,6 +5,7 @@ from outside the body's sandbox."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,36 @@ async def test_a_write_allowed_as_a_tool_call_is_not_asked_twice(
     assert json.loads(_said(again))["result"] is None
     assert [a.tool for a in policy.asks] == ["edit", "write"]
     assert (work / "a.txt").read_text() == "written by fake\n"
+
+
+async def test_claude_code_acp_holds_plan_mode_in_its_default_mode_and_says_so(
+    chorus_home: Path, work: Path
+) -> None:
+    """Its own plan mode runs shell commands unasked: Chorus's plan is its default
+    mode (every shell command and write asked of the policy), with a policy notice."""
+    chorus_home.mkdir(parents=True, exist_ok=True)
+    (chorus_home / "config.toml").write_text(
+        "[agents.claude-code-acp]\n"
+        f"command = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(Path(__file__).with_name('fake_acp_agent.py')))}]\n"
+        'env = { FAKE_MODES = "default,acceptEdits,plan,bypassPermissions" }\n'
+    )
+    sent: list[str] = []
+
+    def tap(stream: str, line: str) -> None:
+        if stream == "stdin" and "session/set_mode" in line:
+            sent.append(json.loads(line)["params"]["modeId"])
+
+    options = _options(work, permission_mode="plan", raw_tap=tap)
+    async with open_acp_body("claude-code-acp", options) as body:
+        events = [e async for e in body.turn("hello")]
+        await body.set_permission_mode("acceptEdits")
+        await body.set_permission_mode("plan")
+        assert body.permission_mode == "plan"
+    assert sent == ["default", "acceptEdits", "default"]
+    notices = [e for e in events if isinstance(e, Notice) and e.kind == "policy"]
+    assert len(notices) == 1
+    assert "plan mode is held by the Chorus policy" in notices[0].message
 
 
 def test_claude_code_acp_own_file_tools_are_reads_and_writes() -> None:
