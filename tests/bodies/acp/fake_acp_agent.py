@@ -142,6 +142,12 @@ def main() -> None:
                     "result": {"protocolVersion": 1, "agentCapabilities": caps, "agentInfo": info},
                 }
             )
+        elif method == "session/new" and os.environ.get("FAKE_NEW_FAILS"):
+            sys.stderr.write("[DEBUG] starting\n" + os.environ["FAKE_NEW_FAILS"] + "\n")
+            sys.stderr.flush()
+            time.sleep(0.3)  # as claude-code-acp: its CLI's complaint comes well before
+            error = {"code": -32603, "message": "Internal error"}
+            send({"id": msg["id"], "error": error})
         elif method == "session/new":
             ids = os.environ.get("FAKE_MODES", "ask,auto").split(",")
             modes = {

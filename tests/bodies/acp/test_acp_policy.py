@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from chorus.bodies import BodyOptions, PermissionAnswer, PermissionAsk
-from chorus.bodies.acp import CLAUDE_CODE_ACP_QUIRKS, AcpCodec, open_acp_body
+from chorus.bodies.acp import CLAUDE_CODE_ACP_QUIRKS, AcpCodec, AcpRpcError, open_acp_body
 from chorus.events import Event, Notice, TextDelta, ToolCall, TurnCompleted, TurnFailed
 
 REASON = "Chorus policy denied this: no secrets"
@@ -147,6 +149,15 @@ async def test_claude_code_acp_holds_plan_mode_in_its_default_mode_and_says_so(
     notices = [e for e in events if isinstance(e, Notice) and e.kind == "policy"]
     assert len(notices) == 1
     assert "plan mode is held by the Chorus policy" in notices[0].message
+
+
+async def test_a_failed_start_says_what_the_agent_said(fake_config: Path, work: Path) -> None:
+    """claude-code-acp's session/new error is only "Query closed before response
+    received"; why (e.g. its CLI refusing to run as root) is on its stderr."""
+    options = BodyOptions(cwd=work, env={"PATH": "/usr/bin:/bin", "FAKE_NEW_FAILS": "no key here"})
+    body = open_acp_body("fake", options)
+    with pytest.raises(AcpRpcError, match="fake said on stderr: no key here"):
+        await body.start()
 
 
 def test_claude_code_acp_own_file_tools_are_reads_and_writes() -> None:

@@ -140,9 +140,25 @@ class AcpBody(Body):
         except TimeoutError as exc:
             await self.close()
             raise BodyTimeoutError(f"{self.agent.name}: no session within {timeout}s") from exc
+        except AcpRpcError as exc:
+            said = self._first_stderr_line()
+            await self.close()
+            if said is None:
+                raise
+            message = f"{exc.rpc_message}; {self.agent.name} said on stderr: {said}"
+            raise AcpRpcError(exc.method, exc.code, message, exc.data) from exc
         except BaseException:
             await self.close()
             raise
+
+    def _first_stderr_line(self) -> str | None:
+        """The first line the agent wrote on stderr: why a failed start failed
+        (claude-code-acp: "--dangerously-skip-permissions cannot be used with root"),
+        where the JSON-RPC error says only "Query closed before response received"."""
+        tail = self._transport.stderr_tail if self._transport is not None else ""
+        lines = [line.strip() for line in tail.splitlines()]
+        said = [line for line in lines if line and not line.startswith("[")]  # log tags
+        return said[0][:300] if said else None
 
     async def _started_transport(self) -> AgentTransport:
         """The agent's process: detached (outliving us) with ``options.run_dir``."""
