@@ -357,6 +357,7 @@ class AcpBody(Body):
 
     async def _finish_turn(self, event: TurnCompleted | TurnFailed) -> None:
         event = self._ended_by_denial(event)
+        self._approved.clear()  # an allowed write not made in its turn is asked again
         follow_up = bool(self._denials) and isinstance(event, TurnCompleted) and not self._closing
         if follow_up:
             self._followups += 1
@@ -458,6 +459,7 @@ class AcpBody(Body):
                 raise self._unsupported("set_permission_mode", str(exc)) from exc
             raise
         self.permission_mode = mode
+        self._approved.clear()  # what the old mode allowed is asked again in the new one
         note = self.agent.quirks.mode_notices.get(mode)
         if note is not None:
             await self._emit(Notice(kind="policy", message=f"{self.agent.name}: {note}"))
