@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from chorus.bodies import Body, BodyOptions, PermissionAnswer, PermissionAsk
-from chorus.events import Event, PermissionDecision, ToolResult, TurnCompleted
+from chorus.events import Event, Notice, PermissionDecision, ToolResult, TurnCompleted
 from chorus.policy import (
     AnswerHook,
     AuditLog,
@@ -257,7 +257,12 @@ async def test_gemini_acp_denies_each_attempt_and_tells_the_model_why(
             all_events += events
 
     decisions = [e for e in all_events if isinstance(e, PermissionDecision)]
-    assert [d.decision for d in decisions] == ["deny"] * len(by_policy)
+    assert [d.decision for d in decisions] == ["deny"] * (len(by_policy) - 1)
+    # Gemini reads a file before it writes it: the policy refuses that read of the
+    # denied .pem (Chorus serves it, outside the sandbox), so the write never asks.
+    refusals = [e.message for e in all_events if isinstance(e, Notice) and "refused" in e.message]
+    assert refusals
+    assert all("server.pem" in m and PEM.told in m for m in refusals)
     requests = model_server.turn_requests()
     for index, attempt in enumerate(by_policy):
         next_prompt = requests[2 * (index + 1)]  # each step is the attempt plus one reply
@@ -269,4 +274,4 @@ async def test_gemini_acp_denies_each_attempt_and_tells_the_model_why(
         assert "Path not in workspace" in json.dumps(requests[2 * index + 1].body)
     assert not (cli.cwd / "certs").exists()
     st.assert_nothing_escaped()
-    check_audit(st, by_policy)
+    check_audit(st, (*by_policy[:-1], *[PEM] * len(refusals)))  # each refused read audited
