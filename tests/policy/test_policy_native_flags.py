@@ -39,7 +39,11 @@ def test_each_mode_maps_to_the_cli_s_own_enforcement(
     body: str, mode: str, args: tuple[str, ...], ctx: PathContext
 ) -> None:
     flags = native_flags(body, bare(), mode=mode, ctx=ctx)  # type: ignore[arg-type]
-    assert flags.args == args
+    assert flags.args[: len(args)] == args
+    # Only Gemini's policy file follows (its plan rule is there even in a bare policy).
+    assert flags.args[len(args) :] == (
+        ("--admin-policy", flags.args[-1]) if body == "gemini-headless" else ()
+    )
     assert flags.dangerous == ()
     assert flags.env == {}
 

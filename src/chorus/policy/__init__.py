@@ -15,7 +15,9 @@ Wiring a session (what the daemon does)::
     event = gate.observe(event)                     # audit tool calls, mark untrusted results
     gate.mode = "plan"                              # set_permission_mode, same on every body
 
-One-shot bodies (no callback) take :func:`native_flags` instead.
+One-shot bodies (no callback) take :func:`native_flags` instead; long-lived ones
+also start with :func:`native_rules` (their CLI's own deny rules), because their
+CLIs approve some calls without asking.
 """
 
 from chorus.policy._audit import AuditEntry, AuditLog, MigrateResult, VerifyResult, audit_dir
@@ -75,6 +77,7 @@ from chorus.policy._native_flags import (
     load_native_table,
     native_flags,
 )
+from chorus.policy._native_rules import NativeRules, native_rules
 from chorus.policy._paths import (
     SENSITIVE_PATHS,
     PathContext,
@@ -134,6 +137,7 @@ __all__ = [
     "MigrateResult",
     "NativeFlags",
     "NativePolicy",
+    "NativeRules",
     "NetworkPolicy",
     "ParsedCommand",
     "PathContext",
@@ -175,6 +179,7 @@ __all__ = [
     "load_policy",
     "mark_untrusted",
     "native_flags",
+    "native_rules",
     "parse_command",
     "parse_policy",
     "policy_callback",

@@ -22,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from chorus._errors import ConfigError, UnknownBodyError
+from chorus.policy._gemini_policy import denied_path_forms, gemini_policy_toml, write_policy_file
 from chorus.policy._model import PERMISSION_MODES, PermissionMode, Policy
 from chorus.policy._paths import PathContext
 
@@ -46,6 +47,7 @@ class BodyFlags(_Strict):
     deny_read: str | None = None
     deny_edit: str | None = None
     writable_roots: str | None = None
+    policy_flag: str | None = None
 
     def for_mode(self, mode: PermissionMode) -> list[str]:
         return {
@@ -70,9 +72,14 @@ class NativeTable(_Strict):
 
     bodies: dict[str, BodyFlags]
     dangerous: list[DangerousFlag]
+    #: long-lived body -> the one-shot body whose rules it shares (``_native_rules``)
+    long_lived: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _dangerous_only_in_bypass(self) -> NativeTable:
+        unknown = sorted(set(self.long_lived.values()) - set(self.bodies))
+        if unknown:
+            raise ValueError(f"long_lived names bodies the file does not list: {unknown}")
         for name, flags in self.bodies.items():
             if flags.fallback == "bypassPermissions":
                 raise ValueError(f"{name}: fallback cannot be bypassPermissions")
@@ -151,8 +158,9 @@ def native_flags(
     used_dangerous = tuple(a for a in args if a in table.dangerous_for(body))
     env = dict(entry.dangerous_env) if used_dangerous else {}
     ctx = ctx or PathContext.current()
-    args += _deny_rules(entry, policy, ctx)
-    args += _writable_roots(entry, policy, ctx)
+    args += deny_rules(entry, policy, ctx)
+    args += writable_roots(entry, policy, ctx)
+    args += policy_file_args(entry, policy, ctx)
     if used_dangerous:
         notes.append(
             "the CLI skips its own checks: only the deny rules it understands apply "
@@ -185,7 +193,8 @@ def _claude_path(pattern: str) -> str:
     return "/" + pattern if pattern.startswith("/") else pattern
 
 
-def _deny_rules(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
+def deny_rules(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
+    """``entry.deny_flag`` and its rules: denied commands, reads and edits of denied paths."""
     if entry.deny_flag is None:
         return []
     rules: list[str] = []
@@ -195,21 +204,32 @@ def _deny_rules(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]
             if prefix and not _GLOBS.intersection(prefix):
                 rules.append(entry.deny_command.format(command=prefix))
     for pattern in policy.filesystem.denied_paths:
-        expanded = ctx.expand(pattern) if "{" in pattern else pattern
-        paths = [expanded] if _GLOBS.intersection(expanded) else [expanded, expanded + "/**"]
-        for template in (entry.deny_read, entry.deny_edit):
-            if template:
-                rules += [template.format(path=_claude_path(p)) for p in paths]
+        for expanded in denied_path_forms(pattern, ctx):
+            paths = [expanded] if _GLOBS.intersection(expanded) else [expanded, expanded + "/**"]
+            for template in (entry.deny_read, entry.deny_edit):
+                if template:
+                    rules += [template.format(path=_claude_path(p)) for p in paths]
     return [entry.deny_flag, *rules] if rules else []
 
 
-def _writable_roots(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
-    if entry.writable_roots is None:
-        return []
-    extra = [ctx.expand(p) for p in policy.filesystem.allowed_paths if p != "{cwd}"]
-    if not extra:
+def allowed_roots(policy: Policy, ctx: PathContext) -> list[str]:
+    """The policy's allowed paths besides the body's folder, expanded."""
+    return [ctx.expand(p) for p in policy.filesystem.allowed_paths if p != "{cwd}"]
+
+
+def writable_roots(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
+    """The ``-c`` override that makes the allowed roots writable (Codex)."""
+    extra = allowed_roots(policy, ctx)
+    if entry.writable_roots is None or not extra:
         return []
     return ["-c", entry.writable_roots.format(roots=json.dumps(extra))]
+
+
+def policy_file_args(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
+    """``entry.policy_flag`` and the policy file written for it (Gemini)."""
+    if entry.policy_flag is None:
+        return []
+    return [entry.policy_flag, str(write_policy_file(gemini_policy_toml(policy, ctx)))]
 
 
 def dangerous_flags(body: str | None = None) -> list[DangerousFlag]:

@@ -37,11 +37,13 @@ from chorus.policy import (
     PERMISSION_MODES,
     AuditLog,
     NativeFlags,
+    PathContext,
     PermissionMode,
     Policy,
     PolicyGate,
     SecretStore,
     native_flags,
+    native_rules,
     policy_callback,
     register_env,
 )
@@ -179,6 +181,7 @@ class BodyLauncher:
             raw_tap=tap,
             history=launch.history,
         )
+        options = self._native_rules(options, launch.body)  # issue 14: the CLI's own rules
         # Issues 16, 17: the context, the client's instructions and servers, Chorus's.
         replaces = self.replaces_system_prompt(launch.body)
         options = add_body_extras(
@@ -215,6 +218,15 @@ class BodyLauncher:
             log.info("%s: %s", body, note)
             self._notice(gate, f"{body}: {note}")
         return flags
+
+    def _native_rules(self, options: BodyOptions, body: str) -> BodyOptions:
+        """A long-lived body's CLI refuses by itself what the policy denies, even the
+        calls it would approve without asking Chorus (``chorus.policy.native_rules``)."""
+        if self.guards is None:
+            return options
+        rules = native_rules(body, self.guards.policy, ctx=PathContext.current(options.cwd))
+        extra = {**options.extra, "allowed_roots": rules.roots} if rules.roots else options.extra
+        return replace(options, extra_args=(*options.extra_args, *rules.args), extra=extra)
 
     def _notice(self, gate: PolicyGate, message: str) -> None:
         """A mode the body cannot honour is never changed silently (issue 14): the

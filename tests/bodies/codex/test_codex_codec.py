@@ -642,7 +642,7 @@ def test_mode_table_is_the_documented_one() -> None:
     } == {
         "default": ("untrusted", "workspace-write", False),
         "acceptEdits": ("untrusted", "workspace-write", True),
-        "plan": ("never", "read-only", False),
+        "plan": ("untrusted", "read-only", False),
         "bypassPermissions": ("never", "danger-full-access", False),
     }
 

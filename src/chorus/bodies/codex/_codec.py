@@ -221,6 +221,9 @@ class AppServerCodec:
         self.model: str | None = None
         self.initial_model: str | None = None
         self.permission_mode: str | None = None
+        #: Folders besides the thread's cwd that the workspace sandbox lets Codex write
+        #: (the policy's allowed paths), sent with each ``turn/start`` that sets a mode.
+        self.writable_roots: tuple[str, ...] = ()
         self._turn: _TurnState | None = None
         self._next_id = 1
         self._pending: dict[int, _Pending] = {}
@@ -310,7 +313,7 @@ class AppServerCodec:
             input=[s.TextUserInput(type="text", text=text)],
             model=model,
             approvalPolicy=policy.approval_policy if policy else None,
-            sandboxPolicy=policy.sandbox_policy if policy else None,
+            sandboxPolicy=policy.sandbox_policy_for(self.writable_roots) if policy else None,
         )
         self.permission_mode = mode or self.permission_mode
         self.model = model or self.model

@@ -9,7 +9,7 @@ wire decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,6 +45,14 @@ class ModePolicy:
         }[self.sandbox]
         return {"type": kind}
 
+    def sandbox_policy_for(self, roots: Sequence[str] = ()) -> JsonDict:
+        """:attr:`sandbox_policy` with ``roots`` (the policy's allowed paths besides
+        the folder) writable too, when the sandbox is the workspace one."""
+        policy = self.sandbox_policy
+        if roots and self.sandbox == "workspace-write":
+            policy["writableRoots"] = list(roots)
+        return policy
+
 
 #: Chorus permission mode -> Codex settings.
 #:
@@ -53,13 +61,16 @@ class ModePolicy:
 #: =================  ===============  ==================  ======================================
 #: default            untrusted        workspace-write     every non-trivial command and edit asks
 #: acceptEdits        untrusted        workspace-write     as default, but edits are auto-accepted
-#: plan               never            read-only           nothing can write; nothing asks
+#: plan               untrusted        read-only           nothing can write; commands Codex does
+#:                                                         not know as safe ask (``sudo`` too)
 #: bypassPermissions  never            danger-full-access  no sandbox, no questions
 #: =================  ===============  ==================  ======================================
 MODE_POLICIES: Mapping[str, ModePolicy] = {
     "default": ModePolicy("untrusted", "workspace-write"),
     "acceptEdits": ModePolicy("untrusted", "workspace-write", auto_accept_edits=True),
-    "plan": ModePolicy("never", "read-only"),
+    # Not "never": Codex would run any command unasked in its read-only sandbox, and
+    # a command that only reads as root there (``sudo ls``) would pass (issue 14).
+    "plan": ModePolicy("untrusted", "read-only"),
     "bypassPermissions": ModePolicy("never", "danger-full-access"),
 }
 

@@ -1,0 +1,181 @@
+"""Gemini CLI's own policy file (its policy engine's TOML), written from ``policy.toml``.
+
+Gemini approves some tool calls by itself (``read_file`` inside the folder, read-only
+shell commands), so Chorus's callback never hears of them. Started with this file
+(``--admin-policy``: the highest tier, above the user's own rules) the CLI refuses:
+
+- the policy's denied shell commands (``commandPrefix``; Gemini checks each part of
+  a compound command on its own);
+- any tool call whose arguments name a denied path (``argsPattern``, a regular
+  expression over the call's JSON arguments: ``read_file .env``, ``cat .env``, a
+  ``write_file`` into ``~/.ssh``);
+- writes in plan mode (``modes = ["plan"]``), on top of Gemini's own plan rules.
+
+:func:`gemini_policy_toml` is pure; :func:`write_policy_file` puts the text in a
+private folder under the temporary directory (which the body's sandbox keeps
+visible), rewritten at every start so an edit by a previous body does not last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from chorus._errors import ConfigError
+from chorus.policy._model import Policy
+from chorus.policy._paths import HOME_WORK_FOLDERS, PathContext, is_under
+
+#: Priority inside the tier (0..999): above anything a user or extension adds.
+PRIORITY = 990
+#: Gemini's tools that write files (plan mode refuses them).
+WRITE_TOOLS = ("write_file", "replace")
+#: Gemini's shell tool.
+SHELL_TOOL = "run_shell_command"
+#: A character that may be part of a file name (so a match must not touch one).
+_NAME = r"[A-Za-z0-9_.\-]"
+#: What a glob's ``*`` stands for inside one path part of a JSON string.
+_PART = r'[^/"\s\\]'
+_SPECIAL = frozenset("\\^$.|?*+()[]{}/")
+_GLOBS = frozenset("*?[")
+
+
+def denied_path_forms(pattern: str, ctx: PathContext) -> list[str]:
+    """The forms a denied path pattern takes in a CLI's own rules.
+
+    Placeholders are expanded; ``{chorus_home}`` becomes its entries except the work
+    folders when the body works inside it (a job worktree), else the home itself.
+    """
+    if pattern == "{chorus_home}" and is_under(ctx.cwd.resolve(), ctx.chorus_home.resolve()):
+        return [str(p) for p in _home_entries(ctx.chorus_home)]
+    return [ctx.expand(pattern) if "{" in pattern else pattern]
+
+
+def _home_entries(home: Path) -> Iterator[Path]:
+    try:
+        entries = sorted(home.iterdir())
+    except OSError:
+        return
+    yield from (e for e in entries if e.name not in HOME_WORK_FOLDERS)
+
+
+def _escape(text: str) -> str:
+    return "".join("\\" + c if c in _SPECIAL else c for c in text)
+
+
+def glob_regex(glob: str) -> str:
+    """A JavaScript regular expression that finds ``glob`` (a path pattern) inside a
+    tool call's JSON arguments: as a whole path part, anywhere in any string."""
+    out: list[str] = []
+    i = 3 if glob.startswith("**/") else 0  # the start check already allows any folder
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            # No quantified group: Gemini refuses such a pattern as a ReDoS risk.
+            out.append(r'(?:[^"\s\\]*/|)')
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(r'[^"\s\\]*')
+            i += 2
+        else:
+            out.append({"*": _PART + "*", "?": _PART}.get(glob[i], _escape(glob[i])))
+            i += 1
+    body = "".join(out)
+    start = "" if glob.startswith("/") else f"(?<!{_NAME})"
+    return f"{start}{body}(?!{_NAME})"
+
+
+def _path_regex(path: str, ctx: PathContext) -> str:
+    """``path`` as written, plus its ``~/`` spelling when it lies under the home."""
+    forms = [glob_regex(path)]
+    home = str(ctx.home).rstrip("/")
+    if path.startswith(home + "/"):
+        forms.append(r"~/" + glob_regex(path[len(home) + 1 :]).removeprefix(f"(?<!{_NAME})"))
+    return forms[0] if len(forms) == 1 else "(?:" + "|".join(forms) + ")"
+
+
+def _rule(fields: dict[str, object]) -> str:
+    lines = ["[[rule]]"]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in fields.items()]
+    return "\n".join(lines)
+
+
+def _command_prefixes(policy: Policy) -> list[str]:
+    if policy.shell.mode == "unrestricted":
+        return []
+    prefixes = (c.rstrip("*").strip() for c in policy.shell.denied_commands)
+    return [p for p in prefixes if p and not _GLOBS.intersection(p)]
+
+
+def gemini_policy_toml(policy: Policy, ctx: PathContext) -> str:
+    """The policy-engine TOML for ``policy`` in ``ctx`` (deterministic)."""
+    why = "Chorus policy: "
+    rules: list[str] = []
+    prefixes = _command_prefixes(policy)
+    if prefixes:
+        rules.append(
+            _rule(
+                {
+                    "toolName": SHELL_TOOL,
+                    "commandPrefix": prefixes,
+                    "decision": "deny",
+                    "priority": PRIORITY,
+                    "denyMessage": why + "this command is denied",
+                }
+            )
+        )
+    for pattern in policy.filesystem.denied_paths:
+        for path in (ctx.expand(p) for p in denied_path_forms(pattern, ctx)):
+            rules.append(
+                _rule(
+                    {
+                        "toolName": "*",
+                        "argsPattern": _path_regex(path, ctx),
+                        "decision": "deny",
+                        "priority": PRIORITY,
+                        "denyMessage": f"{why}{pattern} is a denied path",
+                    }
+                )
+            )
+    rules.append(
+        _rule(
+            {
+                "toolName": list(WRITE_TOOLS),
+                "modes": ["plan"],
+                "decision": "deny",
+                "priority": PRIORITY,
+                "denyMessage": why + "plan mode is read-only",
+            }
+        )
+    )
+    head = "# Written by Chorus from policy.toml at every start; edits do not last.\n"
+    return head + "\n\n".join(rules) + "\n"
+
+
+def policy_dir() -> Path:
+    """A folder only this user can use, under the temporary directory (which every
+    body's sandbox keeps visible); :class:`ConfigError` when someone else owns it."""
+    folder = Path(tempfile.gettempdir()) / f"chorus-native-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise ConfigError(f"{folder} is not a folder of this user: remove it and try again")
+    if info.st_mode & 0o077:
+        folder.chmod(0o700)
+    return folder
+
+
+def write_policy_file(text: str, name: str = "gemini", folder: Path | None = None) -> Path:
+    """Write ``text`` (atomically, 0600) to a file named by its digest; its path."""
+    folder = folder or policy_dir()
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = folder / f"{name}-{digest}.toml"
+    scratch = folder / f".{path.name}.{os.getpid()}"
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(text)
+    scratch.replace(path)
+    return path

@@ -1,0 +1,58 @@
+"""Native rules for long-lived bodies: the CLI's own refusals, from ``policy.toml``.
+
+A long-lived body asks Chorus (its permission callback) about what its CLI asks
+about, but Claude Code and Gemini CLI approve some calls by themselves (reading a
+file in the folder, a read-only shell command), so ``Read .env`` never reaches
+Chorus. Such a body starts with the rules its one-shot sibling gets (the
+``[long_lived]`` table of ``native_flags.toml``), minus the mode flags (the
+callback and the gate's mode stay in charge):
+
+- ``claude``: ``--disallowedTools`` deny rules (denied commands, reads and edits of
+  denied paths), which Claude Code applies before anything it would approve;
+- ``gemini``: ``--admin-policy FILE``, Gemini's policy engine TOML (denied commands,
+  any call naming a denied path, writes in plan mode);
+- ``codex``: the allowed roots as the workspace sandbox's writable roots (``-c``
+  at start, and in each ``turn/start``'s ``sandboxPolicy``, see ``roots``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chorus.policy._model import Policy
+from chorus.policy._native_flags import (
+    NativeTable,
+    allowed_roots,
+    deny_rules,
+    load_native_table,
+    policy_file_args,
+    writable_roots,
+)
+from chorus.policy._paths import PathContext
+
+
+@dataclass(frozen=True, slots=True)
+class NativeRules:
+    """What a long-lived body adds to its CLI's command line (``args``), and the
+    folders besides its own that it may write (``roots``, for per-turn settings)."""
+
+    body: str
+    args: tuple[str, ...] = ()
+    roots: tuple[str, ...] = ()
+
+
+def native_rules(
+    body: str, policy: Policy, *, ctx: PathContext, table: NativeTable | None = None
+) -> NativeRules:
+    """The rules for ``body`` under ``policy`` in ``ctx`` (``ctx.cwd``: the body's
+    folder); empty for a body the ``[long_lived]`` table does not list."""
+    table = table or load_native_table()
+    sibling = table.long_lived.get(body)
+    if sibling is None:
+        return NativeRules(body)
+    entry = table.bodies[sibling]
+    args = deny_rules(entry, policy, ctx)
+    args += writable_roots(entry, policy, ctx)
+    args += policy_file_args(entry, policy, ctx)
+    roots = allowed_roots(policy, ctx) if entry.writable_roots else []
+    return NativeRules(body, tuple(args), tuple(roots))
