@@ -1,0 +1,105 @@
+"""Issue 14: each CLI's own rules, generated from policy.toml, refuse what the CLI would
+approve without asking Chorus. The OS sandbox is OFF here, so only the CLI's rules
+(and Chorus's callback for what the CLI does ask about) stand between the model and
+the secret. Real CLIs, scripted model, through the daemon."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from chorus.testing import Reply, shell, text, tool_call, write_file
+
+if TYPE_CHECKING:
+    from conftest import Daemon
+
+pytestmark = pytest.mark.e2e
+
+SECRET = "".join(["native", "-secret-", "Q4v9"])
+MARKER = "sudo-listed-this-marker"
+SANDBOX_OFF = ("[sandbox]", 'mode = "off"')
+
+
+def results(chorus: Daemon, lane: str) -> list[str]:
+    """The tool result each model request after the first carried back."""
+    out = []
+    for request in chorus.server.turn_requests(lane=lane)[1:]:
+        result = request.last_tool_result()
+        out.append(json.dumps(result.content) if result is not None else "")
+    return out
+
+
+def run(chorus: Daemon, body: str, lane: str, mode: str, turns: list[Reply]) -> list[str]:
+    (chorus.work / ".env").write_text(f"TOKEN={SECRET}\n")
+    (chorus.work / MARKER).write_text("x")
+    chorus.server.script([*turns, text("done")], lane=lane)
+    done = chorus.run("ask", "go", "--body", body, "--permission-mode", mode, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert SECRET not in done.stdout
+    seen = results(chorus, lane)
+    assert len(seen) == len(turns), seen
+    return seen
+
+
+def test_claude_never_reads_a_denied_file_it_would_read_unasked(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    chorus = daemon_with(*SANDBOX_OFF)
+    work = chorus.work
+    read = tool_call("Read", {"file_path": str(work / ".env")})
+    seen = run(chorus, "claude", "claude", "default", [read, shell("cat .env")])
+    assert all(SECRET not in s for s in seen), seen
+    assert "denied by your permission settings" in seen[0]
+    assert "denied" in seen[1]
+
+
+def test_claude_still_reads_an_ordinary_file(daemon_with: Callable[..., Daemon]) -> None:
+    """The deny rules are narrow: a file the policy does not deny is read as before."""
+    chorus = daemon_with(*SANDBOX_OFF)
+    (chorus.work / "notes.txt").write_text("ordinary-content-31\n")
+    read = tool_call("Read", {"file_path": str(chorus.work / "notes.txt")})
+    seen = run(chorus, "claude", "claude", "default", [read])
+    assert "ordinary-content-31" in seen[0]
+
+
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+def test_gemini_refuses_denied_paths_and_commands_by_its_own_policy(
+    daemon_with: Callable[..., Daemon], mode: str
+) -> None:
+    chorus = daemon_with(*SANDBOX_OFF)
+    turns = [
+        tool_call("read_file", {"file_path": ".env"}),
+        shell("cat .env"),
+        shell("cd .. && sudo ls " + str(chorus.work)),
+    ]
+    seen = run(chorus, "gemini", "gemini", mode, turns)
+    assert all(SECRET not in s and MARKER not in s for s in seen), seen
+    # Without the generated policy file Gemini ran `cat .env` unasked (the secret
+    # reached the model); sudo is refused by the same file, before it runs.
+    assert "denied by policy" in seen[1], seen
+    assert "denied by policy" in seen[2], seen
+
+
+def test_gemini_plan_mode_writes_nothing(daemon_with: Callable[..., Daemon]) -> None:
+    """Plan mode is read-only on Gemini with the generated file in place (Gemini's own
+    plan rules refuse this write too; the file's plan rule is a second layer)."""
+    chorus = daemon_with(*SANDBOX_OFF)
+    seen = run(chorus, "gemini", "gemini", "plan", [write_file("plan.txt", "planned\n")])
+    assert not (chorus.work / "plan.txt").exists(), seen
+
+
+def test_codex_plan_mode_asks_chorus_about_sudo_and_is_refused(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    """Codex's plan mode used approvalPolicy "never": ``sudo ls`` ran unasked in the
+    read-only sandbox. Now Codex asks, and Chorus's policy refuses."""
+    chorus = daemon_with(*SANDBOX_OFF)
+    seen = run(chorus, "codex", "codex", "plan", [shell("sudo ls"), write_file("p.txt", "x\n")])
+    # Refused before it ran (sudo may not even be installed: "command not found"
+    # would mean Codex ran it unasked, as it did under "never").
+    assert "rejected" in seen[0], seen
+    assert "exited with code" not in seen[0], seen
+    assert not (chorus.work / "p.txt").exists()
