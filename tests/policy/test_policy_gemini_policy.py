@@ -1,0 +1,135 @@
+"""Gemini's policy file from policy.toml (issue 14): rules, patterns, and the real CLI
+loading every rule of it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chorus.agents import find_agent
+from chorus.policy import PathContext, Policy
+from chorus.policy._gemini_policy import (
+    PRIORITY,
+    gemini_policy_toml,
+    glob_regex,
+    policy_dir,
+    write_policy_file,
+)
+from chorus.testing import GEMINI_MODEL, ModelServer, Scenario, offline_env, text
+
+#: Gemini's own check (isSafeRegExp): a quantified group after a quantifier is refused.
+GEMINI_UNSAFE = re.compile(r"\([^)]*[*+?{].*\)[*+?{]")
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> PathContext:
+    return PathContext(tmp_path / "w", Path("/home/u"), tmp_path / "t", tmp_path / "c")
+
+
+def args(**values: str) -> str:
+    """A tool call's arguments as Gemini's stableStringify gives them to a pattern."""
+    return "{" + ",".join(f"\0{json.dumps(k)}:{json.dumps(v)}\0" for k, v in values.items()) + "}"
+
+
+def rules(ctx: PathContext, policy: Policy | None = None) -> list[dict[str, Any]]:
+    parsed = tomllib.loads(gemini_policy_toml(policy or Policy(), ctx))
+    return list(parsed["rule"])
+
+
+def denied(ctx: PathContext, call: str) -> list[str]:
+    return [
+        str(r["denyMessage"])
+        for r in rules(ctx)
+        if "argsPattern" in r and re.search(str(r["argsPattern"]), call)
+    ]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        args(file_path=".env"),
+        args(file_path="/srv/app/.env"),
+        args(command="cat .env"),
+        args(command="cd sub && cat ./config/.env.local"),
+        args(file_path="/home/u/.ssh/id_ed25519"),
+        args(command="cat ~/.ssh/config"),
+        args(command="tar czf /tmp/x.tgz /home/u/.aws"),
+        args(file_path="certs/server.pem"),
+        args(command="cat /etc/shadow"),
+    ],
+)
+def test_a_call_naming_a_denied_path_is_denied(ctx: PathContext, call: str) -> None:
+    assert denied(ctx, call), call
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        args(file_path="src/environment.py"),
+        args(command="cat README.md"),
+        args(file_path="/home/u/.sshd_notes"),
+        args(command="grep -r env ."),
+        args(file_path="docs/pem.txt"),
+    ],
+)
+def test_an_ordinary_call_is_not(ctx: PathContext, call: str) -> None:
+    assert denied(ctx, call) == [], call
+
+
+def test_denied_commands_and_plan_writes(ctx: PathContext) -> None:
+    shell, *_, plan = rules(ctx)
+    assert shell["toolName"] == "run_shell_command"
+    assert {"sudo", "su", "git push --force"} <= set(shell["commandPrefix"])
+    assert plan == {
+        "toolName": ["write_file", "replace"],
+        "modes": ["plan"],
+        "decision": "deny",
+        "priority": PRIORITY,
+        "denyMessage": "Chorus policy: plan mode is read-only",
+    }
+    quiet = Policy.model_validate(
+        {"shell": {"mode": "unrestricted"}, "filesystem": {"denied_paths": []}}
+    )
+    assert [r["toolName"] for r in rules(ctx, quiet)] == [["write_file", "replace"]]
+
+
+def test_every_pattern_passes_gemini_s_redos_check(ctx: PathContext) -> None:
+    patterns = [str(r["argsPattern"]) for r in rules(ctx) if "argsPattern" in r]
+    assert len(patterns) >= 20
+    assert [p for p in patterns if GEMINI_UNSAFE.search(p)] == []
+    assert not GEMINI_UNSAFE.search(glob_regex("/a/**/b/*.key"))
+
+
+def test_the_file_is_private_and_rewritten(tmp_path: Path) -> None:
+    folder = policy_dir()
+    assert folder.stat().st_mode & 0o777 == 0o700
+    path = write_policy_file("one\n", folder=tmp_path)
+    path.write_text("tampered\n")
+    assert write_policy_file("one\n", folder=tmp_path) == path
+    assert path.read_text() == "one\n"
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.e2e
+def test_the_real_gemini_loads_every_rule(tmp_path: Path) -> None:
+    """The pinned CLI reports any rule it refuses ("Policy file error") on stderr."""
+    work = tmp_path / "work"
+    work.mkdir()
+    ctx = PathContext.current(work)
+    path = write_policy_file(gemini_policy_toml(Policy(), ctx), folder=tmp_path)
+    with ModelServer(Scenario.of(text("hello"))) as server:
+        env = offline_env("gemini", tmp_path / "home", server.url)
+        argv = [str(find_agent("gemini")), "-p", "hi", "-m", GEMINI_MODEL]
+        argv += ["--admin-policy", str(path)]
+        done = subprocess.run(
+            argv, cwd=work, env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "hello" in done.stdout
+    assert "Policy file error" not in done.stderr, done.stderr[-2000:]

@@ -1,0 +1,114 @@
+"""Native rules for long-lived bodies (issue 14): each CLI's own refusals from policy.toml."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from chorus._errors import ConfigError
+from chorus.policy import NativeRules, PathContext, Policy, native_flags, native_rules
+from chorus.policy._native_flags import parse_native_table
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> PathContext:
+    return PathContext(tmp_path / "w", tmp_path / "h", tmp_path / "t", tmp_path / "c")
+
+
+def policy(**sections: object) -> Policy:
+    return Policy.model_validate(sections)
+
+
+def after(args: tuple[str, ...], flag: str) -> list[str]:
+    return list(args[args.index(flag) + 1 :])
+
+
+def test_claude_gets_the_same_deny_rules_as_claude_print_and_no_mode_flags(
+    ctx: PathContext,
+) -> None:
+    rules = native_rules("claude", Policy(), ctx=ctx)
+    one_shot = native_flags("claude-print", Policy(), mode="default", ctx=ctx)
+    assert rules.args[0] == "--disallowedTools"
+    assert rules.args == one_shot.args[2:]  # the same rules, without --permission-mode
+    assert "--permission-mode" not in rules.args
+    deny = after(rules.args, "--disallowedTools")
+    assert {"Read(**/.env)", "Edit(**/.env)", "Bash(sudo:*)", "Read(~/.ssh/**)"} <= set(deny)
+    assert rules.roots == ()
+
+
+def test_claude_follows_the_policy_s_own_lists(ctx: PathContext) -> None:
+    mine = policy(
+        filesystem={"denied_paths": ["secrets/*.key"]},
+        shell={"denied_commands": ["terraform destroy"]},
+    )
+    deny = after(native_rules("claude", mine, ctx=ctx).args, "--disallowedTools")
+    assert deny == ["Bash(terraform destroy:*)", "Read(secrets/*.key)", "Edit(secrets/*.key)"]
+    unrestricted = policy(filesystem={"denied_paths": []}, shell={"mode": "unrestricted"})
+    assert native_rules("claude", unrestricted, ctx=ctx).args == ()
+
+
+def test_a_job_inside_chorus_home_keeps_its_worktree_readable(tmp_path: Path) -> None:
+    """Denying all of CHORUS_HOME would deny a worktree job its own folder: the rule
+    names the home's other entries instead (the work folders stay readable)."""
+    home = tmp_path / "c"
+    (home / "worktrees" / "job1").mkdir(parents=True)
+    (home / "audit").mkdir()
+    (home / "policy.toml").write_text("")
+    inside = PathContext(home / "worktrees" / "job1", tmp_path / "h", tmp_path / "t", home)
+    mine = policy(filesystem={"denied_paths": ["{chorus_home}"]}, shell={"denied_commands": []})
+    deny = after(native_rules("claude", mine, ctx=inside).args, "--disallowedTools")
+    assert f"Read(/{home}/audit/**)" in deny
+    assert f"Edit(/{home}/policy.toml)" in deny
+    assert not any("worktrees" in rule for rule in deny)
+    assert f"Read(/{home}/**)" not in deny
+    outside = PathContext(tmp_path / "w", tmp_path / "h", tmp_path / "t", home)
+    whole = after(native_rules("claude", mine, ctx=outside).args, "--disallowedTools")
+    assert f"Read(/{home}/**)" in whole
+
+
+def test_gemini_gets_an_admin_policy_file_written_from_the_policy(ctx: PathContext) -> None:
+    rules = native_rules("gemini", Policy(), ctx=ctx)
+    assert rules.args[0] == "--admin-policy"
+    assert len(rules.args) == 2
+    path = Path(rules.args[1])
+    assert path.stat().st_mode & 0o077 == 0
+    parsed = tomllib.loads(path.read_text())
+    assert parsed["rule"][0]["commandPrefix"][0] == "sudo"
+    assert any(r.get("modes") == ["plan"] for r in parsed["rule"])
+
+
+def test_codex_gets_the_extra_roots_writable(ctx: PathContext) -> None:
+    mine = policy(filesystem={"allowed_paths": ["{cwd}", "/srv/shared"]})
+    rules = native_rules("codex", mine, ctx=ctx)
+    assert rules.args == ("-c", 'sandbox_workspace_write.writable_roots=["/srv/shared"]')
+    assert rules.roots == ("/srv/shared",)
+    assert native_rules("codex", Policy(), ctx=ctx) == NativeRules("codex")
+
+
+def test_bodies_without_an_entry_get_nothing(ctx: PathContext) -> None:
+    for body in ("claude-print", "codex-acp", "claude-code-acp", "nope"):
+        assert native_rules(body, Policy(), ctx=ctx) == NativeRules(body)
+
+
+def test_long_lived_must_name_a_listed_one_shot_body() -> None:
+    text = """
+dangerous = []
+[bodies.x]
+default = []
+acceptEdits = []
+plan = []
+bypassPermissions = []
+[long_lived]
+y = "{target}"
+"""
+    assert parse_native_table(text.format(target="x")).long_lived == {"y": "x"}
+    with pytest.raises(ConfigError, match="does not list: \\['nowhere'\\]"):
+        parse_native_table(text.format(target="nowhere"))
+
+
+def test_gemini_headless_gets_the_same_policy_file(ctx: PathContext) -> None:
+    flags = native_flags("gemini-headless", Policy(), mode="default", ctx=ctx)
+    rules = native_rules("gemini", Policy(), ctx=ctx)
+    assert flags.args[-2:] == rules.args
