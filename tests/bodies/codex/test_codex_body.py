@@ -105,3 +105,9 @@ def test_generated_schema_is_current() -> None:
     if "AgentNotFoundError" in done.stderr:
         pytest.skip("the pinned codex CLI is not installed")
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_app_server_body_takes_the_policy_s_roots_from_its_options(tmp_path: Path) -> None:
+    options = BodyOptions(cwd=tmp_path, extra={"allowed_roots": ("/srv/a", "/srv/b")})
+    assert CodexBody(options)._codec.writable_roots == ("/srv/a", "/srv/b")
+    assert CodexBody(BodyOptions(cwd=tmp_path))._codec.writable_roots == ()

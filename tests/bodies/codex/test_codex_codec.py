@@ -742,3 +742,17 @@ def test_a_limit_failure_carries_the_accounts_reset_time() -> None:
     assert failed.error.native is not None
     assert failed.error.native["rate_limits"]["primary"]["resetsAt"] == 1795345000
     assert reset_time(failed.error, 1795340000) == 1795345000
+
+
+def test_a_turn_that_sets_a_mode_keeps_the_policy_s_extra_roots_writable() -> None:
+    """Issue 14: the per-turn sandboxPolicy replaces the thread's; the policy's allowed
+    paths besides cwd stay writable in the workspace sandbox, and nowhere else."""
+    codec = AppServerCodec()
+    codec.writable_roots = ("/srv/shared",)
+    codec.thread_id = "T1"
+    turn = json.loads(codec.turn_start("hi", mode="default").line)["params"]
+    assert turn["sandboxPolicy"] == {"type": "workspaceWrite", "writableRoots": ["/srv/shared"]}
+    assert turn["approvalPolicy"] == "untrusted"
+    plan = json.loads(codec.turn_start("hi", mode="plan").line)["params"]
+    assert plan["sandboxPolicy"] == {"type": "readOnly"}
+    assert plan["approvalPolicy"] == "untrusted"  # unknown commands ask Chorus, even in plan

@@ -1,0 +1,49 @@
+"""The launcher starts long-lived bodies with their CLI's own rules (issue 14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from chorus.bodies import allow_all
+from chorus.config import ChorusConfig
+from chorus.policy import Policy
+from chorus.session import Launch
+from chorus.session._launcher import BodyLauncher, PolicyGuards
+from chorus.store import SqliteStore
+
+CONFIG = ChorusConfig.model_validate({"sandbox": {"mode": "off"}})
+
+
+@pytest.fixture
+def store(tmp_path: Path, chorus_home: Path) -> SqliteStore:
+    return SqliteStore(tmp_path / "chorus.db")
+
+
+def launch(body: str) -> Launch:
+    return Launch(body=body, model=None, resume=None, gate=None, mode=None, permission=allow_all)
+
+
+def test_long_lived_bodies_get_their_rules_one_shot_bodies_do_not(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    policy = Policy.model_validate({"filesystem": {"allowed_paths": ["{cwd}", "/srv/x"]}})
+    launcher = BodyLauncher(CONFIG, store, guards=PolicyGuards(policy))
+    claude = launcher.options_for(str(tmp_path), launch("claude"), lambda *a: None)
+    assert claude.extra_args[0] == "--disallowedTools"
+    assert "Read(**/.env)" in claude.extra_args
+    gemini = launcher.options_for(str(tmp_path), launch("gemini"), lambda *a: None)
+    assert gemini.extra_args[-2] == "--admin-policy"
+    assert Path(gemini.extra_args[-1]).is_file()
+    codex = launcher.options_for(str(tmp_path), launch("codex"), lambda *a: None)
+    assert codex.extra["allowed_roots"] == ("/srv/x",)
+    assert "-c" in codex.extra_args
+    one_shot = launcher.options_for(str(tmp_path), launch("claude-print"), lambda *a: None)
+    assert "--disallowedTools" not in one_shot.extra_args
+
+
+def test_without_a_policy_nothing_is_added(store: SqliteStore, tmp_path: Path) -> None:
+    launcher = BodyLauncher(CONFIG, store)
+    options = launcher.options_for(str(tmp_path), launch("claude"), lambda *a: None)
+    assert "--disallowedTools" not in options.extra_args
