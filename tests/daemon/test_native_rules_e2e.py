@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from chorus.policy import DEFAULT_POLICY_TOML
 from chorus.testing import Reply, shell, text, tool_call, write_file
 
 if TYPE_CHECKING:
@@ -65,22 +66,39 @@ def test_claude_still_reads_an_ordinary_file(daemon_with: Callable[..., Daemon])
     assert "ordinary-content-31" in seen[0]
 
 
-@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
-def test_gemini_refuses_denied_paths_and_commands_by_its_own_policy(
-    daemon_with: Callable[..., Daemon], mode: str
-) -> None:
-    chorus = daemon_with(*SANDBOX_OFF)
-    turns = [
-        tool_call("read_file", {"file_path": ".env"}),
-        shell("cat .env"),
-        shell("cd .. && sudo ls " + str(chorus.work)),
-    ]
-    seen = run(chorus, "gemini", "gemini", mode, turns)
+GEMINI_TRIES = [
+    tool_call("read_file", {"file_path": ".env"}),
+    shell("cat .env"),
+    shell("cd .. && sudo ls ."),
+]
+
+
+def gemini_refused(seen: list[str]) -> None:
     assert all(SECRET not in s and MARKER not in s for s in seen), seen
     # Without the generated policy file Gemini ran `cat .env` unasked (the secret
     # reached the model); sudo is refused by the same file, before it runs.
     assert "denied by policy" in seen[1], seen
     assert "denied by policy" in seen[2], seen
+
+
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+def test_gemini_refuses_denied_paths_and_commands_by_its_own_policy(
+    daemon_with: Callable[..., Daemon], mode: str
+) -> None:
+    chorus = daemon_with(*SANDBOX_OFF)
+    gemini_refused(run(chorus, "gemini", "gemini", mode, GEMINI_TRIES))
+
+
+def test_gemini_headless_in_yolo_still_refuses_them(daemon_with: Callable[..., Daemon]) -> None:
+    """One-shot Gemini offers its shell only with --yolo (bypassPermissions, which the
+    policy must allow): the policy file still holds, Gemini approving all else."""
+    chorus = daemon_with(*SANDBOX_OFF)
+    policy = DEFAULT_POLICY_TOML.replace("allow_dangerous = false", "allow_dangerous = true")
+    assert policy != DEFAULT_POLICY_TOML
+    (chorus.home / "policy.toml").write_text(policy)
+    (chorus.home / "policy.toml").chmod(0o600)
+    seen = run(chorus, "gemini-headless", "gemini", "bypassPermissions", GEMINI_TRIES)
+    gemini_refused(seen)
 
 
 def test_gemini_plan_mode_writes_nothing(daemon_with: Callable[..., Daemon]) -> None:
