@@ -45,16 +45,25 @@ def run(chorus: Daemon, body: str, lane: str, mode: str, turns: list[Reply]) -> 
     return seen
 
 
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "plan", "bypassPermissions"])
 def test_claude_never_reads_a_denied_file_it_would_read_unasked(
-    daemon_with: Callable[..., Daemon],
+    daemon_with: Callable[..., Daemon], mode: str
 ) -> None:
     chorus = daemon_with(*SANDBOX_OFF)
     work = chorus.work
     read = tool_call("Read", {"file_path": str(work / ".env")})
-    seen = run(chorus, "claude", "claude", "default", [read, shell("cat .env")])
+    seen = run(chorus, "claude", "claude", mode, [read, shell("cat .env")])
     assert all(SECRET not in s for s in seen), seen
     assert "denied by your permission settings" in seen[0]
     assert "denied" in seen[1]
+
+
+def test_claude_plan_mode_writes_nothing(daemon_with: Callable[..., Daemon]) -> None:
+    chorus = daemon_with(*SANDBOX_OFF)
+    target = str(chorus.work / "plan.txt")
+    seen = run(chorus, "claude", "claude", "plan", [write_file(target, "planned\n")])
+    assert not (chorus.work / "plan.txt").exists(), seen
+    assert "plan mode" in seen[0]
 
 
 def test_claude_still_reads_an_ordinary_file(daemon_with: Callable[..., Daemon]) -> None:
