@@ -16,6 +16,7 @@ from chorus.agents import find_agent
 from chorus.policy import PathContext, Policy
 from chorus.policy._gemini_policy import (
     PRIORITY,
+    admin_tier_free,
     gemini_policy_toml,
     glob_regex,
     policy_dir,
@@ -133,3 +134,13 @@ def test_the_real_gemini_loads_every_rule(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "hello" in done.stdout
     assert "Policy file error" not in done.stderr, done.stderr[-2000:]
+
+
+def test_system_policies_push_the_file_to_the_user_tier(tmp_path: Path) -> None:
+    assert admin_tier_free(tmp_path / "absent")
+    system = tmp_path / "policies"
+    system.mkdir()
+    (system / "README").write_text("")
+    assert admin_tier_free(system)
+    (system / "org.toml").write_text("")
+    assert not admin_tier_free(system)

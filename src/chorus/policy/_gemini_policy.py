@@ -155,6 +155,19 @@ def gemini_policy_toml(policy: Policy, ctx: PathContext) -> str:
     return head + "\n\n".join(rules) + "\n"
 
 
+#: Gemini's system policy folder (Linux); with a ``.toml`` in it, Gemini ignores
+#: ``--admin-policy`` (with a warning), so the file must go in the user tier instead.
+SYSTEM_POLICIES = Path("/etc/gemini-cli/policies")
+
+
+def admin_tier_free(system: Path = SYSTEM_POLICIES) -> bool:
+    """Whether Gemini will take an ``--admin-policy`` file (no system policies)."""
+    try:
+        return not any(p.suffix == ".toml" for p in system.iterdir())
+    except OSError:
+        return True
+
+
 def policy_dir() -> Path:
     """A folder only this user can use, under the temporary directory (which every
     body's sandbox keeps visible); :class:`ConfigError` when someone else owns it."""

@@ -22,7 +22,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from chorus._errors import ConfigError, UnknownBodyError
-from chorus.policy._gemini_policy import denied_path_forms, gemini_policy_toml, write_policy_file
+from chorus.policy._gemini_policy import (
+    admin_tier_free,
+    denied_path_forms,
+    gemini_policy_toml,
+    write_policy_file,
+)
 from chorus.policy._model import PERMISSION_MODES, PermissionMode, Policy
 from chorus.policy._paths import PathContext
 
@@ -48,6 +53,7 @@ class BodyFlags(_Strict):
     deny_edit: str | None = None
     writable_roots: str | None = None
     policy_flag: str | None = None
+    policy_flag_fallback: str | None = None
 
     def for_mode(self, mode: PermissionMode) -> list[str]:
         return {
@@ -229,7 +235,10 @@ def policy_file_args(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list
     """``entry.policy_flag`` and the policy file written for it (Gemini)."""
     if entry.policy_flag is None:
         return []
-    return [entry.policy_flag, str(write_policy_file(gemini_policy_toml(policy, ctx)))]
+    flag = entry.policy_flag
+    if entry.policy_flag_fallback and not admin_tier_free():
+        flag = entry.policy_flag_fallback
+    return [flag, str(write_policy_file(gemini_policy_toml(policy, ctx)))]
 
 
 def dangerous_flags(body: str | None = None) -> list[DangerousFlag]:
