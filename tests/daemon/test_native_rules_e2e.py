@@ -82,12 +82,14 @@ GEMINI_TRIES = [
 ]
 
 
-def gemini_refused(seen: list[str]) -> None:
+def gemini_refused(seen: list[str], *, asked: bool) -> None:
     assert all(SECRET not in s and MARKER not in s for s in seen), seen
     # Without the generated policy file Gemini ran `cat .env` unasked (the secret
-    # reached the model); sudo is refused by the same file, before it runs.
+    # reached the model).
     assert "denied by policy" in seen[1], seen
-    assert "denied by policy" in seen[2], seen
+    # sudo: one-shot Gemini refuses it by the file; over ACP the file makes Gemini
+    # ask Chorus, which refuses it (ACP's reject reads "canceled" to the model).
+    assert ("canceled" if asked else "denied by policy") in seen[2], seen
 
 
 @pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
@@ -95,7 +97,7 @@ def test_gemini_refuses_denied_paths_and_commands_by_its_own_policy(
     daemon_with: Callable[..., Daemon], mode: str
 ) -> None:
     chorus = daemon_with(*SANDBOX_OFF)
-    gemini_refused(run(chorus, "gemini", "gemini", mode, GEMINI_TRIES))
+    gemini_refused(run(chorus, "gemini", "gemini", mode, GEMINI_TRIES), asked=True)
 
 
 def test_gemini_headless_in_yolo_still_refuses_them(daemon_with: Callable[..., Daemon]) -> None:
@@ -107,7 +109,7 @@ def test_gemini_headless_in_yolo_still_refuses_them(daemon_with: Callable[..., D
     (chorus.home / "policy.toml").write_text(policy)
     (chorus.home / "policy.toml").chmod(0o600)
     seen = run(chorus, "gemini-headless", "gemini", "bypassPermissions", GEMINI_TRIES)
-    gemini_refused(seen)
+    gemini_refused(seen, asked=False)
 
 
 def test_gemini_plan_mode_writes_nothing(daemon_with: Callable[..., Daemon]) -> None:

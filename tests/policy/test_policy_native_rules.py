@@ -108,7 +108,16 @@ y = "{target}"
         parse_native_table(text.format(target="nowhere"))
 
 
-def test_gemini_headless_gets_the_same_policy_file(ctx: PathContext) -> None:
-    flags = native_flags("gemini-headless", Policy(), mode="default", ctx=ctx)
-    rules = native_rules("gemini", Policy(), ctx=ctx)
-    assert flags.args[-2:] == rules.args
+def test_gemini_headless_refuses_commands_gemini_over_acp_asks_about_them(
+    ctx: PathContext,
+) -> None:
+    """One-shot Gemini cannot ask: its file refuses denied commands. Over ACP they are
+    routed to Chorus instead (its reason, its audit); denied paths are refused by both."""
+    one_shot = Path(native_flags("gemini-headless", Policy(), mode="default", ctx=ctx).args[-1])
+    acp = Path(native_rules("gemini", Policy(), ctx=ctx).args[-1])
+    shell_one_shot = tomllib.loads(one_shot.read_text())["rule"]
+    shell_acp = tomllib.loads(acp.read_text())["rule"]
+    assert shell_one_shot[0]["decision"] == "deny"
+    assert shell_acp[0]["decision"] == "ask_user"
+    assert shell_one_shot[1:] == shell_acp[1:]
+    assert {r["decision"] for r in shell_acp[1:]} == {"deny"}

@@ -110,23 +110,27 @@ def _command_prefixes(policy: Policy) -> list[str]:
     return [p for p in prefixes if p and not _GLOBS.intersection(p)]
 
 
-def gemini_policy_toml(policy: Policy, ctx: PathContext) -> str:
-    """The policy-engine TOML for ``policy`` in ``ctx`` (deterministic)."""
+def gemini_policy_toml(policy: Policy, ctx: PathContext, *, asks: bool = False) -> str:
+    """The policy-engine TOML for ``policy`` in ``ctx`` (deterministic).
+
+    ``asks``: the body has a permission callback, so a denied command is routed to
+    Chorus (``ask_user``: refused there, with the policy's reason, and audited)
+    rather than refused by Gemini with a bare "denied by policy"; Gemini can no
+    longer approve it by itself either way. Denied paths are always refused here.
+    """
     why = "Chorus policy: "
     rules: list[str] = []
     prefixes = _command_prefixes(policy)
     if prefixes:
-        rules.append(
-            _rule(
-                {
-                    "toolName": SHELL_TOOL,
-                    "commandPrefix": prefixes,
-                    "decision": "deny",
-                    "priority": PRIORITY,
-                    "denyMessage": why + "this command is denied",
-                }
-            )
-        )
+        command: dict[str, object] = {
+            "toolName": SHELL_TOOL,
+            "commandPrefix": prefixes,
+            "decision": "ask_user" if asks else "deny",
+            "priority": PRIORITY,
+        }
+        if not asks:
+            command["denyMessage"] = why + "this command is denied"
+        rules.append(_rule(command))
     for pattern in policy.filesystem.denied_paths:
         for path in (ctx.expand(p) for p in denied_path_forms(pattern, ctx)):
             rules.append(

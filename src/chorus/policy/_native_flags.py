@@ -231,14 +231,17 @@ def writable_roots(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[s
     return ["-c", entry.writable_roots.format(roots=json.dumps(extra))]
 
 
-def policy_file_args(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
-    """``entry.policy_flag`` and the policy file written for it (Gemini)."""
+def policy_file_args(
+    entry: BodyFlags, policy: Policy, ctx: PathContext, *, asks: bool = False
+) -> list[str]:
+    """``entry.policy_flag`` and the policy file written for it (Gemini); ``asks``:
+    the body has a permission callback (see :func:`gemini_policy_toml`)."""
     if entry.policy_flag is None:
         return []
     flag = entry.policy_flag
     if entry.policy_flag_fallback and not admin_tier_free():
         flag = entry.policy_flag_fallback
-    return [flag, str(write_policy_file(gemini_policy_toml(policy, ctx)))]
+    return [flag, str(write_policy_file(gemini_policy_toml(policy, ctx, asks=asks)))]
 
 
 def dangerous_flags(body: str | None = None) -> list[DangerousFlag]:

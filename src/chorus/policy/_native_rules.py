@@ -9,8 +9,9 @@ callback and the gate's mode stay in charge):
 
 - ``claude``: ``--disallowedTools`` deny rules (denied commands, reads and edits of
   denied paths), which Claude Code applies before anything it would approve;
-- ``gemini``: ``--admin-policy FILE``, Gemini's policy engine TOML (denied commands,
-  any call naming a denied path, writes in plan mode);
+- ``gemini``: ``--admin-policy FILE``, Gemini's policy engine TOML (any call naming
+  a denied path and writes in plan mode refused; denied commands always asked
+  about, so Chorus refuses them with its reason and audits them);
 - ``codex``: the allowed roots as the workspace sandbox's writable roots (``-c``
   at start, and in each ``turn/start``'s ``sandboxPolicy``, see ``roots``).
 """
@@ -53,6 +54,6 @@ def native_rules(
     entry = table.bodies[sibling]
     args = deny_rules(entry, policy, ctx)
     args += writable_roots(entry, policy, ctx)
-    args += policy_file_args(entry, policy, ctx)
+    args += policy_file_args(entry, policy, ctx, asks=True)
     roots = allowed_roots(policy, ctx) if entry.writable_roots else []
     return NativeRules(body, tuple(args), tuple(roots))
