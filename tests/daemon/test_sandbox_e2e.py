@@ -64,7 +64,8 @@ def test_escapes_fail_inside_the_sandbox(
     assert (chorus.home / "policy.toml").read_text() == POLICY
     seen = _results(chorus, body)
     assert "PRIVATE-KEY-MATERIAL" not in seen
-    assert "bypassPermissions" not in seen  # the policy file was not readable
+    # The policy file was not readable (its content, not a refusal echoing the command).
+    assert 'mode = \\"bypassPermissions' not in seen
     assert (chorus.work / "inside.txt").read_text() == "inside\n"
     assert list((chorus.home / "run" / "sandbox").glob(f"{body}-*.sh"))  # it ran wrapped
 

@@ -199,12 +199,15 @@ def _claude_path(pattern: str) -> str:
     return "/" + pattern if pattern.startswith("/") else pattern
 
 
-def deny_rules(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
-    """``entry.deny_flag`` and its rules: denied commands, reads and edits of denied paths."""
+def deny_rules(
+    entry: BodyFlags, policy: Policy, ctx: PathContext, *, commands: bool = True
+) -> list[str]:
+    """``entry.deny_flag`` and its rules: denied commands (unless ``commands`` is
+    false), reads and edits of denied paths."""
     if entry.deny_flag is None:
         return []
     rules: list[str] = []
-    if entry.deny_command and policy.shell.mode != "unrestricted":
+    if commands and entry.deny_command and policy.shell.mode != "unrestricted":
         for command in policy.shell.denied_commands:
             prefix = command.rstrip("*").strip()
             if prefix and not _GLOBS.intersection(prefix):

@@ -7,8 +7,10 @@ Chorus. Such a body starts with the rules its one-shot sibling gets (the
 ``[long_lived]`` table of ``native_flags.toml``), minus the mode flags (the
 callback and the gate's mode stay in charge):
 
-- ``claude``: ``--disallowedTools`` deny rules (denied commands, reads and edits of
-  denied paths), which Claude Code applies before anything it would approve;
+- ``claude``: ``--disallowedTools`` deny rules for reads and edits of denied paths,
+  which Claude Code applies before anything it would approve (also to a Bash
+  command that reads such a path); denied commands are left to the callback, which
+  Claude asks about them (so the model gets Chorus's reason and the audit a record);
 - ``gemini``: ``--admin-policy FILE``, Gemini's policy engine TOML (any call naming
   a denied path and writes in plan mode refused; denied commands always asked
   about, so Chorus refuses them with its reason and audits them);
@@ -52,7 +54,9 @@ def native_rules(
     if sibling is None:
         return NativeRules(body)
     entry = table.bodies[sibling]
-    args = deny_rules(entry, policy, ctx)
+    # Commands: the CLI asks Chorus about them (its reason, its audit); only paths
+    # are read unasked.
+    args = deny_rules(entry, policy, ctx, commands=False)
     args += writable_roots(entry, policy, ctx)
     args += policy_file_args(entry, policy, ctx, asks=True)
     roots = allowed_roots(policy, ctx) if entry.writable_roots else []
