@@ -123,5 +123,6 @@ def test_gemini_headless_refuses_commands_gemini_over_acp_asks_about_them(
     shell_acp = tomllib.loads(acp.read_text())["rule"]
     assert shell_one_shot[0]["decision"] == "deny"
     assert shell_acp[0]["decision"] == "ask_user"
+    assert "plan" not in shell_acp[0]["modes"]  # Gemini's own plan rules refuse the shell
     assert shell_one_shot[1:] == shell_acp[1:]
     assert {r["decision"] for r in shell_acp[1:]} == {"deny"}

@@ -34,6 +34,8 @@ from chorus.policy._paths import HOME_WORK_FOLDERS, PathContext, is_under
 PRIORITY = 990
 #: Gemini's tools that write files (plan mode refuses them).
 WRITE_TOOLS = ("write_file", "replace")
+#: Gemini's approval modes in which a denied command is routed to Chorus (``asks``).
+ASK_MODES = ("default", "autoEdit", "yolo")
 #: Gemini's shell tool.
 SHELL_TOOL = "run_shell_command"
 #: A character that may be part of a file name (so a match must not touch one).
@@ -128,7 +130,11 @@ def gemini_policy_toml(policy: Policy, ctx: PathContext, *, asks: bool = False) 
             "decision": "ask_user" if asks else "deny",
             "priority": PRIORITY,
         }
-        if not asks:
+        if asks:
+            # Not in plan mode, where Gemini refuses the shell by itself: an ask
+            # here would outrank that refusal.
+            command["modes"] = list(ASK_MODES)
+        else:
             command["denyMessage"] = why + "this command is denied"
         rules.append(_rule(command))
     for pattern in policy.filesystem.denied_paths:
