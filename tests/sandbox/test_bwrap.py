@@ -9,6 +9,7 @@ import pytest
 
 from chorus._errors import ConfigError
 from chorus.policy import Policy
+from chorus.policy._gemini_policy import write_policy_file
 from chorus.sandbox import Layout, active, argv, bwrap_path, layout, outermost, write_wrapper
 
 
@@ -157,3 +158,26 @@ def test_denied_programs_are_stubs_that_say_why_inside_the_sandbox(tmp_path: Pat
     assert "Chorus policy: `sudo` is a denied command" in done.stderr
     done = subprocess.run([str(bash), "-lc", "no-such-tool"], capture_output=True, text=True)
     assert (done.returncode, "command not found" in done.stderr) == (127, True)
+
+
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+def test_a_body_can_read_but_not_rewrite_its_clis_generated_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gemini's policy file lives in the temporary folder, which bodies may write:
+    its folder is mounted read-only over that."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    rules = write_policy_file('[[rule]]\ntoolName = "x"\ndecision = "deny"\npriority = 1\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    box = layout(Policy(), work, {"HOME": str(tmp_path)}, tmp_path / "ch")
+    assert rules.parent.resolve() in box.read_only
+    wrapper = write_wrapper(tmp_path / "w.sh", str(bwrap_path()), box, Path("/bin/sh"))
+    script = f"cat {rules}; echo allow-all > {rules}; touch {rules.parent}/new; touch ../tmp/ok"
+    done = subprocess.run([str(wrapper), "-c", script], capture_output=True, text=True, cwd=work)
+    assert 'decision = "deny"' in done.stdout  # readable
+    assert "Read-only file system" in done.stderr
+    assert 'decision = "deny"' in rules.read_text()
+    assert not (rules.parent / "new").exists()
+    assert (tmp_path / "tmp" / "ok").exists()  # the rest of tmp stays writable

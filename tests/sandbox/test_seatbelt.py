@@ -75,6 +75,7 @@ def box(tmp_path: Path) -> Layout:
         stub_names=("sudo",),
         stub_targets=(("sudo", Path("/usr/bin/sudo")),),
         path_env="/usr/bin:/bin",
+        read_only=(tmp_path / "home" / "tmp" / "chorus-native-0",),
     )
 
 
@@ -86,6 +87,9 @@ def test_the_roots_are_writable_and_the_rest_is_read_only(box: Layout, tmp_path:
     assert not allowed(text, "file-write-data", Path("/etc/hosts"))
     assert not allowed(text, "file-write-create", tmp_path / "victim" / "out.txt")
     assert allowed(text, "file-write-data", Path("/dev/null"))
+    rules = tmp_path / "home" / "tmp" / "chorus-native-0" / "gemini.toml"
+    assert allowed(text, "file-read-data", rules)
+    assert not allowed(text, "file-write-data", rules)
     assert allowed(text, "network-outbound", Path("/"))  # the model API stays reachable
 
 

@@ -47,3 +47,23 @@ def test_without_a_policy_nothing_is_added(store: SqliteStore, tmp_path: Path) -
     launcher = BodyLauncher(CONFIG, store)
     options = launcher.options_for(str(tmp_path), launch("claude"), lambda *a: None)
     assert "--disallowedTools" not in options.extra_args
+
+
+def test_a_one_shot_body_sees_the_policy_from_the_sessions_folder(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    """``{cwd}`` in a denied path is the session's folder, not the daemon's."""
+    work = tmp_path / "job-folder"
+    work.mkdir()
+    policy = Policy.model_validate({"filesystem": {"denied_paths": ["{cwd}/private"]}})
+    guards = PolicyGuards(policy)
+    launcher = BodyLauncher(CONFIG, store, guards=guards)
+    gate = guards.gate(session_id="s1", cwd=str(work), mode="default")
+    job = Launch(
+        body="claude-print", model=None, resume=None, gate=gate, mode=None, permission=allow_all
+    )
+    options = launcher.options_for(str(work), job, lambda *a: None)
+    rules = options.permission_args or []
+    assert f"Read(/{work}/private)" in rules  # Claude's absolute paths start with //
+    assert f"Edit(/{work}/private/**)" in rules
+    assert not [r for r in rules if str(Path.cwd() / "private") in r]

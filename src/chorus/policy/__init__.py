@@ -43,6 +43,7 @@ from chorus.policy._errors import (
     SecretStoreError,
 )
 from chorus.policy._flags import FlagAnswer, FlagBoard, PendingFlag, flags_dir
+from chorus.policy._gemini_policy import policy_dir as native_dir
 from chorus.policy._injection import (
     INJECTION_PATTERNS,
     ExfilFinding,
@@ -178,6 +179,7 @@ __all__ = [
     "load_native_table",
     "load_policy",
     "mark_untrusted",
+    "native_dir",
     "native_flags",
     "native_rules",
     "parse_command",

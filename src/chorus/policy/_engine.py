@@ -354,6 +354,11 @@ class PolicyEngine:
         source = self._secrets
         return list(source() if callable(source) else source)
 
+    @property
+    def cwd(self) -> Path | None:
+        """The folder asks without their own are placed in (the session's)."""
+        return self._cwd
+
     def context(self, ask: PermissionAsk) -> PathContext:
         cwd = Path(ask.cwd) if ask.cwd else self._cwd
         return PathContext.current(cwd, self._chorus_home)

@@ -179,8 +179,9 @@ def admin_tier_free(system: Path = SYSTEM_POLICIES) -> bool:
 
 
 def policy_dir() -> Path:
-    """A folder only this user can use, under the temporary directory (which every
-    body's sandbox keeps visible); :class:`ConfigError` when someone else owns it."""
+    """A folder only this user can use, under the temporary directory, made if need
+    be; :class:`ConfigError` when someone else owns it. Every body's sandbox keeps it
+    visible but read-only: a body cannot rewrite its own CLI's rules."""
     folder = Path(tempfile.gettempdir()) / f"chorus-native-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
     info = folder.lstat()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from chorus._errors import ConfigError
-from chorus.policy import PathContext, Policy
+from chorus.policy import PathContext, Policy, native_dir
 from chorus.sandbox._bwrap import Layout, argv, outermost
 from chorus.sandbox._seatbelt import SANDBOX_EXEC, profile, seatbelt_argv
 from chorus.sandbox._stubs import denied_programs, stub_targets, write_stubs
@@ -99,6 +99,7 @@ def layout(policy: Policy, cwd: Path, env: Mapping[str, str], chorus_home: Path)
         stub_names=names,
         stub_targets=stub_targets(names, env),
         path_env=env.get("PATH") or os.defpath,
+        read_only=(native_dir().resolve(),),  # made now: Gemini's rules are written later
     )
 
 

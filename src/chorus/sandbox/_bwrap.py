@@ -8,7 +8,8 @@ Layout, in mount order (a later mount shadows an earlier one):
    caches there), and the temporary folder;
 3. hidden: ``CHORUS_HOME`` (an empty tmpfs), then back in only what a body needs
    (its MCP link to Chorus); every denied path that exists (folders become an
-   empty tmpfs, files ``/dev/null``), and ``**`` patterns expanded under the roots.
+   empty tmpfs, files ``/dev/null``), and ``**`` patterns expanded under the roots;
+4. read-only again: the CLIs' generated rules (in the temporary folder).
 
 The network is kept: the CLI must reach its model API.
 """
@@ -40,6 +41,8 @@ class Layout:
     stub_names: tuple[str, ...] = ()
     stub_targets: tuple[tuple[str, Path], ...] = ()
     path_env: str | None = None
+    #: Inside the writable ones: read-only for the body (the CLIs' generated rules).
+    read_only: tuple[Path, ...] = ()
 
 
 def argv(bwrap: str, layout: Layout, command: Sequence[str]) -> list[str]:
@@ -52,6 +55,7 @@ def argv(bwrap: str, layout: Layout, command: Sequence[str]) -> list[str]:
         out += ["--tmpfs", str(folder)]
     for file in layout.hidden_files:
         out += ["--ro-bind", "/dev/null", str(file)]
+    out += _binds("--ro-bind", layout.read_only)
     out += _stubs(layout)
     if layout.cwd is not None:
         out += ["--chdir", str(layout.cwd)]

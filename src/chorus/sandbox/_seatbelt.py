@@ -11,6 +11,7 @@ an earlier one that matches the same operation:
    and the few device files a shell writes to;
 3. ``CHORUS_HOME`` denied for reading and writing, then what a body needs of it
    allowed back; every denied path that exists denied for reading and writing;
+   the CLIs' generated rules (in the temporary folder) denied for writing;
 4. the denied programs' real copies may not be executed (their stubs, first on
    ``PATH``, say why).
 
@@ -37,6 +38,7 @@ def profile(layout: Layout) -> str:
     rules += _rule("deny file-read* file-write*", [_subpath(layout.chorus_home)])
     rules += _rule("allow file-read* file-write*", [_subpath(p) for p in layout.shared])
     rules += _rule("deny file-read* file-write*", _hidden(layout))
+    rules += _rule("deny file-write*", [_subpath(p) for p in layout.read_only])
     rules += _rule("deny process-exec", [_literal(t) for _, t in layout.stub_targets])
     return "\n".join(rules) + "\n"
 

@@ -164,11 +164,11 @@ class BodyLauncher:
         self, cwd: str | None, launch: Launch, tap: RawTap, session_id: str | None = None
     ) -> BodyOptions:
         env = self._env(launch.body)
+        folder = Path(cwd or os.getcwd())
         native = self.native_flags(launch.body, launch.gate)
         if native is not None:
             env.update(native.env)
             register_env(self.store.redactor, native.env, os.environ)
-        folder = Path(cwd or os.getcwd())
         options = BodyOptions(
             cwd=folder,
             model=launch.model,
@@ -208,12 +208,14 @@ class BodyLauncher:
 
     def native_flags(self, body: str, gate: PolicyGate | None) -> NativeFlags | None:
         """A body that cannot ask (a one-shot mode) starts with the native flags that
-        match the policy and the gate's mode."""
+        match the policy and the gate's mode (their paths seen from the gate's folder,
+        the session's)."""
         if self.guards is None or gate is None:
             return None
         if body_class(body, self.config).capabilities.permission_callback != Support.UNSUPPORTED:
             return None
-        flags = native_flags(body, self.guards.policy, mode=gate.mode)
+        ctx = PathContext.current(gate.engine.cwd)
+        flags = native_flags(body, self.guards.policy, mode=gate.mode, ctx=ctx)
         for note in flags.notes:
             log.info("%s: %s", body, note)
             self._notice(gate, f"{body}: {note}")
