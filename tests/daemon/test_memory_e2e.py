@@ -187,10 +187,12 @@ def test_extraction_at_job_end_remembers_what_the_job_settled(
     assert hits[0]["text"] == item["text"]
     assert hits[0]["item"]["source_kind"] == "extraction"  # type: ignore[index]
     job_request = server.turn_requests(lane="claude")[0]
-    extraction_request = server.turn_requests(lane="codex")[0]
     assert "# Context from Chorus" in json.dumps(job_request.body)
-    sent = json.dumps(extraction_request.body)
-    assert "USER: From now on use pnpm, not npm." in sent
+    # Each job's end may start an extraction; under load the second job's can reach
+    # the server first: the first job's is the one that carries its words.
+    runs = [json.dumps(r.body) for r in server.turn_requests(lane="codex")]
+    sent = next((run for run in runs if "From now on use pnpm" in run), "")
+    assert "USER: From now on use pnpm, not npm." in sent, runs
     assert "ASSISTANT: Sure, pnpm from now on." in sent
     assert "# Context from Chorus" not in sent
 
