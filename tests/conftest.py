@@ -3,8 +3,10 @@ and offline environments for the real agent CLIs."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +22,34 @@ from chorus.testing import (
     PostgresNotFoundError,
     prepare_cli,
 )
+
+
+def _left_running(folder: Path) -> list[int]:
+    """Processes (not this one) whose command line names ``folder``: bodies a test
+    left running (a daemon killed with SIGKILL leaves its detached bodies, by design)."""
+    mine, marker = os.getpid(), str(folder).encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == mine:
+            continue
+        try:
+            if marker in (entry / "cmdline").read_bytes():
+                pids.append(int(entry.name))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return pids
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_processes(tmp_path: Path) -> Iterator[None]:
+    """After every test (its other fixtures torn down first), end what it left running
+    under its own folder, so leftovers do not pile up over a whole run."""
+    yield
+    if not Path("/proc/self/cmdline").exists():
+        return
+    for pid in _left_running(tmp_path):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture(autouse=True)
