@@ -19,12 +19,8 @@ from chorus.store._mailbox import NewMessage
 from chorus.store._redact import Redactor
 
 
-def clean(redactor: Redactor, value: str) -> str:
-    """``value`` with every secret the redactor knows replaced by its marker."""
-    return redactor.redact_text(value)
-
-
 def clean_opt(redactor: Redactor, value: str | None) -> str | None:
+    """``value`` redacted, or None."""
     return None if value is None else redactor.redact_text(value)
 
 

@@ -22,7 +22,7 @@ from chorus.store._errors import (
     UnknownSessionError,
     UnknownWorktreeError,
 )
-from chorus.store._fields import clean, clean_firing, clean_opt, clean_worktree
+from chorus.store._fields import clean_firing, clean_opt, clean_worktree
 from chorus.store._interface import (
     Firing,
     FiringRecord,
@@ -59,7 +59,7 @@ class PgRoutines:
 
     async def register_routine(self, name: str, *, now: float | None = None) -> RoutineRecord:
         at = time.time() if now is None else now
-        name = clean(self.redactor, name)
+        name = self.redactor.redact_text(name)
         return await self._call(lambda conn: _register_routine(conn, name, at))
 
     async def list_routine_records(self) -> list[RoutineRecord]:
@@ -70,7 +70,7 @@ class PgRoutines:
         return await self._read(select)
 
     async def set_routine_enabled(self, name: str, enabled: bool) -> RoutineRecord:
-        name = clean(self.redactor, name)
+        name = self.redactor.redact_text(name)
 
         async def update(conn: Conn) -> RoutineRecord:
             await _register_routine(conn, name, time.time())
@@ -83,7 +83,7 @@ class PgRoutines:
         return await self._call(update)
 
     async def delete_routine(self, name: str) -> None:
-        name = clean(self.redactor, name)
+        name = self.redactor.redact_text(name)
 
         async def delete(conn: Conn) -> None:
             await conn.execute("DELETE FROM routine_firings WHERE routine = %s", (name,))
@@ -143,7 +143,7 @@ class PgRoutines:
     async def list_firings(
         self, routine: str, *, kind: str | None = None, limit: int | None = None
     ) -> list[FiringRecord]:
-        routine = clean(self.redactor, routine)
+        routine = self.redactor.redact_text(routine)
         return await self._read(lambda conn: _firings(conn, routine, kind=kind, limit=limit))
 
     # -- worktrees ---------------------------------------------------------------------

@@ -41,7 +41,7 @@ from chorus.store._errors import (
     UnknownJobError,
     UnknownSessionError,
 )
-from chorus.store._fields import clean, clean_message, clean_names, clean_opt
+from chorus.store._fields import clean_message, clean_names, clean_opt
 from chorus.store._flags import PostgresFlags
 from chorus.store._interface import (
     JOB_TERMINAL,
@@ -278,7 +278,7 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
 
     def _clean(self, value: str | None) -> str | None:
         """A stored text field (a session's model, folder ...) with secrets redacted."""
-        return None if value is None else self.redactor.redact_text(value)
+        return clean_opt(self.redactor, value)
 
     # -- sessions --------------------------------------------------------------------
 
@@ -480,7 +480,7 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
     async def record_control_request(
         self, session_id: str, request_id: str, subtype: str, payload: JsonDict | None = None
     ) -> ControlRecord:
-        text = clean(self.redactor, subtype)
+        text = self.redactor.redact_text(subtype)
         row = (session_id, request_id, text, self._json(payload or {}), time.time())
 
         async def insert(conn: Conn) -> ControlRecord:
@@ -559,7 +559,7 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
         jid = check_id(job_id or new_id(), "job id")
         clean_prompt = self.redactor.redact_text(prompt)
         now = time.time()
-        text = clean_opt(self.redactor, body)
+        text = self._clean(body)
         row = (jid, session_id, text, clean_prompt, self._json(options or {}), now, now, affinity)
 
         async def insert(conn: Conn) -> JobRecord:
@@ -631,8 +631,8 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
             "result": None if result is None else self._json(result),
             "error": None if error is None else self._json(error),
             "session_id": session_id,
-            "body": clean_opt(self.redactor, body),
-            "prompt": None if prompt is None else self.redactor.redact_text(prompt),
+            "body": self._clean(body),
+            "prompt": self._clean(prompt),
         }
         fields = {key: value for key, value in fields.items() if value is not None}
 
@@ -836,12 +836,13 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
     # -- team mailboxes (issue 20) ------------------------------------------------------------
 
     async def set_team_members(self, team: str, members: Sequence[str]) -> None:
-        team, members = clean(self.redactor, team), [clean(self.redactor, m) for m in members]
+        redact = self.redactor.redact_text
+        team, members = redact(team), [redact(m) for m in members]
         now = time.time()
         await self._call(lambda conn: pg_mailbox.set_members(conn, team, members, now))
 
     async def team_members(self, team: str) -> list[str]:
-        team = clean(self.redactor, team)
+        team = self.redactor.redact_text(team)
         return await self._read(lambda conn: pg_mailbox.members(conn, team))
 
     async def post_message(self, message: NewMessage) -> MessageRecord:
@@ -868,7 +869,7 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
         return await self._call(lambda conn: pg_mailbox.ack(conn, list(ids)))
 
     async def release_messages(self, *, job_id: str | None = None, team: str | None = None) -> int:
-        params = {"job": job_id, "team": clean_opt(self.redactor, team)}
+        params = {"job": job_id, "team": self._clean(team)}
         return await self._call(lambda conn: pg_mailbox.release(conn, params))
 
     async def list_messages(

@@ -35,7 +35,6 @@ from chorus.store._errors import (
     UnknownWorktreeError,
 )
 from chorus.store._fields import (
-    clean,
     clean_firing,
     clean_message,
     clean_names,
@@ -437,7 +436,7 @@ class SqliteStore(SqliteFlags, Store):
     async def record_control_request(
         self, session_id: str, request_id: str, subtype: str, payload: JsonDict | None = None
     ) -> ControlRecord:
-        text = clean(self.redactor, subtype)
+        text = self.redactor.redact_text(subtype)
         row = (session_id, request_id, text, self._json(payload or {}), time.time())
 
         def insert(conn: sqlite3.Connection) -> ControlRecord:
@@ -516,7 +515,7 @@ class SqliteStore(SqliteFlags, Store):
         jid = check_id(job_id or new_id(), "job id")
         clean_prompt = self.redactor.redact_text(prompt)
         now = time.time()
-        text = clean_opt(self.redactor, body)
+        text = self._clean(body)
         row = (jid, session_id, text, clean_prompt, self._json(options or {}), now, now, affinity)
 
         def insert(conn: sqlite3.Connection) -> JobRecord:
@@ -589,8 +588,8 @@ class SqliteStore(SqliteFlags, Store):
             "result": None if result is None else self._json(result),
             "error": None if error is None else self._json(error),
             "session_id": session_id,
-            "body": clean_opt(self.redactor, body),
-            "prompt": None if prompt is None else self.redactor.redact_text(prompt),
+            "body": self._clean(body),
+            "prompt": self._clean(prompt),
         }
         fields = {key: value for key, value in fields.items() if value is not None}
 
@@ -773,7 +772,7 @@ class SqliteStore(SqliteFlags, Store):
 
     async def register_routine(self, name: str, *, now: float | None = None) -> RoutineRecord:
         at = time.time() if now is None else now
-        name = clean(self.redactor, name)
+        name = self.redactor.redact_text(name)
         return await self._call(lambda conn: _register_routine(conn, name, at))
 
     async def list_routine_records(self) -> list[RoutineRecord]:
@@ -784,7 +783,7 @@ class SqliteStore(SqliteFlags, Store):
         return await self._read(select)
 
     async def set_routine_enabled(self, name: str, enabled: bool) -> RoutineRecord:
-        name = clean(self.redactor, name)
+        name = self.redactor.redact_text(name)
 
         def update(conn: sqlite3.Connection) -> RoutineRecord:
             _register_routine(conn, name, time.time())
@@ -797,7 +796,7 @@ class SqliteStore(SqliteFlags, Store):
         return await self._call(update)
 
     async def delete_routine(self, name: str) -> None:
-        name = clean(self.redactor, name)
+        name = self.redactor.redact_text(name)
 
         def delete(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM routine_firings WHERE routine = ?", (name,))
@@ -819,7 +818,7 @@ class SqliteStore(SqliteFlags, Store):
         at = _firing_key(firing)
         jid = new_id()
         merged = {**(options or {}), "routine": firing.routine, "scheduled_for": at}
-        text = clean_opt(self.redactor, body)
+        text = self._clean(body)
         row = (jid, session_id, text, self.redactor.redact_text(prompt), self._json(merged))
         detail = self._json(firing.detail)
 
@@ -852,7 +851,7 @@ class SqliteStore(SqliteFlags, Store):
         self, routine: str, *, kind: str | None = None, limit: int | None = None
     ) -> list[FiringRecord]:
         params = (kind, kind, -1 if limit is None else limit)
-        routine = clean(self.redactor, routine)
+        routine = self.redactor.redact_text(routine)
         return await self._read(
             lambda conn: _firings(conn, routine, "AND (? IS NULL OR f.kind = ?)", params)
         )
@@ -879,7 +878,7 @@ class SqliteStore(SqliteFlags, Store):
         return await self._read(lambda conn: _get_worktree(conn, job_id))
 
     async def list_worktrees(self, *, repo: str | None = None) -> list[WorktreeRecord]:
-        repo = clean_opt(self.redactor, repo)
+        repo = self._clean(repo)
 
         def select(conn: sqlite3.Connection) -> list[WorktreeRecord]:
             rows = conn.execute(
@@ -910,11 +909,12 @@ class SqliteStore(SqliteFlags, Store):
     # -- team mailboxes (issue 20) ------------------------------------------------------------
 
     async def set_team_members(self, team: str, members: Sequence[str]) -> None:
-        team, members = clean(self.redactor, team), [clean(self.redactor, m) for m in members]
+        redact = self.redactor.redact_text
+        team, members = redact(team), [redact(m) for m in members]
         await self._call(lambda conn: mailbox.sqlite_set_members(conn, team, members))
 
     async def team_members(self, team: str) -> list[str]:
-        team = clean(self.redactor, team)
+        team = self.redactor.redact_text(team)
         return await self._read(lambda conn: mailbox.sqlite_members(conn, team))
 
     async def post_message(self, message: NewMessage) -> MessageRecord:
@@ -941,7 +941,7 @@ class SqliteStore(SqliteFlags, Store):
         return await self._call(lambda conn: mailbox.sqlite_ack(conn, list(ids)))
 
     async def release_messages(self, *, job_id: str | None = None, team: str | None = None) -> int:
-        params = {"job": job_id, "team": clean_opt(self.redactor, team)}
+        params = {"job": job_id, "team": self._clean(team)}
         return await self._call(lambda conn: mailbox.sqlite_release(conn, params))
 
     async def list_messages(
@@ -986,7 +986,7 @@ class SqliteStore(SqliteFlags, Store):
 
     def _clean(self, value: str | None) -> str | None:
         """A stored text field (a session's model, folder ...) with secrets redacted."""
-        return None if value is None else self.redactor.redact_text(value)
+        return clean_opt(self.redactor, value)
 
 
 # -- row mapping (run on reader or writer threads) ----------------------------------------------
