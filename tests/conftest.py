@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import signal
 from collections.abc import Callable, Iterator
@@ -131,3 +132,25 @@ def pg_cluster() -> Iterator[PostgresCluster]:
 def pg_url(pg_cluster: PostgresCluster) -> str:
     """The URL of a fresh, empty database in that server."""
     return pg_cluster.create_database(f"t{next(_databases)}")
+
+
+@pytest.fixture
+def escape_tally(request: pytest.FixtureRequest) -> Callable[..., None]:
+    """``escape_tally(family, body, mode, held=..., control=...)``: records one tried
+    escape (``held``: the boundary stopped it; ``control``: the same attack worked
+    with that boundary off) to the JSONL file named by ``CHORUS_ESCAPE_TALLY``, which
+    ``bench/bench_escapes.py`` prints as tried / held per body and mode. Recording
+    asserts nothing: the test asserts ``held`` itself."""
+    out = os.environ.get("CHORUS_ESCAPE_TALLY")
+
+    def record(
+        family: str, body: str, mode: str, *, held: bool, control: bool | None = None
+    ) -> None:
+        if not out:
+            return
+        row = {"test": request.node.nodeid, "family": family, "body": body, "mode": mode}
+        row |= {"held": held, "control": control}
+        with open(out, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+
+    return record
