@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "main"]
 
+#: Exit status on a closed stdout: 128 + SIGPIPE, as the shell reports a piped tool.
+_EXIT_PIPE = 141
+
 
 def main() -> None:
     """Console-script entry point: maps Chorus errors to a message and an exit code."""
@@ -33,6 +36,8 @@ def main() -> None:
         _error(str(exc), 1)
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:
+        _quiet_on_closed_pipe()
     sys.exit(code)
 
 
@@ -46,6 +51,16 @@ def _typer_main() -> None:
     from chorus.cli._app import run_app
 
     run_app()
+
+
+def _quiet_on_closed_pipe() -> None:
+    """The reader of stdout went away (``chorus jobs | head -1``): end quietly, as a
+    shell tool does, with Python's own flush at exit sent to /dev/null."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(_EXIT_PIPE)
 
 
 def _error(message: str, code: int) -> None:

@@ -20,6 +20,7 @@ import time
 
 from chorus._errors import UserError
 from chorus.cli._render import Renderer, plain_writer, rich_writer
+from chorus.cli._stdin import job_prompt
 from chorus.daemon._client import DaemonClient, NotRunningError
 
 #: ``typing`` is not imported at run time: it costs the fast path milliseconds.
@@ -218,6 +219,7 @@ def _check_framework(request: dict[str, Any]) -> None:
 
 
 def ask(prompt: str, opts: dict[str, Any], fmt: str | None = None, as_json: bool = False) -> int:
+    prompt = job_prompt(prompt)
     printer = Printer(pick_format(fmt, as_json))
     client = DaemonClient()
     job = submit(prompt, opts)
@@ -231,7 +233,7 @@ def ask(prompt: str, opts: dict[str, Any], fmt: str | None = None, as_json: bool
 
 
 def task(prompt: str, opts: dict[str, Any], as_json: bool = False) -> int:
-    job = submit(prompt, opts)
+    job = submit(job_prompt(prompt), opts)
     print(json.dumps(job) if as_json else job["id"])
     return EXIT_OK
 
