@@ -21,7 +21,8 @@ pytestmark = pytest.mark.e2e
 
 PLAN_YES = '{"summary": "write the file", "steps": ["write chosen.txt with yes", "check it"]}'
 PLAN_SAME = '{"summary": "same idea", "steps": ["write chosen.txt with yes", "report back"]}'
-PLAN_ODD = '{"summary": "odd", "steps": ["delete the repository", "start over"]}'
+# Shares one step with claude's plan, so claude's is the one the others share most.
+PLAN_ODD = '{"summary": "odd", "steps": ["delete the repository", "check it"]}'
 
 
 def _notes(chorus: Daemon, job_id: str, kind: str) -> list[str]:

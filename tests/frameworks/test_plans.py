@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chorus.frameworks import first_json, most_in_common, parse_plan, parse_review, pick
+from chorus.frameworks._plans import execution_prompt, plan_text, timed
 
 
 def test_a_plan_is_read_from_json_anywhere_in_the_answer() -> None:
@@ -47,7 +48,37 @@ def test_ties_go_to_the_earlier_planner() -> None:
         parse_plan("one", '{"steps": ["same step"]}'),
         parse_plan("two", '{"steps": ["same step"]}'),
     ]
-    assert most_in_common(plans).plan.body == "one"
+    choice = most_in_common(plans)
+    assert choice.plan.body == "one"
+    assert "first planner given" in choice.reason
+
+
+def test_with_two_plans_the_faster_planner_wins_whatever_they_share() -> None:
+    slow = timed(parse_plan("claude", '{"steps": ["write a.txt", "check a.txt"]}'), 9.0)
+    fast = timed(parse_plan("codex", '{"steps": ["write a.txt with care"]}'), 2.5)
+    choice = most_in_common([slow, fast])
+    assert choice.plan.body == "codex"
+    assert choice.reason == "the fastest planner (2.5s)"
+
+
+def test_with_three_plans_agreement_comes_before_speed() -> None:
+    plans = [
+        timed(parse_plan("gemini", '{"steps": ["delete everything"]}'), 1.0),
+        timed(parse_plan("claude", '{"steps": ["write chosen.txt with yes"]}'), 5.0),
+        timed(parse_plan("codex", '{"steps": ["write chosen.txt with yes"]}'), 4.0),
+    ]
+    choice = most_in_common(plans)
+    assert choice.plan.body == "codex"  # claude and codex agree; codex was faster
+    assert choice.reason == "the fastest planner (4.0s)"
+
+
+def test_a_free_text_plan_is_passed_once_as_written() -> None:
+    plan = parse_plan("gemini", "1. Create notes.txt\n2. Add a title")
+    choice = most_in_common([plan])
+    prompt = execution_prompt("write notes", choice)
+    assert prompt.count("Create notes.txt") == 1
+    assert "1. 1." not in prompt
+    assert plan_text(plan) == "Chosen plan (from gemini): 1. Create notes.txt\n2. Add a title"
 
 
 def test_a_structured_plan_beats_an_unstructured_one() -> None:
@@ -66,7 +97,8 @@ def test_reviews() -> None:
     assert found.findings == ("missing newline in a.txt",)
     assert parse_review('{"ok": true, "findings": []}').ok
     assert not parse_review('{"ok": true, "findings": ["but this"]}').ok  # findings win
-    assert parse_review("looks fine to me").ok  # unreadable: nothing to act on
+    unreadable = parse_review("looks fine to me")
+    assert (unreadable.ok, unreadable.readable) == (False, False)  # never "no findings"
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,20 @@
 and the rule-based arbiter. No I/O: the runner feeds these text and gets text.
 
 Plans are JSON (``{"summary": ..., "steps": [...]}``) found anywhere in a model's
-answer; an answer with no JSON is read as a one-step plan, so a planner that
-ignores the format still counts (and says so in the arbiter's reasons).
+answer; an answer with no JSON is read as a plan in free text, passed on once and
+as written, so a planner that ignores the format still counts (and says so in the
+arbiter's reasons). A review is JSON or it is unreadable: an unreadable review is
+never taken for "no findings".
+
+The arbiter's order, stated once (:func:`most_in_common`): structured plans first;
+then, with three plans or more, the plan whose steps the others share most (with
+two, both plans share the same steps, so agreement cannot tell them apart and is
+not used); then the planner that answered fastest; then the order given.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -22,6 +30,8 @@ class Plan:
     summary: str
     steps: tuple[str, ...]
     structured: bool = True
+    #: How long its planner took (seconds), when known: the arbiter's tie-break.
+    seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +47,8 @@ class Choice:
 class Review:
     ok: bool
     findings: tuple[str, ...] = field(default_factory=tuple)
+    #: False when the reviewer's answer held no JSON review (then ``ok`` is False).
+    readable: bool = True
 
 
 def planning_prompt(task: str) -> str:
@@ -49,17 +61,23 @@ def planning_prompt(task: str) -> str:
     )
 
 
-def plan_text(plan: Plan) -> str:
-    """A plan as the context shows it: whose, its summary, its numbered steps."""
+def plan_body(plan: Plan) -> str:
+    """A plan's own words: its summary and numbered steps, or its free text once."""
+    if not plan.structured:
+        return "\n".join(plan.steps)
     steps = "\n".join(f"{n}. {step}" for n, step in enumerate(plan.steps, 1))
-    return f"Chosen plan (from {plan.body}): {plan.summary}\n{steps}".rstrip()
+    return f"{plan.summary}\n{steps}".strip()
+
+
+def plan_text(plan: Plan) -> str:
+    """A plan as the context shows it: whose, then its own words."""
+    return f"Chosen plan (from {plan.body}): {plan_body(plan)}"
 
 
 def execution_prompt(task: str, choice: Choice) -> str:
-    steps = "\n".join(f"{n}. {step}" for n, step in enumerate(choice.plan.steps, 1))
     return (
         f"{task}\n\n(Chorus: several models planned this task; this plan, from "
-        f"{choice.plan.body}, was chosen. Follow it.)\n{choice.plan.summary}\n{steps}"
+        f"{choice.plan.body}, was chosen. Follow it.)\n{plan_body(choice.plan)}"
     )
 
 
@@ -117,13 +135,18 @@ def parse_plan(body: str, text: str) -> Plan:
     if isinstance(steps, list) and steps:
         summary = str(data.get("summary") or "")
         return Plan(body, summary, tuple(str(s) for s in steps))
-    return Plan(body, text.strip()[:200], (text.strip(),), structured=False)
+    return Plan(body, "", (text.strip(),), structured=False)
+
+
+def timed(plan: Plan, seconds: float | None) -> Plan:
+    """``plan`` with how long its planner took."""
+    return dataclasses.replace(plan, seconds=seconds)
 
 
 def parse_review(text: str) -> Review:
     data = first_json(text)
     if not isinstance(data, dict):
-        return Review(ok=True)  # an unreadable review finds nothing to act on
+        return Review(ok=False, readable=False)  # never read as "no findings"
     findings = tuple(str(f) for f in data.get("findings") or () if str(f).strip())
     return Review(ok=bool(data.get("ok", not findings)) and not findings, findings=findings)
 
@@ -150,14 +173,34 @@ def _agreement(plan: Plan, others: list[Plan]) -> float:
 
 
 def most_in_common(plans: list[Plan]) -> Choice:
-    """The rule arbiter: the plan whose steps the others share most; structured
-    plans beat unstructured ones; ties go to the earlier planner."""
+    """The rule arbiter, in the module's stated order: structured, then agreement
+    (three plans or more), then the fastest planner, then the order given."""
     if not plans:
         raise ValueError("no plans to choose from")
     scores = {p.body: _agreement(p, [o for o in plans if o is not p]) for p in plans}
-    best = max(plans, key=lambda p: (p.structured, scores[p.body], -plans.index(p)))
-    reason = (
-        f"most steps in common with the other plans ({scores[best.body]} of "
-        f"{len(best.steps)} steps matched on average)"
-    )
-    return Choice(best, scores, reason)
+    weigh = len(plans) >= 3
+    ranked = sorted(plans, key=lambda p: _rank(p, scores[p.body] if weigh else 0.0, plans))
+    best = ranked[0]
+    return Choice(best, scores, _reason(best, ranked, scores, weigh))
+
+
+def _rank(plan: Plan, score: float, plans: list[Plan]) -> tuple[bool, float, float, int]:
+    fastest = plan.seconds if plan.seconds is not None else float("inf")
+    return (not plan.structured, -score, fastest, plans.index(plan))
+
+
+def _reason(best: Plan, ranked: list[Plan], scores: dict[str, float], weigh: bool) -> str:
+    """Which rule decided: the first one on which the runner-up differs."""
+    if len(ranked) == 1:
+        return "the only plan"
+    second = ranked[1]
+    if best.structured != second.structured:
+        return f"the only structured plan ahead of {second.body}'s free text"
+    if weigh and scores[best.body] != scores[second.body]:
+        return (
+            f"most steps in common with the other plans ({scores[best.body]} of "
+            f"{len(best.steps)} steps matched on average)"
+        )
+    if best.seconds is not None and best.seconds != second.seconds:
+        return f"the fastest planner ({best.seconds:.1f}s)"
+    return "the first planner given (nothing else told the plans apart)"

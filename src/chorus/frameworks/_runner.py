@@ -27,6 +27,7 @@ from chorus.frameworks._plans import (
     planning_prompt,
     review_prompt,
     revision_prompt,
+    timed,
 )
 from chorus.store import JobRecord, JobState
 
@@ -65,10 +66,15 @@ def _result(record: JobRecord) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def _seconds(record: JobRecord) -> str:
+def _elapsed(record: JobRecord) -> float | None:
     if record.started_at and record.ended_at:
-        return f"{record.ended_at - record.started_at:.1f}s"
-    return "?"
+        return float(record.ended_at - record.started_at)
+    return None
+
+
+def _seconds(record: JobRecord) -> str:
+    elapsed = _elapsed(record)
+    return "?" if elapsed is None else f"{elapsed:.1f}s"
 
 
 def _failed(message: str) -> TurnFailed:
@@ -110,7 +116,7 @@ async def _plans(port: Port, job: JobRecord, planners: list[str]) -> list[Plan]:
             await port.note(job, f"planner {body} failed: {_why(record)}", "framework")
             continue
         assert isinstance(record, JobRecord)
-        plans.append(parse_plan(body, text))
+        plans.append(timed(parse_plan(body, text), _elapsed(record)))
         spent = await port.cost(record)
         usd = f", ${spent:.4f}" if spent is not None else ""
         note = f"planner {body} (job {record.id}, {_seconds(record)}{usd}) done"
@@ -133,6 +139,11 @@ async def reflect(port: Port, job: JobRecord, settings: Settings) -> Event:
         if not isinstance(final, TurnCompleted) or reviewer is None:
             return final
         review = await _review(port, job, reviewer, final.result or "", number)
+        if review is not None and not review.readable:
+            return _failed(
+                f"reflect: review {number} by {reviewer} could not be read (no JSON review "
+                "in its answer; its text is in the job's notes); the work is unreviewed"
+            )
         if review is None or review.ok:
             return final
         final = await port.turn(job, revision_prompt(review.findings, reviewer))
@@ -149,6 +160,14 @@ async def _review(
         await port.note(job, f"review {number} by {reviewer} failed: {_why(record)}", "framework")
         return None
     review = parse_review(text)
+    if not review.readable:
+        await port.note(
+            job,
+            f"review {number} by {reviewer} (job {record.id}) is not a "
+            f"JSON review; its text: {text}",
+            "review",
+        )
+        return review
     found = "; ".join(review.findings) or "no findings"
     await port.note(job, f"review {number} by {reviewer} (job {record.id}): {found}", "review")
     return review
