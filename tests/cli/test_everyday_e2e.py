@@ -128,7 +128,16 @@ def test_reading_never_starts_a_daemon(chorus: Chorus) -> None:
         assert result.returncode == 0, (args, result.stderr)
         assert not is_responding(), args
     assert job_id[:8] in chorus.run("jobs").stdout  # read from the log itself
-    assert json.loads(chorus.run("status", "--json").stdout) == {"daemon": "not running"}
+    offline = json.loads(chorus.run("status", "--json").stdout)
+    assert (offline["daemon"], offline["source"]) == ("not running", "log")
+    assert offline["jobs"] == {"succeeded": 1}
+    assert "claude" in offline["router_bodies"]
+    claude = [h for h in offline["health"] if h["key"].split("@")[0] == "claude"]
+    assert claude and claude[0]["outcomes"] == [True]  # the job's success, kept in the log
+    table = chorus.run("status").stdout
+    assert "read from the log" in table
+    assert "claude: healthy" in table
+    assert not is_responding()
 
 
 def test_stop_says_what_is_left_and_can_cancel(chorus: Chorus) -> None:

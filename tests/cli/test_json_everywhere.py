@@ -65,7 +65,8 @@ def test_agents_list_and_doctor_json(chorus_home: Path) -> None:
 def test_sessions_and_jobs_json_on_a_fresh_home(chorus_home: Path) -> None:
     assert _json("jobs", "--json") == []
     assert _json("sessions", "list", "--json") == []
-    assert _json("status", "--json") == {"daemon": "not running"}
+    status = _json("status", "--json")
+    assert (status["daemon"], status["source"], status["jobs"]) == ("not running", "log", {})
 
 
 def test_audit_secret_and_gateway_token_json(chorus_home: Path) -> None:

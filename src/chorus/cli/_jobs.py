@@ -361,15 +361,30 @@ def status(as_json: bool = False) -> int:
     try:
         data = client.status()
     except NotRunningError:
-        data = {"daemon": "not running"}
-        print(json.dumps(data) if as_json else "daemon: not running (start it with `chorus start`)")
-        return EXIT_OK
+        return _status_from_log(as_json)
     data["daemon"] = "running"
     data["gateway"] = client.call("GET", "/gateway/status")
     if as_json:
         print(json.dumps(data, indent=2))
         return EXIT_OK
     print("\n".join(status_lines(data, time.time())))
+    return EXIT_OK
+
+
+def _status_from_log(as_json: bool) -> int:
+    """``status`` with no daemon: the bodies and their health as the log knows them."""
+    from chorus.cli._offline import offline_status
+
+    data = offline_status()
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return EXIT_OK
+    counts = data["jobs"]
+    jobs_line = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none yet"
+    lines = ["daemon: not running (start it with `chorus start`); read from the log:"]
+    lines += [f"jobs: {jobs_line}", "bodies:"]
+    lines += [f"  {line}" for line in _body_lines(data, time.time())]
+    print("\n".join(lines))
     return EXIT_OK
 
 

@@ -27,6 +27,29 @@ def stored_jobs(state: str | None) -> list[dict[str, Any]]:
     return asyncio.run(read())
 
 
+def offline_status() -> dict[str, Any]:
+    """What ``status`` can tell with no daemon, read from the config and the log: the
+    configured bodies, their last known health and cooldowns, and the job counts."""
+    from chorus.config import load_config
+    from chorus.daemon._cluster import load_health_file
+
+    config = load_config()
+    counts: dict[str, int] = {}
+    for job in stored_jobs(None):
+        counts[job["state"]] = counts.get(job["state"], 0) + 1
+    configured = [
+        *config.router.bodies,
+        *(n for n in config.agents if n not in config.router.bodies),
+    ]
+    return {
+        "daemon": "not running",
+        "source": "log",
+        "jobs": counts,
+        "router_bodies": configured,
+        "health": load_health_file(),
+    }
+
+
 def stored_events(job_id: str) -> list[str]:
     """A job's events as JSON text, read from the store; a unique prefix will do."""
     from chorus.events import event_to_json
