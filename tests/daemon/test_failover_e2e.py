@@ -151,3 +151,44 @@ def test_no_failover_fails_on_quota_and_the_route_says_so(
         capture_output=True, text=True, timeout=60, cwd=work, env=os.environ.copy(),
     )  # fmt: skip
     assert "routed to claude: asked for with --body (no failover)" in log.stdout
+
+
+def test_an_auth_error_fails_over_like_a_quota_error(lanes: tuple[ModelServer, Path]) -> None:
+    server, work = lanes
+    server.script([error("auth", times=None)], lane="claude")
+    server.script([shell("echo done > done.txt"), text("finished")], lane="codex")
+    result, events = _ask(work, "Write done.txt")
+    assert result.returncode == 0, result.stderr
+    assert (work / "done.txt").read_text() == "done\n"
+    handoffs = [e for e in events if isinstance(e, Handoff)]
+    assert [(h.from_body, h.to_body, h.reason.code) for h in handoffs] == [
+        ("claude", "codex", "auth")
+    ]
+    stopped, events = _ask(work, "Write again", "--no-failover")
+    assert stopped.returncode == 1  # --no-failover still stops it
+    assert not [e for e in events if isinstance(e, Handoff)]
+
+
+def test_a_body_without_a_login_is_never_routed_to(
+    chorus_home: Path, tmp_path: Path, lanes: tuple[ModelServer, Path]
+) -> None:
+    server, work = lanes
+    empty_home = tmp_path / "gemini-home-without-login"
+    empty_home.mkdir()
+    config = chorus_home / "config.toml"
+    text_ = config.read_text().replace(
+        'bodies = ["claude", "codex"]', 'bodies = ["gemini", "codex"]'
+    )
+    config.write_text(text_ + f'[agents.gemini.env]\nHOME = "{empty_home}"\n')
+    server.script([text("routed here")], lane="codex")
+    env = {k: v for k, v in os.environ.items() if k not in ("GEMINI_API_KEY", "GOOGLE_API_KEY")}
+    argv = [sys.executable, "-m", "chorus", "ask", "Summarize this huge log file", "--json"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=work, env=env)
+    assert result.returncode == 0, result.stderr
+    from chorus.events import parse_event
+
+    routed = [e for e in map(parse_event, result.stdout.splitlines()) if isinstance(e, Routed)]
+    assert routed[0].to_body == "codex"
+    assert any(s.startswith("gemini: needs login") for s in routed[0].skipped)
+    status = DaemonClient().status()
+    assert status["needs_login"]["gemini"].startswith("needs login: set GEMINI_API_KEY")

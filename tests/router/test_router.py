@@ -146,3 +146,15 @@ def test_explain_names_the_class_the_order_and_the_bodies_passed_over() -> None:
     assert route.skipped == ["claude: cooling down, 20s left"]
     only = Router(BODIES, strategy="gemini_only").explain("x", book, now=10)
     assert (only.body, only.reason, only.classification) == ("gemini", "strategy gemini_only", None)
+
+
+def test_a_body_without_a_login_is_never_routed_to_nor_failed_over_to() -> None:
+    router = Router(["gemini", "claude", "codex"])
+    book = HealthBook()
+    unready = {"gemini": "needs login: set GEMINI_API_KEY"}.get
+    route = router.explain("Summarize this huge log file", book, now=0, unready=unready)
+    assert route.body != "gemini"
+    assert "gemini: needs login: set GEMINI_API_KEY" in route.skipped
+    picked = router.choose("Summarize this huge log file", book, now=0, unready=unready)
+    assert picked in ("claude", "codex")
+    assert router.choose("x", book, now=0, exclude=["claude", "codex"], unready=unready) is None

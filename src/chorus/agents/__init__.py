@@ -9,13 +9,17 @@ from chorus.agents._install import (
     find_agent,
     install_agents,
 )
+from chorus.agents._login import Login, cli_family, find_login
 
 __all__ = [
     "PINNED",
     "AgentInfo",
+    "Login",
     "PinnedAgent",
     "agents_dir",
+    "cli_family",
     "describe_agents",
     "find_agent",
+    "find_login",
     "install_agents",
 ]

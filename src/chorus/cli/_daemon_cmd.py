@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -24,6 +24,9 @@ from chorus._errors import ChorusError, UserError
 from chorus.cli import _jobs
 from chorus.cli._app import app
 from chorus.cli._fast import HELP, SUMMARY
+
+if TYPE_CHECKING:
+    from chorus.config import ChorusConfig
 
 console = Console()
 
@@ -339,13 +342,6 @@ def talk(
     raise typer.Exit(code)
 
 
-_AUTH_HINTS = {
-    "claude": ("ANTHROPIC_API_KEY", ".claude/.credentials.json", "run `claude` once and log in"),
-    "codex": ("OPENAI_API_KEY", ".codex/auth.json", "run `codex login`"),
-    "gemini": ("GEMINI_API_KEY", ".gemini/oauth_creds.json", "run `gemini` once and log in"),
-}
-
-
 @app.command()
 def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object.")) -> None:
     """Show the agent CLIs found, their versions, auth hints, and config validity."""
@@ -355,7 +351,7 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object."
     from chorus.daemon._checks import load_checked_config
 
     config = load_checked_config()  # a bad config or policy: ConfigError, exit 2, key named
-    rows = [{**agent_json(info), "auth": _auth(info.name)} for info in describe_agents()]
+    rows = [{**agent_json(info), **_auth(info.name, config)} for info in describe_agents()]
     bodies = body_catalog()
     sandbox = _sandbox_line(config.sandbox.mode)
     if as_json:
@@ -366,7 +362,7 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object."
     table = Table("agent", "version", "path", "auth")
     for row in rows:
         auth = str(row["auth"])
-        auth = f"[yellow]{auth}[/yellow]" if auth.startswith("none") else auth
+        auth = f"[yellow]{auth}[/yellow]" if auth.startswith("needs login") else auth
         table.add_row(
             str(row["name"]),
             str(row["version"] or "[red]missing[/red]"),
@@ -398,13 +394,10 @@ _SANDBOX_HINT = {"linux": "install the bubblewrap package", "darwin": "sandbox-e
 _NO_SANDBOX = "only Linux and macOS have one"
 
 
-def _auth(name: str) -> str:
-    cli = name.removesuffix("-acp").split("-")[0]  # claude-code-acp → claude
-    var, file, hint = _AUTH_HINTS.get(cli, ("", "", ""))
-    if not var:
-        return "-"
-    if os.environ.get(var):
-        return f"{var} set"
-    if (Path.home() / file).exists():
-        return f"~/{file} found"
-    return f"none: set {var} or {hint}"
+def _auth(name: str, config: ChorusConfig) -> dict[str, Any]:
+    """The login the agent would run with (``[agents.*.env]`` included), never a secret."""
+    from chorus.agents import find_login
+
+    agent = config.agents.get(name)
+    login = find_login(name, agent.env if agent else {})
+    return {"auth": login.describe(), "login": login.as_dict()}

@@ -463,10 +463,13 @@ def _body_lines(data: dict[str, Any], now: float) -> list[str]:
     health = data.get("health") or []
     names = list(data.get("router_bodies") or [])
     names += [h["key"].split("@")[0] for h in health if h["key"].split("@")[0] not in names]
+    missing = data.get("needs_login") or {}
     lines = []
     for name in names:
         rows = [h for h in health if h["key"].split("@")[0] == name]
-        if not rows:
+        if name in missing:
+            lines.append(f"{name}: {missing[name]}")
+        elif not rows:
             lines.append(f"{name}: healthy, no data yet")
         lines += [f"{name}: {_health_line(row, now)}" for row in rows]
     return lines or ["none configured ([router] bodies)"]

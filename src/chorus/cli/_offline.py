@@ -30,6 +30,7 @@ def stored_jobs(state: str | None) -> list[dict[str, Any]]:
 def offline_status() -> dict[str, Any]:
     """What ``status`` can tell with no daemon, read from the config and the log: the
     configured bodies, their last known health and cooldowns, and the job counts."""
+    from chorus.agents import find_login
     from chorus.config import load_config
     from chorus.daemon._cluster import load_health_file
 
@@ -41,12 +42,14 @@ def offline_status() -> dict[str, Any]:
         *config.router.bodies,
         *(n for n in config.agents if n not in config.router.bodies),
     ]
+    logins = {b: find_login(b, a.env if (a := config.agents.get(b)) else {}) for b in configured}
     return {
         "daemon": "not running",
         "source": "log",
         "jobs": counts,
         "router_bodies": configured,
         "health": load_health_file(),
+        "needs_login": {b: login.describe() for b, login in logins.items() if not login.usable},
     }
 
 

@@ -28,7 +28,9 @@ async def route_request(sup: Supervisor, req: JobRequest) -> tuple[JobRequest, R
     if req.body:
         why = "named by its routine" if req.firing is not None else "asked for with --body"
         return req, Routed(to_body=req.body, reason=why, failover=failover)
-    route = sup.router.explain(req.prompt, sup.health, time.time(), key=sup.provider_key)
+    route = sup.router.explain(
+        req.prompt, sup.health, time.time(), key=sup.provider_key, unready=sup.unready
+    )
     if not route.body:
         raise UserError("no body is configured for routing ([router] bodies in config.toml)")
     cls = route.classification

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from chorus._errors import UserError
+from chorus.agents import find_login
 from chorus.bodies import Body, BodyOptions, body_names, check_installed
 from chorus.config import BrainConfig, ChorusConfig
 from chorus.context import Brief
@@ -241,13 +242,25 @@ class Supervisor:
 
     def _route(self, prompt: str) -> str:
         """The router's pick for a job without ``--body``: healthy and preferred."""
-        choice = self.router.choose(prompt, self.health, time.time(), key=self.provider_key)
+        choice = self.router.choose(
+            prompt, self.health, time.time(), key=self.provider_key, unready=self.unready
+        )
         if choice is None:
             prefs = self.router.preferences(prompt)
             if not prefs:
                 raise UserError("no body is configured for routing ([router] bodies)")
             choice = prefs[0]  # all cooling down: queue on the first, it will wait
         return choice
+
+    def _logins_missing(self) -> dict[str, str]:
+        """The routed bodies that cannot run, and why (``status`` shows them)."""
+        return {b: why for b in self.router.bodies if (why := self.unready(b))}
+
+    def unready(self, body: str) -> str | None:
+        """Why ``body`` cannot run at all (its CLI has no login), or None."""
+        agent = self.config.agents.get(cli_name(body))
+        login = find_login(body, agent.env if agent else {})
+        return None if login.usable else login.describe()
 
     def provider_key(self, body: str) -> str:
         """Health is kept per body and credential: ``body@<fingerprint>`` of the API key
@@ -349,6 +362,7 @@ class Supervisor:
             "paused_sessions": sorted(self._paused),
             "max_parallel_jobs": self.config.daemon.max_parallel_jobs,
             "health": self.health.to_json(),
+            "needs_login": self._logins_missing(),
             **self._cluster_status(),
             **{k: v for hook in self.status_hooks for k, v in hook().items()},
         }
@@ -538,7 +552,7 @@ class Supervisor:
             await self._append(job, Notice(message=msg, kind="recovery"))
             run.prompt = _continue_prompt(job.prompt)
             return True
-        if error.code not in (ErrorCode.RATE_LIMITED, ErrorCode.QUOTA_EXHAUSTED):
+        if error.code not in _FAILS_OVER:
             return False
         if error.code == ErrorCode.RATE_LIMITED and run.rate_retries < router.rate_limit_retries:
             run.rate_retries += 1
@@ -557,7 +571,12 @@ class Supervisor:
         """Hand the job to the next healthy body, or wait for the earliest reset."""
         now = time.time()
         nxt = self.router.choose(
-            job.prompt, self.health, now, exclude=run.tried, key=self.provider_key
+            job.prompt,
+            self.health,
+            now,
+            exclude=run.tried,
+            key=self.provider_key,
+            unready=self.unready,
         )
         if nxt is None:
             return await self._wait_for_reset(job, run)
@@ -754,6 +773,9 @@ class Supervisor:
 
 
 _MAX_WAITS = 5
+#: Errors that move a job to the next body (unless failover is off): out of quota,
+#: rate limited past its retries, or a login the provider refused.
+_FAILS_OVER = (ErrorCode.RATE_LIMITED, ErrorCode.QUOTA_EXHAUSTED, ErrorCode.AUTH)
 
 
 @dataclass(slots=True)

@@ -43,6 +43,10 @@ def _span(seconds: float) -> str:
     return f"{seconds / 86400:.1f}d"
 
 
+def _always_ready(body: str) -> str | None:
+    return None
+
+
 class Router:
     """Stateless apart from the round-robin cursor; health is passed in."""
 
@@ -89,12 +93,15 @@ class Router:
         now: float,
         *,
         key: Callable[[str], str] = str,
+        unready: Callable[[str], str | None] = _always_ready,
     ) -> Route:
         """The body for ``prompt`` with the reason, in words a person can read: the
-        strategy, the task's class (smart routing), the bodies passed over and why."""
+        strategy, the task's class (smart routing), the bodies passed over and why.
+        ``unready`` says why a body cannot run at all (no login): it is never picked."""
         cls = classify(prompt) if self.strategy == "smart" else None
         prefs = self._smart(cls) if cls is not None else self.preferences(prompt)
-        skipped: list[str] = []
+        skipped = [f"{b}: {why}" for b in prefs if (why := unready(b))]
+        prefs = [b for b in prefs if not unready(b)] or prefs
         for body in prefs:
             if health.healthy(key(body), now):
                 return Route(body, self._why(cls, prefs, body), self.strategy, cls, skipped)
@@ -120,12 +127,16 @@ class Router:
         override: str | None = None,
         exclude: Sequence[str] = (),
         key: Callable[[str], str] = str,
+        unready: Callable[[str], str | None] = _always_ready,
     ) -> str | None:
-        """The first healthy preferred body not in ``exclude``; ``None`` if none is.
+        """The first healthy preferred body not in ``exclude`` that can run (``unready``
+        says why one cannot: no login); ``None`` if none is.
 
         ``key`` maps a body to its provider key in ``health`` (e.g. the body plus a
         fingerprint of the credential it would run with)."""
         for body in self.preferences(prompt, override):
-            if body not in exclude and health.healthy(key(body), now):
+            if body in exclude or unready(body) is not None:
+                continue
+            if health.healthy(key(body), now):
                 return body
         return None
