@@ -116,17 +116,32 @@ def read_regular(
         if exc.errno == errno.ELOOP:
             raise OSError(exc.errno, "a symbolic link is in the way (not followed)") from None
         raise
+    try:
+        _check_regular(os.fstat(fd), single_link)
+    except OSError:
+        os.close(fd)
+        raise
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        if single_link and info.st_nlink > 1:
-            raise OSError(errno.EMLINK, f"the file has {info.st_nlink} hard links")
         return handle.read(limit)
+
+
+def _check_regular(info: os.stat_result, single_link: bool) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file")
+    if single_link and info.st_nlink > 1:
+        raise OSError(errno.EMLINK, f"the file has {info.st_nlink} hard links")
 
 
 def _open_last(name: str | Path, dir_fd: int | None) -> int:
     return os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NO_FOLLOW, dir_fd=dir_fd)
+
+
+def _open_folder(name: str, dir_fd: int) -> int:
+    """The folder ``name`` in ``dir_fd``; a link there (Linux says ENOTDIR) is ELOOP."""
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NO_FOLLOW, dir_fd=dir_fd)
+    except NotADirectoryError:
+        raise OSError(errno.ELOOP, f"{name!r} is not a folder") from None
 
 
 def _open_walk(path: Path) -> int:
@@ -135,7 +150,7 @@ def _open_walk(path: Path) -> int:
     folder = os.open(path.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for part in path.parts[1:-1]:
-            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | _NO_FOLLOW, dir_fd=folder)
+            inner = _open_folder(part, folder)
             os.close(folder)
             folder = inner
         return _open_last(path.name, folder)
