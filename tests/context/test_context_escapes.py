@@ -57,7 +57,9 @@ def test_a_chorus_md_linked_to_a_file_outside_the_roots_is_not_read(
     [reason] = project.refused
     assert "(a symlink to" in reason
     assert "outside the readable roots" in reason
-    assert _text(project).startswith("[chorus: not read: path ")
+    assert _text(project) == (
+        f"[chorus: not read: app/CHORUS.md: a link to {outside}, outside the job's roots]"
+    )
 
 
 def test_a_chorus_md_linked_to_a_denied_file_is_not_read(
@@ -115,8 +117,16 @@ def test_env_imports_are_refused_by_any_name(repo: Path, tmp_path: Path) -> None
     assert "outside the readable roots" in reasons[lines[5]]
     assert "'~/.ssh'" in reasons["@~/.ssh/id_rsa"]
     assert f"a symlink to {tmp_path / 'far.md'}" in reasons["@hop1"]
-    # Each refusal stands in its line's place, visibly.
+    # Each refusal stands in its line's place, visibly and briefly.
     assert text.count("[chorus: import refused: @") == 7
+    assert "[chorus: import refused: @.env (app/CHORUS.md:2): a denied path ('**/.env')]" in text
+    assert (
+        f"[chorus: import refused: @./x (app/CHORUS.md:3): a link to {work / '.env'}, "
+        "a denied path ('**/.env')]"
+    ) in text
+    assert (
+        "[chorus: import refused: @../notes.md (app/CHORUS.md:5): outside the job's roots]" in text
+    )
 
 
 def test_links_inside_the_roots_to_files_inside_them_still_work(repo: Path) -> None:

@@ -103,13 +103,15 @@ def _folders(cwd: Path, root: Path) -> list[Path]:
 def _add_file(path: Path, walk: _Walk) -> None:
     verdict = walk.scope.check(path)
     if not verdict.ok or verdict.path is None:
-        walk.out.files.append((path, _refuse(walk.out, verdict.reason, "not read")))
+        shown = f"{_short(path, walk)}: {_brief(verdict)}"
+        walk.out.files.append((path, _refuse(walk.out, verdict.reason, shown, "not read")))
         return
     real = verdict.path.real
     try:
         text = _read(real)
     except OSError as exc:
-        walk.out.files.append((path, _refuse(walk.out, f"{path}: {exc.strerror}", "not read")))
+        reason = f"{_short(path, walk)}: {exc.strerror}"
+        walk.out.files.append((path, _refuse(walk.out, reason, reason, "not read")))
         return
     walk.stack = (real,)
     walk.out.files.append((path, _expand(text, real, walk)))
@@ -119,25 +121,26 @@ def _expand(text: str, path: Path, walk: _Walk) -> str:
     out = []
     for n, line in enumerate(text.split("\n"), start=1):
         match = _IMPORT_RE.match(line)
-        out.append(_import(match.group(1), f"{path}:{n}", path.parent, walk) if match else line)
+        where = f"@{match.group(1)} ({_short(path, walk)}:{n})" if match else ""
+        out.append(_import(match.group(1), where, path.parent, walk) if match else line)
     return "\n".join(out)
 
 
 def _import(raw: str, where: str, base: Path, walk: _Walk) -> str:
     verdict = walk.scope.check(base / Path(raw).expanduser())
     if not verdict.ok or verdict.path is None:
-        return _refuse(walk.out, f"@{raw} ({where}): {verdict.reason}")
+        return _refuse(walk.out, f"{where}: {verdict.reason}", f"{where}: {_brief(verdict)}")
     target = verdict.path.real
     if target in walk.stack:
-        return _refuse(walk.out, f"@{raw} ({where}) is an import cycle")
+        return _refuse(walk.out, f"{where} is an import cycle")
     if len(walk.stack) > MAX_DEPTH:
-        return _refuse(walk.out, f"@{raw} ({where}) is nested deeper than {MAX_DEPTH} imports")
+        return _refuse(walk.out, f"{where} is nested deeper than {MAX_DEPTH} imports")
     if not target.exists():
-        return _refuse(walk.out, f"@{raw} ({where}) does not exist")
+        return _refuse(walk.out, f"{where} does not exist")
     try:
         text = _read(target)
     except OSError as exc:
-        return _refuse(walk.out, f"@{raw} ({where}) cannot be read: {exc.strerror}")
+        return _refuse(walk.out, f"{where} cannot be read: {exc.strerror}")
     outer, walk.stack = walk.stack, (*walk.stack, target)
     try:
         return _expand(text, target, walk).rstrip("\n")
@@ -145,12 +148,31 @@ def _import(raw: str, where: str, base: Path, walk: _Walk) -> str:
         walk.stack = outer
 
 
-def _refuse(ctx: ProjectContext, reason: str, what: str = "import refused") -> str:
+def _short(path: Path, walk: _Walk) -> str:
+    """``path`` as the context names it: from the project root when it is inside."""
+    root = walk.out.root
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def _brief(verdict: PathVerdict) -> str:
+    """Why the policy refuses, in a few words (the whole reason goes to the notes)."""
+    resolved = verdict.path
+    link = f"a link to {resolved.real}, " if resolved is not None and resolved.via_symlink else ""
+    if verdict.rule == "filesystem.denied_path":
+        return f"{link}a denied path ({verdict.reason.rpartition(' the denied path ')[2]})"
+    if verdict.rule == "filesystem.outside_roots":
+        return f"{link}outside the job's roots"
+    return verdict.reason
+
+
+def _refuse(
+    ctx: ProjectContext, reason: str, shown: str | None = None, what: str = "import refused"
+) -> str:
     """Note ``reason`` (logged, in :attr:`ProjectContext.refused`) and return the
-    visible line that stands in the file's or the import's place."""
+    visible line (``shown``, briefer, or the reason) in the file's or import's place."""
     ctx.refused.append(reason)
     log.warning("CHORUS.md %s: %s", what, reason)
-    return f"[chorus: {what}: {reason}]"
+    return f"[chorus: {what}: {shown or reason}]"
 
 
 def _read(path: Path) -> str:
