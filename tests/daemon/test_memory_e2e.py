@@ -146,18 +146,17 @@ def test_chorus_md_imports_reach_the_body_and_an_escaping_one_does_not(
     lanes: tuple[ModelServer, Path], body: str
 ) -> None:
     server, work = lanes
-    root = work.parent
-    (root.parent / "outside.md").write_text("OUTSIDE-SECRET-9137\n")
-    (root / "docs").mkdir()
-    (root / "docs" / "conventions.md").write_text("Convention: name branches feat/<topic>.\n")
-    (root / "CHORUS.md").write_text("Project Zephyr.\n@docs/conventions.md\n@../outside.md\n")
+    (work.parent.parent / "outside.md").write_text("OUTSIDE-SECRET-9137\n")
+    (work / "docs").mkdir()
+    (work / "docs" / "conventions.md").write_text("Convention: name branches feat/<topic>.\n")
+    (work / "CHORUS.md").write_text("Project Zephyr.\n@docs/conventions.md\n@../../outside.md\n")
     server.script([text("ok")], lane=body)
     ask(work, body, "start")
     sent = first_request(server, body)
     assert "Project Zephyr." in sent
     assert "Convention: name branches feat/<topic>." in sent
     assert "OUTSIDE-SECRET-9137" not in sent
-    assert "import refused: @../outside.md" in sent
+    assert "import refused: @../../outside.md" in sent
 
 
 def test_extraction_at_job_end_remembers_what_the_job_settled(

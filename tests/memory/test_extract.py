@@ -97,7 +97,7 @@ async def test_extraction_adds_dedups_and_supersedes(chorus_home: Path) -> None:
     assert [e.op for e in logged] == ["add", "supersede", "reinforce", "add"]  # type: ignore[attr-defined]
     body, prompt = prompts[0]
     assert body == "claude-print"  # the one-shot mode of the job's body
-    assert f"- {old.id} [decision] The project uses npm" in prompt  # known items, with ids
+    assert f"- [decision] The project uses npm (memory {old.id})" in prompt  # known, with ids
     assert "OTHER JOB TEXT" not in prompt
     with Memory() as mem:
         assert mem.get(old.id).status == "superseded"
@@ -105,6 +105,8 @@ async def test_extraction_adds_dedups_and_supersedes(chorus_home: Path) -> None:
         new = next(i for i in mem.items() if i.text == "The project uses pnpm, not npm")
         assert new.source_kind == "extraction"
         assert new.supersedes == old.id
+        # Who wrote it: the job it was extracted from, its body and session.
+        assert (new.job_id, new.body, new.session_id) == (job.id, "claude", job.session_id)  # type: ignore[attr-defined]
         liked = next(i for i in mem.items() if i.kind == "preference")
         assert liked.supersedes is None  # an unknown id is not a supersede
 

@@ -10,6 +10,13 @@ then the least relevant items, the system spec, then MEMORY.md, the project
 files, the identity and the plan are cut from their end. Every trim leaves a
 visible ``[chorus: ...]`` line in its section and a note in
 :attr:`Context.notes`; nothing is dropped silently.
+
+Nothing a body may have written is carried across its sandbox: project files and
+their imports are read only where the job's policy lets the body read
+(:mod:`chorus.context._project`), ``SOUL.md`` and the memory files are read
+without following links, and a memory item a model wrote is quoted as data with
+who wrote it (:func:`chorus.memory.item_line`). A refusal is a visible line and a
+note, never the refused content.
 """
 
 from __future__ import annotations
@@ -21,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from chorus.context._project import load_project
-from chorus.context._system import render_spec, soul, system_spec
-from chorus.memory import Hit, Memory, MemoryItem, MemorySettings
+from chorus.context._project import ProjectContext, load_project
+from chorus.context._system import load_soul, render_spec, system_spec
+from chorus.memory import Hit, Memory, MemorySettings, item_line
+from chorus.policy import Policy, load_policy
 
 #: Sections trimmed first come first.
 TRIM_ORDER = ("daily", "items", "system", "memory_md", "project", "identity", "plan")
@@ -118,37 +126,46 @@ def assemble(
     settings: MemorySettings | None = None,
     plan: str | None = None,
     now: dt.datetime | None = None,
+    policy: Policy | None = None,
 ) -> Context:
-    """Build the context for a body starting in ``cwd`` on ``task``."""
+    """Build the context for a body starting in ``cwd`` on ``task``. ``policy`` says
+    what the job may read (by default ``CHORUS_HOME/policy.toml``, as the daemon's)."""
     own = memory is None
     mem = memory or Memory(settings=settings)
     try:
-        return _assemble(mem, cwd, task, plan, now or dt.datetime.now().astimezone())
+        project = load_project(cwd, policy or load_policy())
+        return _assemble(mem, cwd, task, plan, now or dt.datetime.now().astimezone(), project)
     finally:
         if own:
             mem.close()
 
 
-def _assemble(mem: Memory, cwd: Path, task: str, plan: str | None, now: dt.datetime) -> Context:
+def _assemble(
+    mem: Memory,
+    cwd: Path,
+    task: str,
+    plan: str | None,
+    now: dt.datetime,
+    project: ProjectContext,
+) -> Context:
     cfg = mem.settings
     ctx = Context([], cfg.context_tokens)
-    soul_path, identity = soul()
+    soul_path, identity, soul_notes = load_soul()
     md_text, md_warnings = mem.memory_md()
     chosen = _relevant(mem, task, cfg.top_n, now)
     ctx.items = [h.ref for h in chosen]
-    project = load_project(cwd)
     ctx.sections = [
         Section("identity", f"Identity ({soul_path.name})", [Part(identity)]),
         Section("time", "Now", [Part(_now(now))]),
         Section("environment", "Environment", [Part(_environment(cwd, project.root))]),
         Section("system", "System (cached)", [Part(render_spec(system_spec()))]),
-        Section("memory_md", "Long-term memory (MEMORY.md)", [Part(md_text)]),
+        Section("memory_md", "Long-term memory (MEMORY.md)", _md_parts(md_text, md_warnings)),
         Section("daily", "Recent daily notes", _daily(mem, cfg.daily_days, now.date())),
         Section("items", "Relevant memory", [Part(_hit_line(h)) for h in chosen]),
         Section("project", "Project context (CHORUS.md)", _project_parts(project)),
         Section("plan", "Plan of the active job", [Part(plan or "")]),
     ]
-    ctx.notes += [*md_warnings, *mem.warnings, *project.refused]
+    ctx.notes += [*soul_notes, *md_warnings, *mem.warnings, *project.refused]
     fit(ctx)
     return ctx
 
@@ -160,6 +177,11 @@ def _now(now: dt.datetime) -> str:
 def _environment(cwd: Path, root: Path) -> str:
     system = f"{platform.system()} {platform.release()} ({platform.machine()})"
     return f"OS: {system}\nWorking directory: {cwd}\nProject root: {root}"
+
+
+def _md_parts(text: str, warnings: list[str]) -> list[Part]:
+    """MEMORY.md's text; when none could be read, why (a link there is not followed)."""
+    return [Part(text)] if text else [Part(f"[chorus: {w}]") for w in warnings]
 
 
 def _daily(mem: Memory, days: int, today: dt.date) -> list[Part]:
@@ -182,14 +204,11 @@ def _relevant(mem: Memory, task: str, top_n: int, now: dt.datetime) -> list[Hit]
 
 
 def _hit_line(hit: Hit) -> str:
-    item: MemoryItem | None = hit.item
-    if item is None:
-        return f"- {hit.text}"
-    return f"- [{item.kind}] {item.text} (memory {item.id})"
+    return f"- {hit.text}" if hit.item is None else item_line(hit.item)
 
 
-def _project_parts(project: Any) -> list[Part]:
-    root: Path = project.root
+def _project_parts(project: ProjectContext) -> list[Part]:
+    root = project.root
     return [Part(text.strip(), str(path.relative_to(root))) for path, text in project.files]
 
 

@@ -23,7 +23,7 @@ from chorus.bodies import BodyOptions, McpServer
 from chorus.config import ChorusConfig, load_config
 from chorus.context._assemble import assemble
 from chorus.mcpserver import SERVER_NAME, server_command
-from chorus.memory import Memory, MemorySettings, memory_settings
+from chorus.memory import Memory, MemorySettings, item_line, memory_settings
 
 log = logging.getLogger("chorus.context")
 
@@ -171,6 +171,6 @@ def recall_block(
     fresh = [h.item for h in hits if h.item is not None and h.item.id not in known]
     if not fresh:
         return "", []
-    lines = [f"- [{i.kind}] {i.text} (memory {i.id})" for i in fresh]
+    lines = [item_line(i) for i in fresh]
     block = "[Chorus: relevant memory for this message]\n" + "\n".join(lines)
     return block, [i.id for i in fresh]

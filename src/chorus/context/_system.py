@@ -5,20 +5,29 @@
 refreshed when older than :data:`SPEC_MAX_AGE_S`; probing runs each version
 command with a short timeout, so a slow or broken tool cannot stall a body's
 start for long, and only once a day.
+
+The workspace is where routine jobs run, so a body may have written in it: both
+files are read without following a link (a link is refused, and the context says
+so), written without following one (a new file, or a temporary file renamed into
+place), and only known tools and one-line versions of known languages are shown
+from the cached spec.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from chorus.config import chorus_home
+from chorus.memory import quoted_lines, read_regular
 
 SPEC_MAX_AGE_S = 24 * 3600.0
 TOOLS = (
@@ -56,12 +65,37 @@ def workspace_dir() -> Path:
     return path
 
 
+MAX_SOUL_BYTES = 64 * 1024
+
+
 def soul() -> tuple[Path, str]:
     """``SOUL.md`` and its text; written with :data:`DEFAULT_SOUL` on first use."""
+    path, text, _ = load_soul()
+    return path, text
+
+
+def load_soul() -> tuple[Path, str, list[str]]:
+    """``SOUL.md``, its text and what was refused: a link there (or anything but a
+    regular file) is not read; its text is then a visible ``[chorus: ...]`` line."""
     path = workspace_dir() / "SOUL.md"
-    if not path.exists():
-        path.write_text(DEFAULT_SOUL, encoding="utf-8")
-    return path, path.read_text(encoding="utf-8", errors="replace").strip()
+    _create(path, DEFAULT_SOUL)
+    try:
+        data = read_regular(path, MAX_SOUL_BYTES)
+    except OSError as exc:
+        note = f"{path} not read: {exc.strerror}"
+        return path, f"[chorus: {note}]", [note]
+    return path, data.decode("utf-8", errors="replace").strip(), []
+
+
+def _create(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` if nothing (not even a dangling link) is there."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def system_spec(*, now: float | None = None, max_age_s: float = SPEC_MAX_AGE_S) -> dict[str, Any]:
@@ -69,16 +103,28 @@ def system_spec(*, now: float | None = None, max_age_s: float = SPEC_MAX_AGE_S) 
     now = time.time() if now is None else now
     path = workspace_dir() / "system.json"
     try:
-        spec: dict[str, Any] = json.loads(path.read_text())
+        spec: dict[str, Any] = json.loads(read_regular(path, 1 << 20))
         if now - float(spec.get("generated_at", 0)) < max_age_s:
             return spec
-    except (OSError, ValueError):
+    except (OSError, ValueError, TypeError, AttributeError):
         pass
     spec = probe_system(now)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(spec, indent=1))
-    os.replace(tmp, path)
+    _replace(path, json.dumps(spec, indent=1))
     return spec
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``path`` through a new temporary file renamed over it (a link at
+    ``path`` is replaced, never followed)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def probe_system(now: float) -> dict[str, Any]:
@@ -115,11 +161,29 @@ def _memory_gb() -> float | None:
 
 
 def render_spec(spec: dict[str, Any]) -> str:
-    found = spec.get("languages", {}).items()
+    """The spec as the context shows it: only known tools and languages, versions on
+    one line, numbers as numbers (the cached file may have been written by a body)."""
+    found = _languages(spec.get("languages"))
     langs = ", ".join(v if k in v.casefold() else f"{k} {v}" for k, v in found) or "none found"
-    tools = ", ".join(spec.get("tools", [])) or "none found"
+    listed = spec.get("tools")
+    tools = ", ".join(t for t in TOOLS if isinstance(listed, list) and t in listed)
     return (
-        f"Languages: {langs}\nTools on PATH: {tools}\n"
-        f"Resources: {spec.get('cpus')} CPUs, {spec.get('memory_gb')} GB RAM, "
-        f"{spec.get('disk_free_gb')} GB free disk"
+        f"Languages: {langs}\nTools on PATH: {tools or 'none found'}\n"
+        f"Resources: {_number(spec.get('cpus'))} CPUs, {_number(spec.get('memory_gb'))} GB RAM, "
+        f"{_number(spec.get('disk_free_gb'))} GB free disk"
     )
+
+
+def _languages(found: Any) -> list[tuple[str, str]]:
+    if not isinstance(found, dict):
+        return []
+    out = []
+    for name in LANGUAGES:
+        version = found.get(name)
+        if isinstance(version, str) and version.strip():
+            out.append((name, " ".join(quoted_lines(version))[:80]))
+    return out
+
+
+def _number(value: Any) -> str:
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else "?"

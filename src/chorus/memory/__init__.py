@@ -6,6 +6,8 @@
 SQLite FTS5 BM25, optionally fused with vectors by reciprocal rank fusion, then
 weighted by salience (recency, reinforcement, trust by source, importance).
 Every write is also a :class:`chorus.events.MemoryChanged` in the event log.
+An item a model wrote keeps who wrote it and is shown to later models as quoted
+data (:func:`item_line`); the files are read without following links.
 """
 
 from chorus.memory._embed import Embedder, HashingEmbedder, make_embedder
@@ -19,10 +21,11 @@ from chorus.memory._extract import (
     parse_items,
     talk_of,
 )
-from chorus.memory._files import Layout
+from chorus.memory._files import Layout, read_regular
 from chorus.memory._log import MEMORY_SESSION, record_changes
 from chorus.memory._memory import Memory, WriteResult
 from chorus.memory._model import (
+    AGENT_SOURCES,
     ITEM_KINDS,
     SOURCE_KINDS,
     TRUST,
@@ -34,8 +37,12 @@ from chorus.memory._model import (
     content_hash,
     memory_settings,
 )
+from chorus.memory._quote import FENCE_BEGIN, FENCE_END, item_line, quoted_lines, written_by
 
 __all__ = [
+    "AGENT_SOURCES",
+    "FENCE_BEGIN",
+    "FENCE_END",
     "ITEM_KINDS",
     "MEMORY_SESSION",
     "ONE_SHOT",
@@ -57,9 +64,13 @@ __all__ = [
     "content_hash",
     "extract_job",
     "extraction_prompt",
+    "item_line",
     "make_embedder",
     "memory_settings",
     "parse_items",
+    "quoted_lines",
+    "read_regular",
     "record_changes",
     "talk_of",
+    "written_by",
 ]

@@ -39,6 +39,7 @@ from chorus.events import Event, JobEnded, MemoryChanged, Text, TurnCompleted, T
 from chorus.memory._log import record_changes
 from chorus.memory._memory import Memory
 from chorus.memory._model import ITEM_KINDS, MemoryItem, MemorySettings, memory_settings
+from chorus.memory._quote import item_line
 from chorus.store import JobRecord, Store
 
 log = logging.getLogger("chorus.memory")
@@ -71,7 +72,7 @@ def talk_of(job: JobRecord, events: Sequence[Event]) -> str:
 
 
 def extraction_prompt(talk: str, related: Sequence[MemoryItem]) -> str:
-    known = "\n".join(f"- {i.id} [{i.kind}] {i.text}" for i in related) or "(none)"
+    known = "\n".join(item_line(i) for i in related) or "(none)"
     return (
         "You maintain a person's long-term memory. From the conversation below, list "
         "only what will still matter in later sessions: stable preferences, decisions, "
@@ -80,8 +81,8 @@ def extraction_prompt(talk: str, related: Sequence[MemoryItem]) -> str:
         "anything already in the known items.\n\n"
         "Answer with a JSON array and nothing else. Each element: "
         f'{{"kind": one of {", ".join(ITEM_KINDS)}, "text": one self-contained '
-        'sentence, "importance": 0..1, "supersedes": the id of a known item this '
-        "one contradicts or replaces, or null}. An empty array is a fine answer.\n\n"
+        'sentence, "importance": 0..1, "supersedes": the id (m...) of a known item '
+        "this one contradicts or replaces, or null}. An empty array is a fine answer.\n\n"
         f"Known items:\n{known}\n\nConversation:\n{talk}\n"
     )
 
@@ -120,10 +121,17 @@ def _item(element: Any) -> Extracted | None:
 
 
 def apply_items(
-    mem: Memory, items: Sequence[Extracted], *, session_id: str | None, source_event: str | None
+    mem: Memory,
+    items: Sequence[Extracted],
+    *,
+    session_id: str | None,
+    source_event: str | None,
+    job_id: str | None = None,
+    body: str | None = None,
 ) -> list[MemoryChanged]:
     """Write the items (dedup and supersede through :meth:`Memory.add`); a
-    ``supersedes`` naming no active item is dropped, the item is still added."""
+    ``supersedes`` naming no active item is dropped, the item is still added. The
+    items keep which job (and its body, its session) they were extracted from."""
     events: list[MemoryChanged] = []
     for item in items:
         old = mem.index.get_item(item.supersedes) if item.supersedes else None
@@ -134,6 +142,8 @@ def apply_items(
             source_kind="extraction",
             source_event=source_event,
             session_id=session_id,
+            job_id=job_id,
+            body=body,
             importance=item.importance,
             supersedes=supersedes,
         )
@@ -165,7 +175,12 @@ async def extract_job(
         log.warning("job %s: %s", job.id, warning)
     with Memory(settings=settings) as mem:
         changes = apply_items(
-            mem, items, session_id=job.session_id, source_event=f"{job.session_id}:{ended.seq}"
+            mem,
+            items,
+            session_id=job.session_id,
+            source_event=f"{job.session_id}:{ended.seq}",
+            job_id=job.id,
+            body=job.body,
         )
     await record_changes(store, changes, session_id)
     return changes

@@ -11,20 +11,33 @@ Layout under ``CHORUS_HOME/memory/``::
 Parsing never raises on bad content: it returns what it could read plus
 warnings that name the file and line, so one hand-edited file cannot hide the
 rest of the memory.
+
+No link is ever expected here: every file is read and appended to without
+following a symbolic link (``O_NOFOLLOW``), and only a regular file is read, so a
+link planted in ``memory/`` cannot put another file (a token, a key) into a
+context, and a FIFO cannot stall a reader.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from chorus.config import chorus_home
-from chorus.memory._model import ITEM_KINDS, ITEM_STATUSES, SOURCE_KINDS, MemoryItem
+from chorus.memory._model import (
+    ITEM_KINDS,
+    ITEM_STATUSES,
+    SOURCE_KINDS,
+    MemoryInputError,
+    MemoryItem,
+)
 
 _DAY_RE = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
 _ID_RE = re.compile(r"m[0-9a-f]{6,32}")
@@ -84,12 +97,74 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+_NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def read_regular(
+    path: Path, limit: int = -1, *, single_link: bool = False, no_links: bool = False
+) -> bytes:
+    """The bytes (at most ``limit``) of the regular file at ``path``, opened without
+    following a symbolic link and without blocking. A link, a folder, a FIFO or a
+    device raises :class:`OSError` whose ``strerror`` says which. ``single_link``
+    also refuses a file with other hard links (maybe another name of a secret);
+    ``no_links`` refuses a link anywhere in the (absolute) path: each folder is
+    opened in turn without following one, so a folder swapped for a link between a
+    check of the path and this read is refused too."""
+    try:
+        fd = _open_walk(path) if no_links else _open_last(path, None)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, "a symbolic link is in the way (not followed)") from None
+        raise
+    try:
+        _check_regular(os.fstat(fd), single_link)
+    except OSError:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read(limit)
+
+
+def _check_regular(info: os.stat_result, single_link: bool) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file")
+    if single_link and info.st_nlink > 1:
+        raise OSError(errno.EMLINK, f"the file has {info.st_nlink} hard links")
+
+
+def _open_last(name: str | Path, dir_fd: int | None) -> int:
+    return os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NO_FOLLOW, dir_fd=dir_fd)
+
+
+def _open_folder(name: str, dir_fd: int) -> int:
+    """The folder ``name`` in ``dir_fd``; a link there (Linux says ENOTDIR) is ELOOP."""
+    try:
+        return os.open(name, os.O_RDONLY | os.O_DIRECTORY | _NO_FOLLOW, dir_fd=dir_fd)
+    except NotADirectoryError:
+        raise OSError(errno.ELOOP, f"{name!r} is not a folder") from None
+
+
+def _open_walk(path: Path) -> int:
+    if not path.is_absolute():
+        raise OSError(errno.EINVAL, "not an absolute path")
+    folder = os.open(path.anchor, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in path.parts[1:-1]:
+            inner = _open_folder(part, folder)
+            os.close(folder)
+            folder = inner
+        return _open_last(path.name, folder)
+    finally:
+        os.close(folder)
+
+
 def read_lines(path: Path) -> tuple[list[str], list[str]]:
-    """The file's lines; a line that is not UTF-8 is dropped with a warning."""
+    """The file's lines; a line that is not UTF-8 is dropped with a warning. A link
+    or a special file is not read (a warning says so)."""
     warnings: list[str] = []
     lines: list[str] = []
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except OSError as exc:
         return [], [f"{path}: cannot read ({exc.strerror})"]
     for n, chunk in enumerate(raw.split(b"\n"), start=1):
@@ -119,7 +194,7 @@ def day_of(path: Path) -> dt.date | None:
 
 _FLOAT_KEYS = ("importance", "created", "last_seen")
 _INT_KEYS = ("reinforcement",)
-_TEXT_KEYS = ("id", "kind", "status", "source_kind", "source_event", "session_id")
+_TEXT_KEYS = ("id", "kind", "status", "source_kind", "source_event", "session_id", "job_id", "body")
 _REF_KEYS = ("supersedes", "superseded_by")
 _CHOICES = {"kind": ITEM_KINDS, "status": ITEM_STATUSES, "source_kind": SOURCE_KINDS}
 
@@ -130,9 +205,16 @@ def render_item(item: MemoryItem) -> str:
     for key in (*_TEXT_KEYS, "importance", "reinforcement", "created", "last_seen", *_REF_KEYS):
         value = getattr(item, key)
         if value is not None:
-            lines.append(f"{key}: {_iso(value) if key in ('created', 'last_seen') else value}")
+            shown = _iso(value) if key in ("created", "last_seen") else _one_line(value)
+            lines.append(f"{key}: {shown}")
     lines += ["---", item.text, ""]
     return "\n".join(lines)
+
+
+def _one_line(value: object) -> str:
+    """A header value on one line: a line break in a value (an id a caller made up)
+    must not add a header line of its own (``source_kind: user``)."""
+    return " ".join(str(value).splitlines()).strip()
 
 
 def parse_item(path: Path) -> tuple[MemoryItem | None, list[str]]:
@@ -234,10 +316,25 @@ def append_daily(layout: Layout, text: str, when: dt.datetime) -> Path:
     """Append a timestamped bullet to the day's note (created with a heading)."""
     path = layout.day_path(when.date())
     layout.ensure()
-    head = "" if path.exists() else f"# {when.date().isoformat()}\n\n"
-    with path.open("a", encoding="utf-8") as handle:
+    head = "" if os.path.lexists(path) else f"# {when.date().isoformat()}\n\n"
+    with os.fdopen(_open_append(path), "a", encoding="utf-8") as handle:
         handle.write(f"{head}- {when.strftime('%H:%M')} {text.strip()}\n")
     return path
+
+
+def _open_append(path: Path) -> int:
+    """A descriptor appending to the regular file ``path`` (made if missing), never
+    through a link: a link or special file there is a :class:`MemoryInputError`."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | _NO_FOLLOW
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+        raise MemoryInputError(f"cannot append to {path}: {why}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise MemoryInputError(f"cannot append to {path}: not a regular file")
+    return fd
 
 
 def daily_files(layout: Layout) -> list[tuple[dt.date, Path]]:

@@ -8,6 +8,10 @@ Tables: ``items`` (every item, any status), ``chunks`` (paragraphs of MEMORY.md
 and daily notes), ``files`` (the mtime and size each note had when indexed),
 and the FTS5 table ``fts`` holding the *searchable* text: active items under
 their row number, note chunks under the negated chunk number.
+
+Schema 2 adds who wrote an agent's item (``job_id``, ``body``; ``session_id`` was
+there): an index of schema 1 gets the columns when it is opened, empty until
+``reindex`` reads them from the item files.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from typing import Any
 
 from chorus.memory._model import MemoryItem
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Columns added after schema 1, by the version that added them.
+_ADDED_COLUMNS = {"job_id": "TEXT", "body": "TEXT"}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -39,7 +45,9 @@ CREATE TABLE IF NOT EXISTS items (
     supersedes TEXT,
     superseded_by TEXT,
     hash TEXT NOT NULL,
-    vec BLOB
+    vec BLOB,
+    job_id TEXT,
+    body TEXT
 );
 CREATE INDEX IF NOT EXISTS items_hash ON items (hash);
 CREATE INDEX IF NOT EXISTS items_seen ON items (status, last_seen);
@@ -61,7 +69,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5vocab (fts, 'row');
 
 _ITEM_COLS = (
     "id, kind, text, status, importance, reinforcement, source_kind, source_event,"
-    " session_id, created, last_seen, supersedes, superseded_by"
+    " session_id, created, last_seen, supersedes, superseded_by, job_id, body"
 )
 
 
@@ -75,7 +83,19 @@ class MemoryIndex:
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.executescript(_SCHEMA)
-        self.conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring an older index up to :data:`SCHEMA_VERSION` (one transaction, so two
+        processes opening it at once do not both add a column)."""
+        if self.meta("schema") == str(SCHEMA_VERSION):
+            return
+        with self.transaction():
+            have = {row[1] for row in self.conn.execute("PRAGMA table_info(items)")}
+            for name, kind in _ADDED_COLUMNS.items():
+                if name not in have:
+                    self.conn.execute(f"ALTER TABLE items ADD COLUMN {name} {kind}")
+            self.set_meta("schema", str(SCHEMA_VERSION))
 
     def close(self) -> None:
         self.conn.close()
@@ -101,7 +121,7 @@ class MemoryIndex:
         if row is None:
             cur = self.conn.execute(
                 f"INSERT INTO items ({_ITEM_COLS}, hash, vec)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f" VALUES ({', '.join('?' * len(values))})",
                 values,
             )
             n = int(cur.lastrowid or 0)

@@ -131,31 +131,39 @@ class Memory:
         source_kind: str = "user",
         source_event: str | None = None,
         session_id: str | None = None,
+        job_id: str | None = None,
+        body: str | None = None,
         importance: float = 0.5,
         supersedes: str | None = None,
     ) -> WriteResult:
         """Add an item, or reinforce its duplicate. ``supersedes`` names an item this
-        one replaces (it is marked superseded, not deleted). Bad input raises
+        one replaces (it is marked superseded, not deleted). ``session_id``,
+        ``job_id`` and ``body`` say who wrote it. Bad input raises
         :class:`MemoryInputError` and writes nothing."""
         text, kind = check_text(text), check_kind(kind)
         old = self.get(supersedes) if supersedes else None
         if not 0.0 <= importance <= 1.0:
             raise MemoryInputError(f"importance {importance} is outside 0..1")
+        writer: dict[str, Any] = {
+            "source_kind": source_kind,
+            "session_id": session_id,
+            "job_id": job_id,
+            "body": body,
+        }
         twin = self.duplicate_of(text, kind)
         if twin is not None and twin.id != supersedes:
-            return self._reinforce(twin, importance, source_kind)
+            return self._reinforce(twin, importance, writer)
         now = self.clock()
         item = MemoryItem(
             id=f"m{uuid.uuid4().hex[:12]}",
             kind=kind,
             text=text,
             importance=importance,
-            source_kind=source_kind,
             source_event=source_event,
-            session_id=session_id,
             created=now,
             last_seen=now,
             supersedes=supersedes,
+            **writer,
         )
         events = [self._save(item, "add")]
         if old is not None:
@@ -181,14 +189,18 @@ class Memory:
                 return value  # type: ignore[no-any-return]
         return None
 
-    def _reinforce(self, item: MemoryItem, importance: float, source_kind: str) -> WriteResult:
-        trusted = min((item.source_kind, source_kind), key=lambda s: -_rank.trust(s))
+    def _reinforce(
+        self, item: MemoryItem, importance: float, writer: dict[str, Any]
+    ) -> WriteResult:
+        """Count the twin once more; the item takes the more trusted source, and with
+        it that source's writer (the person who confirms an agent's item owns it)."""
         fresh = item.but(
             reinforcement=item.reinforcement + 1,
             last_seen=self.clock(),
             importance=max(item.importance, importance),
-            source_kind=trusted,
         )
+        if _rank.trust(writer["source_kind"]) > _rank.trust(item.source_kind):
+            fresh = fresh.but(**writer)
         return WriteResult(fresh, "reinforce", [self._save(fresh, "reinforce")])
 
     def edit(
@@ -271,7 +283,7 @@ class Memory:
 
     def memory_md(self) -> tuple[str, list[str]]:
         """MEMORY.md's text (unreadable lines dropped) and the warnings."""
-        if not self.layout.memory_md.exists():
+        if not os.path.lexists(self.layout.memory_md):
             return "", []
         lines, warnings = read_lines(self.layout.memory_md)
         return "\n".join(lines).strip(), warnings
@@ -283,7 +295,7 @@ class Memory:
         for back in range(max(0, days) - 1, -1, -1):
             day = today - dt.timedelta(days=back)
             path = self.layout.day_path(day)
-            if path.exists():
+            if os.path.lexists(path):
                 lines, warnings = read_lines(path)
                 self.warnings += warnings
                 out.append((day, "\n".join(lines).strip()))

@@ -25,6 +25,9 @@ ITEM_STATUSES: tuple[str, ...] = get_args(ItemStatus)
 #: Trust by source kind (a multiplier of the search score): recalled prose written
 #: by a model never ranks as high as what the person said.
 TRUST: dict[str, float] = {"user": 1.0, "import": 0.9, "agent": 0.8, "extraction": 0.6}
+#: The sources whose text a model wrote: shown to later bodies as quoted data, never
+#: as instructions (:func:`chorus.memory.item_line`).
+AGENT_SOURCES: frozenset[str] = frozenset({"agent", "extraction"})
 
 
 class MemoryInputError(UserError):
@@ -43,7 +46,10 @@ def content_hash(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class MemoryItem:
-    """One typed memory item; its file under ``memory/items/`` is the truth."""
+    """One typed memory item; its file under ``memory/items/`` is the truth.
+
+    ``session_id``, ``job_id`` and ``body`` say who wrote an agent's item (the
+    session, job and body of the ``memory_write`` call or of the extracted job)."""
 
     id: str
     kind: str
@@ -58,10 +64,17 @@ class MemoryItem:
     last_seen: float = 0.0
     supersedes: str | None = None
     superseded_by: str | None = None
+    job_id: str | None = None
+    body: str | None = None
 
     @property
     def hash(self) -> str:
         return content_hash(self.text)
+
+    @property
+    def agent_written(self) -> bool:
+        """A model wrote the text (a body's ``memory_write``, the extraction run)."""
+        return self.source_kind in AGENT_SOURCES
 
     def but(self, **changes: Any) -> MemoryItem:
         return replace(self, **changes)
