@@ -133,7 +133,8 @@ def test_reading_never_starts_a_daemon(chorus: Chorus) -> None:
     assert offline["jobs"] == {"succeeded": 1}
     assert "claude" in offline["router_bodies"]
     claude = [h for h in offline["health"] if h["key"].split("@")[0] == "claude"]
-    assert claude and claude[0]["outcomes"] == [True]  # the job's success, kept in the log
+    assert claude
+    assert claude[0]["outcomes"] == [True]  # the job's success, kept in the log
     table = chorus.run("status").stdout
     assert "read from the log" in table
     assert "claude: healthy" in table
