@@ -144,9 +144,13 @@ def create(spec: Spec, config: WorktreeConfig) -> Created:
     """Add the worktree, copy untracked files, run the setup command. On any
     failure the worktree and its new branch are removed again, then it raises."""
     spec.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    git.run(spec.main, "worktree", "add", "-q", "-b", spec.branch, str(spec.path), spec.base_commit)
+    add = ("worktree", "add", "-q", "--no-checkout", "-b", spec.branch, str(spec.path))
+    git.run(spec.main, *add, spec.base_commit)
     notes: list[str] = []
     with _undo_on_error(spec):
+        # Checked out from inside the new worktree: its config (an includeIf of its
+        # branch or folder) is what git will see there, so that is what is listed.
+        git.run(spec.path, "reset", "-q", "--hard", "--no-recurse-submodules")
         copied = copy_untracked(spec.source, spec.path, config.copy_files)
         if copied:
             notes.append("copied " + ", ".join(copied))
