@@ -15,7 +15,8 @@ pagers ...; :func:`run_git`, :func:`git_diff` for the rest of Chorus); records l
 (:class:`chorus.store.WorktreeRecord`), events in the log (:class:`chorus.events.Worktree`).
 """
 
-from chorus.worktrees._create import Created, Spec, copy_untracked, create, plan, undo
+from chorus.worktrees._copy import Copies, copy_untracked
+from chorus.worktrees._create import Created, Spec, create, plan, undo
 from chorus.worktrees._errors import (
     BranchInUseError,
     DetachedHeadError,
@@ -56,6 +57,7 @@ from chorus.worktrees._state import TRANSITIONS, WorktreeState
 __all__ = [
     "TRANSITIONS",
     "BranchInUseError",
+    "Copies",
     "Created",
     "DetachedHeadError",
     "GitError",
