@@ -192,6 +192,21 @@ def test_git_environment_naming_a_program_is_elevated(line: str) -> None:
     assert level(line) == "elevated"
 
 
-def test_writing_the_repositorys_git_config_is_elevated() -> None:
-    assert level("printf '[core]\\n\\thooksPath = h\\n' >> .git/config") == "elevated"
+@pytest.mark.parametrize(
+    "line",
+    [
+        "printf '[core]\\n\\thooksPath = h\\n' >> .git/config",
+        "cp evil.cfg .git/config",
+        "tee -a .git/config < evil.cfg",
+        "cp hook ../main/.git/hooks/post-commit",
+        "sed -i 's/x/y/' .git/config",
+    ],
+)
+def test_writing_the_repositorys_git_config_or_hooks_is_elevated(line: str) -> None:
+    assert level(line) == "elevated"
+
+
+def test_write_tools_on_git_config_and_reading_it() -> None:
     assert assess_tool("write", write_paths=["repo/.git/config"]).level == "elevated"
+    assert level("cat .git/config") == "trivial"
+    assert level("cp .git/config backup.cfg") == "trivial"

@@ -209,6 +209,7 @@ def _score_segment(seg: Segment, scores: _Scores, untrusted: bool) -> None:
         if name == program and _has_words(args, words):
             scores.add(factor, score, f"`{program} {' '.join(words)}`")
     _removal(seg, scores)
+    _persistence(seg, scores)
     _recursion(seg, scores)
     _network(seg, scores, untrusted)
     _redirects(seg, scores)
@@ -380,6 +381,23 @@ def _removal(seg: Segment, scores: _Scores) -> None:
     if any(t in _ROOTISH or t.startswith(_SYSTEM_DIRS) for t in targets) and forceful:
         scores.add("irreversibility", 3, "forced removal of a root, home or system folder")
         scores.add("blast_radius", 3, "removal aimed at a root, home or system folder")
+
+
+#: Commands that write every file they name, and those that write their last one.
+_FILE_WRITERS = frozenset({"tee", "touch", "truncate"})
+_FILE_COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync"})
+
+
+def _persistence(seg: Segment, scores: _Scores) -> None:
+    """``cp x .git/hooks/post-commit``, ``tee -a .git/config``: code that runs later."""
+    named = [a for a in seg.argv[1:] if not a.startswith("-")]
+    if seg.name in _FILE_COPIERS:
+        named = named[-1:]
+    elif seg.name not in _FILE_WRITERS and not (seg.name == "sed" and "-i" in seg.argv):
+        return
+    for arg in named:
+        if _PERSISTENCE.search(arg):
+            scores.add("privilege", 2, f"writes {arg}, which runs code later")
 
 
 def _recursion(seg: Segment, scores: _Scores) -> None:
