@@ -192,7 +192,7 @@ def test_a_merge_driver_is_never_run_the_file_conflicts_instead(
     sh(repo, *quiet, "commit", "-qam", "main side")
     plants.clear()
     before = git(repo, "rev-parse", "HEAD")
-    with pytest.raises(MergeConflictError, match=r"a\.txt"):
+    with pytest.raises(MergeConflictError, match=r"a\.txt \(the repository configures merge"):
         merge(spec.main, spec.branch, spec.into, squash=False, message="unused")
     assert plants.fired() == []
     assert git(repo, "rev-parse", "HEAD") == before  # aborted: as it was
@@ -276,6 +276,27 @@ def test_a_submodules_own_config_runs_nothing(repo: Path, plants: Plants, git: G
     assert plants.fired() == []
     sh(repo, "status", "--porcelain")  # CONTROL
     assert "sub-fsmonitor" in plants.fired()
+
+
+def test_the_inert_programs_are_never_found_in_the_repository(
+    repo: Path, plants: Plants, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The merge driver's inert ``false`` is looked up in absolute folders only: a
+    PATH with an empty or relative entry would find one the repository holds."""
+    with_attributes(repo)
+    plant(repo, plants)
+    spec = worktree(repo)
+    (spec.path / "a.txt").write_text("a\nfrom the job\n")
+    autocommit(spec.path, "job side", spec.branch)
+    (repo / "a.txt").write_text("main side\na\n")
+    sh(repo, "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false", "commit", "-qam", "m")
+    (repo / "false").write_text(f"#!/bin/sh\ntouch {plants.markers}/path-false\nexit 1\n")
+    (repo / "false").chmod(0o755)
+    plants.clear()
+    monkeypatch.setenv("PATH", f":.:{os.environ['PATH']}")
+    with pytest.raises(MergeConflictError):
+        merge(spec.main, spec.branch, spec.into, squash=False, message="unused")
+    assert plants.fired() == []
 
 
 def test_chorus_git_ignores_git_variables_of_its_own_environment(

@@ -149,6 +149,10 @@ def inert_value(key: str) -> str | None:
 def _base_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEPT_GIT_VARS}
     env.update(_ENV)
+    # Only absolute folders: an empty or relative entry would find ``cat`` or ``false``
+    # (the inert values) in the repository itself.
+    paths = env.get("PATH", os.defpath).split(os.pathsep)
+    env["PATH"] = os.pathsep.join(p for p in paths if os.path.isabs(p))
     return env
 
 
@@ -169,8 +173,10 @@ def _git(cwd: Path, argv: Sequence[str], env: dict[str, str], timeout: float) ->
 
 
 def _listed_keys(cwd: Path, timeout: float) -> _Done:
-    """Every config key git sees in ``cwd``, NUL-separated (a read: runs nothing)."""
-    return _git(cwd, ["config", "--list", "--name-only", "-z"], _env(()), timeout)
+    """Every config key git sees in ``cwd``, NUL-separated (a read: runs nothing;
+    an include of a FIFO could only make it wait, so not for long)."""
+    argv = ["config", "--list", "--name-only", "-z"]
+    return _git(cwd, argv, _env(()), min(timeout, 30.0))
 
 
 def overrides(keys: Sequence[str]) -> list[tuple[str, str]]:
@@ -270,6 +276,12 @@ def has_identity(path: Path) -> bool:
 def identity(path: Path) -> Settings:
     """Config for a commit: none when the repository or the person has an identity."""
     return () if has_identity(path) else FALLBACK_IDENTITY
+
+
+def merge_drivers(path: Path) -> list[str]:
+    """The merge drivers the config names (Chorus's merges never run one)."""
+    done = run(path, "config", "--name-only", "--get-regexp", r"^merge\..+\.driver$", check=False)
+    return [line for line in done.stdout.split("\n") if line]
 
 
 def diff_of(folder: Path, *args: str, timeout: float = 300.0) -> str:

@@ -135,9 +135,16 @@ def _abort(target: Path, squash: bool, output: str, into: str) -> None:
         raise WorktreeError(f"git refused the merge into {into}: {output.strip()[-400:]}")
     # --squash leaves no MERGE_HEAD, so `merge --abort` cannot undo it; reset --merge can.
     git.run(target, *(["reset", "--merge"] if squash else ["merge", "--abort"]))
+    drivers = git.merge_drivers(target)
+    why = (
+        f" (the repository configures {', '.join(drivers)}: Chorus never runs a merge "
+        "driver, a merge by hand does)"
+        if drivers
+        else ""
+    )
     raise MergeConflictError(
-        f"merging into {into} conflicts in {', '.join(files)}; the merge was aborted and "
-        f"{target} is as it was. Resolve it by hand (git merge there) or rebase the branch",
+        f"merging into {into} conflicts in {', '.join(files)}{why}; the merge was aborted "
+        f"and {target} is as it was. Resolve it by hand (git merge there) or rebase the branch",
         files,
     )
 
