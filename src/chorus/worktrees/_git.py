@@ -30,9 +30,15 @@ program that git ran there could read CHORUS_HOME. So, for every run:
   ``--no-ext-diff --no-textconv``; ``status`` and ``diff`` ignore dirty
   submodules; every ``GIT_*`` variable of Chorus's own environment is dropped
   (it might name an external diff, a pager or other config) but the three that
-  choose the config files; editors are ``:``, askpass is empty and terminal
-  prompts are off.
+  choose the config files; editors are ``:``, askpass is empty, terminal
+  prompts are off, and ``PATH`` keeps absolute folders only (so ``cat`` and
+  ``false`` are never the repository's own).
 * **Only builtins Chorus needs** (:data:`SUBCOMMANDS`): an alias is never reached.
+* **No git child in another folder:** the listing is made where the command runs,
+  and a child git elsewhere would see another config (an ``includeIf`` of the new
+  worktree's branch, say). So a worktree is added ``--no-checkout`` and checked
+  out by ``reset --hard`` run inside it, and ``worktree remove`` is ``--force``d
+  after Chorus's own status check (git's own check runs ``status`` in the worktree).
 
 Limits: the listing and the run are two processes; a body running *at the same
 time* that can write the repository's config could add a new program key in
@@ -199,14 +205,14 @@ def run(
     result."""
     if not args or args[0] not in SUBCOMMANDS:
         raise ValueError(f"Chorus does not run `git {args[0] if args else ''}`")
-    listed = _listed_keys(cwd, timeout)
-    if listed.returncode == 0:
-        every = [*_FIXED, *overrides(listed.stdout.split("\0")), *settings]
+    done = _listed_keys(cwd, timeout)
+    if done.returncode == 0:
+        every = [*_FIXED, *overrides(done.stdout.split("\0")), *settings]
         argv = [args[0], *_FLAGS.get(args[0], ()), *args[1:]]
-        listed = _git(cwd, argv, _env(every), timeout)
-    if check and listed.returncode != 0:
-        raise GitError(list(args), listed.returncode, listed.stderr)
-    return listed
+        done = _git(cwd, argv, _env(every), timeout)
+    if check and done.returncode != 0:
+        raise GitError(list(args), done.returncode, done.stderr)
+    return done
 
 
 def out(cwd: Path, *args: str) -> str:
