@@ -10,6 +10,7 @@ audited like the CLI's (``via: dashboard``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -261,7 +262,8 @@ class _Pages:
         from chorus.policy import AuditLog
 
         log = self.dash.audit or AuditLog()
-        result = log.verify()
+        # The walk reads the whole log and the anchor asks the store: not on the loop.
+        result = await asyncio.to_thread(log.verify)
         recent = list(log.entries(since=time.time() - 86400))[-50:]
         return self.render(request, "audit.html", result=result, recent=reversed(recent))
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from watchfiles import Change, awatch
 
+from chorus.store import UnknownMemberError
 from chorus.teams._config import TeamError, load_team, teams_dir
 from chorus.teams._nofollow import (
     NotRegularError,
@@ -90,7 +91,7 @@ async def _ingest(path: Path, root: Path, post: Post, team_name: str, member: st
         team.check_member(member)
         message = read_drop(path.name, data, team.mailbox_names)
         await post(team_name, member, message)
-    except (BadDropError, TeamError) as exc:
+    except (BadDropError, TeamError, UnknownMemberError) as exc:
         return await _reject(team_name, path, root, str(exc))
     await asyncio.to_thread(_remove, root, path)
     log.info("team %s: dropped message %s for %s posted", team_name, path.name, member)
