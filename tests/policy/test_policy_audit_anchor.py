@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from chorus.policy import AuditLog
+from chorus.policy._anchor import anchor_key
 from chorus.policy._audit import GENESIS, entry_hash
 from chorus.store import (
     AuditAnchor,
@@ -116,7 +117,8 @@ def test_appends_after_a_rollback_do_not_move_the_anchor(tmp_path: Path) -> None
     assert not result.ok
     assert "entry 5 is not the one the store's audit anchor names" in result.problem
     anchor = stored(AuditLog())
-    assert anchor is not None and anchor.entries == 6
+    assert anchor is not None
+    assert anchor.entries == 6
 
 
 def test_a_log_from_before_anchors_is_anchored_by_its_first_verify() -> None:
@@ -134,7 +136,7 @@ def test_a_forged_anchor_row_is_found() -> None:
     log = filled(2)
     log.verify()
     cell = SqliteAnchorCell()
-    anchor = cell.load(stored(log).log)  # type: ignore[union-attr]
+    anchor = cell.load(anchor_key(log.path))
     assert anchor is not None
     forged = AuditAnchor(anchor.log, 1, GENESIS, 0, "0" * 64, anchor.updated_at)
     assert cell.advance(forged, expected=anchor.entries)
@@ -152,7 +154,8 @@ def test_a_repaired_torn_line_still_verifies() -> None:
     assert result.ok, result.problem
     assert result.entries == 4  # the three, and the repair's own entry
     anchor = stored(log)
-    assert anchor is not None and anchor.entries == 4
+    assert anchor is not None
+    assert anchor.entries == 4
 
 
 def _legacy_log(path: Path, n: int) -> str:
@@ -174,7 +177,8 @@ def test_migrate_on_a_fresh_home_anchors_the_sealed_log() -> None:
     assert log.migrate().migrated
     assert AuditLog().verify().ok
     anchor = stored(log)
-    assert anchor is not None and anchor.entries == 4
+    assert anchor is not None
+    assert anchor.entries == 4
     log.path.unlink()
     log.head_path.unlink()
     assert "deleted" in AuditLog().verify().problem
@@ -192,8 +196,9 @@ def test_the_anchor_in_postgresql_catches_a_rollback(pg_url: str, tmp_path: Path
     snapshot(log, tmp_path / "old")
     filled(2, log)
     assert AuditLog(anchor=cell).verify().ok
-    anchor = cell.load(stored(log).log)  # type: ignore[union-attr]
-    assert anchor is not None and anchor.entries == 4
+    anchor = cell.load(anchor_key(log.path))
+    assert anchor is not None
+    assert anchor.entries == 4
     assert not cell.advance(anchor, expected=3)  # compare-and-set on the count
     restore(log, tmp_path / "old")
     result = AuditLog(anchor=PgAnchorCell(pg_url)).verify()
