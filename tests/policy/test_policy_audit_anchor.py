@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -223,3 +225,31 @@ def test_reanchor_refuses_a_log_that_fails_its_own_checks(tmp_path: Path) -> Non
     assert "entry 1 is missing" in result.problem
     assert log.path.read_bytes() == before  # nothing written
     assert AuditLog(anchor=False).reanchor().status == "off"
+
+
+class _Recording(SqliteAnchorCell):
+    """The SQLite cell, noting which thread saved each anchor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved_by: list[str] = []
+
+    def advance(self, anchor: AuditAnchor, expected: int | None) -> bool:
+        self.saved_by.append(threading.current_thread().name)
+        return super().advance(anchor, expected)
+
+
+def test_appends_leave_the_store_to_a_background_saver_that_batches() -> None:
+    cell = _Recording()
+    log = AuditLog(anchor=cell)
+    for i in range(50):
+        log.append("tool_call", {"i": i})
+    deadline = time.monotonic() + 10
+    while (cell.load(anchor_key(log.path)) or _NONE).entries != 50:
+        assert time.monotonic() < deadline, "the saver did not catch up"
+        time.sleep(0.02)
+    assert set(cell.saved_by) == {"chorus-audit-anchor"}  # never the appending thread
+    assert len(cell.saved_by) < 50  # a burst is saved in a few writes, not one each
+
+
+_NONE = AuditAnchor("", -1, "", 0, "", 0.0)

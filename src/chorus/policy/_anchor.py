@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import os
 import socket
 import threading
 import time
@@ -175,6 +176,13 @@ class _Saver:
         self._dirty: set[AnchorKeeper] = set()
         self._wake = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._exit_hook = False
+        os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        """A forked child has no saver thread: it starts its own on its first note."""
+        self._wake = threading.Condition()
+        self._thread = None
 
     def want(self, keeper: AnchorKeeper) -> None:
         with self._wake:
@@ -184,7 +192,9 @@ class _Saver:
                     target=self._run, name="chorus-audit-anchor", daemon=True
                 )
                 self._thread.start()
+            if not self._exit_hook:
                 atexit.register(self.flush_all)
+                self._exit_hook = True
             self._wake.notify()
 
     def _run(self) -> None:

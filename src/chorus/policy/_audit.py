@@ -339,7 +339,7 @@ class AuditLog:
             return VerifyResult(False, walk.count, 0, 1, legacy, walk.legacy, unsealed)
         result = self._check_head(walk.count, walk.last_hash)
         result = dataclasses.replace(result, legacy=walk.legacy)
-        if unreadable:
+        if unreadable and result.ok:
             return dataclasses.replace(result, ok=False, problem=unreadable)
         return self._against_anchor(result, walk, stored)
 
