@@ -163,7 +163,7 @@ def _closed(socks: list[socket.socket]) -> int:
 def test_idle_connections_to_the_dashboard_cannot_take_the_daemons_files(
     doors: Doors, escape_tally: Callable[..., None]
 ) -> None:
-    """400 idle connections against a daemon allowed 300 open files: with the caps, the
+    """400 idle connections against a daemon allowed 256 open files: with the caps, the
     unix API answers at once and the idle ones are closed; without them (CONTROL) the
     same flood leaves the daemon unable to answer."""
     doors.start("max_connections = 40", "header_timeout_s = 1.0", files=256)
