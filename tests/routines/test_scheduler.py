@@ -227,6 +227,6 @@ async def test_a_degraded_watcher_is_shown_on_its_routine_and_still_fires(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     (job,) = await jobs_of(rig.store, "onchange")
-    assert job.prompt == f"changed {watched / 'a.md'}"
+    assert job.prompt == f'changed "{watched / "a.md"}"'
     (row,) = [r for r in await sched.describe() if r["name"] == "onchange"]
     assert "degraded to polling" in row["notice"]

@@ -37,7 +37,7 @@ from chorus.routines._load import InvalidRoutine, Loaded, load_routines
 from chorus.routines._model import Routine
 from chorus.routines._retry import RetryQueue
 from chorus.routines._schedule import At, admit, due_firings, next_fire, plan_catch_up
-from chorus.routines._watch import WatchFn, watch_changes
+from chorus.routines._watch import WatchFn, paths_text, watch_changes
 from chorus.store import (
     Firing,
     FiringExistsError,
@@ -270,14 +270,15 @@ class Scheduler:
         return states.count(JobState.RUNNING), states.count(JobState.QUEUED)
 
     def render(self, routine: Routine, firing: Firing) -> str:
-        """The routine's prompt with ``{date}`` and ``{trigger_path}`` filled in."""
+        """The routine's prompt with ``{date}`` and ``{trigger_path}`` filled in (the
+        paths quoted, one per line: :func:`chorus.routines._watch.paths_text`)."""
         if routine.name == HEARTBEAT:
             return heartbeat_prompt(heartbeat_path(), read_unchecked())
         tz = routine.tz()
         date = datetime.fromtimestamp(firing.scheduled_for, tz).date().isoformat()
         paths = firing.detail.get("paths") or []
         prompt = routine.prompt.replace("{date}", date)
-        return prompt.replace("{trigger_path}", "\n".join(str(p) for p in paths))
+        return prompt.replace("{trigger_path}", paths_text([str(p) for p in paths]))
 
     # -- by hand ------------------------------------------------------------------------------
 
