@@ -89,3 +89,25 @@ def test_the_paths_of_a_prompt_are_one_per_line_and_bounded() -> None:
     assert paths_text(["/w/a", "/w/b\nc"]) == '"/w/a"\n"/w/b\\nc"'
     many = paths_text([f"/w/{i}" for i in range(5)], limit=3)
     assert many.splitlines() == ['"/w/0"', '"/w/1"', '"/w/2"', "(and 2 more)"]
+
+
+async def test_a_single_watched_file_fires_once_for_a_burst_and_for_a_replace(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("start")
+    (tmp_path / "other.md").write_text("not watched")
+    batches, task = await _collect(notes, 0.5, notice=lambda m: None)
+    try:
+        for i in range(4):  # a burst of writes to the file itself
+            notes.write_text(f"v{i}")
+            await asyncio.sleep(0.1)
+        (tmp_path / "other.md").write_text("a neighbour changes")
+        await asyncio.sleep(1.5)
+        copy = tmp_path / ".notes.md.swp-new"
+        copy.write_text("saved by an editor")
+        copy.replace(notes)  # the way many editors save: write a copy, rename over
+        await asyncio.sleep(1.5)
+    finally:
+        await _stop(task)
+    assert [paths for _, paths in batches] == [[str(notes)], [str(notes)]]

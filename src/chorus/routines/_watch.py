@@ -108,24 +108,34 @@ async def _produce(
 ) -> None:
     """Put each raw batch of changed paths on ``queue``; a failure goes on it too."""
     stop = asyncio.Event()
-    root = str(Path(path))
+    root, watched, keep = _target(Path(path))
     try:
         async for changes in watch(
-            Path(path),
+            watched,
             watch_filter=DefaultFilter(),
             step=50,
             force_polling=polling,
             poll_delay_ms=100,
             stop_event=stop,
         ):
-            # Polling also reports the watched folder itself; its entries say more.
-            changed = {name for _, name in changes if name != root}
+            changed = {name for _, name in changes if keep(name, root)}
             if changed:
                 await queue.put(changed)
     except (OSError, RuntimeError) as exc:
         await queue.put(exc)
     finally:
         stop.set()
+
+
+def _target(path: Path) -> tuple[str, Path, Callable[[str, str], bool]]:
+    """``(root, what to watch, which changes count)``. A folder is watched itself (its
+    own entry, which polling also reports, says less than its files). A single file
+    is watched through its folder, so an editor that replaces it (write a copy,
+    rename over) is still seen, and only changes to that file count."""
+    root = str(path)
+    if path.is_dir():
+        return root, path, lambda name, r: name != r
+    return root, path.parent, lambda name, r: name == r
 
 
 async def _one_burst(queue: asyncio.Queue[set[str] | BaseException], quiet_s: float) -> set[str]:
