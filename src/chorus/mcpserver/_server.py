@@ -46,7 +46,9 @@ def build_server(
     call is run by the daemon (:func:`tool_routes`) instead of in this process."""
     from mcp.server.mcpserver import MCPServer
 
-    server: MCPServer = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer = MCPServer(
+        SERVER_NAME, instructions=_INSTRUCTIONS, log_level="WARNING", subscriptions=False
+    )
     for spec in registered_tools():
         local = spec.factory(ctx)
         fn = (
