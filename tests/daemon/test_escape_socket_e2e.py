@@ -13,6 +13,10 @@ port. All fail; nothing is created; the other session's words never come back; t
 body's own MCP tool still works; no Python runs for Chorus's tools among the
 daemon's descendants. CONTROL: the same socket script, run by the person outside the
 sandbox, creates the job and reads the other session's log.
+
+Known gap (strict xfail below): the sandbox shares the host's PID namespace, so a
+body can read the URL another live body was started with from /proc; bubblewrap's
+``--unshare-pid`` closes it (tried: the test then passes).
 """
 
 from __future__ import annotations
@@ -190,10 +194,21 @@ def _seen(chorus: Daemon, lane: str, since: int) -> list[str]:
     return [r.content for r in results if r is not None]
 
 
+def _codex_network(tmp_path: Path) -> None:
+    """Codex's own sandbox (workspace-write) has no network by default: it would stop
+    the scripts before they reach Chorus's boundary. A person may turn it on."""
+    config = tmp_path / "codex-home" / ".codex" / "config.toml"
+    config.write_text(config.read_text() + "\n[sandbox_workspace_write]\nnetwork_access = true\n")
+
+
 @pytest.fixture
-def victim_session(daemon_with: Callable[..., Daemon]) -> Callable[[str], tuple[Daemon, Any]]:
+def victim_session(
+    daemon_with: Callable[..., Daemon], tmp_path: Path
+) -> Callable[[str], tuple[Daemon, Any]]:
     def make(body: str) -> tuple[Daemon, Any]:
         chorus = daemon_with()
+        if LANE.get(body, body) == "codex":
+            _codex_network(tmp_path)
         secret = f"VICTIM-WORDS-{uuid.uuid4().hex[:10]}"
         chorus.server.script([text(f"noted {secret}")], lane=LANE.get(body, body))
         events = chorus.ask(f"keep this between us: {secret}", "--body", body)
@@ -292,13 +307,14 @@ def _nothing_created(victim: Path) -> bool:
 
 
 def _held(seen: list[str]) -> bool:
-    """The socket scripts' lines say refused; every channel call met a bare 404."""
+    """The socket script was refused; every channel call reached the channel's port
+    and met a bare 404."""
     joined = "\n".join(seen)
     socket_lines = re.findall(r"SOCKET-[A-Z-]+ (\w+)", joined)
     channel = re.findall(r"CHANNEL (\S+) (\S+)", joined)
     assert len(socket_lines) == 2, joined  # the script ran
     assert len(channel) == 7, joined
-    return set(socket_lines) == {"REFUSED"} and {code for _, code in channel} <= {"404", "ERR"}
+    return set(socket_lines) == {"REFUSED"} and {code for _, code in channel} == {"404"}
 
 
 def _own_tool_worked(seen: list[str], session_id: str, fact: str) -> bool:
@@ -355,7 +371,7 @@ def test_one_shot_bodies_reach_their_channel_without_a_python_server(
 ) -> None:
     """The other way each CLI is run (``claude -p``, ``codex exec``): its MCP config
     names the session's HTTP URL, the tool works, no Python starts. (With the native
-    flags ``native.allow_dangerous`` allows: under acceptEdits' a one-shot CLI asks for
+    flags ``native.allow_dangerous`` allows: under acceptEdits, a one-shot CLI asks for
     any MCP call, and nobody is there to answer.)"""
     chorus = daemon_with()
     policy = DEFAULT_POLICY_TOML.replace("allow_dangerous = false", "allow_dangerous = true")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chorus.bodies import NO_SESSION, token_channel
-from chorus.mcpserver._registry import ToolContext
+from chorus.mcpserver._registry import ToolContext, registered_tools
 from chorus.mcpserver._server import build_server
 from chorus.policy import AuditLog
 
@@ -99,8 +99,9 @@ class ChannelApp:
         return list(self._served)
 
     async def warm(self) -> None:
-        """Import the MCP SDK in a thread (the first channel then need not wait)."""
-        await asyncio.to_thread(importlib.import_module, _SDK)
+        """Import the MCP SDK and the tools in a thread (the first channel then need
+        not wait for them)."""
+        await asyncio.to_thread(_warm)
 
     async def close(self) -> None:
         async with self._lock:
@@ -134,6 +135,11 @@ class ChannelApp:
         idle = [c for c, s in self._served.items() if s.busy == 0]
         for channel in idle[: max(0, len(self._served) - self.max_served)]:
             await self._served.pop(channel).close()
+
+
+def _warm() -> None:
+    importlib.import_module(_SDK)
+    registered_tools()
 
 
 async def _hold(

@@ -52,13 +52,15 @@ def build_server(
     for spec in registered_tools():
         local = spec.factory(ctx)
         fn = (
-            _proxied(spec.name, local, ctx) if via_daemon else audited(spec.name, local, ctx, audit)
+            _proxied(spec.name, local, ctx)
+            if via_daemon
+            else _audited(spec.name, local, ctx, audit)
         )
         server.add_tool(fn, name=spec.name, description=spec.description, structured_output=False)
     return server
 
 
-def audited(name: str, fn: ToolFn, ctx: ToolContext, audit: AuditLog | None) -> ToolFn:
+def _audited(name: str, fn: ToolFn, ctx: ToolContext, audit: AuditLog | None) -> ToolFn:
     @functools.wraps(fn)
     async def call(**kwargs: Any) -> str:
         try:
@@ -153,7 +155,7 @@ def tool_routes(audit: AuditLog | None, memory_table: dict[str, Any] | None) -> 
         except (ValueError, TypeError, AttributeError) as exc:
             return JSONResponse({"error": f"bad request: {exc}"}, status_code=400)
         try:
-            text = await audited(spec.name, spec.factory(ctx), ctx, audit)(**args)
+            text = await _audited(spec.name, spec.factory(ctx), ctx, audit)(**args)
         except TypeError as exc:  # arguments that do not fit the tool
             return JSONResponse({"error": str(exc)}, status_code=400)
         return JSONResponse({"text": text})
