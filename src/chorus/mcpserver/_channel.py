@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import logging
 import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -26,8 +25,6 @@ from chorus.bodies import NO_SESSION, token_channel
 from chorus.mcpserver._registry import ToolContext, registered_tools
 from chorus.mcpserver._server import build_server
 from chorus.policy import AuditLog
-
-log = logging.getLogger("chorus.mcpserver")
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
