@@ -46,14 +46,17 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class McpServer:
-    """An MCP server on stdio that the body's CLI starts for the session."""
+    """An MCP server the body's CLI uses for the session: a program it starts (stdio,
+    ``command``) or one it reaches over streamable HTTP (``url``, with ``headers``)."""
 
-    command: str
+    command: str = ""
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     #: The CLI must wait for it before the first model call (Codex otherwise starts
     #: the turn while the server is still starting, and its tools are missing).
     required: bool = False
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

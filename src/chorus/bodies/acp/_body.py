@@ -256,7 +256,8 @@ class AcpBody(Body):
         """``session/load`` of ``options.resume`` where the agent can; otherwise, or
         when the load fails, a new session (rebuilt from ``options.history``)."""
         cwd = str(self.roots.roots[0])
-        servers = [*acp_servers(self.options), *self.options.extra.get("mcp_servers", ())]
+        own = acp_servers(self.options, http=self._agent_takes_http())
+        servers = [*own, *self.options.extra.get("mcp_servers", ())]
         resume = self.options.resume
         why = "no native session to resume"
         if resume and self.codec.can_load_session:
@@ -280,6 +281,14 @@ class AcpBody(Body):
         extra = [str(r) for r in self.roots.roots[1:]] if self._agent_takes_extra_roots() else []
         await self._call(self.codec.new_session(cwd, servers, extra))
         await self._resumed(False, why)
+
+    def _agent_takes_http(self) -> bool:
+        """Whether the agent's ``initialize`` said it reaches HTTP MCP servers (else
+        Chorus's goes through the stdio relay)."""
+        agent = self.codec.state.agent
+        caps = agent.agent_capabilities if agent else None
+        mcp = caps.mcp_capabilities if caps else None
+        return bool(mcp is not None and mcp.http)
 
     def _agent_takes_extra_roots(self) -> bool:
         agent = self.codec.state.agent
