@@ -3,9 +3,11 @@ FIFO, the exit status from the wrapper, re-attach by offset from a new transport
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,57 @@ async def test_output_lost_under_the_reader_ends_the_body_and_says_why(
     assert how in transport.stderr_tail or "removed" in transport.stderr_tail
     assert not transport.running
     await transport.close()
+
+
+#: A CLI that starts a child holding stdout (as Codex's launcher starts the native
+#: app-server), says so, and dies by SIGKILL at its first input line.
+LAUNCHER = (
+    "import os, signal, subprocess, sys\n"
+    "p = subprocess.Popen(['sleep', '60'])\n"
+    "print(p.pid, flush=True)\n"
+    "sys.stdin.readline()\n"
+    "os.kill(os.getpid(), signal.SIGKILL)"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def _gone(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    for _ in range(int(within / 0.05)):
+        if not _alive(pid) or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.05)
+    return not _alive(pid)
+
+
+async def test_what_a_dead_cli_left_in_its_group_is_ended_before_its_end_is_read(
+    tmp_path: Path,
+) -> None:
+    transport = DetachedTransport(_spec(tmp_path, LAUNCHER), tmp_path / "run")
+    await transport.start()
+    lines = transport.lines()
+    child = int(await anext(lines))
+    await transport.write_line("die")
+    assert [line async for line in lines] == []
+    assert not _alive(child)  # already gone when the reader saw the end
+    assert await transport.wait(5) == 128 + signal.SIGKILL
+    await transport.close()
+
+
+async def test_with_nobody_reading_the_wrapper_itself_ends_the_group(tmp_path: Path) -> None:
+    transport = DetachedTransport(_spec(tmp_path, LAUNCHER), tmp_path / "run")
+    await transport.start()
+    lines = transport.lines()
+    child = int(await anext(lines))
+    await lines.aclose()
+    await transport.write_line("die")
+    handle = await transport.detach()  # as a daemon killed with SIGKILL leaves it
+    assert await _gone(child)
+    assert await _gone(handle.pid)
+    assert (handle.run_dir / "exit").read_text().strip() == str(128 + signal.SIGKILL)

@@ -41,12 +41,15 @@ from chorus.bodies._transport import AgentTransport, ProcessTransport, RawTap, S
 from chorus.config import body_umask
 
 #: The wrapper: hold the FIFO open read-write on fd 3, run the CLI with it as stdin
-#: and the files as stdout/stderr, then record its status. A TERM/INT handler (not
-#: "ignore", which the CLI would inherit) keeps the wrapper alive to write it.
+#: and the files as stdout/stderr, then record its status and end the whole process
+#: group (itself last): a child the CLI left behind (Codex's native app-server when
+#: its ``node`` launcher dies) would hold the session, and a resume would fail. A
+#: TERM/INT handler (not "ignore", which the CLI would inherit) keeps the wrapper
+#: alive to write the status.
 _WRAPPER = (
     'trap "true" TERM INT HUP; exec 3<>"$1"; out=$2; err=$3; ex=$4; shift 4; '
     '"$@" <&3 3>&- >>"$out" 2>>"$err"; code=$?; '
-    'umask 077; echo "$code" >"$ex.tmp"; mv "$ex.tmp" "$ex"'
+    'umask 077; echo "$code" >"$ex.tmp"; mv "$ex.tmp" "$ex"; kill -KILL 0'
 )
 _POLL = 0.02
 _CHUNK = 1 << 16
@@ -203,6 +206,7 @@ class DetachedTransport:
         transport._pid, transport._started = handle.pid, handle.started
         transport.offset = handle.offset
         if not transport._same_process():
+            transport._end_group()  # what the CLI left behind, if it left anything
             raise BodyCrashedError(
                 f"body process {handle.pid} is gone",
                 exit_code=transport._exit_code(),
@@ -292,6 +296,7 @@ class DetachedTransport:
                 chunk = out.read(_CHUNK)
                 if not chunk:
                     if self._ended() and not out.read(1):
+                        self._end_group()
                         return
                     if (lost := self._lost(out.fileno(), out.tell())) is not None:
                         self._give_up(lost)
@@ -379,12 +384,10 @@ class DetachedTransport:
         deadline = None if timeout is None else loop.time() + timeout
         while True:
             code = self._exit_code()
-            if code is not None:
+            if code is not None or not self._same_process():
+                self._end_group()
                 self._reap()
-                return code
-            if not self._same_process():
-                self._reap()
-                return self._exit_code()
+                return code if code is not None else self._exit_code()
             if deadline is not None and loop.time() >= deadline:
                 return None
             await asyncio.sleep(_POLL)
@@ -430,9 +433,22 @@ class DetachedTransport:
     # -- signals, detach and shutdown ----------------------------------------------------
 
     def signal_group(self, sig: int) -> None:
-        if self._pid is not None and self._same_process():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._pid, sig)
+        """Send ``sig`` to the body's process group: while the wrapper runs, and after
+        it ended too (to what the CLI left in the group), never once its pid is another
+        process's (a group's id stays taken while any member lives: a reused pid means
+        that our group is empty)."""
+        if self._pid is None or self._started is None:
+            return
+        now = start_time(self._pid)
+        if now is not None and now != self._started:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._pid, sig)
+
+    def _end_group(self) -> None:
+        """The CLI ended: SIGKILL whatever it left in its group (a child holding its
+        session would make a resume fail) before anyone acts on its end."""
+        self.signal_group(signal.SIGKILL)
 
     async def detach(self) -> BodyHandle:
         """Stop reading and writing, leave the body running; its handle to re-attach."""
@@ -486,6 +502,7 @@ class DetachedTransport:
         if code is None and self._same_process():
             self.signal_group(signal.SIGKILL)
             code = await self.wait(5.0)
+        self._end_group()
         code = code if code is not None else self._exit_code()
         self._detached = True
         _RUNNING.discard(self)
