@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -11,7 +13,8 @@ import pytest
 
 from chorus import UnsupportedControlError
 from chorus.bodies import BodyOptions, PermissionAnswer, PermissionAsk, rule_callback
-from chorus.bodies.acp import AcpBody, AcpStateError, open_acp_body
+from chorus.bodies.acp import AcpBody, AcpStateError, acp_agent, open_acp_body
+from chorus.bodies.acp._quirks import CODEX_ACP_QUIRKS
 from chorus.events import (
     ErrorCode,
     Event,
@@ -264,3 +267,52 @@ async def test_a_broken_handler_ends_the_session_instead_of_hanging(
     assert "decision" in failed.error.message
     assert isinstance(ended, SessionEnded)
     assert ended.reason == "error"
+
+
+def _codex_like(work: Path, mode: str, sent: list[str]) -> AcpBody:
+    """The fake agent with codex-acp's quirks and modes; ``sent`` gets what we write."""
+    agent = replace(acp_agent("fake"), quirks=CODEX_ACP_QUIRKS)
+    env = {"PATH": "/usr/bin:/bin", "FAKE_MODES": "read-only,auto,full-access"}
+    tap = functools.partial(_keep_stdin, sent)
+    return AcpBody(BodyOptions(cwd=work, env=env, permission_mode=mode, raw_tap=tap), agent)
+
+
+def _keep_stdin(sent: list[str], stream: str, line: str) -> None:
+    if stream == "stdin":
+        sent.append(json.loads(line).get("method") or "reply")
+
+
+async def test_codex_acp_asks_by_its_start_arguments_in_chorus_asking_modes(
+    fake_config: Path, work: Path
+) -> None:
+    sent: list[str] = []
+    body = _codex_like(work, "default", sent)
+    argv = list(body._spawn_spec().argv)
+    assert argv[-4:] == [
+        "-c",
+        'approval_policy="untrusted"',
+        "-c",
+        'sandbox_mode="workspace-write"',
+    ]
+    async with body:
+        assert "session/set_mode" not in sent  # its own modes never ask: none is set
+        await body.set_permission_mode("plan")  # the policy tells asking modes apart
+        await body.set_permission_mode("acceptEdits")
+        assert "session/set_mode" not in sent
+        await body.set_permission_mode("bypassPermissions")
+        assert sent.count("session/set_mode") == 1
+        assert body.codec.state.current_mode == "full-access"
+        with pytest.raises(UnsupportedControlError, match="cannot return to 'default'"):
+            await body.set_permission_mode("default")
+        assert body.permission_mode == "bypassPermissions"
+
+
+async def test_codex_acp_in_bypass_permissions_starts_in_full_access(
+    fake_config: Path, work: Path
+) -> None:
+    sent: list[str] = []
+    body = _codex_like(work, "bypassPermissions", sent)
+    assert "approval_policy" not in " ".join(body._spawn_spec().argv)
+    async with body:
+        assert body.codec.state.current_mode == "full-access"
+    assert sent.count("session/set_mode") == 1

@@ -121,6 +121,9 @@ class AcpBody(Body):
         #: previous owner's writes past the offset (noted in stdout order).
         self._skip = 0
         self._sent_later: list[Sent] = []
+        #: The agent holds the mode its start arguments gave it (``quirks.mode_args``);
+        #: False once a ``session/set_mode`` put it in one of its own modes.
+        self._mode_by_args = options.permission_mode in agent.quirks.mode_args
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -200,6 +203,7 @@ class AcpBody(Body):
         for stream, line in lines:
             if stream == "stdin":
                 self.codec.note_sent(line)
+                self._mode_by_args &= '"session/set_mode"' not in line
             else:
                 self.codec.feed(line)
         # The session's opening may be punched out of stdout by now (discard_before).
@@ -217,6 +221,7 @@ class AcpBody(Body):
         flag = self.agent.quirks.model_flag
         if flag and self.options.model:
             argv += [flag, self.options.model]
+        argv += self.agent.quirks.mode_args.get(self.options.permission_mode, ())
         argv += self.options.extra_args
         env = {**self.options.child_env(), **self.agent.env}
         return SpawnSpec(argv=argv, cwd=self.options.cwd, env=env)
@@ -247,8 +252,9 @@ class AcpBody(Body):
         model = self.options.model
         if model and not self.agent.quirks.model_flag and model != self.codec.state.current_model:
             await self.set_model(model)
-        if self.options.permission_mode != "default":
-            await self.set_permission_mode(self.options.permission_mode)
+        mode = self.options.permission_mode
+        if mode != "default" and mode not in self.agent.quirks.mode_args:
+            await self.set_permission_mode(mode)
         self.native_session_id = self.codec.state.session_id
         self.model = self.codec.state.current_model or self.options.model
 
@@ -450,7 +456,30 @@ class AcpBody(Body):
 
     async def set_permission_mode(self, mode: str) -> None:
         """``session/set_mode`` to the agent's mode for Chorus ``mode`` (an agent mode id
-        is accepted as is)."""
+        is accepted as is); a mode the agent holds by its start arguments
+        (``quirks.mode_args``) needs nothing sent, while the agent still holds one."""
+        if mode in self.agent.quirks.mode_args:
+            self._keep_args_mode(mode)
+        else:
+            await self._set_agent_mode(mode)
+        self.permission_mode = mode
+        self._approved.clear()  # what the old mode allowed is asked again in the new one
+        note = self.agent.quirks.mode_notices.get(mode)
+        if note is not None:
+            await self._emit(Notice(kind="policy", message=f"{self.agent.name}: {note}"))
+
+    def _keep_args_mode(self, mode: str) -> None:
+        """Switch between modes the agent holds by its start arguments (the policy
+        tells them apart); raises :class:`UnsupportedControlError` once the agent left
+        them for a mode of its own, which it cannot be brought back from."""
+        if not self._mode_by_args:
+            raise self._unsupported(
+                "set_permission_mode",
+                f"{self.agent.name} cannot return to {mode!r} from {self.permission_mode!r}: "
+                "none of its own modes asks before a command; start a new session",
+            )
+
+    async def _set_agent_mode(self, mode: str) -> None:
         native = self._agent_mode(mode)
         try:
             await self._call(self.codec.set_mode(native))
@@ -458,11 +487,7 @@ class AcpBody(Body):
             if exc.code == METHOD_NOT_FOUND:
                 raise self._unsupported("set_permission_mode", str(exc)) from exc
             raise
-        self.permission_mode = mode
-        self._approved.clear()  # what the old mode allowed is asked again in the new one
-        note = self.agent.quirks.mode_notices.get(mode)
-        if note is not None:
-            await self._emit(Notice(kind="policy", message=f"{self.agent.name}: {note}"))
+        self._mode_by_args = False
 
     def _agent_mode(self, mode: str) -> str:
         """The agent's mode for Chorus ``mode``: a quirk's alias first (the agent may
