@@ -4,8 +4,10 @@ FIFO, the exit status from the wrapper, re-attach by offset from a new transport
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,6 +19,7 @@ from chorus.bodies import SpawnSpec
 from chorus.bodies._detached import (
     BodyHandle,
     DetachedTransport,
+    end_detached,
     replay_lines,
     start_time,
     stdout_before,
@@ -211,3 +214,63 @@ async def test_with_nobody_reading_the_wrapper_itself_ends_the_group(tmp_path: P
     assert await _gone(child)
     assert await _gone(handle.pid)
     assert (handle.run_dir / "exit").read_text().strip() == str(128 + signal.SIGKILL)
+
+
+#: Starts a detached body whose owner is this short-lived process, prints its handle
+#: and exits without closing it (as a daemon killed with SIGKILL leaves its bodies).
+OWNER = """
+import asyncio, json, sys
+from pathlib import Path
+from chorus.bodies import SpawnSpec
+from chorus.bodies._detached import DetachedTransport
+
+async def main():
+    spec = SpawnSpec(argv=[sys.executable, "-c", {code!r}], cwd=Path({cwd!r}),
+                     env={{"PATH": "/usr/bin:/bin"}}, orphan_timeout={timeout})
+    transport = DetachedTransport(spec, Path({run!r}))
+    await transport.start()
+    print(json.dumps((await transport.detach()).as_dict()))
+
+asyncio.run(main())
+"""
+
+
+def _orphan(tmp_path: Path, timeout: float) -> BodyHandle:
+    """A body started by a process that is gone now."""
+    script = OWNER.format(code=ECHO, cwd=str(tmp_path), timeout=timeout, run=str(tmp_path / "run"))
+    done = subprocess.run([PY, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return BodyHandle.from_dict(json.loads(done.stdout))
+
+
+async def test_a_body_with_no_owner_ends_itself_after_the_orphan_timeout(tmp_path: Path) -> None:
+    handle = _orphan(tmp_path, 2)
+    assert start_time(handle.pid) == handle.started  # outlived its owner
+    assert await _gone(handle.pid, within=15)
+    said = (handle.run_dir / "stderr").read_text()
+    assert "chorus: no owner for 2s; the body was ended" in said
+    assert (handle.run_dir / "exit").read_text().strip() == str(128 + signal.SIGTERM)
+
+
+async def test_a_body_re_attached_in_time_lives_on_past_the_orphan_timeout(
+    tmp_path: Path,
+) -> None:
+    handle = _orphan(tmp_path, 2)
+    again = await DetachedTransport.attach(_spec(tmp_path, ECHO), handle)  # the new owner
+    await asyncio.sleep(5)
+    assert again.running
+    lines = again.lines()
+    await again.write_line("still here")
+    assert await anext(lines) == "got still here"
+    await lines.aclose()
+    await again.close()
+
+
+def test_end_detached_ends_a_body_left_running_and_never_a_reused_pid(tmp_path: Path) -> None:
+    handle = _orphan(tmp_path, 0)  # no orphan watch: it would wait forever
+    (handle.run_dir / "pid").write_text(json.dumps({"pid": os.getpid(), "started": 1}))
+    assert not end_detached(handle.run_dir)  # our pid, another start time: not its group
+    (handle.run_dir / "pid").write_text(json.dumps({"pid": handle.pid, "started": handle.started}))
+    assert end_detached(handle.run_dir)
+    assert asyncio.run(_gone(handle.pid))
+    assert not end_detached(handle.run_dir)  # nothing left to end

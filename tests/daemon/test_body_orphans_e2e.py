@@ -1,6 +1,10 @@
-"""No process of a body outlives it: a Codex whose ``node`` launcher is killed leaves
-no native ``codex app-server`` behind (it would hold the thread, and the resume would
-fail "already has an active writer"); the job resumes and succeeds."""
+"""No process of a body outlives it, and no body outlives its daemon for long.
+
+A Codex whose ``node`` launcher is killed leaves no native ``codex app-server`` behind
+(it would hold the thread, and the resume would fail "already has an active writer");
+the job resumes and succeeds. Bodies a daemon killed with SIGKILL left running (to be
+re-attached) are ended by ``chorus stop``, and end themselves after
+``[daemon] orphan_timeout_s`` with no daemon; the job then resumes natively."""
 
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from chorus.bodies import process_start_time
 from chorus.daemon import stop_daemon
+from chorus.daemon._lifecycle import read_pid
 from chorus.events import Event, Notice, TextDelta
 from chorus.testing import slow_text, text
 
@@ -97,3 +103,68 @@ def test_codex_launcher_killed_mid_turn_leaves_no_app_server_and_resumes(
     assert int(now["pid"]) != group  # a new app-server resumed the thread
     assert chorus.run("stop").returncode == 0
     _until(lambda: _group(int(now["pid"])) == [], 15)
+
+
+def _start_slow_job(chorus: Daemon, *later: Any) -> tuple[str, dict[str, Any]]:
+    """A claude job streaming a delta each 0.25 s, once some text is stored; and the
+    stored handle of its body."""
+    chorus.server.script([slow_text(WORDS, chunks=40, delay=0.25), *later], lane="claude")
+    job_id = chorus.run("task", "survive", "--body", "claude").stdout.strip()
+    _until(lambda: sum(isinstance(e, TextDelta) for e in _events(chorus, job_id)) >= 3)
+    return job_id, _handle(chorus, job_id)
+
+
+def _kill_daemon() -> None:
+    pid = read_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    _until(lambda: not _alive(pid), 10)
+
+
+def _alive(pid: int) -> bool:
+    """The process runs (not gone, not a zombie left for its parent to reap)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _same_process(handle: dict[str, Any]) -> bool:
+    return bool(process_start_time(int(handle["pid"])) == handle["started"])
+
+
+def test_chorus_stop_with_no_daemon_ends_the_bodies_a_killed_daemon_left(chorus: Daemon) -> None:
+    _, handle = _start_slow_job(chorus)
+    _kill_daemon()
+    time.sleep(1.0)
+    assert _same_process(handle)  # the body waits to be re-attached (by design)
+    stopped = chorus.run("stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "no daemon was running" in stopped.stdout
+    assert "ended 1 agent CLI(s) a daemon had left running" in stopped.stdout
+    _until(lambda: _group(int(handle["pid"])) == [], 10)
+    assert chorus.run("stop").stdout.strip() == "no daemon was running"  # nothing twice
+
+
+@pytest.fixture
+def short_orphans(daemon_with: Callable[..., Daemon]) -> Iterator[Daemon]:
+    daemon = daemon_with("orphan_timeout_s = 3")
+    yield daemon
+    stop_daemon()
+
+
+def test_a_body_left_with_no_daemon_ends_itself_and_its_job_resumes(
+    short_orphans: Daemon,
+) -> None:
+    chorus = short_orphans
+    job_id, handle = _start_slow_job(chorus, text("resumed after the orphan ended"))
+    _kill_daemon()
+    assert _same_process(handle)
+    _until(lambda: _group(int(handle["pid"])) == [], 30)  # 3 s with no daemon, then ended
+    said = (Path(handle["run_dir"]) / "stderr").read_text()
+    assert "no owner for 3s; the body was ended" in said
+    watched = chorus.run("watch", job_id, timeout=180)  # a new daemon: the body is gone
+    assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
+    assert "resumed after the orphan ended" in watched.stdout
+    assert chorus.client.job(job_id)["state"] == "succeeded"

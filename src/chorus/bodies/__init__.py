@@ -12,7 +12,12 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._catalog import BodyInfo, body_catalog
-from chorus.bodies._detached import BodyHandle, DetachedTransport, kill_detached_left
+from chorus.bodies._detached import (
+    BodyHandle,
+    DetachedTransport,
+    end_detached,
+    kill_detached_left,
+)
 from chorus.bodies._detached import start_time as process_start_time
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
 from chorus.bodies._registry import (
@@ -72,6 +77,7 @@ __all__ = [
     "check_installed",
     "crash_error",
     "create_body",
+    "end_detached",
     "kill_detached_left",
     "kill_live_groups",
     "normalize_tool",

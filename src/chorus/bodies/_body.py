@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Self, TypeVar
 
 from chorus._errors import UnsupportedControlError
 from chorus.bodies._capabilities import Capabilities
-from chorus.bodies._detached import BodyHandle, DetachedTransport
+from chorus.bodies._detached import BodyHandle, DetachedTransport, start_transport
 from chorus.bodies._permissions import PermissionCallback, allow_all
 from chorus.bodies._transport import AgentTransport, RawTap, SpawnSpec
 from chorus.events import (
@@ -82,6 +82,9 @@ class BodyOptions:
     #: first prompt, and says so with a ``Notice`` ("rebuilt from the log").
     history: str | None = None
     control_timeout: float = 15.0
+    #: A detached body (``run_dir``) with no process reading it this long ends itself
+    #: (``None``: never; the daemon sets ``[daemon] orphan_timeout_s``).
+    orphan_timeout: float | None = None
     interrupt_timeout: float = 5.0
     turn_timeout: float = 900.0
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -280,6 +283,12 @@ class Body(ABC):
         uncounted ones among them): a previous owner stored them already. Call before
         the reader reads (that is, from :meth:`attach`)."""
         self._drop, self._counted = count, counted
+
+    async def _start_cli(self, spec: SpawnSpec) -> AgentTransport:
+        """Start the CLI of ``spec`` with the options' limits: detached (outliving this
+        process) when ``options.run_dir`` is set, else on pipes."""
+        spec = replace(spec, orphan_timeout=self.options.orphan_timeout)
+        return await start_transport(spec, self.options.run_dir, self.options.raw_tap)
 
     def _rebuild(self, handle: BodyHandle) -> None:
         """Feed the codec what passed before ``handle.offset``, emitting nothing

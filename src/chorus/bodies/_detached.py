@@ -14,8 +14,15 @@ offset, and carries on reading where the old one stopped.
 
 Files in the run directory: ``stdin`` (FIFO), ``stdout``, ``stderr``, ``exit``
 (the CLI's status, written when it ends), ``pid`` (the wrapper's pid and start
-time, written by us), ``sent`` (each line we wrote, with the size of stdout then),
-``head`` (where the part of stdout kept for good ends, see ``discard_before``).
+time, written by us), ``owner`` (the pid of the process reading the body),
+``sent`` (each line we wrote, with the size of stdout then), ``head`` (where the
+part of stdout kept for good ends, see ``discard_before``).
+
+No body outlives its owner for long: with ``SpawnSpec.orphan_timeout`` the wrapper
+checks now and then that the ``owner`` process lives, and ends the body after that
+long without one (a daemon killed with SIGKILL leaves its bodies to be re-attached,
+not forever); :func:`end_detached` ends the bodies of a run directory with no owner
+(``chorus stop`` with no daemon running).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import json
 import os
 import shutil
 import signal
+import time
 import weakref
 from collections import deque
 from collections.abc import AsyncGenerator
@@ -40,14 +48,27 @@ from chorus.bodies._framing import LineFramer
 from chorus.bodies._transport import AgentTransport, ProcessTransport, RawTap, SpawnSpec
 from chorus.config import body_umask
 
-#: The wrapper: hold the FIFO open read-write on fd 3, run the CLI with it as stdin
-#: and the files as stdout/stderr, then record its status and end the whole process
-#: group (itself last): a child the CLI left behind (Codex's native app-server when
-#: its ``node`` launcher dies) would hold the session, and a resume would fail. A
-#: TERM/INT handler (not "ignore", which the CLI would inherit) keeps the wrapper
-#: alive to write the status.
+#: The orphan watch (a background function of the wrapper, in its group): every
+#: ``$tick`` seconds it checks that the process named in the ``owner`` file (the one
+#: reading the body, our process) lives; after ``$lim`` seconds with none it ends the
+#: body (TERM to the group, KILL 5 s later). It ignores the signals sent to the group.
+_WATCH = (
+    'watch() { trap "" TERM INT HUP; left=$lim; while sleep "$tick"; do o=; '
+    'read -r o <"$own"; if [ -n "$o" ] && kill -0 "$o"; then left=$lim; '
+    "else left=$((left - tick)); fi; if [ $left -le 0 ]; then "
+    'echo "chorus: no owner for ${lim}s; the body was ended" >>"$err"; '
+    "kill -TERM 0; sleep 5; kill -KILL 0; fi; done; }; "
+)
+#: The wrapper: hold the FIFO open read-write on fd 3, start the orphan watch (when
+#: ``$lim`` > 0), run the CLI with the FIFO as stdin and the files as stdout/stderr,
+#: then record its status and end the whole process group (itself last): a child the
+#: CLI left behind (Codex's native app-server when its ``node`` launcher dies) would
+#: hold the session, and a resume would fail. A TERM/INT handler (not "ignore",
+#: which the CLI would inherit) keeps the wrapper alive to write the status.
 _WRAPPER = (
-    'trap "true" TERM INT HUP; exec 3<>"$1"; out=$2; err=$3; ex=$4; shift 4; '
+    'trap "true" TERM INT HUP; exec 3<>"$1"; out=$2; err=$3; ex=$4; own=$5; lim=$6; '
+    f"tick=$7; shift 7; {_WATCH}"
+    'if [ "$lim" -gt 0 ]; then watch </dev/null >/dev/null 2>&1 3>&- & fi; '
     '"$@" <&3 3>&- >>"$out" 2>>"$err"; code=$?; '
     'umask 077; echo "$code" >"$ex.tmp"; mv "$ex.tmp" "$ex"; kill -KILL 0'
 )
@@ -164,7 +185,9 @@ class DetachedTransport:
         os.mkfifo(self._path("stdin"), 0o600)
         self._path("stdout").touch(0o600)
         self._path("stderr").touch(0o600)
-        files = [str(self._path(n)) for n in ("stdin", "stdout", "stderr", "exit")]
+        self._own()
+        files = [str(self._path(n)) for n in ("stdin", "stdout", "stderr", "exit", "owner")]
+        files += _watch_args(self.spec.orphan_timeout)
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 "/bin/sh",
@@ -213,10 +236,16 @@ class DetachedTransport:
                 stderr_tail="",
             )
         transport._check_output()
+        transport._own()
         await transport._open_stdin()
         transport._stderr_task = asyncio.create_task(transport._follow_stderr(None))
         _RUNNING.add(transport)
         return transport
+
+    def _own(self) -> None:
+        """Name this process as the body's owner, for the wrapper's orphan watch."""
+        with contextlib.suppress(OSError):
+            self._path("owner").write_text(f"{os.getpid()}\n")
 
     def _same_process(self) -> bool:
         """Our wrapper still runs: its pid exists with the start time we recorded."""
@@ -433,17 +462,9 @@ class DetachedTransport:
     # -- signals, detach and shutdown ----------------------------------------------------
 
     def signal_group(self, sig: int) -> None:
-        """Send ``sig`` to the body's process group: while the wrapper runs, and after
-        it ended too (to what the CLI left in the group), never once its pid is another
-        process's (a group's id stays taken while any member lives: a reused pid means
-        that our group is empty)."""
-        if self._pid is None or self._started is None:
-            return
-        now = start_time(self._pid)
-        if now is not None and now != self._started:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._pid, sig)
+        """Send ``sig`` to the body's process group (see :func:`_signal_group`)."""
+        if self._pid is not None:
+            _signal_group(self._pid, self._started, sig)
 
     def _end_group(self) -> None:
         """The CLI ended: SIGKILL whatever it left in its group (a child holding its
@@ -512,6 +533,51 @@ class DetachedTransport:
             await asyncio.gather(self._stderr_task, return_exceptions=True)
         shutil.rmtree(self.run_dir, ignore_errors=True)
         return code
+
+
+def _signal_group(pid: int, started: int | None, sig: int) -> bool:
+    """Send ``sig`` to the process group of the wrapper ``pid`` started at ``started``:
+    while it runs, and after it ended too (to what its CLI left in the group), never
+    once ``pid`` is another process's (a group's id stays taken while any member
+    lives, so a reused pid means that our group is empty). True when sent."""
+    now = start_time(pid)
+    if started is None or (now is not None and now != started):
+        return False
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def end_detached(run_dir: Path, grace: float = 3.0) -> bool:
+    """End the body that runs (or whose group lives on) in ``run_dir``, as its pid
+    file names it, with no owner reading it: SIGTERM to its group, SIGKILL after up
+    to ``grace`` seconds. A pid now another process's is never signalled. Returns
+    True when there was one to end. Its files are left for the next owner (whose
+    re-attach then finds it gone, and resumes its session natively)."""
+    try:
+        data = json.loads((run_dir / "pid").read_text())
+        pid, started = int(data["pid"]), data["started"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    started = int(started) if isinstance(started, int) else None
+    if not _signal_group(pid, started, signal.SIGTERM):
+        return False
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _signal_group(pid, started, 0):
+        time.sleep(0.05)
+    _signal_group(pid, started, signal.SIGKILL)
+    return True
+
+
+def _watch_args(timeout: float | None) -> list[str]:
+    """The wrapper's ``$lim`` and ``$tick`` (whole seconds; ``0``: no watch): a check
+    every tenth of the timeout, at least every second and at most every 30 s."""
+    if not timeout or timeout <= 0:
+        return ["0", "1"]
+    limit = max(1, round(timeout))
+    return [str(limit), str(max(1, min(30, limit // 10)))]
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -133,6 +133,9 @@ class SpawnSpec:
     stdout_pipe_bytes: int | None = None
     max_line_bytes: int = MAX_LINE_BYTES
     stderr_tail_lines: int = 200
+    #: A detached body (``DetachedTransport``) with no live owner this many seconds
+    #: ends itself (``None`` or 0: never).
+    orphan_timeout: float | None = None
 
 
 class ProcessTransport:

@@ -180,6 +180,7 @@ class BodyLauncher:
             permission_args=native.args if native is not None else None,
             raw_tap=tap,
             history=launch.history,
+            orphan_timeout=self.config.daemon.orphan_timeout_s or None,
         )
         options = self._native_rules(options, launch.body)  # issue 14: the CLI's own rules
         # Issues 16, 17: the context, the client's instructions and servers, Chorus's.

@@ -44,7 +44,6 @@ from chorus.bodies._detached import (
     BodyHandle,
     Sent,
     replay_lines,
-    start_transport,
 )
 from chorus.bodies._inject import acp_servers
 from chorus.bodies._permissions import PermissionAnswer, PermissionAsk, denial_notice
@@ -165,7 +164,7 @@ class AcpBody(Body):
 
     async def _started_transport(self) -> AgentTransport:
         """The agent's process: detached (outliving us) with ``options.run_dir``."""
-        return await start_transport(self._spawn_spec(), self.options.run_dir, self.options.raw_tap)
+        return await self._start_cli(self._spawn_spec())
 
     @classmethod
     def _for_attach(cls, options: BodyOptions) -> AcpBody:

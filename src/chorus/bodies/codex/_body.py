@@ -51,7 +51,6 @@ from chorus.bodies._detached import (
     BodyHandle,
     Sent,
     replay_lines,
-    start_transport,
 )
 from chorus.bodies._inject import codex_args
 from chorus.bodies._permissions import PermissionAnswer
@@ -209,7 +208,7 @@ class CodexBody(Body):
         exe = str(codex_executable(self.options))
         argv = [exe, *APP_SERVER_ARGS, *codex_args(self.options), *self.options.extra_args]
         spec = SpawnSpec(argv=argv, cwd=self.options.cwd, env=self.options.child_env())
-        transport = await start_transport(spec, self.options.run_dir, self.options.raw_tap)
+        transport = await self._start_cli(spec)
         self._transport = transport
         self._runner = asyncio.create_task(self._run(transport))
 
