@@ -10,12 +10,13 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from chorus import BodyCrashedError
-from chorus.bodies import SpawnSpec
+from chorus import BodyCrashedError, BodyTimeoutError
+from chorus.bodies import SpawnSpec, _detached
 from chorus.bodies._detached import (
     BodyHandle,
     DetachedTransport,
@@ -221,7 +222,7 @@ async def test_with_nobody_reading_the_wrapper_itself_ends_the_group(tmp_path: P
 OWNER = """
 import asyncio, json, sys
 from pathlib import Path
-from chorus.bodies import SpawnSpec
+from chorus.bodies import SpawnSpec, _detached
 from chorus.bodies._detached import DetachedTransport
 
 async def main():
@@ -274,3 +275,56 @@ def test_end_detached_ends_a_body_left_running_and_never_a_reused_pid(tmp_path: 
     assert end_detached(handle.run_dir)
     assert asyncio.run(_gone(handle.pid))
     assert not end_detached(handle.run_dir)  # nothing left to end
+
+
+def _slow_wrapper(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """A fake of a loaded machine: the wrapper takes ``seconds`` before it opens the
+    stdin pipe (a real one cannot be made slow on demand)."""
+    monkeypatch.setattr(_detached, "_WRAPPER", f"sleep {seconds}; {_detached._WRAPPER}")
+
+
+async def test_a_slow_wrapper_is_waited_for_while_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _slow_wrapper(monkeypatch, 6)  # longer than the fixed 5 s the start once allowed
+    spec = replace(_spec(tmp_path, ECHO), start_timeout=30)
+    transport = DetachedTransport(spec, tmp_path / "run")
+    await transport.start()
+    lines = transport.lines()
+    await transport.write_line("late")
+    assert await anext(lines) == "got late"
+    await lines.aclose()
+    await transport.close()
+
+
+async def test_a_wrapper_stuck_past_the_deadline_is_tried_twice_then_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _slow_wrapper(monkeypatch, 60)
+    transport = DetachedTransport(replace(_spec(tmp_path, ECHO), start_timeout=1), tmp_path / "run")
+    started = time.monotonic()
+    with pytest.raises(
+        BodyTimeoutError, match=r"stdin pipe was not opened within 1s \(step: stdin"
+    ):
+        await transport.start()
+    assert 2 <= time.monotonic() - started < 10  # one try more, not more
+    assert transport.pid is not None
+    assert await _gone(transport.pid)  # the stuck one is not left behind
+
+
+async def test_a_cli_that_died_at_start_fails_the_first_write_with_its_stderr(
+    tmp_path: Path,
+) -> None:
+    spec = SpawnSpec(
+        argv=["/bin/sh", "-c", "echo 'boom: broken install' >&2; exit 3"],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    transport = DetachedTransport(spec, tmp_path / "run")
+    await transport.start()  # whether or not it could open the pipe first
+    assert await transport.wait(10) == 3
+    with pytest.raises(BodyCrashedError) as info:
+        await transport.write_line("{}")
+    assert info.value.exit_code == 3
+    assert "boom: broken install" in info.value.stderr_tail
+    await transport.close()

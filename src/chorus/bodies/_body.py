@@ -85,6 +85,9 @@ class BodyOptions:
     #: A detached body (``run_dir``) with no process reading it this long ends itself
     #: (``None``: never; the daemon sets ``[daemon] orphan_timeout_s``).
     orphan_timeout: float | None = None
+    #: Longest wait for each step of the start while the CLI runs (``[daemon]
+    #: body_start_timeout_s``): its stdin pipe, its handshake.
+    start_timeout: float = 60.0
     interrupt_timeout: float = 5.0
     turn_timeout: float = 900.0
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -287,8 +290,15 @@ class Body(ABC):
     async def _start_cli(self, spec: SpawnSpec) -> AgentTransport:
         """Start the CLI of ``spec`` with the options' limits: detached (outliving this
         process) when ``options.run_dir`` is set, else on pipes."""
-        spec = replace(spec, orphan_timeout=self.options.orphan_timeout)
-        return await start_transport(spec, self.options.run_dir, self.options.raw_tap)
+        options = self.options
+        return await start_transport(self._limited(spec), options.run_dir, options.raw_tap)
+
+    def _limited(self, spec: SpawnSpec) -> SpawnSpec:
+        """``spec`` with the options' start deadline and orphan timeout."""
+        options = self.options
+        return replace(
+            spec, start_timeout=options.start_timeout, orphan_timeout=options.orphan_timeout
+        )
 
     def _rebuild(self, handle: BodyHandle) -> None:
         """Feed the codec what passed before ``handle.offset``, emitting nothing
@@ -308,7 +318,9 @@ class Body(ABC):
         self._rebuild(handle)
         if drop:
             self.drop_handed_out(drop, counted or (lambda _: True))
-        transport = await DetachedTransport.attach(spec, handle, self.options.raw_tap)
+        transport = await DetachedTransport.attach(
+            self._limited(spec), handle, self.options.raw_tap
+        )
         self._transport = transport
         self._context_sent = True
         return transport

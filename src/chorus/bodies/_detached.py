@@ -43,7 +43,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
 
-from chorus._errors import BodyCrashedError, LineTooLongError
+from chorus._errors import BodyCrashedError, BodyTimeoutError, LineTooLongError
 from chorus.bodies._framing import LineFramer
 from chorus.bodies._transport import AgentTransport, ProcessTransport, RawTap, SpawnSpec
 from chorus.config import body_umask
@@ -178,7 +178,29 @@ class DetachedTransport:
     # -- lifecycle -----------------------------------------------------------------
 
     async def start(self) -> None:
-        """Make the run directory and spawn the wrapper in its own session."""
+        """Make the run directory, spawn the wrapper in its own session and open the
+        stdin pipe (:meth:`_open_stdin`); a wrapper that never opens it within
+        ``spec.start_timeout`` is ended and spawned once more (nothing was written to
+        it yet). Raises :class:`BodyCrashedError` or :class:`BodyTimeoutError`."""
+        try:
+            await self._spawn()
+        except BodyTimeoutError:
+            await self._abandon()
+            await self._spawn()
+        self._stderr_task = asyncio.create_task(self._follow_stderr(0))
+        _RUNNING.add(self)
+
+    async def _abandon(self) -> None:
+        """End a spawned wrapper that got stuck, with its whole group (bounded)."""
+        self.signal_group(signal.SIGKILL)
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 5.0)
+
+    async def _spawn(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for name in ("stdout", "stderr", "exit", "stdin", "sent", "head"):
             self._path(name).unlink(missing_ok=True)
@@ -211,9 +233,11 @@ class DetachedTransport:
         self._pid = self._proc.pid
         self._started = start_time(self._pid)
         self._path("pid").write_text(json.dumps({"pid": self._pid, "started": self._started}))
-        await self._open_stdin()
-        self._stderr_task = asyncio.create_task(self._follow_stderr(0))
-        _RUNNING.add(self)
+        try:
+            await self._open_stdin()
+        except BodyTimeoutError:
+            await self._abandon()
+            raise
 
     @classmethod
     async def attach(
@@ -268,18 +292,24 @@ class DetachedTransport:
             )
 
     async def _open_stdin(self) -> None:
-        # The wrapper holds the FIFO open for reading, so a non-blocking open succeeds.
-        path = self._path("stdin")
-        for _ in range(250):
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                await asyncio.sleep(_POLL)
-                continue
-            os.set_blocking(fd, True)
-            self._stdin_fd = fd
-            return
-        raise BodyCrashedError("body never opened its stdin pipe", exit_code=None, stderr_tail="")
+        """Open our end of the stdin pipe, which the wrapper holds open for reading as
+        soon as it runs: wait while it runs and has not yet (on a loaded machine that
+        takes seconds), up to ``spec.start_timeout``. A CLI that has ended meanwhile
+        has no stdin (its output is still read; a write to it is a crash). Raises
+        :class:`BodyTimeoutError` past the deadline, naming the step."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.spec.start_timeout
+        while True:
+            self._stdin_fd = _open_writer(self._path("stdin"))
+            if self._stdin_fd is not None or self._ended():
+                return
+            if loop.time() >= deadline:
+                raise BodyTimeoutError(
+                    f"{Path(self.spec.argv[0]).name}: its stdin pipe was not opened within "
+                    f"{self.spec.start_timeout:g}s (step: stdin pipe; its wrapper, pid "
+                    f"{self._pid}, still runs)"
+                )
+            await asyncio.sleep(_POLL)
 
     def handle(self) -> BodyHandle:
         """Where to re-attach: the directory, the wrapper's identity, the read offset."""
@@ -440,7 +470,7 @@ class DetachedTransport:
             raise BodyCrashedError(
                 "agent process is not running",
                 exit_code=self.returncode,
-                stderr_tail=self.stderr_tail,
+                stderr_tail=self.stderr_tail or _tail(self._path("stderr")),
             )
         async with self._write_lock:
             self._emit("stdin", line)
@@ -578,6 +608,27 @@ def _watch_args(timeout: float | None) -> list[str]:
         return ["0", "1"]
     limit = max(1, round(timeout))
     return [str(limit), str(max(1, min(30, limit // 10)))]
+
+
+def _open_writer(fifo: Path) -> int | None:
+    """A blocking write end of ``fifo``, or ``None`` while nobody holds it open for
+    reading (a non-blocking open fails then, instead of waiting)."""
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _tail(path: Path, size: int = 4096) -> str:
+    """The last ``size`` bytes of ``path`` as text ("" when it cannot be read)."""
+    try:
+        with path.open("rb") as file:
+            file.seek(max(0, file.seek(0, os.SEEK_END) - size))
+            return file.read().decode("utf-8", errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def _write_all(fd: int, data: bytes) -> None:

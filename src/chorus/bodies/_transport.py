@@ -136,6 +136,9 @@ class SpawnSpec:
     #: A detached body (``DetachedTransport``) with no live owner this many seconds
     #: ends itself (``None`` or 0: never).
     orphan_timeout: float | None = None
+    #: Longest wait for each step of a start while the process runs (a detached body's
+    #: stdin pipe, the CLI's handshake).
+    start_timeout: float = 60.0
 
 
 class ProcessTransport:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from chorus import UnsupportedControlError
+from chorus import BodyCrashedError, BodyTimeoutError, UnsupportedControlError
 from chorus.bodies import BodyOptions, PermissionAnswer, PermissionAsk, rule_callback
 from chorus.bodies.acp import AcpBody, AcpStateError, acp_agent, open_acp_body
 from chorus.bodies.acp._quirks import CODEX_ACP_QUIRKS
@@ -316,3 +317,50 @@ async def test_codex_acp_in_bypass_permissions_starts_in_full_access(
     async with body:
         assert body.codec.state.current_mode == "full-access"
     assert sent.count("session/set_mode") == 1
+
+
+def _starts(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+async def test_a_slow_session_new_is_waited_for_while_the_agent_runs(
+    fake_config: Path, work: Path, tmp_path: Path
+) -> None:
+    # session/new once had the control deadline (15 s); under load claude-code-acp
+    # took longer and the job failed. Here the control deadline is 1 s.
+    starts = tmp_path / "starts"
+    env = {"PATH": "/usr/bin:/bin", "FAKE_SLOW": "session/new:3", "FAKE_STARTS": str(starts)}
+    options = BodyOptions(cwd=work, env=env, control_timeout=1.0, start_timeout=30.0)
+    async with open_acp_body("fake", options) as body:
+        events = await _turn(body, "hello")
+    assert _said(events) == "hi"
+    assert _starts(starts) == 1
+
+
+async def test_a_start_stuck_past_its_deadline_is_tried_once_more_then_names_the_step(
+    fake_config: Path, work: Path, tmp_path: Path
+) -> None:
+    starts = tmp_path / "starts"
+    env = {"PATH": "/usr/bin:/bin", "FAKE_SLOW": "session/new:60", "FAKE_STARTS": str(starts)}
+    body = open_acp_body("fake", BodyOptions(cwd=work, env=env, start_timeout=2.0))
+    began = time.monotonic()
+    with pytest.raises(BodyTimeoutError) as info:
+        await body.start()
+    assert "start step session/new got no answer within 2s while the agent ran" in str(info.value)
+    assert _starts(starts) == 2  # tried once more, not more
+    assert time.monotonic() - began < 20
+    assert not body.alive
+
+
+async def test_an_agent_that_dies_in_its_start_fails_at_once_with_its_stderr(
+    fake_config: Path, work: Path, tmp_path: Path
+) -> None:
+    starts = tmp_path / "starts"
+    env = {"PATH": "/usr/bin:/bin", "FAKE_DIE_AT": "session/new", "FAKE_STARTS": str(starts)}
+    body = open_acp_body("fake", BodyOptions(cwd=work, env=env, start_timeout=60.0))
+    began = time.monotonic()
+    with pytest.raises(BodyCrashedError) as info:
+        await body.start()
+    assert time.monotonic() - began < 10  # not the deadline: it died
+    assert "fake agent: cannot answer session/new" in info.value.stderr_tail
+    assert _starts(starts) == 1  # a dead agent is not started again

@@ -12,9 +12,8 @@ handler it starts (permission, file system, turn deadline); :meth:`close`
 cancels it, so nothing outlives the body.
 
 ``options.extra`` keys read here: ``mcp_servers`` (ACP-form MCP server objects
-for ``session/new``), ``allowed_roots`` (directories besides ``cwd`` the agent
-may read and write through ``fs/*``) and ``start_timeout`` (seconds for
-``initialize`` plus ``session/new``; default 60).
+for ``session/new``) and ``allowed_roots`` (directories besides ``cwd`` the agent
+may read and write through ``fs/*``).
 """
 
 from __future__ import annotations
@@ -79,8 +78,11 @@ from chorus.events import (
     TurnFailed,
 )
 
-START_TIMEOUT = 60.0
 _EXIT_WAIT = 5.0
+
+
+class _StuckStartError(BodyTimeoutError):
+    """A start step got no answer in time while the agent ran."""
 
 
 class AcpBody(Body):
@@ -123,25 +125,29 @@ class AcpBody(Body):
         #: The agent holds the mode its start arguments gave it (``quirks.mode_args``);
         #: False once a ``session/set_mode`` put it in one of its own modes.
         self._mode_by_args = options.permission_mode in agent.quirks.mode_args
+        #: While starting: when the start's deadline passes, and the step it is at.
+        self._start_deadline: float | None = None
+        self._step: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
     async def start(self) -> None:
         """Spawn the agent, ``initialize``, open the session (``session/new``, or
         ``session/load`` for ``options.resume`` where the agent supports it), apply
-        model and permission mode (:class:`SessionStarted` comes with the session)."""
+        model and permission mode (:class:`SessionStarted` comes with the session).
+
+        Each step waits while the agent runs, up to ``options.start_timeout`` in all
+        (an agent that dies fails at once, with its stderr); a start stuck past it
+        is given up and tried once more (nothing was prompted yet), then fails with
+        :class:`BodyTimeoutError` naming the step."""
         if self._transport is not None:
             raise AcpStateError(f"{self.agent.name}: body already started")
-        self._transport = await self._started_transport()
-        self._supervisor = asyncio.create_task(self._supervise(), name=f"acp:{self.agent.name}")
-        await self._ready.wait()
         try:
-            timeout = float(self.options.extra.get("start_timeout", START_TIMEOUT))
-            async with asyncio.timeout(timeout):
-                await self._handshake()
-        except TimeoutError as exc:
-            await self.close()
-            raise BodyTimeoutError(f"{self.agent.name}: no session within {timeout}s") from exc
+            try:
+                await self._start_once()
+            except _StuckStartError as exc:
+                await self._discard_start(exc)
+                await self._start_once()
         except AcpRpcError as exc:
             said = self._first_stderr_line()
             await self.close()
@@ -152,6 +158,42 @@ class AcpBody(Body):
         except BaseException:
             await self.close()
             raise
+
+    async def _start_once(self) -> None:
+        self._transport = await self._started_transport()
+        self._supervisor = asyncio.create_task(self._supervise(), name=f"acp:{self.agent.name}")
+        await self._ready.wait()
+        limit = self.options.start_timeout
+        self._start_deadline = asyncio.get_running_loop().time() + limit
+        try:
+            await self._handshake()
+        except BodyTimeoutError as exc:
+            step = self._step or "the handshake"
+            raise _StuckStartError(
+                f"{self.agent.name}: start step {step} got no answer within {limit:g}s "
+                "while the agent ran ([daemon] body_start_timeout_s)"
+            ) from exc
+        finally:
+            self._start_deadline = None
+
+    async def _discard_start(self, exc: _StuckStartError) -> None:
+        """Give up a start stuck in its handshake: end the agent, with no word of it
+        (the body has not started: no ``SessionEnded``), forget what it said, and
+        say that it starts once more."""
+        supervisor, self._supervisor = self._supervisor, None
+        if supervisor is not None:
+            supervisor.cancel()
+            await asyncio.gather(supervisor, return_exceptions=True)
+        if self._transport is not None:
+            await self._transport.close()
+        self._transport = None
+        self.codec = AcpCodec(body=self.agent.name, quirks=self.agent.quirks)
+        self._router = RequestRouter[RpcReply](self.agent.name)
+        self._ready = asyncio.Event()
+        self._handlers.clear()
+        while not self._events.empty():
+            self._events.get_nowait()
+        await self._emit(Notice(kind="warning", message=f"{exc}; starting it once more"))
 
     def _first_stderr_line(self) -> str | None:
         """The first line the agent wrote on stderr: why a failed start failed
@@ -246,7 +288,7 @@ class AcpBody(Body):
         from its reply), then apply model and permission mode."""
         self.codec.requested_model = self.options.model
         self.codec.requested_mode = self.options.permission_mode
-        await self._call(self.codec.initialize(), self.options.control_timeout * 4)
+        await self._call(self.codec.initialize())
         await self._open_session()
         model = self.options.model
         if model and not self.agent.quirks.model_flag and model != self.codec.state.current_model:
@@ -299,6 +341,9 @@ class AcpBody(Body):
         on a JSON-RPC error, :class:`BodyTimeoutError`, :class:`BodyCrashedError`."""
         request_id, line = request
         limit = limit if limit is not None else self.options.control_timeout
+        if self._start_deadline is not None:  # a handshake step: the start's deadline
+            limit = max(0.0, self._start_deadline - asyncio.get_running_loop().time())
+            self._step = self.codec.method_of(request_id)
 
         async def send() -> None:
             await self._write(line)
