@@ -25,7 +25,12 @@ from chorus.bodies._channel import (
     token_channel,
 )
 from chorus.bodies._channel import SERVER_NAME as MCP_SERVER_NAME
-from chorus.bodies._detached import BodyHandle, DetachedTransport, kill_detached_left
+from chorus.bodies._detached import (
+    BodyHandle,
+    DetachedTransport,
+    end_detached,
+    kill_detached_left,
+)
 from chorus.bodies._detached import start_time as process_start_time
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
 from chorus.bodies._registry import (
@@ -92,6 +97,7 @@ __all__ = [
     "close_channel",
     "crash_error",
     "create_body",
+    "end_detached",
     "kill_detached_left",
     "kill_live_groups",
     "normalize_tool",
