@@ -68,6 +68,16 @@ def _group(pgid: int) -> list[tuple[int, str]]:
     return out
 
 
+def _started(pid: int) -> str | None:
+    """A live process's start time (clock ticks since boot), None when it is gone or
+    a zombie: with the pid, it names one process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] == "Z" else fields[19]
+
+
 def _node_launcher(pgid: int) -> int:
     """The ``node`` process that runs Codex's JavaScript launcher, in ``pgid``."""
     for pid, _ in _group(pgid):
@@ -88,7 +98,7 @@ def test_codex_launcher_killed_mid_turn_leaves_no_app_server_and_resumes(
     _until(lambda: sum(isinstance(e, TextDelta) for e in _events(chorus, job_id)) >= 3)
     first = _handle(chorus, job_id)
     group = int(first["pid"])
-    natives = [pid for pid, cmd in _group(group) if "app-server" in cmd]
+    natives = [(pid, _started(pid)) for pid, cmd in _group(group) if "app-server" in cmd]
     os.kill(_node_launcher(group), signal.SIGKILL)
     watched = chorus.run("watch", job_id, timeout=180)
     assert watched.returncode == 0, watched.stdout[-3000:] + watched.stderr[-3000:]
@@ -98,7 +108,8 @@ def test_codex_launcher_killed_mid_turn_leaves_no_app_server_and_resumes(
     assert any("body crashed; resuming natively" in n for n in notes), notes
     assert _group(group) == []  # nothing of the killed body is left
     assert natives
-    assert not any(Path(f"/proc/{pid}").exists() for pid in natives)
+    # Gone, a zombie, or the pid reused by another process (pid_max may be small).
+    assert not any(_started(pid) == started for pid, started in natives)
     now = _handle(chorus, job_id)
     assert int(now["pid"]) != group  # a new app-server resumed the thread
     assert chorus.run("stop").returncode == 0
