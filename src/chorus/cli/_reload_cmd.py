@@ -5,6 +5,7 @@ apply them; it says which settings need a restart."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 
@@ -35,9 +36,27 @@ def reload_cmd(as_json: bool = typer.Option(False, "--json", help="One JSON obje
     if answer.get("daemon") == "not running":
         typer.echo("no daemon is running: the files are valid and apply when it starts")
         return
-    applied, later = answer["applied"], answer["restart_needed"]
+    _say(answer)
+
+
+def _say(answer: dict[str, Any]) -> None:
+    """What the daemon took, for a person."""
+    from chorus.daemon._reload import shown_keys
+
+    agents = answer.get("agents", {})
+    applied = shown_keys(answer["applied"], agents)
     typer.echo("policy.toml reloaded (turns that start from now on use it)")
     typer.echo("applied: " + (", ".join(applied) if applied else "no config change"))
+    for what, names in agents.items():
+        if names:
+            typer.echo(f"agents {what}: {', '.join(names)}")
+    bodies = answer.get("bodies", {})
+    if bodies.get("closed") or bodies.get("after_turn"):
+        typer.echo(
+            f"warm bodies with the old settings: {len(bodies['closed'])} closed,"
+            f" {len(bodies['after_turn'])} close after their turn (the next turn starts anew)"
+        )
+    later = answer["restart_needed"]
     if later:
         typer.echo(
             "need a restart (`chorus stop` then `chorus start`): " + ", ".join(later), err=True
