@@ -140,3 +140,23 @@ def test_a_config_that_does_not_parse_is_refused_untouched(
     assert "Traceback" not in done.stderr
     assert config.read_text() == "[router\nbodies = 1\n"
     assert sorted(p.name for p in chorus_home.iterdir()) == ["config.toml"]
+
+
+def test_a_policy_changed_since_its_baseline_is_not_blessed(
+    bare: Path, chorus_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy")
+    assert chorus("reload").returncode == 0  # makes policy.toml and takes its baseline
+    policy = chorus_home / "policy.toml"
+    policy.write_text(policy.read_text().replace('mode = "default"', 'mode = "plan"'))
+    report = init_json()
+    assert report["changed"] is True
+    assert report["daemon"]["daemon"] == "not reloaded"
+    assert "policy.toml changed since its baseline" in report["daemon"]["why"]
+    status = json.loads(chorus("integrity", "status", "--json").stdout)
+    assert {f["name"]: f["ok"] for f in status["files"]} == {
+        "SOUL.md": True,
+        "MEMORY.md": True,
+        "policy.toml": False,  # still the person's to look at
+        "config.toml": True,  # init's edit is the baseline
+    }

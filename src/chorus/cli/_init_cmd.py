@@ -28,6 +28,7 @@ from chorus.config import ChorusConfig
 #: adapters run on the same logins and are there with ``--body``.
 ROUTED = ("claude", "codex", "gemini")
 _INSTALL = "not installed: chorus agents install"
+_POLICY = "policy.toml changed since its baseline: look at it, then run chorus reload"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +87,19 @@ def init(as_json: bool = typer.Option(False, "--json", help="One JSON object."))
 
 
 def _apply(path: Path, text: str) -> dict[str, Any]:
-    """Write ``text`` in one step, then reload (the guardian's baseline too)."""
+    """Write ``text`` in one step, then reload (the guardian's baseline too). A
+    policy.toml changed since its baseline is not init's to bless: then only
+    config.toml is taken, and the reload left to the person."""
     from chorus.cli._reload_cmd import send_reload
     from chorus.integrity import Guardian
 
+    guardian = Guardian()
+    policy_changed = any(s.name == "policy.toml" and not s.ok for s in guardian.status())
     _write(path, text)
-    return send_reload(Guardian())
+    if not policy_changed:
+        return send_reload(guardian)
+    guardian.accept("config.toml")
+    return {"daemon": "not reloaded", "applied": [], "restart_needed": [], "why": _POLICY}
 
 
 def _write(path: Path, text: str) -> None:
@@ -168,10 +176,8 @@ def _config_line(report: dict[str, Any]) -> str:
 
 def _say_daemon(report: dict[str, Any]) -> None:
     daemon = report["daemon"]
-    if daemon is not None and daemon.get("daemon") != "not running":
-        typer.echo("daemon: reloaded (applied: " + ", ".join(daemon["applied"]) + ")")
-    elif daemon is not None:
-        typer.echo("daemon: not running; the config applies when it starts")
+    if daemon is not None:
+        typer.echo(_daemon_line(daemon), err=daemon.get("daemon") == "not reloaded")
     for body, why in report["daemon_needs_login"].items():
         typer.echo(
             f"daemon: {body} {why} in the daemon's environment (started elsewhere?):"
@@ -180,3 +186,12 @@ def _say_daemon(report: dict[str, Any]) -> None:
         )
     for item in report["todo"]:
         typer.echo(f"to do: {item}")
+
+
+def _daemon_line(daemon: dict[str, Any]) -> str:
+    state = daemon.get("daemon")
+    if state == "not running":
+        return "daemon: not running; the config applies when it starts"
+    if state == "not reloaded":
+        return f"daemon: not reloaded: {daemon['why']}"
+    return "daemon: reloaded (applied: " + ", ".join(daemon["applied"]) + ")"
