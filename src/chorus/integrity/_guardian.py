@@ -25,7 +25,7 @@ and both are validated then) and ``chorus reload`` accepts them; while it runs, 
 change to any of the four that was not reloaded or accepted is undone.
 
 No body can write config.toml or policy.toml (the sandbox hides CHORUS_HOME but
-for ``memory/``, ``workspace/`` and the socket), so a change to them is a person's
+for ``memory/`` and ``workspace/``), so a change to them is a person's
 edit or something outside every sandbox. A person's edit that a check put aside
 before ``chorus reload`` could take it is not lost: the baseline entry names it
 (:meth:`Guardian.put_aside`) until the next accept, and ``chorus reload
