@@ -3,18 +3,24 @@ FIFO, the exit status from the wrapper, re-attach by offset from a new transport
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import signal
+import subprocess
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from chorus import BodyCrashedError
-from chorus.bodies import SpawnSpec
+from chorus import BodyCrashedError, BodyTimeoutError
+from chorus.bodies import SpawnSpec, _detached
 from chorus.bodies._detached import (
     BodyHandle,
     DetachedTransport,
+    end_detached,
     replay_lines,
     start_time,
     stdout_before,
@@ -154,4 +160,171 @@ async def test_output_lost_under_the_reader_ends_the_body_and_says_why(
     assert await transport.wait(5) is None  # killed: the wrapper had no time to write
     assert how in transport.stderr_tail or "removed" in transport.stderr_tail
     assert not transport.running
+    await transport.close()
+
+
+#: A CLI that starts a child holding stdout (as Codex's launcher starts the native
+#: app-server), says so, and dies by SIGKILL at its first input line.
+LAUNCHER = (
+    "import os, signal, subprocess, sys\n"
+    "p = subprocess.Popen(['sleep', '60'])\n"
+    "print(p.pid, flush=True)\n"
+    "sys.stdin.readline()\n"
+    "os.kill(os.getpid(), signal.SIGKILL)"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def _gone(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    for _ in range(int(within / 0.05)):
+        if not _alive(pid) or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.05)
+    return not _alive(pid)
+
+
+async def test_what_a_dead_cli_left_in_its_group_is_ended_before_its_end_is_read(
+    tmp_path: Path,
+) -> None:
+    transport = DetachedTransport(_spec(tmp_path, LAUNCHER), tmp_path / "run")
+    await transport.start()
+    lines = transport.lines()
+    child = int(await anext(lines))
+    await transport.write_line("die")
+    assert [line async for line in lines] == []
+    assert not _alive(child)  # already gone when the reader saw the end
+    assert await transport.wait(5) == 128 + signal.SIGKILL
+    await transport.close()
+
+
+async def test_with_nobody_reading_the_wrapper_itself_ends_the_group(tmp_path: Path) -> None:
+    transport = DetachedTransport(_spec(tmp_path, LAUNCHER), tmp_path / "run")
+    await transport.start()
+    lines = transport.lines()
+    child = int(await anext(lines))
+    await lines.aclose()
+    await transport.write_line("die")
+    handle = await transport.detach()  # as a daemon killed with SIGKILL leaves it
+    assert await _gone(child)
+    assert await _gone(handle.pid)
+    assert (handle.run_dir / "exit").read_text().strip() == str(128 + signal.SIGKILL)
+
+
+#: Starts a detached body whose owner is this short-lived process, prints its handle
+#: and exits without closing it (as a daemon killed with SIGKILL leaves its bodies).
+OWNER = """
+import asyncio, json, sys
+from pathlib import Path
+from chorus.bodies import SpawnSpec, _detached
+from chorus.bodies._detached import DetachedTransport
+
+async def main():
+    spec = SpawnSpec(argv=[sys.executable, "-c", {code!r}], cwd=Path({cwd!r}),
+                     env={{"PATH": "/usr/bin:/bin"}}, orphan_timeout={timeout})
+    transport = DetachedTransport(spec, Path({run!r}))
+    await transport.start()
+    print(json.dumps((await transport.detach()).as_dict()))
+
+asyncio.run(main())
+"""
+
+
+def _orphan(tmp_path: Path, timeout: float) -> BodyHandle:
+    """A body started by a process that is gone now."""
+    script = OWNER.format(code=ECHO, cwd=str(tmp_path), timeout=timeout, run=str(tmp_path / "run"))
+    done = subprocess.run([PY, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return BodyHandle.from_dict(json.loads(done.stdout))
+
+
+async def test_a_body_with_no_owner_ends_itself_after_the_orphan_timeout(tmp_path: Path) -> None:
+    handle = _orphan(tmp_path, 2)
+    assert start_time(handle.pid) == handle.started  # outlived its owner
+    assert await _gone(handle.pid, within=15)
+    said = (handle.run_dir / "stderr").read_text()
+    assert "chorus: no owner for 2s; the body was ended" in said
+    assert (handle.run_dir / "exit").read_text().strip() == str(128 + signal.SIGTERM)
+
+
+async def test_a_body_re_attached_in_time_lives_on_past_the_orphan_timeout(
+    tmp_path: Path,
+) -> None:
+    handle = _orphan(tmp_path, 2)
+    again = await DetachedTransport.attach(_spec(tmp_path, ECHO), handle)  # the new owner
+    await asyncio.sleep(5)
+    assert again.running
+    lines = again.lines()
+    await again.write_line("still here")
+    assert await anext(lines) == "got still here"
+    await lines.aclose()
+    await again.close()
+
+
+def test_end_detached_ends_a_body_left_running_and_never_a_reused_pid(tmp_path: Path) -> None:
+    handle = _orphan(tmp_path, 0)  # no orphan watch: it would wait forever
+    (handle.run_dir / "pid").write_text(json.dumps({"pid": os.getpid(), "started": 1}))
+    assert not end_detached(handle.run_dir)  # our pid, another start time: not its group
+    (handle.run_dir / "pid").write_text(json.dumps({"pid": handle.pid, "started": handle.started}))
+    assert end_detached(handle.run_dir)
+    assert asyncio.run(_gone(handle.pid))
+    assert not end_detached(handle.run_dir)  # nothing left to end
+
+
+def _slow_wrapper(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """A fake of a loaded machine: the wrapper takes ``seconds`` before it opens the
+    stdin pipe (a real one cannot be made slow on demand)."""
+    monkeypatch.setattr(_detached, "_WRAPPER", f"sleep {seconds}; {_detached._WRAPPER}")
+
+
+async def test_a_slow_wrapper_is_waited_for_while_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _slow_wrapper(monkeypatch, 6)  # longer than the fixed 5 s the start once allowed
+    spec = replace(_spec(tmp_path, ECHO), start_timeout=30)
+    transport = DetachedTransport(spec, tmp_path / "run")
+    await transport.start()
+    lines = transport.lines()
+    await transport.write_line("late")
+    assert await anext(lines) == "got late"
+    await lines.aclose()
+    await transport.close()
+
+
+async def test_a_wrapper_stuck_past_the_deadline_is_tried_twice_then_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _slow_wrapper(monkeypatch, 60)
+    transport = DetachedTransport(replace(_spec(tmp_path, ECHO), start_timeout=1), tmp_path / "run")
+    started = time.monotonic()
+    with pytest.raises(
+        BodyTimeoutError, match=r"stdin pipe was not opened within 1s \(step: stdin"
+    ):
+        await transport.start()
+    assert 2 <= time.monotonic() - started < 10  # one try more, not more
+    assert transport.pid is not None
+    assert await _gone(transport.pid)  # the stuck one is not left behind
+
+
+async def test_a_cli_that_died_at_start_fails_the_first_write_with_its_stderr(
+    tmp_path: Path,
+) -> None:
+    spec = SpawnSpec(
+        argv=["/bin/sh", "-c", "echo 'boom: broken install' >&2; exit 3"],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    transport = DetachedTransport(spec, tmp_path / "run")
+    await transport.start()  # whether or not it could open the pipe first
+    assert await transport.wait(10) == 3
+    with pytest.raises(BodyCrashedError) as info:
+        await transport.write_line("{}")
+    assert info.value.exit_code == 3
+    assert "boom: broken install" in info.value.stderr_tail
     await transport.close()

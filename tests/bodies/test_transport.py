@@ -111,3 +111,26 @@ async def test_spawn_failure_is_body_crashed(tmp_path: Path) -> None:
     spec = SpawnSpec(argv=["/nonexistent/agent"], cwd=tmp_path, env={})
     with pytest.raises(BodyCrashedError, match="could not start"):
         await ProcessTransport(spec).start()
+
+
+async def test_a_leader_that_dies_takes_what_it_left_in_its_group(tmp_path: Path) -> None:
+    # Codex's node launcher killed: its native child keeps stdout open and would hold
+    # the session; the transport must end it, and the output must end with it.
+    pidfile = tmp_path / "child.pid"
+    code = (
+        "import os, subprocess, signal\n"
+        "p = subprocess.Popen(['sleep', '60'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+        "print('ready', flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    transport = ProcessTransport(_spec(tmp_path, code))
+    await transport.start()
+    lines = [line async for line in transport.lines()]  # ends: no child holds stdout
+    assert lines == ["ready"]
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+    assert await transport.close() == -9

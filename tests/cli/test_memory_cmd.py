@@ -131,7 +131,7 @@ def test_context_show_prints_what_the_body_gets(chorus_home: Path, tmp_path: Pat
     assert data["channel"] == "-c developer_instructions"
     # The same text, but for the clock (the two runs may straddle a minute).
     assert _no_clock(data["text"]) == _no_clock(text)
-    assert data["mcp_servers"]["chorus"]["args"][:3] == ["-m", "chorus", "mcp"]
+    assert data["mcp_servers"]["chorus"]["type"] == "http"  # the session's channel
 
 
 def test_context_show_takes_the_prompt_the_plan_and_a_later_prompt(

@@ -171,3 +171,41 @@ def test_since_durations(text: str, ago: float) -> None:
 
 def test_since_dates() -> None:
     assert parse_since("2026-01-02T03:04:05+00:00") == 1767323045.0
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``chorus ...`` in its own process (its audit anchor is saved as it exits)."""
+    return subprocess.run(
+        [sys.executable, "-m", "chorus", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ.copy(),
+    )
+
+
+def test_verify_names_a_deleted_log_and_repair_reanchor_accepts_a_new_one(
+    chorus_home: Path,
+) -> None:
+    for name in ("ONE_TOKEN", "TWO_TOKEN"):
+        assert _cli("secret", "set", name, "--value", "v-123456789").returncode == 0
+    assert _cli("audit", "verify").returncode == 0
+    audit = chorus_home / "audit"
+    for name in ("audit.jsonl", "head.json"):
+        (audit / name).unlink()
+    done = _cli("audit", "verify")
+    assert done.returncode == 1
+    assert "TAMPERED" in done.stdout
+    assert "says it held 2 entries: the log was deleted" in " ".join(done.stdout.split())
+    # Another secret later does not launder it: the anchor stays where it was.
+    assert _cli("secret", "set", "THREE_TOKEN", "--value", "v-123456789").returncode == 0
+    assert _cli("audit", "verify").returncode == 1
+    # A person who moved the log aside on purpose accepts the new one, on the record.
+    done = _cli("audit", "repair", "--reanchor", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["replaced"] == 2
+    assert _cli("audit", "verify").returncode == 0
+    entries = list(AuditLog().entries())
+    assert [e.kind for e in entries] == ["secret_set", "audit_reanchor"]
+    assert entries[-1].data["replaced_entries"] == 2
+    assert _cli("audit", "repair", "--reanchor").returncode == 2  # nothing to do now

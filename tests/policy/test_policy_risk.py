@@ -94,3 +94,119 @@ def test_tool_levels(tool: str, kw: dict[str, object], expected: RiskLevel) -> N
 def test_authority_settings(authority: str, outcomes: list[str]) -> None:
     levels: list[RiskLevel] = ["trivial", "normal", "elevated", "critical"]
     assert [risk_outcome(lv, authority) for lv in levels] == outcomes  # type: ignore[arg-type]
+
+
+#: Every git configuration key that names a program git runs: setting it is elevated
+#: (it runs later, in every git of the repository, Chorus's own included).
+GIT_PROGRAM_KEYS = [
+    "core.hooksPath",
+    "core.fsmonitor",
+    "core.pager",
+    "core.editor",
+    "core.sshCommand",
+    "core.askPass",
+    "core.gitProxy",
+    "core.alternateRefsCommand",
+    "sequence.editor",
+    "pager.log",
+    "filter.lfs.clean",
+    "filter.x.smudge",
+    "filter.x.process",
+    "diff.x.textconv",
+    "diff.x.command",
+    "diff.external",
+    "merge.x.driver",
+    "credential.helper",
+    "credential.https://example.com.helper",
+    "alias.st",
+    "gpg.program",
+    "gpg.ssh.program",
+    "gpg.ssh.defaultKeyCommand",
+    "remote.origin.uploadpack",
+    "remote.origin.receivepack",
+    "uploadpack.packObjectsHook",
+    "protocol.ext.allow",
+    "include.path",
+    "includeIf.gitdir:~/work/.path",
+    "difftool.x.cmd",
+    "mergetool.x.cmd",
+    "submodule.lib.update",
+    "trailer.x.command",
+]
+
+
+@pytest.mark.parametrize("key", GIT_PROGRAM_KEYS)
+def test_git_config_setting_a_program_is_elevated(key: str) -> None:
+    assert level(f"git config {key} ./evil.sh") == "elevated"
+    assert level(f"git config --local --add {key} ./evil.sh") == "elevated"
+    assert level(f"git -C sub config --file .git/config {key} ./evil.sh") == "elevated"
+    assert level(f"git config set {key} ./evil.sh") == "elevated"
+    assert level(f"git -c {key}=./evil.sh status") == "elevated"
+    assert level(f"git --config-env={key}=EVIL status") == "elevated"
+    assert level(f"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0={key} GIT_CONFIG_VALUE_0=x git log") == (
+        "elevated"
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git config user.name 'A Person'",
+        "git config --global user.email a@example.com",
+        "git config core.autocrlf input",
+        "git config filter.lfs.required true",
+        "git config diff.x.xfuncname '^def'",
+        "git config --get core.pager",
+        "git config core.hooksPath",  # one word: a read
+        "git config --unset core.hooksPath",
+        "git config -l",
+        "git -c user.name=x commit -m hi",
+        "git -c protocol.version=2 log",
+        "git commit -m 'GIT_PAGER=x in a message'",
+    ],
+)
+def test_git_config_of_data_or_reads_stay_trivial(line: str) -> None:
+    assert level(line) == "trivial"
+
+
+def test_git_config_key_case_and_reasons() -> None:
+    risk = assess_shell(parse_command("git config CORE.HOOKSPATH .hooks"))
+    assert risk.level == "elevated"
+    assert risk.reasons == ("`git config CORE.HOOKSPATH`: a program git will run later",)
+    assert level("git config --edit") == "elevated"  # by hand: anything at all
+    # git 2.46's subcommands: `get` reads (normal only as `get` reads like `go get`).
+    assert level("git config get core.fsmonitor") == "normal"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "GIT_EXTERNAL_DIFF=./x git diff",
+        "env GIT_PAGER=./x git log",
+        "GIT_SSH_COMMAND=./x git status",
+        "GIT_CONFIG_PARAMETERS=\"'core.pager=./x'\" git log",
+        "GIT_CONFIG_GLOBAL=./cfg git log",
+    ],
+)
+def test_git_environment_naming_a_program_is_elevated(line: str) -> None:
+    assert level(line) == "elevated"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "printf '[core]\\n\\thooksPath = h\\n' >> .git/config",
+        "cp evil.cfg .git/config",
+        "tee -a .git/config < evil.cfg",
+        "cp hook ../main/.git/hooks/post-commit",
+        "sed -i 's/x/y/' .git/config",
+    ],
+)
+def test_writing_the_repositorys_git_config_or_hooks_is_elevated(line: str) -> None:
+    assert level(line) == "elevated"
+
+
+def test_write_tools_on_git_config_and_reading_it() -> None:
+    assert assess_tool("write", write_paths=["repo/.git/config"]).level == "elevated"
+    assert level("cat .git/config") == "trivial"
+    assert level("cp .git/config backup.cfg") == "trivial"

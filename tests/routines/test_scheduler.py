@@ -227,6 +227,68 @@ async def test_a_degraded_watcher_is_shown_on_its_routine_and_still_fires(
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     (job,) = await jobs_of(rig.store, "onchange")
-    assert job.prompt == f"changed {watched / 'a.md'}"
+    assert job.prompt == f'changed "{watched / "a.md"}"'
     (row,) = [r for r in await sched.describe() if r["name"] == "onchange"]
     assert "degraded to polling" in row["notice"]
+
+
+def _change_routine(name: str, watched: Path, catch_up: str = "run_latest_once") -> None:
+    write_routine(
+        name,
+        f'[routine]\ntrigger = "file_change"\nwatch_path = "{watched}"\ndebounce = "300ms"\n'
+        f'catch_up = "{catch_up}"\nmodel_preference = "claude"\n'
+        '[routine.task]\nprompt = "changed {trigger_path}"\n',
+    )
+
+
+async def _run_for(rig: Rig, seconds: float) -> Scheduler:
+    sched = Scheduler(rig.sup, clock=rig.clock, poll_s=0.2)
+    task = asyncio.create_task(sched.run())
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    return sched
+
+
+async def test_a_change_made_while_no_daemon_ran_fires_once_at_the_next_start(
+    rig: Rig, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("first")
+    _change_routine("notes", notes)
+    rig.clock.now = time.time()
+    await _run_for(rig, 1.0)  # the first watch only takes its snapshot
+    assert await jobs_of(rig.store, "notes") == []
+    notes.write_text("edited while the daemon was down")
+    await _run_for(rig, 1.0)
+    (job,) = await jobs_of(rig.store, "notes")
+    assert job.prompt == f'changed "{notes}"'
+    await _run_for(rig, 1.0)  # a third start sees nothing new
+    assert len(await jobs_of(rig.store, "notes")) == 1
+
+
+async def test_skip_missed_records_a_change_made_while_down_without_firing(
+    rig: Rig, tmp_path: Path
+) -> None:
+    watched = tmp_path / "src"
+    watched.mkdir()
+    _change_routine("skipper", watched, catch_up="skip_missed")
+    rig.clock.now = time.time()
+    await _run_for(rig, 1.0)
+    (watched / "new.py").write_text("x = 1\n")
+    await _run_for(rig, 1.0)
+    assert await jobs_of(rig.store, "skipper") == []
+    assert [f.outcome for f in await rig.store.list_firings("skipper")] == ["missed"]
+
+
+async def test_a_disabled_routine_shows_no_next_fire(rig: Rig) -> None:
+    cron_routine("hourly")
+    rig.clock.now = utc(2026, 7, 1, 9, 30)
+    await rig.sched.tick()
+    (row,) = [r for r in await rig.sched.describe() if r["name"] == "hourly"]
+    assert row["next_fire"] == utc(2026, 7, 1, 10)
+    await rig.store.set_routine_enabled("hourly", False)
+    (row,) = [r for r in await rig.sched.describe() if r["name"] == "hourly"]
+    assert (row["enabled"], row["next_fire"]) == (False, None)

@@ -12,7 +12,25 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._catalog import BodyInfo, body_catalog
-from chorus.bodies._detached import BodyHandle, DetachedTransport, kill_detached_left
+from chorus.bodies._channel import (
+    NO_SESSION,
+    Channel,
+    channel_key,
+    channel_key_path,
+    channel_servers,
+    close_channel,
+    open_channel,
+    relay_server,
+    session_token,
+    token_channel,
+)
+from chorus.bodies._channel import SERVER_NAME as MCP_SERVER_NAME
+from chorus.bodies._detached import (
+    BodyHandle,
+    DetachedTransport,
+    end_detached,
+    kill_detached_left,
+)
 from chorus.bodies._detached import start_time as process_start_time
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
 from chorus.bodies._registry import (
@@ -48,6 +66,8 @@ def replay_codecs(
 __all__ = [
     "CLI_OF",
     "MAX_LINE_BYTES",
+    "MCP_SERVER_NAME",
+    "NO_SESSION",
     "PERMISSION_MODES",
     "TERMINAL_TYPES",
     "Body",
@@ -55,6 +75,7 @@ __all__ = [
     "BodyInfo",
     "BodyOptions",
     "Capabilities",
+    "Channel",
     "DetachedTransport",
     "LineFramer",
     "McpServer",
@@ -69,13 +90,22 @@ __all__ = [
     "body_catalog",
     "body_class",
     "body_names",
+    "channel_key",
+    "channel_key_path",
+    "channel_servers",
     "check_installed",
+    "close_channel",
     "crash_error",
     "create_body",
+    "end_detached",
     "kill_detached_left",
     "kill_live_groups",
     "normalize_tool",
+    "open_channel",
     "process_start_time",
+    "relay_server",
     "replay_codecs",
     "rule_callback",
+    "session_token",
+    "token_channel",
 ]

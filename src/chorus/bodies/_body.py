@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Self, TypeVar
 
 from chorus._errors import UnsupportedControlError
 from chorus.bodies._capabilities import Capabilities
-from chorus.bodies._detached import BodyHandle, DetachedTransport
+from chorus.bodies._detached import BodyHandle, DetachedTransport, start_transport
 from chorus.bodies._permissions import PermissionCallback, allow_all
 from chorus.bodies._transport import AgentTransport, RawTap, SpawnSpec
 from chorus.events import (
@@ -46,14 +46,17 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class McpServer:
-    """An MCP server on stdio that the body's CLI starts for the session."""
+    """An MCP server the body's CLI uses for the session: a program it starts (stdio,
+    ``command``) or one it reaches over streamable HTTP (``url``, with ``headers``)."""
 
-    command: str
+    command: str = ""
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     #: The CLI must wait for it before the first model call (Codex otherwise starts
     #: the turn while the server is still starting, and its tools are missing).
     required: bool = False
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +85,12 @@ class BodyOptions:
     #: first prompt, and says so with a ``Notice`` ("rebuilt from the log").
     history: str | None = None
     control_timeout: float = 15.0
+    #: A detached body (``run_dir``) with no process reading it this long ends itself
+    #: (``None``: never; the daemon sets ``[daemon] orphan_timeout_s``).
+    orphan_timeout: float | None = None
+    #: Longest wait for each step of the start while the CLI runs (``[daemon]
+    #: body_start_timeout_s``): its stdin pipe, its handshake.
+    start_timeout: float = 60.0
     interrupt_timeout: float = 5.0
     turn_timeout: float = 900.0
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -281,6 +290,19 @@ class Body(ABC):
         the reader reads (that is, from :meth:`attach`)."""
         self._drop, self._counted = count, counted
 
+    async def _start_cli(self, spec: SpawnSpec) -> AgentTransport:
+        """Start the CLI of ``spec`` with the options' limits: detached (outliving this
+        process) when ``options.run_dir`` is set, else on pipes."""
+        options = self.options
+        return await start_transport(self._limited(spec), options.run_dir, options.raw_tap)
+
+    def _limited(self, spec: SpawnSpec) -> SpawnSpec:
+        """``spec`` with the options' start deadline and orphan timeout."""
+        options = self.options
+        return replace(
+            spec, start_timeout=options.start_timeout, orphan_timeout=options.orphan_timeout
+        )
+
     def _rebuild(self, handle: BodyHandle) -> None:
         """Feed the codec what passed before ``handle.offset``, emitting nothing
         (:attr:`detachable` bodies override this)."""
@@ -299,7 +321,9 @@ class Body(ABC):
         self._rebuild(handle)
         if drop:
             self.drop_handed_out(drop, counted or (lambda _: True))
-        transport = await DetachedTransport.attach(spec, handle, self.options.raw_tap)
+        transport = await DetachedTransport.attach(
+            self._limited(spec), handle, self.options.raw_tap
+        )
         self._transport = transport
         self._context_sent = True
         return transport

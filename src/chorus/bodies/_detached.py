@@ -14,8 +14,15 @@ offset, and carries on reading where the old one stopped.
 
 Files in the run directory: ``stdin`` (FIFO), ``stdout``, ``stderr``, ``exit``
 (the CLI's status, written when it ends), ``pid`` (the wrapper's pid and start
-time, written by us), ``sent`` (each line we wrote, with the size of stdout then),
-``head`` (where the part of stdout kept for good ends, see ``discard_before``).
+time, written by us), ``owner`` (the pid of the process reading the body),
+``sent`` (each line we wrote, with the size of stdout then), ``head`` (where the
+part of stdout kept for good ends, see ``discard_before``).
+
+No body outlives its owner for long: with ``SpawnSpec.orphan_timeout`` the wrapper
+checks now and then that the ``owner`` process lives, and ends the body after that
+long without one (a daemon killed with SIGKILL leaves its bodies to be re-attached,
+not forever); :func:`end_detached` ends the bodies of a run directory with no owner
+(``chorus stop`` with no daemon running).
 """
 
 from __future__ import annotations
@@ -29,24 +36,41 @@ import json
 import os
 import shutil
 import signal
+import time
 import weakref
 from collections import deque
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
 
-from chorus._errors import BodyCrashedError, LineTooLongError
+from chorus._errors import BodyCrashedError, BodyTimeoutError, LineTooLongError
 from chorus.bodies._framing import LineFramer
 from chorus.bodies._transport import AgentTransport, ProcessTransport, RawTap, SpawnSpec
 from chorus.config import body_umask
 
-#: The wrapper: hold the FIFO open read-write on fd 3, run the CLI with it as stdin
-#: and the files as stdout/stderr, then record its status. A TERM/INT handler (not
-#: "ignore", which the CLI would inherit) keeps the wrapper alive to write it.
+#: The orphan watch (a background function of the wrapper, in its group): every
+#: ``$tick`` seconds it checks that the process named in the ``owner`` file (the one
+#: reading the body, our process) lives; after ``$lim`` seconds with none it ends the
+#: body (TERM to the group, KILL 5 s later). It ignores the signals sent to the group.
+_WATCH = (
+    'watch() { trap "" TERM INT HUP; left=$lim; while sleep "$tick"; do o=; '
+    'read -r o <"$own"; if [ -n "$o" ] && kill -0 "$o"; then left=$lim; '
+    "else left=$((left - tick)); fi; if [ $left -le 0 ]; then "
+    'echo "chorus: no owner for ${lim}s; the body was ended" >>"$err"; '
+    "kill -TERM 0; sleep 5; kill -KILL 0; fi; done; }; "
+)
+#: The wrapper: hold the FIFO open read-write on fd 3, start the orphan watch (when
+#: ``$lim`` > 0), run the CLI with the FIFO as stdin and the files as stdout/stderr,
+#: then record its status and end the whole process group (itself last): a child the
+#: CLI left behind (Codex's native app-server when its ``node`` launcher dies) would
+#: hold the session, and a resume would fail. A TERM/INT handler (not "ignore",
+#: which the CLI would inherit) keeps the wrapper alive to write the status.
 _WRAPPER = (
-    'trap "true" TERM INT HUP; exec 3<>"$1"; out=$2; err=$3; ex=$4; shift 4; '
+    'trap "true" TERM INT HUP; exec 3<>"$1"; out=$2; err=$3; ex=$4; own=$5; lim=$6; '
+    f"tick=$7; shift 7; {_WATCH}"
+    'if [ "$lim" -gt 0 ]; then watch </dev/null >/dev/null 2>&1 3>&- & fi; '
     '"$@" <&3 3>&- >>"$out" 2>>"$err"; code=$?; '
-    'umask 077; echo "$code" >"$ex.tmp"; mv "$ex.tmp" "$ex"'
+    'umask 077; echo "$code" >"$ex.tmp"; mv "$ex.tmp" "$ex"; kill -KILL 0'
 )
 _POLL = 0.02
 _CHUNK = 1 << 16
@@ -154,14 +178,38 @@ class DetachedTransport:
     # -- lifecycle -----------------------------------------------------------------
 
     async def start(self) -> None:
-        """Make the run directory and spawn the wrapper in its own session."""
+        """Make the run directory, spawn the wrapper in its own session and open the
+        stdin pipe (:meth:`_open_stdin`); a wrapper that never opens it within
+        ``spec.start_timeout`` is ended and spawned once more (nothing was written to
+        it yet). Raises :class:`BodyCrashedError` or :class:`BodyTimeoutError`."""
+        try:
+            await self._spawn()
+        except BodyTimeoutError:
+            await self._abandon()
+            await self._spawn()
+        self._stderr_task = asyncio.create_task(self._follow_stderr(0))
+        _RUNNING.add(self)
+
+    async def _abandon(self) -> None:
+        """End a spawned wrapper that got stuck, with its whole group (bounded)."""
+        self.signal_group(signal.SIGKILL)
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 5.0)
+
+    async def _spawn(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for name in ("stdout", "stderr", "exit", "stdin", "sent", "head"):
             self._path(name).unlink(missing_ok=True)
         os.mkfifo(self._path("stdin"), 0o600)
         self._path("stdout").touch(0o600)
         self._path("stderr").touch(0o600)
-        files = [str(self._path(n)) for n in ("stdin", "stdout", "stderr", "exit")]
+        self._own()
+        files = [str(self._path(n)) for n in ("stdin", "stdout", "stderr", "exit", "owner")]
+        files += _watch_args(self.spec.orphan_timeout)
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 "/bin/sh",
@@ -185,9 +233,11 @@ class DetachedTransport:
         self._pid = self._proc.pid
         self._started = start_time(self._pid)
         self._path("pid").write_text(json.dumps({"pid": self._pid, "started": self._started}))
-        await self._open_stdin()
-        self._stderr_task = asyncio.create_task(self._follow_stderr(0))
-        _RUNNING.add(self)
+        try:
+            await self._open_stdin()
+        except BodyTimeoutError:
+            await self._abandon()
+            raise
 
     @classmethod
     async def attach(
@@ -203,16 +253,23 @@ class DetachedTransport:
         transport._pid, transport._started = handle.pid, handle.started
         transport.offset = handle.offset
         if not transport._same_process():
+            transport._end_group()  # what the CLI left behind, if it left anything
             raise BodyCrashedError(
                 f"body process {handle.pid} is gone",
                 exit_code=transport._exit_code(),
                 stderr_tail="",
             )
         transport._check_output()
+        transport._own()
         await transport._open_stdin()
         transport._stderr_task = asyncio.create_task(transport._follow_stderr(None))
         _RUNNING.add(transport)
         return transport
+
+    def _own(self) -> None:
+        """Name this process as the body's owner, for the wrapper's orphan watch."""
+        with contextlib.suppress(OSError):
+            self._path("owner").write_text(f"{os.getpid()}\n")
 
     def _same_process(self) -> bool:
         """Our wrapper still runs: its pid exists with the start time we recorded."""
@@ -235,18 +292,24 @@ class DetachedTransport:
             )
 
     async def _open_stdin(self) -> None:
-        # The wrapper holds the FIFO open for reading, so a non-blocking open succeeds.
-        path = self._path("stdin")
-        for _ in range(250):
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                await asyncio.sleep(_POLL)
-                continue
-            os.set_blocking(fd, True)
-            self._stdin_fd = fd
-            return
-        raise BodyCrashedError("body never opened its stdin pipe", exit_code=None, stderr_tail="")
+        """Open our end of the stdin pipe, which the wrapper holds open for reading as
+        soon as it runs: wait while it runs and has not yet (on a loaded machine that
+        takes seconds), up to ``spec.start_timeout``. A CLI that has ended meanwhile
+        has no stdin (its output is still read; a write to it is a crash). Raises
+        :class:`BodyTimeoutError` past the deadline, naming the step."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.spec.start_timeout
+        while True:
+            self._stdin_fd = _open_writer(self._path("stdin"))
+            if self._stdin_fd is not None or self._ended():
+                return
+            if loop.time() >= deadline:
+                raise BodyTimeoutError(
+                    f"{Path(self.spec.argv[0]).name}: its stdin pipe was not opened within "
+                    f"{self.spec.start_timeout:g}s (step: stdin pipe; its wrapper, pid "
+                    f"{self._pid}, still runs)"
+                )
+            await asyncio.sleep(_POLL)
 
     def handle(self) -> BodyHandle:
         """Where to re-attach: the directory, the wrapper's identity, the read offset."""
@@ -292,6 +355,7 @@ class DetachedTransport:
                 chunk = out.read(_CHUNK)
                 if not chunk:
                     if self._ended() and not out.read(1):
+                        self._end_group()
                         return
                     if (lost := self._lost(out.fileno(), out.tell())) is not None:
                         self._give_up(lost)
@@ -379,12 +443,10 @@ class DetachedTransport:
         deadline = None if timeout is None else loop.time() + timeout
         while True:
             code = self._exit_code()
-            if code is not None:
+            if code is not None or not self._same_process():
+                self._end_group()
                 self._reap()
-                return code
-            if not self._same_process():
-                self._reap()
-                return self._exit_code()
+                return code if code is not None else self._exit_code()
             if deadline is not None and loop.time() >= deadline:
                 return None
             await asyncio.sleep(_POLL)
@@ -408,7 +470,7 @@ class DetachedTransport:
             raise BodyCrashedError(
                 "agent process is not running",
                 exit_code=self.returncode,
-                stderr_tail=self.stderr_tail,
+                stderr_tail=self.stderr_tail or _tail(self._path("stderr")),
             )
         async with self._write_lock:
             self._emit("stdin", line)
@@ -430,9 +492,14 @@ class DetachedTransport:
     # -- signals, detach and shutdown ----------------------------------------------------
 
     def signal_group(self, sig: int) -> None:
-        if self._pid is not None and self._same_process():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self._pid, sig)
+        """Send ``sig`` to the body's process group (see :func:`_signal_group`)."""
+        if self._pid is not None:
+            _signal_group(self._pid, self._started, sig)
+
+    def _end_group(self) -> None:
+        """The CLI ended: SIGKILL whatever it left in its group (a child holding its
+        session would make a resume fail) before anyone acts on its end."""
+        self.signal_group(signal.SIGKILL)
 
     async def detach(self) -> BodyHandle:
         """Stop reading and writing, leave the body running; its handle to re-attach."""
@@ -486,6 +553,7 @@ class DetachedTransport:
         if code is None and self._same_process():
             self.signal_group(signal.SIGKILL)
             code = await self.wait(5.0)
+        self._end_group()
         code = code if code is not None else self._exit_code()
         self._detached = True
         _RUNNING.discard(self)
@@ -495,6 +563,72 @@ class DetachedTransport:
             await asyncio.gather(self._stderr_task, return_exceptions=True)
         shutil.rmtree(self.run_dir, ignore_errors=True)
         return code
+
+
+def _signal_group(pid: int, started: int | None, sig: int) -> bool:
+    """Send ``sig`` to the process group of the wrapper ``pid`` started at ``started``:
+    while it runs, and after it ended too (to what its CLI left in the group), never
+    once ``pid`` is another process's (a group's id stays taken while any member
+    lives, so a reused pid means that our group is empty). True when sent."""
+    now = start_time(pid)
+    if started is None or (now is not None and now != started):
+        return False
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def end_detached(run_dir: Path, grace: float = 3.0) -> bool:
+    """End the body that runs (or whose group lives on) in ``run_dir``, as its pid
+    file names it, with no owner reading it: SIGTERM to its group, SIGKILL after up
+    to ``grace`` seconds. A pid now another process's is never signalled. Returns
+    True when there was one to end. Its files are left for the next owner (whose
+    re-attach then finds it gone, and resumes its session natively)."""
+    try:
+        data = json.loads((run_dir / "pid").read_text())
+        pid, started = int(data["pid"]), data["started"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    started = int(started) if isinstance(started, int) else None
+    if not _signal_group(pid, started, signal.SIGTERM):
+        return False
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _signal_group(pid, started, 0):
+        time.sleep(0.05)
+    _signal_group(pid, started, signal.SIGKILL)
+    return True
+
+
+def _watch_args(timeout: float | None) -> list[str]:
+    """The wrapper's ``$lim`` and ``$tick`` (whole seconds; ``0``: no watch): a check
+    every tenth of the timeout, at least every second and at most every 30 s."""
+    if not timeout or timeout <= 0:
+        return ["0", "1"]
+    limit = max(1, round(timeout))
+    return [str(limit), str(max(1, min(30, limit // 10)))]
+
+
+def _open_writer(fifo: Path) -> int | None:
+    """A blocking write end of ``fifo``, or ``None`` while nobody holds it open for
+    reading (a non-blocking open fails then, instead of waiting)."""
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _tail(path: Path, size: int = 4096) -> str:
+    """The last ``size`` bytes of ``path`` as text ("" when it cannot be read)."""
+    try:
+        with path.open("rb") as file:
+            file.seek(max(0, file.seek(0, os.SEEK_END) - size))
+            return file.read().decode("utf-8", errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -5,7 +5,8 @@ never decides what to write (that is the session's). Stdout and stderr are read
 concurrently; stderr is kept as a bounded tail for error messages.
 
 Shutdown is bounded and escalating: close stdin, wait, SIGTERM the process
-group, wait, SIGKILL the group, reap. Every step has a timeout.
+group, wait, SIGKILL the group, reap. Every step has a timeout. When the
+leader exits, by itself or not, whatever is left in its group is killed.
 """
 
 from __future__ import annotations
@@ -50,6 +51,29 @@ def _pipe_max() -> int:
         return int(Path("/proc/sys/fs/pipe-max-size").read_text())
     except (OSError, ValueError):
         return 1 << 20
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    """Return once ``proc`` has exited, its pipes open or not: its pidfd becomes
+    readable (Linux 5.3+), else its status is polled."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        while True:
+            if proc.returncode is not None:
+                return
+            await asyncio.sleep(0.2)
+    if proc.returncode is not None:  # reaped already (the pid may be another's now)
+        os.close(fd)
+        return
+    loop = asyncio.get_running_loop()
+    readable = asyncio.Event()
+    loop.add_reader(fd, readable.set)
+    try:
+        await readable.wait()
+    finally:
+        loop.remove_reader(fd)
+        os.close(fd)
 
 
 class AgentTransport(Protocol):
@@ -109,6 +133,12 @@ class SpawnSpec:
     stdout_pipe_bytes: int | None = None
     max_line_bytes: int = MAX_LINE_BYTES
     stderr_tail_lines: int = 200
+    #: A detached body (``DetachedTransport``) with no live owner this many seconds
+    #: ends itself (``None`` or 0: never).
+    orphan_timeout: float | None = None
+    #: Longest wait for each step of a start while the process runs (a detached body's
+    #: stdin pipe, the CLI's handshake).
+    start_timeout: float = 60.0
 
 
 class ProcessTransport:
@@ -126,6 +156,7 @@ class ProcessTransport:
         self._closed = False
         self._pgid: int | None = None
         self._framer = LineFramer(spec.max_line_bytes)
+        self._leader: asyncio.Task[None] | None = None
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -159,6 +190,15 @@ class ProcessTransport:
             asyncio.create_task(self._read_stdout(self._proc.stdout)),
             asyncio.create_task(self._read_stderr(self._proc.stderr)),
         ]
+        self._leader = asyncio.create_task(self._end_with_leader(self._proc))
+
+    async def _end_with_leader(self, proc: asyncio.subprocess.Process) -> None:
+        """When the leader exits, end what it left in its group: a child still holding
+        stdout (Codex's native app-server after its ``node`` launcher died) would keep
+        :meth:`lines` from ever ending, and the session it holds from being resumed.
+        (``proc.wait()`` cannot tell: it waits for the pipes to close too.)"""
+        await _exited(proc)
+        self._end_group()
 
     @property
     def pid(self) -> int | None:
@@ -321,7 +361,8 @@ class ProcessTransport:
             self.signal_group(signal.SIGKILL)
             code = await self.wait(5.0)
         self._end_group()
-        for task in self._readers:
+        tasks = [*self._readers, *([self._leader] if self._leader else [])]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._readers, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         return code

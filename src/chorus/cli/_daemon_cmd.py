@@ -231,8 +231,10 @@ def stop(
 ) -> None:
     """Stop the daemon; says which jobs are left (they resume at the next start).
 
-    With --cancel-jobs, running and queued jobs are cancelled first."""
-    from chorus.daemon import stop_daemon
+    With --cancel-jobs, running and queued jobs are cancelled first. Agent CLIs that
+    a daemon left running (killed, or stopped with --keep-bodies) are ended too,
+    unless --keep-bodies is given."""
+    from chorus.daemon import end_bodies_left, stop_daemon
     from chorus.session import keep_flag
 
     left, cancelled = _jobs_left(cancel_jobs)
@@ -241,13 +243,16 @@ def stop(
     stopped = stop_daemon()
     if not stopped:
         keep_flag().unlink(missing_ok=True)  # nothing to keep: no daemon ran
+    ended = 0 if keep_bodies else end_bodies_left()
     if as_json:
-        out = {"stopped": stopped, "left": left, "cancelled": cancelled}
+        out = {"stopped": stopped, "left": left, "cancelled": cancelled, "ended_bodies": ended}
         typer.echo(json.dumps({**out, "kept_bodies": keep_bodies and stopped}))
         return
     typer.echo("daemon stopped" if stopped else "no daemon was running")
     if keep_bodies and stopped:
         typer.echo("agent CLIs left running; the next start re-attaches to them")
+    if ended:
+        typer.echo(f"ended {ended} agent CLI(s) a daemon had left running")
     if cancelled:
         typer.echo(f"cancelled {len(cancelled)} job(s): {' '.join(i[:12] for i in cancelled)}")
     if left:

@@ -235,7 +235,7 @@ def context_show(
     """Print exactly the context a body would get, and its MCP servers."""
     from chorus.bodies import body_names
     from chorus.context import assemble, context_items, recall_block
-    from chorus.mcpserver import SERVER_NAME, server_command
+    from chorus.mcpserver import SERVER_NAME, channel_url_shape
 
     config = load_config()
     if body is not None and body not in body_names(config):
@@ -247,10 +247,9 @@ def context_show(
         ctx = assemble(where, task, memory=mem, plan=plan)
         settings = mem.settings
     block, ids = recall_block(then, context_items(ctx.text), settings) if then else ("", [])
-    server = server_command("<session>")
     if as_json:
         channel = CHANNELS.get(body or "", "first prompt (ACP)") if body else None
-        servers = {SERVER_NAME: {"command": server.command, "args": list(server.args)}}
+        servers = {SERVER_NAME: {"type": "http", "url": channel_url_shape()}}
         recall = {"text": block, "items": ids} if then else None
         shown = {"body": body, "channel": channel, **ctx.to_dict(), "mcp_servers": servers}
         _emit({**shown, "next": recall})
@@ -267,7 +266,8 @@ def mcp(
     session: str = typer.Option(None, "--session", help="The calling session's id."),
     job: str = typer.Option(None, "--job", help="The calling job's id."),
 ) -> None:
-    """Serve Chorus's MCP tools on stdio (bodies start this themselves)."""
+    """Serve Chorus's MCP tools on stdio, for use by hand (bodies reach them through
+    their session's channel instead)."""
     from chorus.mcpserver import serve_stdio
 
     try:

@@ -134,9 +134,18 @@ def audit_verify(
 @audit_app.command("repair")
 def audit_repair(
     as_json: bool = typer.Option(False, "--json", help="The result as one JSON object."),
+    reanchor: bool = typer.Option(
+        False,
+        "--reanchor",
+        help="Instead: accept a log you replaced on purpose (the store's anchor moves to it; "
+        "a signed entry names the anchor it replaced).",
+    ),
 ) -> None:
     """Move a torn last line (a crash mid-write) aside, log that, and let appends go on."""
     log = AuditLog()
+    if reanchor:
+        _reanchor(log, as_json)
+        return
     result = log.repair()
     if as_json:
         moved = str(result.moved_to) if result.moved_to else None
@@ -149,6 +158,24 @@ def audit_repair(
         return
     console.print(f"moved a torn last line ({result.bytes} bytes) to {result.moved_to}; logged")
     console.print("run `chorus audit verify` to check the rest of the chain")
+
+
+def _reanchor(log: AuditLog, as_json: bool) -> None:
+    """``audit repair --reanchor``: exit 1 if the log fails its own checks (nothing
+    written), 2 if there is nothing to do."""
+    result = log.reanchor()
+    code = {"reanchored": 0, "broken": 1}.get(result.status, 2)
+    if as_json:
+        typer.echo(json.dumps({**dataclasses.asdict(result), "path": str(log.path)}))
+        raise typer.Exit(code)
+    if result.status == "reanchored":
+        console.print(
+            f"anchored at {result.entries} entries (it named {result.replaced} before); "
+            "the log records it"
+        )
+        return
+    typer.echo(f"not reanchored: {result.problem}", err=True)
+    raise typer.Exit(code)
 
 
 _MIGRATE_EXIT = {"migrated": 0, "broken": 1}
@@ -178,7 +205,8 @@ def audit_migrate(
     if result.status == "broken":
         console.print(
             f"[red]not migrated[/red]: {escape(result.problem)}; nothing was written "
-            "(keep the file for inspection; moving audit/ aside starts a new log)"
+            "(keep the file for inspection; moving audit/ aside starts a new log, "
+            "which `chorus audit repair --reanchor` then accepts)"
         )
     else:
         typer.echo(f"{result.problem} (nothing written)", err=True)

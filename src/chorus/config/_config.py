@@ -62,6 +62,13 @@ class DaemonConfig(_Strict):
     worktree: Literal["auto", "never"] = "never"
     #: Largest prompt a job may have (UTF-8 bytes); a bigger one is refused up front.
     max_prompt_bytes: int = Field(default=1 << 20, ge=1, le=1 << 30)
+    #: A body a daemon left running (killed with SIGKILL, or stopped with
+    #: ``--keep-bodies``) ends itself after this long with no daemon (0: it waits).
+    orphan_timeout_s: float = Field(default=1800.0, ge=0)
+    #: Longest each step of a body's start may take while its CLI runs (its stdin
+    #: pipe, ``initialize``, ``session/new``, ``thread/start`` ...); a CLI that dies
+    #: fails at once. A step past it is tried once more where that is safe.
+    body_start_timeout_s: float = Field(default=60.0, gt=0)
 
 
 class WorktreeConfig(_Strict):

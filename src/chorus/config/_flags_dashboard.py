@@ -60,6 +60,13 @@ class DashboardConfig(BaseModel):
     #: End each live stream after this many seconds (the browser resumes it from
     #: the log); unset: streams last as long as the job. Useful behind proxies.
     stream_rotate_s: float | None = Field(default=None, gt=0)
+    #: Open connections at once, all peers together; beyond it a new one is closed at
+    #: accept (the daemon's file descriptors, and so its unix API, stay available).
+    max_connections: int = Field(default=128, ge=1, le=100_000)
+    #: Open connections from one peer address (every local browser is 127.0.0.1).
+    max_connections_per_peer: int = Field(default=64, ge=1, le=100_000)
+    #: A connection must send its whole request head within this (slowloris).
+    header_timeout_s: float = Field(default=10.0, gt=0)
 
     @field_validator("host")
     @classmethod

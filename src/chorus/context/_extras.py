@@ -1,5 +1,6 @@
 """What Chorus adds to a body it starts: the assembled context, the instructions and
-MCP servers of the client that drives it, and Chorus's own MCP server.
+MCP servers of the client that drives it, and Chorus's own MCP server (the session's
+channel: an HTTP URL the daemon serves, ``chorus.bodies.channel_servers``).
 
 A :class:`Brief` carries what the start is for: the task and plan the context is
 assembled for (issue 16), and a front's or brain's own system prompt,
@@ -19,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chorus.bodies import BodyOptions, McpServer
+from chorus.bodies import BodyOptions, McpServer, channel_servers
 from chorus.config import ChorusConfig, load_config
 from chorus.context._assemble import assemble
-from chorus.mcpserver import SERVER_NAME, server_command
 from chorus.memory import Memory, MemorySettings, item_line, memory_settings
 
 log = logging.getLogger("chorus.context")
@@ -93,14 +93,14 @@ def build_body_extras(
     task: str,
     *,
     config: ChorusConfig | None = None,
-    job_id: str | None = None,
     plan: str | None = None,
 ) -> tuple[str | None, dict[str, McpServer]]:
     """``(context_text, mcp_servers)`` for a body starting in ``cwd`` on ``task`` for
     ``session`` (a record with ``.id``, an id, or None). Never raises: a context that
-    cannot be built is logged and left out; the MCP server is still added."""
+    cannot be built is logged and left out; the MCP server is still added (where the
+    daemon serves the channel)."""
     session_id = getattr(session, "id", session)
-    servers = {SERVER_NAME: server_command(session_id, job_id)}
+    servers = channel_servers(session_id)
     table = config.memory if config is not None else None
     try:
         with Memory(settings=memory_settings(table)) as mem:

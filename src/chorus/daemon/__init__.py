@@ -21,7 +21,7 @@ if TYPE_CHECKING:
         NotRunningError,
         is_responding,
     )
-    from chorus.daemon._lifecycle import spawn_daemon, stop_daemon
+    from chorus.daemon._lifecycle import end_bodies_left, spawn_daemon, stop_daemon
     from chorus.daemon._requests import prompt_problem
     from chorus.daemon._supervisor import JobRequest, Supervisor
 
@@ -32,6 +32,7 @@ __all__ = [
     "JobRequest",
     "NotRunningError",
     "Supervisor",
+    "end_bodies_left",
     "is_responding",
     "prompt_problem",
     "spawn_daemon",
@@ -41,7 +42,7 @@ __all__ = [
 _CLIENT = frozenset(
     {"DaemonClient", "DaemonError", "DaemonLostError", "NotRunningError", "is_responding"}
 )
-_LIFECYCLE = frozenset({"spawn_daemon", "stop_daemon"})
+_LIFECYCLE = frozenset({"end_bodies_left", "spawn_daemon", "stop_daemon"})
 _SUPERVISOR = frozenset({"JobRequest", "Supervisor"})
 _REQUESTS = frozenset({"prompt_problem"})
 

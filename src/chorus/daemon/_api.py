@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from chorus._errors import ChorusError, UserError
+from chorus._json_input import BadJsonError, read_object
 from chorus.daemon._cluster import nodes_status
 from chorus.daemon._requests import BadJobRequestError, read_job_request
 from chorus.daemon._supervisor import JobRequest, Supervisor
@@ -143,10 +144,9 @@ def build_app(
 
     async def steer(request: Request) -> Response:
         try:
-            payload = await request.json()
-            text = payload["text"] if isinstance(payload, dict) else None
-        except (ValueError, KeyError) as exc:
-            return _error(f"bad steer request: {exc}", "bad_request", 400)
+            text = (await read_object(request, what="the steer request")).get("text")
+        except BadJsonError as exc:
+            return _error(str(exc), exc.code, 400)
         if not isinstance(text, str):
             return _error("bad steer request: 'text' must be a string", "bad_request", 400)
         try:
@@ -159,7 +159,10 @@ def build_app(
             job = await _job(sup, request)
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
-        from_seq = int(request.query_params.get("from_seq", "1"))
+        try:
+            from_seq = int(request.query_params.get("from_seq", "1"))
+        except ValueError:
+            return _error("from_seq must be a whole number", "bad_request", 400)
         follow = request.query_params.get("follow", "1") != "0"
         stream = _pinged(_job_stream(sup, job, from_seq, follow), sup.config.daemon.stream_ping_s)
         return StreamingResponse(stream, media_type="text/event-stream")

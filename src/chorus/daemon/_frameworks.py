@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from chorus.frameworks import (
 from chorus.permissions import PermissionAsk
 from chorus.policy import Verdict, Vote
 from chorus.store import JobRecord
+from chorus.worktrees import git_diff
 
 if TYPE_CHECKING:
     from chorus.daemon._supervisor import Supervisor
@@ -160,13 +160,6 @@ def _text(record: JobRecord) -> str:
 
 
 def _git_diff(folder: Path) -> str:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(folder), "diff", "HEAD", "--stat", "--patch"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return done.stdout[:20_000] if done.returncode == 0 else ""
+    """Through Chorus's safe git runner: the job may have written ``.git`` (an
+    external diff, an fsmonitor), and this runs in the daemon, unsandboxed."""
+    return git_diff(folder, "HEAD", "--stat", "--patch", timeout=30)[:20_000]

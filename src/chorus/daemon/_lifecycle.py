@@ -90,6 +90,24 @@ def stop_daemon(*, wait: float = 15.0) -> bool:
     return True
 
 
+def end_bodies_left() -> int:
+    """End the agent CLIs a daemon left running (killed with SIGKILL, or stopped with
+    ``--keep-bodies``) when no daemon runs: each one's process group, as its run
+    directory's pid file names it (a pid now another process's is never signalled).
+    Holds the daemon lock meanwhile, so none starts and takes them over; with a
+    daemon running it does nothing (its bodies are its own). Returns how many."""
+    from chorus.bodies import end_detached
+    from chorus.session import bodies_dir
+
+    lock = acquire_lock()
+    if lock is None:
+        return 0
+    try:
+        return sum(end_detached(run) for run in sorted(bodies_dir().glob("*")))
+    finally:
+        os.close(lock)
+
+
 def _alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()

@@ -8,12 +8,12 @@ and its prompt must fit ``[daemon] max_prompt_bytes``. Every refusal is a
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
 
 from chorus._errors import UserError
+from chorus._json_input import BadJsonError, parse_json, read_capped
 
 #: Room for the request's other fields and JSON escaping around the prompt.
 _ENVELOPE_BYTES = 64 << 10
@@ -55,11 +55,13 @@ def prompt_problem(prompt: str, limit: int) -> str | None:
 async def read_job_request(request: Request, max_prompt_bytes: int) -> dict[str, Any]:
     """The request's fields (None values dropped), or :class:`BadJobRequestError`."""
     cap = max_prompt_bytes * _JSON_ESCAPE_FACTOR + _ENVELOPE_BYTES
-    raw = await _read_capped(request, cap)
     try:
-        payload = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise BadJobRequestError(f"bad job request: not JSON ({exc})", "bad_request") from exc
+        raw = await read_capped(request, cap)
+        payload = parse_json(raw, max_bytes=cap, what="the job request")
+    except BadJsonError as exc:
+        if exc.code == "body_too_large":
+            raise _too_large(cap) from exc
+        raise BadJobRequestError(f"bad job request: {exc}", "bad_request") from exc
     if not isinstance(payload, dict):
         raise BadJobRequestError("bad job request: expected a JSON object", "bad_request")
     for name in _STRING_FIELDS:
@@ -76,20 +78,6 @@ async def read_job_request(request: Request, max_prompt_bytes: int) -> dict[str,
     if problem is not None:
         raise BadJobRequestError(problem, "prompt_too_large")
     return {key: value for key, value in payload.items() if value is not None}
-
-
-async def _read_capped(request: Request, cap: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > cap:
-        raise _too_large(int(declared))
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > cap:
-            raise _too_large(size)
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _too_large(size: int) -> BadJobRequestError:

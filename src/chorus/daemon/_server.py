@@ -36,7 +36,7 @@ from chorus.dashboard import login_routes
 from chorus.flags import FlagDesk
 from chorus.gateway import Gateway, load_gateway_settings
 from chorus.integrity import Guardian, Incident, guard_now, report
-from chorus.mcpserver import tool_routes
+from chorus.mcpserver import channel_running, tool_routes
 from chorus.memory import Extractions
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.routines import Scheduler, routine_routes
@@ -55,14 +55,15 @@ def _lifespan(
     extractions: Extractions,
     desk: FlagDesk,
 ) -> Lifespan:
-    """Run the session hub, the supervisor, the routines' scheduler and the gateway for
-    the app's life; on the way out stop scheduling (routines first), then the gateway,
-    then close every body, await the memory extractions under way, close the store."""
+    """Run the sessions' MCP channel, the session hub, the supervisor, the routines'
+    scheduler and the gateway for the app's life; on the way out stop scheduling
+    (routines first), then the gateway, then close every body, then the channel, await
+    the memory extractions under way, close the store."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
-            async with sup.hub.running():
+            async with channel_running(sup.audit, sup.config.memory), sup.hub.running():
                 task = asyncio.create_task(sup.run(), name="supervisor")
                 routines = asyncio.create_task(_routines(store, sched), name="routines")
                 try:
@@ -179,7 +180,7 @@ def _hook(sup: Supervisor, config: ChorusConfig, extractions: Extractions) -> No
 def _routes(sup: Supervisor, gateway: Gateway, sched: Scheduler) -> list[BaseRoute]:
     """The routes beside the daemon's own API."""
     routes = [*gateway.routes(), *routine_routes(sched)]
-    routes += tool_routes(sup.audit, sup.config.memory)  # chorus mcp's tools
+    routes += tool_routes(sup.audit, sup.config.memory)  # a `chorus mcp` run by hand
     routes += team_routes(sup)  # teams and their mailboxes (issue 20)
     routes += reload_routes(sup)  # chorus reload (issue 26)
     return routes + login_routes()  # chorus dashboard's one-time login URL

@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from chorus._errors import ChorusError, UserError
+from chorus._json_input import read_object
 from chorus.bodies import check_installed
 from chorus.daemon._supervisor import Supervisor
 from chorus.events import JobEnded, Notice
@@ -99,10 +100,7 @@ def _guarded(fn: Handler) -> Handler:
 
 
 async def _body(request: Request) -> dict[str, Any]:
-    data = await request.json() if await request.body() else {}
-    if not isinstance(data, dict):
-        raise TeamError("the request body must be a JSON object")
-    return data
+    return await read_object(request, empty={})
 
 
 def _text(data: dict[str, Any], key: str) -> str:

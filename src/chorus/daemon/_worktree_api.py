@@ -10,7 +10,6 @@ writer and knows which jobs run, so ``chorus worktree ...`` goes through it.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -18,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from chorus import worktrees
 from chorus._errors import ChorusError
+from chorus._json_input import BadJsonError, read_object
 from chorus.store import Store, StoreError
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -34,8 +34,10 @@ def _errors(fail: Callable[[Exception], JSONResponse], fn: Handler) -> Handler:
 
 
 async def _flag(request: Request, name: str) -> bool:
-    body: Any = await request.json() if await request.body() else {}
-    return bool(body.get(name, False)) if isinstance(body, dict) else False
+    value = (await read_object(request, empty={})).get(name, False)
+    if not isinstance(value, bool):
+        raise BadJsonError(f"{name!r} must be true or false")
+    return value
 
 
 def worktree_routes(store: Store, fail: Callable[[Exception], JSONResponse]) -> list[BaseRoute]:

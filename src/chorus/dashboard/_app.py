@@ -10,6 +10,7 @@ audited like the CLI's (``via: dashboard``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -30,6 +31,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from chorus._errors import ChorusError, UserError
+from chorus._json_input import BadJsonError, read_object
 from chorus.dashboard._auth import COOKIE, CSRF_HEADER, BrowserSession, DashboardAuth
 from chorus.dashboard._stream import job_sse, resume_seq
 from chorus.dashboard._teams import team_messages, team_views
@@ -156,6 +158,12 @@ async def _static(request: Request) -> Response:
     return FileResponse(HERE / "static" / name, media_type=STATIC[name])
 
 
+def _host_ok(dash: Dashboard, request: Request) -> bool:
+    """The request is addressed to the dashboard itself (no DNS rebinding)."""
+    host = request.headers.get("host", "")
+    return f"http://{host}" in dash.origins
+
+
 class _Guard:
     """Wrap a handler in the dashboard's checks (see the module's docstring)."""
 
@@ -173,7 +181,7 @@ class _Guard:
         return guarded
 
     def check(self, request: Request, *, post: bool) -> Response | None:
-        if not self._host_ok(request):
+        if not _host_ok(self.dash, request):
             return Response("unknown host", status_code=403, media_type="text/plain")
         session = self.dash.auth.session(request.cookies.get(COOKIE))
         if session is None:
@@ -182,10 +190,6 @@ class _Guard:
         if post and not self._post_ok(request, session):
             return _error("a POST needs the dashboard's own Origin and its CSRF token", 403)
         return None
-
-    def _host_ok(self, request: Request) -> bool:
-        host = request.headers.get("host", "")
-        return f"http://{host}" in self.dash.origins
 
     def _post_ok(self, request: Request, session: BrowserSession) -> bool:
         origin = request.headers.get("origin")
@@ -210,8 +214,12 @@ class _Pages:
         return self.templates.TemplateResponse(request, name, context)
 
     async def login(self, request: Request) -> Response:
+        # Every check comes before the token is spent: a request the dashboard refuses
+        # (another Host, as DNS rebinding sends) leaves the one-time token usable.
+        if not _host_ok(self.dash, request):
+            return Response("unknown host", status_code=403, media_type="text/plain")
         session = self.dash.auth.redeem(request.query_params.get("token", ""))
-        if session is None or f"http://{request.headers.get('host', '')}" not in self.dash.origins:
+        if session is None:
             return self.templates.TemplateResponse(request, "401.html", {}, status_code=401)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(COOKIE, session.cookie, httponly=True, samesite="strict", path="/")
@@ -254,7 +262,8 @@ class _Pages:
         from chorus.policy import AuditLog
 
         log = self.dash.audit or AuditLog()
-        result = log.verify()
+        # The walk reads the whole log and the anchor asks the store: not on the loop.
+        result = await asyncio.to_thread(log.verify)
         recent = list(log.entries(since=time.time() - 86400))[-50:]
         return self.render(request, "audit.html", result=result, recent=reversed(recent))
 
@@ -315,15 +324,17 @@ class _Api:
 
     async def steer(self, request: Request) -> Response:
         try:
-            payload = await request.json()
-            text = str(payload.get("text", ""))
+            payload = await read_object(request, what="the steer request")
+            text = payload.get("text", "")
+            if not isinstance(text, str):
+                return _error("bad steer request: 'text' must be a string", 400)
             mode: Literal["steer", "queue"] = "queue" if payload.get("mode") == "queue" else "steer"
             job = await _job(self.dash, request.path_params["job_id"])
             if mode == "queue":
                 return JSONResponse(await _queue(self.dash, job, text))
             return JSONResponse(await self.dash.sup.steer(job.id, text))
-        except (ValueError, AttributeError) as exc:
-            return _error(f"bad steer request: {exc}", 400)
+        except BadJsonError as exc:
+            return _error(str(exc), 400, exc.code)
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
 
@@ -352,9 +363,8 @@ class _Api:
         if verb not in ("approve", "reject"):
             return _error(f"unknown decision {verb!r}: approve or reject", 400)
         try:
-            payload = await request.json()
-            choice = payload.get("choice") or None
-            reason = payload.get("reason") or None
+            payload = await read_object(request, empty={}, what="the decision")
+            choice, reason = _optional_text(payload, "choice"), _optional_text(payload, "reason")
             item = await decide(
                 self.dash.sup.store,
                 request.path_params["flag_id"],
@@ -363,8 +373,8 @@ class _Api:
                 reason=reason,
                 by="dashboard",
             )
-        except (ValueError, AttributeError) as exc:
-            return _error(f"bad request: {exc}", 400)
+        except BadJsonError as exc:
+            return _error(str(exc), 400, exc.code)
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
         _audit(self.dash, item.id, verb, choice, reason)
@@ -382,6 +392,13 @@ class _Api:
         return JSONResponse(
             {"outcome": fired.outcome, "job_id": fired.job.id if fired.job else None}
         )
+
+
+def _optional_text(payload: dict[str, Any], name: str) -> str | None:
+    value = payload.get(name) or None
+    if value is not None and not isinstance(value, str):
+        raise BadJsonError(f"{name!r} must be a string")
+    return value
 
 
 async def _queue(dash: Dashboard, job: JobRecord, text: str) -> dict[str, Any]:

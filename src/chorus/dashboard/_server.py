@@ -1,7 +1,13 @@
 """The dashboard's listener: a uvicorn server on ``[dashboard] host:port`` inside
 the daemon's event loop (loopback only unless ``allow_remote``). A busy port is
 logged and leaves the dashboard off; the daemon goes on. The address is written
-to ``CHORUS_HOME/run/dashboard.json`` while it listens."""
+to ``CHORUS_HOME/run/dashboard.json`` while it listens.
+
+Connections are admitted as on the gateway's listener (the same guarded protocol):
+at most ``max_connections`` open (``max_connections_per_peer`` from one address),
+a connection over a cap is closed at accept, and one that has not sent its whole
+request head within ``header_timeout_s`` is closed. Idle connections cannot take
+the daemon's file descriptors, so its unix API keeps answering."""
 
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from starlette.routing import Route
 from chorus.config import DashboardConfig, run_dir
 from chorus.dashboard._app import Dashboard, build_dashboard_app
 from chorus.flags import FlagDesk
+from chorus.gateway import ConnectionCaps, guarded_protocol
 
 if TYPE_CHECKING:
     from chorus.daemon import Supervisor
@@ -82,7 +89,7 @@ async def dashboard_running(
     host, port = sock.getsockname()[:2]
     dash = Dashboard(sup, desk, sched, ping_s=config.stream_ping_s, rotate_s=config.stream_rotate_s)
     dash.allow_address(str(host), int(port))
-    server = _EmbeddedServer(_uvicorn_config(build_dashboard_app(dash)))
+    server = _EmbeddedServer(_uvicorn_config(build_dashboard_app(dash), config))
     task = asyncio.create_task(server.serve(sockets=[sock]), name="dashboard")
     _CURRENT.append(dash)
     path = address_path()
@@ -97,9 +104,12 @@ async def dashboard_running(
         sock.close()
 
 
-def _uvicorn_config(app: object) -> uvicorn.Config:
+def _uvicorn_config(app: object, config: DashboardConfig) -> uvicorn.Config:
+    caps = ConnectionCaps(config.max_connections, config.max_connections_per_peer, name="dashboard")
     return uvicorn.Config(
         app,  # type: ignore[arg-type]
+        http=guarded_protocol(caps, config.header_timeout_s),
+        limit_concurrency=config.max_connections,
         lifespan="off",
         log_config=None,
         log_level="warning",

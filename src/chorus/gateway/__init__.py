@@ -27,6 +27,7 @@ frames. The per-frame contract is in :mod:`chorus.gateway._connection`.
 brain-side client (``chorus repl`` and the tests use it).
 """
 
+from chorus.gateway._accept import ConnectionCaps, guarded_protocol
 from chorus.gateway._channel import Channel, ChannelClosed
 from chorus.gateway._client import UcpClient
 from chorus.gateway._config import (
@@ -70,6 +71,7 @@ __all__ = [
     "BrainUrlError",
     "Channel",
     "ChannelClosed",
+    "ConnectionCaps",
     "ControlContext",
     "ControlPolicy",
     "Decoded",
@@ -95,6 +97,7 @@ __all__ = [
     "check_brain_url",
     "decode_frame",
     "gateway_token",
+    "guarded_protocol",
     "known_request",
     "load_gateway_settings",
     "origin_of",

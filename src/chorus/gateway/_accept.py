@@ -26,9 +26,10 @@ class ConnectionCaps:
     """Open transports, per peer host. Closed ones are pruned at each admission, so no
     close hook is needed (a WebSocket upgrade swaps the protocol object)."""
 
-    def __init__(self, total: int, per_peer: int) -> None:
+    def __init__(self, total: int, per_peer: int, *, name: str = "gateway") -> None:
         self.total = total
         self.per_peer = per_peer
+        self.name = name
         self._open: dict[str, set[asyncio.BaseTransport]] = defaultdict(set)
         self.refused = 0
         self._warn = TokenBucket(rate=0.2, burst=3)  # at most one warning every 5 s
@@ -46,7 +47,9 @@ class ConnectionCaps:
             return True
         self.refused += 1
         if self._warn.take():
-            log.warning("gateway: refusing TCP connections: %s (%d refused)", why, self.refused)
+            log.warning(
+                "%s: refusing TCP connections: %s (%d refused)", self.name, why, self.refused
+            )
         return False
 
     def open_count(self) -> int:

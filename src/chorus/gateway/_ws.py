@@ -27,6 +27,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from chorus._errors import ChorusError, UserError
+from chorus._json_input import BadJsonError, read_object
 from chorus.gateway._channel import CLOSE_NORMAL, CLOSE_POLICY, ChannelClosed
 from chorus.gateway._metrics import CONTENT_TYPE
 from chorus.gateway._policy import Transport
@@ -154,12 +155,11 @@ def local_routes(gateway: Gateway) -> list[BaseRoute]:
 
     async def brain_connect(request: Request) -> Response:
         try:
-            payload = await request.json()
-            url = payload["url"]
-            if not isinstance(url, str):
-                raise TypeError("url must be a string")
-        except (ValueError, KeyError, TypeError) as exc:
-            return _json_error(f"bad request: expected {{'url': ...}} ({exc})", 400)
+            url = (await read_object(request, what="the brain request")).get("url")
+        except BadJsonError as exc:
+            return _json_error(str(exc), 400)
+        if not isinstance(url, str):
+            return _json_error("bad request: expected {'url': ...} ('url' must be a string)", 400)
         return await _guarded(lambda: gateway.brain.connect(url))
 
     async def brain_disconnect(request: Request) -> Response:

@@ -1,11 +1,13 @@
-"""``chorus mcp``: Chorus's own MCP server on stdio, one per body, scoped to the
-session that started it (``--session`` or ``CHORUS_SESSION_ID``).
+"""``chorus mcp``: Chorus's own MCP server on stdio, scoped to one session
+(``--session`` or ``CHORUS_SESSION_ID``), for a person who runs it by hand; bodies
+reach the same tools through their session's channel instead (``_channel``).
 
-Built on the official SDK (``mcp.server.mcpserver.MCPServer``). Every tool call is
-appended to the audit chain (kind ``mcp_tool_call``) with the tool, its input and
-whether it succeeded; the body's own permission callback has already put the call
-through the policy (the server is named :data:`SERVER_NAME`, which the policy
-allows as Chorus's own).
+Built on the official SDK (``mcp.server.mcpserver.MCPServer``), imported only when a
+server is built (the SDK takes a second to import: the daemon does not wait for it).
+Every tool call is appended to the audit chain (kind ``mcp_tool_call``) with the
+tool, its input and whether it succeeded; the body's own permission callback has
+already put the call through the policy (the server is named :data:`SERVER_NAME`,
+which the policy allows as Chorus's own).
 """
 
 from __future__ import annotations
@@ -13,20 +15,22 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from chorus.bodies import McpServer
+from chorus.bodies import MCP_SERVER_NAME, McpServer
 from chorus.config import chorus_home, load_config
 from chorus.mcpserver._registry import ToolContext, ToolFn, registered_tools
 from chorus.policy import AuditLog
 
-SERVER_NAME = "chorus"
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+SERVER_NAME = MCP_SERVER_NAME
 SESSION_ENV = "CHORUS_SESSION_ID"
 JOB_ENV = "CHORUS_JOB_ID"
 _INSTRUCTIONS = (
@@ -40,7 +44,11 @@ def build_server(
 ) -> MCPServer:
     """The server with every registered tool bound to ``ctx``. ``via_daemon``: each
     call is run by the daemon (:func:`tool_routes`) instead of in this process."""
-    server: MCPServer = MCPServer(SERVER_NAME, instructions=_INSTRUCTIONS, log_level="WARNING")
+    from mcp.server.mcpserver import MCPServer
+
+    server: MCPServer = MCPServer(
+        SERVER_NAME, instructions=_INSTRUCTIONS, log_level="WARNING", subscriptions=False
+    )
     for spec in registered_tools():
         local = spec.factory(ctx)
         fn = (
@@ -131,8 +139,9 @@ def _proxied(name: str, fn: ToolFn, ctx: ToolContext) -> ToolFn:
 
 
 def tool_routes(audit: AuditLog | None, memory_table: dict[str, Any] | None) -> list[Route]:
-    """The daemon's side: ``POST /mcp/tools/{name}`` with ``{session_id, job_id,
-    arguments}`` runs the tool for that session, audited, and answers ``{text}``."""
+    """The daemon's side of a ``chorus mcp`` run by hand: ``POST /mcp/tools/{name}``
+    with ``{session_id, job_id, arguments}`` runs the tool for that session, audited,
+    and answers ``{text}``. On the daemon's own socket, which no body reaches."""
     tools = {spec.name: spec for spec in registered_tools()}
 
     async def run_tool(request: Request) -> Response:
@@ -155,7 +164,8 @@ def tool_routes(audit: AuditLog | None, memory_table: dict[str, Any] | None) -> 
 
 
 def server_command(session_id: str | None, job_id: str | None = None) -> McpServer:
-    """How a body starts this server for ``session_id`` (same Python, same home)."""
+    """How to start this server by hand for ``session_id`` (same Python, same home).
+    Bodies do not: they are given their session's channel."""
     args = ["-m", "chorus", "mcp"]
     if session_id:
         args += ["--session", session_id]

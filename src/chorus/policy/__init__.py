@@ -20,7 +20,14 @@ also start with :func:`native_rules` (their CLI's own deny rules), because their
 CLIs approve some calls without asking.
 """
 
-from chorus.policy._audit import AuditEntry, AuditLog, MigrateResult, VerifyResult, audit_dir
+from chorus.policy._audit import (
+    AuditEntry,
+    AuditLog,
+    MigrateResult,
+    ReanchorResult,
+    VerifyResult,
+    audit_dir,
+)
 from chorus.policy._engine import (
     AnswerHook,
     FlagHook,
@@ -149,6 +156,7 @@ __all__ = [
     "PolicyEngine",
     "PolicyError",
     "PolicyGate",
+    "ReanchorResult",
     "RedactorLike",
     "RiskAssessment",
     "RiskLevel",

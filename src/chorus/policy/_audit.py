@@ -24,6 +24,14 @@ unsigned and the hash of the last one. From then on the unsigned prefix is
 accepted only as that anchor describes it: editing it, even with every SHA-256
 link recomputed, fails ``verify``.
 
+The two files can still be deleted together, or both rolled back to an older
+copy, and agree with each other. So an anchor outside them, in the store, records
+how many entries the log held and the last one's hash (signed, moved forward after
+appends: see :mod:`chorus.policy._anchor`); ``verify`` fails when the log holds
+fewer entries than the anchor names, or another entry where it names one. A log
+from before anchors is anchored by its first append or its first passing
+``verify``.
+
 A crash in the middle of an append can leave a torn last line; every later
 append then refuses to chain after it until ``chorus audit repair`` moves the
 line aside (into ``audit/torn-<time>.jsonl``) and logs that it did. Appends from several
@@ -34,7 +42,7 @@ fork it.
 Kinds written by Chorus: ``tool_call``, ``permission_decision``,
 ``policy_denial``, ``flag_raised``, ``flag_answered``, ``control_request``,
 ``failover``, ``secret_set``, ``secret_removed``, ``audit_repair``,
-``audit_migration``.
+``audit_migration``, ``audit_reanchor``.
 """
 
 from __future__ import annotations
@@ -47,16 +55,19 @@ import hmac
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from chorus._errors import ChorusError
 from chorus.config import chorus_home
 from chorus.events import ControlRequestEvent, Event, Handoff, PermissionDecision, ToolCall
+from chorus.policy._anchor import AnchorKeeper, Mark
 from chorus.policy._errors import AuditError
 from chorus.policy._redact import RedactorLike, default_redactor
 from chorus.policy._secrets import KeySource, default_key_source
+from chorus.store import AnchorCell, AuditAnchor, StoreError, audit_anchor_cell
 
 GENESIS = "0" * 64
 #: Strings in entry data longer than this are cut (a Write of a whole file is not audit material).
@@ -67,6 +78,8 @@ _HEAD_FIELDS = frozenset({"seq", "hash", "mac"})
 _KEY_LABEL = b"chorus audit chain v1"
 #: The signed entry that seals a log written before signing.
 MIGRATION_KIND = "audit_migration"
+#: The signed entry a person's ``reanchor`` leaves: the anchor it replaced.
+REANCHOR_KIND = "audit_reanchor"
 
 
 def audit_dir() -> Path:
@@ -148,6 +161,8 @@ class AuditLog:
     ``redactor`` defaults to :func:`default_redactor` (the store's, with config
     patterns and built-in key formats), made on the first append; pass the
     daemon's redactor, with the vault's secrets registered, to share it.
+    ``anchor`` is where the anchor lives: the configured store (``True``, made on
+    first use), a given :class:`chorus.store.AnchorCell`, or nowhere (``False``).
     """
 
     def __init__(
@@ -156,11 +171,19 @@ class AuditLog:
         *,
         redactor: RedactorLike | None = None,
         key: KeySource | None = None,
+        anchor: AnchorCell | bool = True,
     ) -> None:
         self.path = path or audit_dir() / "audit.jsonl"
         self._redactor = redactor
         self._key_source = key
         self._key: bytes | None = None
+        self.anchor = self._keeper(anchor)
+
+    def _keeper(self, anchor: AnchorCell | bool) -> AnchorKeeper | None:
+        if anchor is False:
+            return None
+        cell = audit_anchor_cell if anchor is True else (lambda: anchor)
+        return AnchorKeeper(self.path, _store_cell(cell), self._mac, self._line_ending_at)
 
     def _mac(self, message: str) -> str:
         """HMAC-SHA256 of ``message`` under the audit key (derived from the vault key)."""
@@ -203,8 +226,10 @@ class AuditLog:
         }
         digest = entry_hash(fields)
         entry = AuditEntry(**fields, hash=digest, mac=self._mac(digest))
-        self._write_line(entry)
+        end = self._write_line(entry)
         self._write_head(entry)
+        if self.anchor is not None:
+            self.anchor.note(Mark(entry.seq + 1, entry.hash, end))
         return entry
 
     def record_event(self, event: Event) -> AuditEntry | None:
@@ -226,13 +251,15 @@ class AuditLog:
         finally:
             os.close(fd)  # closing releases the lock
 
-    def _write_line(self, entry: AuditEntry) -> None:
+    def _write_line(self, entry: AuditEntry) -> int:
+        """Append ``entry``'s line; returns the file's size after it (where it ends)."""
         line = json.dumps(entry.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.write(fd, line.encode())  # one write: a reader never sees half a line
                 os.fsync(fd)
+                return os.lseek(fd, 0, os.SEEK_CUR)
             finally:
                 os.close(fd)
         except OSError as exc:
@@ -247,6 +274,9 @@ class AuditLog:
 
     def _head_mac(self, seq: int, digest: str) -> str:
         return self._mac(f"head:{seq}:{digest}")
+
+    def _line_ending_at(self, offset: int) -> str | None:
+        return _last_line(self.path, end=offset)
 
     def _last_entry(self) -> AuditEntry | None:
         line = _last_line(self.path)
@@ -274,12 +304,19 @@ class AuditLog:
                 yield entry
 
     def _lines(self) -> Iterator[tuple[int, str]]:
+        for number, raw, _ in self._lines_at():
+            yield number, raw
+
+    def _lines_at(self) -> Iterator[tuple[int, str, int]]:
+        """(1-based line number, text, byte offset just after the line) of each line."""
         if not self.path.exists():
             return
-        with self.path.open(encoding="utf-8") as handle:
+        end = 0
+        with self.path.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
+                end += len(raw)
                 if raw.strip():
-                    yield number, raw
+                    yield number, raw.decode("utf-8", "replace"), end
 
     def verify(self) -> VerifyResult:
         """Walk the chain and report the first entry that is altered, missing or moved.
@@ -292,7 +329,8 @@ class AuditLog:
         Unsigned entries (a log written before signing) pass only as the prefix a
         signed migration anchor seals; ``legacy`` says how many there are.
         """
-        walk = self._walk()
+        stored, unreadable = self._stored_anchor()
+        walk = self._walk(watch=stored.entries - 1 if stored else None)
         if walk.problem:
             return VerifyResult(False, walk.count, walk.seq, walk.line, walk.problem)
         legacy = _legacy_problem(walk)
@@ -300,13 +338,17 @@ class AuditLog:
             unsealed = walk.anchor is None
             return VerifyResult(False, walk.count, 0, 1, legacy, walk.legacy, unsealed)
         result = self._check_head(walk.count, walk.last_hash)
-        return dataclasses.replace(result, legacy=walk.legacy)
+        result = dataclasses.replace(result, legacy=walk.legacy)
+        if unreadable and result.ok:
+            return dataclasses.replace(result, ok=False, problem=unreadable)
+        return self._against_anchor(result, walk, stored)
 
-    def _walk(self) -> _Walk:
+    def _walk(self, watch: int | None = None) -> _Walk:
         """Read the chain; entries without ``mac`` are let through only before the first
-        signed one (a log written before signing), for the caller to judge."""
-        walk = _Walk()
-        for number, raw in self._lines():
+        signed one (a log written before signing), for the caller to judge. The hash
+        of entry ``watch`` is kept aside (the one the anchor names)."""
+        walk = _Walk(watch=watch)
+        for number, raw, end in self._lines_at():
             problem, entry = _check_line(raw, walk.count, walk.last_hash)
             if not problem and entry is not None:
                 problem = self._signature_problem(entry, walk)
@@ -314,8 +356,41 @@ class AuditLog:
                 walk.seq, walk.line, walk.problem = walk.count, number, problem
                 return walk
             assert entry is not None
-            walk.take(entry)
+            walk.take(entry, end)
         return walk
+
+    # -- the anchor in the store ---------------------------------------------------
+
+    def _stored_anchor(self) -> tuple[AuditAnchor | None, str]:
+        """The anchor (None: none, or anchors are off) or why it could not be read."""
+        if self.anchor is None:
+            return None, ""
+        try:
+            return self.anchor.load(), ""
+        except StoreError as exc:
+            return None, f"cannot read the audit anchor from the store: {exc}"
+
+    def _against_anchor(
+        self, result: VerifyResult, walk: _Walk, stored: AuditAnchor | None
+    ) -> VerifyResult:
+        """``result`` (a chain that passed its own checks) against the store's anchor;
+        a log with no anchor yet is anchored where it stands now."""
+        if not result.ok or self.anchor is None:
+            return result
+        if stored is None:
+            self._adopt(walk)
+            return result
+        problem = _anchor_problem(stored, walk, self.path, self.anchor.signed(stored))
+        if not problem:
+            return result
+        seq = min(walk.count, stored.entries - 1)
+        return VerifyResult(False, walk.count, seq, None, problem, walk.legacy)
+
+    def _adopt(self, walk: _Walk) -> None:
+        if self.anchor is None or not walk.count:
+            return
+        with self._locked(), contextlib.suppress(StoreError):
+            self.anchor.adopt(Mark(walk.count, walk.last_hash, walk.end_offset))
 
     def _signature_problem(self, entry: AuditEntry, walk: _Walk) -> str:
         if not entry.mac and walk.count == walk.legacy:
@@ -365,6 +440,34 @@ class AuditLog:
         self.append("audit_repair", {"moved_to": str(aside), "bytes": torn[1]})
         return RepairResult(True, aside, torn[1])
 
+    # -- a new log on purpose -------------------------------------------------------
+
+    def reanchor(self) -> ReanchorResult:
+        """Accept the log as it stands when a person replaced it on purpose (moved an old
+        one aside): the log must pass its own checks; a signed ``audit_reanchor`` entry
+        naming the anchor it replaces is appended, and the anchor moves to it."""
+        if self.anchor is None:
+            return ReanchorResult("off", "this audit log keeps no anchor")
+        try:
+            return self._reanchor(self.anchor)
+        except StoreError as exc:
+            return ReanchorResult("store_error", f"the store's audit anchor: {exc}")
+
+    def _reanchor(self, keeper: AnchorKeeper) -> ReanchorResult:
+        with self._locked():
+            old = keeper.load()
+            walk = self._walk(watch=old.entries - 1 if old else None)
+            problem = walk.problem or _legacy_problem(walk)
+            problem = problem or self._check_head(walk.count, walk.last_hash).problem
+            if problem:
+                return ReanchorResult("broken", problem)
+            if old is None or not _anchor_problem(old, walk, self.path, keeper.signed(old)):
+                return ReanchorResult("nothing_to_do", "the log already matches its anchor")
+            data = {"replaced_entries": old.entries, "replaced_head": old.head_hash}
+            entry = self._append_locked(REANCHOR_KIND, data, None)
+            keeper.replace(Mark(entry.seq + 1, entry.hash, _size(self.path)), old.entries)
+        return ReanchorResult("reanchored", "", old.entries, entry.seq + 1)
+
     # -- migration -----------------------------------------------------------------
 
     def migrate(self) -> MigrateResult:
@@ -409,6 +512,22 @@ class AuditLog:
         if problem:
             return problem
         return _compare_head(head["seq"], head["hash"], walk.count, walk.last_hash).problem
+
+
+@dataclass(frozen=True, slots=True)
+class ReanchorResult:
+    """What ``reanchor`` did. ``status``: ``reanchored``, ``nothing_to_do``, ``broken``
+    (the log fails its own checks: nothing written), ``store_error`` or ``off`` (no
+    anchor kept)."""
+
+    status: str
+    problem: str = ""
+    replaced: int | None = None
+    entries: int = 0
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,13 +596,59 @@ class _Walk:
     seq: int | None = None
     line: int | None = None
     problem: str = ""
+    #: The entry whose hash to keep (the store's anchor names it), and that hash.
+    watch: int | None = None
+    watched_hash: str | None = None
+    #: The byte offset just after the last entry read.
+    end_offset: int = 0
 
-    def take(self, entry: AuditEntry) -> None:
+    def take(self, entry: AuditEntry, end: int = 0) -> None:
         if not entry.mac:
             self.legacy, self.legacy_hash = self.legacy + 1, entry.hash
         elif entry.kind == MIGRATION_KIND and self.anchor is None:
             self.anchor = entry
-        self.count, self.last_hash = self.count + 1, entry.hash
+        if entry.seq == self.watch:
+            self.watched_hash = entry.hash
+        self.count, self.last_hash, self.end_offset = self.count + 1, entry.hash, end
+
+
+_ON_PURPOSE = "; if a person replaced it on purpose, `chorus audit repair --reanchor` accepts it"
+
+
+def _anchor_problem(stored: AuditAnchor, walk: _Walk, path: Path, signed: bool) -> str:
+    """Why the log is not the one the store's anchor describes (``""``: it is)."""
+    n = stored.entries
+    if not signed:
+        return "the store's audit anchor for this log is not signed with this home's audit key"
+    if walk.count == 0 and n:
+        return (
+            f"{path} is missing or empty, but the store's audit anchor says it held {n} "
+            f"entries: the log was deleted{_ON_PURPOSE}"
+        )
+    if walk.count < n:
+        return (
+            f"the log holds {walk.count} entries, but the store's audit anchor says it held "
+            f"{n} (up to entry {n - 1}, hash {stored.head_hash[:12]}...): entries were "
+            f"removed, or the log and its head were rolled back to an older copy{_ON_PURPOSE}"
+        )
+    if walk.watched_hash != stored.head_hash:
+        return (
+            f"entry {n - 1} is not the one the store's audit anchor names (hash "
+            f"{stored.head_hash[:12]}...): the log was replaced{_ON_PURPOSE}"
+        )
+    return ""
+
+
+def _store_cell(make: Callable[[], AnchorCell]) -> Callable[[], AnchorCell]:
+    """``make``, with a config that cannot be read reported as a store problem."""
+
+    def cell() -> AnchorCell:
+        try:
+            return make()
+        except ChorusError as exc:
+            raise StoreError(f"cannot open the store: {exc}") from exc
+
+    return cell
 
 
 def _anchor_data(walk: _Walk) -> dict[str, Any]:
@@ -568,15 +733,16 @@ def _check_line(raw: str, expected_seq: int, prev: str) -> tuple[str, AuditEntry
     return "", entry
 
 
-def _last_line(path: Path, chunk: int = 65536) -> str | None:
-    """The last non-empty line of ``path`` (read backwards), or ``None``."""
+def _last_line(path: Path, chunk: int = 65536, *, end: int | None = None) -> str | None:
+    """The last non-empty line of ``path`` (read backwards), or ``None``; with ``end``,
+    the last one that ends at or before that byte offset."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
         return None
     with handle:
         handle.seek(0, os.SEEK_END)
-        end = handle.tell()
+        end = handle.tell() if end is None else min(end, handle.tell())
         buffer = b""
         while end > 0:
             start = max(0, end - chunk)
@@ -585,7 +751,7 @@ def _last_line(path: Path, chunk: int = 65536) -> str | None:
             end = start
             lines = [ln for ln in buffer.split(b"\n") if ln.strip()]
             if len(lines) >= 2 or (lines and end == 0):
-                return lines[-1].decode("utf-8")
+                return lines[-1].decode("utf-8", "replace")
         return None
 
 

@@ -48,7 +48,7 @@ _ROOTISH = frozenset({"/", "/*", "~", "~/", "~/*", "$HOME", "${HOME}", "*", ".",
 _SYSTEM_DIRS = ("/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/var", "/sys", "/dev", "/System")
 _PROD_WORDS = re.compile(r"(?<![A-Za-z])(prod|production|live)(?![A-Za-z])", re.IGNORECASE)
 _PERSISTENCE = re.compile(
-    r"(^|/)(\.bashrc|\.zshrc|\.profile|\.bash_profile|\.gitconfig|\.git/hooks/.*|"
+    r"(^|/)(\.bashrc|\.zshrc|\.profile|\.bash_profile|\.gitconfig|\.git/hooks/.*|\.git/config|"
     r"\.github/workflows/.*|\.gitlab-ci\.yml|crontab|\.ssh/authorized_keys)$"
 )
 _SQL_DESTROY = re.compile(r"\b(drop\s+(table|database|schema)|truncate\s+table)\b", re.IGNORECASE)
@@ -209,6 +209,7 @@ def _score_segment(seg: Segment, scores: _Scores, untrusted: bool) -> None:
         if name == program and _has_words(args, words):
             scores.add(factor, score, f"`{program} {' '.join(words)}`")
     _removal(seg, scores)
+    _persistence(seg, scores)
     _recursion(seg, scores)
     _network(seg, scores, untrusted)
     _redirects(seg, scores)
@@ -220,11 +221,32 @@ def _score_segment(seg: Segment, scores: _Scores, untrusted: bool) -> None:
 
 _AWK = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 _AWK_RUNS = re.compile(r"system\s*\(|\|\s*getline|getline\s*<|print[^;}]*\|")
-_GIT_RUNS_CONFIG = re.compile(
-    r"^(alias\.[^=]+=\s*!|core\.(sshcommand|pager|editor|fsmonitor|hookspath|gitproxy)=|"
-    r"(diff|merge|filter)\.[^=]+\.[^=]+=|credential\.helper=|uploadpack\.|protocol\.)",
-    re.IGNORECASE,
+#: git configuration keys that name a program git runs (matched whole, any case;
+#: ``<x>`` is any subsection): setting one is running code later, in every git run
+#: of that repository, Chorus's own included.
+_GIT_PROGRAM_KEY = re.compile(
+    r"(core\.(hookspath|fsmonitor|pager|editor|sshcommand|askpass|gitproxy"
+    r"|alternaterefscommand)|sequence\.editor|pager\..+|alias\..+"
+    r"|filter\..+\.(clean|smudge|process)|diff\.external|diff\..+\.(textconv|command)"
+    r"|merge\..+\.driver|credential\.(.+\.)?helper|gpg\.(.+\.)?program"
+    r"|gpg\.ssh\.defaultkeycommand|remote\..+\.(uploadpack|receivepack|vcs)"
+    r"|uploadpack\.packobjectshook|protocol\.(.+\.)?allow|include\.path|includeif\..+\.path"
+    r"|(difftool|mergetool|man|browser)\..+\.(cmd|path)|submodule\..+\.update"
+    r"|hook\..+\.command|trailer\..+\.(command|cmd)|gc\.recentobjectshook"
+    r"|sendemail\.(sendmailcmd|tocmd|cccmd))",
+    re.IGNORECASE | re.DOTALL,
 )
+#: ``git`` options before the subcommand that take a separate value.
+_GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
+#: ``git config`` options that take a value (they are not the key).
+_CONFIG_VALUED = frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment"})
+#: ``git config`` options that only read or remove.
+_CONFIG_READS = frozenset(
+    {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
+     "-l", "--list", "--unset", "--unset-all", "--remove-section", "--rename-section"}
+)  # fmt: skip
+#: ``git config``'s subcommands (git 2.46) that only read or remove.
+_CONFIG_READ_WORDS = frozenset({"get", "list", "unset", "remove-section", "rename-section"})
 
 
 def _score_indirection(seg: Segment, scores: _Scores) -> None:
@@ -236,12 +258,88 @@ def _score_indirection(seg: Segment, scores: _Scores) -> None:
         scores.add("blast_radius", 2, f"`{seg.name}` runs inline code")
     if seg.name in _AWK and any(_AWK_RUNS.search(a) for a in seg.argv[1:]):
         scores.add("blast_radius", 2, f"`{seg.name}` runs commands from its program")
-    if seg.name == "git" and any(_GIT_RUNS_CONFIG.match(v) for v in _git_configs(seg.argv)):
-        scores.add("blast_radius", 2, "`git -c` sets configuration that runs commands")
+    if seg.name == "git":
+        _score_git_config(seg.argv, scores)
+        _score_git_env(seg, scores)
 
 
-def _git_configs(argv: tuple[str, ...]) -> list[str]:
-    return [argv[k + 1] for k, a in enumerate(argv[:-1]) if a in ("-c", "--config-env")]
+def _score_git_config(argv: tuple[str, ...], scores: _Scores) -> None:
+    """``git -c KEY=...``, ``git config KEY VALUE`` (or ``--edit``) with a key that
+    names a program (:data:`_GIT_PROGRAM_KEY`): elevated."""
+    given, rest = _git_globals(argv[1:])
+    for key in given:
+        if _GIT_PROGRAM_KEY.fullmatch(key):
+            scores.add("blast_radius", 2, f"`git -c {key}` names a program git runs")
+    written = _config_write(rest[1:]) if rest[:1] == ("config",) else None
+    if written is not None and (written == "--edit" or _GIT_PROGRAM_KEY.fullmatch(written)):
+        scores.add("blast_radius", 2, f"`git config {written}`: a program git will run later")
+
+
+#: Environment variables that make git run a program (or read config that may).
+_GIT_PROGRAM_ENV = re.compile(
+    r"GIT_(EXTERNAL_DIFF|PAGER|EDITOR|SEQUENCE_EDITOR|SSH|SSH_COMMAND|ASKPASS|PROXY_COMMAND"
+    r"|EXEC_PATH|CONFIG_PARAMETERS|CONFIG|CONFIG_GLOBAL|CONFIG_SYSTEM)=.*",
+    re.DOTALL,
+)
+_GIT_CONFIG_KEY_ENV = re.compile(r"GIT_CONFIG_KEY_\d+=(.*)", re.DOTALL)
+
+
+def _score_git_env(seg: Segment, scores: _Scores) -> None:
+    """``GIT_PAGER=... git``, ``GIT_CONFIG_KEY_0=core.fsmonitor git``: the same,
+    through the environment (assignments, or ``env``'s words)."""
+    steps = zip(seg.views, seg.views[1:], strict=False)
+    wrapped = (w for outer, inner in steps for w in outer[: -len(inner)])
+    for word in {*seg.assignments, *wrapped}:
+        key = _GIT_CONFIG_KEY_ENV.fullmatch(word)
+        if _GIT_PROGRAM_ENV.fullmatch(word) or (key and _GIT_PROGRAM_KEY.fullmatch(key[1])):
+            name = word.split("=", 1)[0]
+            scores.add("blast_radius", 2, f"`{name}` makes git run a program")
+
+
+def _git_globals(args: tuple[str, ...]) -> tuple[list[str], tuple[str, ...]]:
+    """The keys ``git``'s own ``-c``/``--config-env`` set, and the words from the
+    subcommand on."""
+    keys: list[str] = []
+    k = 0
+    while k < len(args) and args[k].startswith("-"):
+        arg, value = args[k], args[k + 1] if k + 1 < len(args) else ""
+        if arg == "-c":
+            keys.append(value.split("=", 1)[0])  # git splits -c at the first =
+        elif arg == "--config-env" or arg.startswith("--config-env="):
+            spec = value if arg == "--config-env" else arg.removeprefix("--config-env=")
+            keys.append(spec.rsplit("=", 1)[0])  # ... and --config-env at the last
+        k += 2 if arg in _GIT_VALUED else 1
+    return keys, args[k:]
+
+
+def _config_write(args: tuple[str, ...]) -> str | None:
+    """The key ``git config args`` sets (``--edit`` for an edit), or None when it
+    only reads or removes."""
+    words: list[str] = []
+    k = 0
+    while k < len(args):
+        arg = args[k]
+        if arg in ("-e", "--edit"):
+            return "--edit"
+        if arg in _CONFIG_READS:
+            return None
+        if arg in _CONFIG_VALUED:
+            k += 1
+        elif not arg.startswith("-"):
+            words.append(arg)
+        k += 1
+    return _written_key(words)
+
+
+def _written_key(words: list[str]) -> str | None:
+    """The key of ``git config``'s positional words when they set one."""
+    first = words[0] if words else ""
+    if first == "edit":
+        return "--edit"
+    if first in _CONFIG_READ_WORDS:
+        return None
+    words = words[1:] if first == "set" else words
+    return words[0] if len(words) >= 2 else None
 
 
 def _has_words(args: tuple[str, ...], words: tuple[str, ...]) -> bool:
@@ -285,6 +383,23 @@ def _removal(seg: Segment, scores: _Scores) -> None:
         scores.add("blast_radius", 3, "removal aimed at a root, home or system folder")
 
 
+#: Commands that write every file they name, and those that write their last one.
+_FILE_WRITERS = frozenset({"tee", "touch", "truncate"})
+_FILE_COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync"})
+
+
+def _persistence(seg: Segment, scores: _Scores) -> None:
+    """``cp x .git/hooks/post-commit``, ``tee -a .git/config``: code that runs later."""
+    named = [a for a in seg.argv[1:] if not a.startswith("-")]
+    if seg.name in _FILE_COPIERS:
+        named = named[-1:]
+    elif seg.name not in _FILE_WRITERS and not (seg.name == "sed" and "-i" in seg.argv):
+        return
+    for arg in named:
+        if _PERSISTENCE.search(arg):
+            scores.add("privilege", 2, f"writes {arg}, which runs code later")
+
+
 def _recursion(seg: Segment, scores: _Scores) -> None:
     recursive = any(a in ("-R", "-r", "--recursive") for a in seg.argv[1:])
     if recursive and seg.name in ("chmod", "chown", "chgrp", "rm", "cp", "mv", "sed"):
@@ -315,6 +430,8 @@ def _redirects(seg: Segment, scores: _Scores) -> None:
     for redirect in seg.redirects:
         if not redirect.writes or redirect.target.startswith("/dev/null"):
             continue
+        if _PERSISTENCE.search(redirect.target):
+            scores.add("privilege", 2, f"writes {redirect.target}, which runs code later")
         if redirect.target.startswith(_SYSTEM_DIRS):
             scores.add("privilege", 3, f"writes into {redirect.target}")
         elif redirect.op in (">", ">|", "&>"):

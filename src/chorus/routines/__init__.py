@@ -25,6 +25,7 @@ from chorus.routines._schedule import (
     plan_catch_up,
 )
 from chorus.routines._scheduler import FireResult, Scheduler
+from chorus.routines._watch import paths_text, quote_path
 
 __all__ = [
     "HEARTBEAT",
@@ -47,7 +48,9 @@ __all__ = [
     "load_routines",
     "next_fire",
     "parse_duration",
+    "paths_text",
     "plan_catch_up",
+    "quote_path",
     "routine_routes",
     "routine_toml",
     "routines_dir",

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from chorus._errors import ChorusError, UserError
+from chorus._json_input import read_object
 from chorus.config import chorus_home
 from chorus.routines._errors import RoutineError, UnknownRoutineError
 from chorus.routines._heartbeat import HEARTBEAT
@@ -46,10 +47,12 @@ def routine_routes(sched: Scheduler) -> list[BaseRoute]:
 
     async def create(request: Request) -> Response:
         try:
-            payload = await request.json()
-            routine = create_routine(chorus_home(), str(payload["toml"]), name=payload.get("name"))
-        except (ValueError, KeyError, TypeError) as exc:
-            return JSONResponse({"error": f"bad request: {exc}", "code": "bad_request"}, 400)
+            payload = await read_object(request, what="the routine request")
+            toml, name = payload.get("toml"), payload.get("name")
+            if not isinstance(toml, str) or not isinstance(name, str | None):
+                msg = "bad request: 'toml' must be a string (and 'name' a string or null)"
+                return JSONResponse({"error": msg, "code": "bad_request"}, 400)
+            routine = create_routine(chorus_home(), toml, name=name)
         except ChorusError as exc:
             return _error(exc)
         sched.wake()

@@ -37,7 +37,11 @@ from chorus.routines._load import InvalidRoutine, Loaded, load_routines
 from chorus.routines._model import Routine
 from chorus.routines._retry import RetryQueue
 from chorus.routines._schedule import At, admit, due_firings, next_fire, plan_catch_up
-from chorus.routines._watch import WatchFn, watch_changes
+from chorus.routines._snapshot import changed as changed_files
+from chorus.routines._snapshot import load as load_snapshot
+from chorus.routines._snapshot import save as save_snapshot
+from chorus.routines._snapshot import take as take_snapshot
+from chorus.routines._watch import WatchFn, paths_text, watch_changes
 from chorus.store import (
     Firing,
     FiringExistsError,
@@ -270,14 +274,15 @@ class Scheduler:
         return states.count(JobState.RUNNING), states.count(JobState.QUEUED)
 
     def render(self, routine: Routine, firing: Firing) -> str:
-        """The routine's prompt with ``{date}`` and ``{trigger_path}`` filled in."""
+        """The routine's prompt with ``{date}`` and ``{trigger_path}`` filled in (the
+        paths quoted, one per line: :func:`chorus.routines._watch.paths_text`)."""
         if routine.name == HEARTBEAT:
             return heartbeat_prompt(heartbeat_path(), read_unchecked())
         tz = routine.tz()
         date = datetime.fromtimestamp(firing.scheduled_for, tz).date().isoformat()
         paths = firing.detail.get("paths") or []
         prompt = routine.prompt.replace("{date}", date)
-        return prompt.replace("{trigger_path}", "\n".join(str(p) for p in paths))
+        return prompt.replace("{trigger_path}", paths_text([str(p) for p in paths]))
 
     # -- by hand ------------------------------------------------------------------------------
 
@@ -322,12 +327,9 @@ class Scheduler:
 
     async def _watch(self, name: str, path: str, debounce_s: float) -> None:
         async def on_batch(paths: list[str]) -> None:
-            routine = self.loaded.valid.get(name)
-            if routine is None:
-                return
-            firing = Firing(name, self.clock(), kind="file_change", detail={"paths": paths})
-            await self.fire(routine, firing)
+            await self._fire_change(name, path, paths)
 
+        await self._catch_up_changes(name, path)
         try:
             await watch_changes(
                 path,
@@ -338,6 +340,30 @@ class Scheduler:
             )
         except (OSError, RuntimeError) as exc:
             self.notice(name, f"file watcher stopped: {exc}")
+
+    async def _fire_change(self, name: str, path: str, paths: list[str]) -> None:
+        routine = self.loaded.valid.get(name)
+        if routine is None:
+            return
+        firing = Firing(name, self.clock(), kind="file_change", detail={"paths": paths})
+        await self.fire(routine, firing)
+        save_snapshot(name, path, await asyncio.to_thread(take_snapshot, path))
+
+    async def _catch_up_changes(self, name: str, path: str) -> None:
+        """Changes made while no watcher ran (the daemon was down): one firing for
+        all of them, unless the routine skips what it missed. The first watch of a
+        routine only takes its snapshot."""
+        now = await asyncio.to_thread(take_snapshot, path)
+        before = load_snapshot(name, path)
+        routine = self.loaded.valid.get(name)
+        missed = changed_files(before, now) if before is not None else []
+        if not missed or routine is None:
+            save_snapshot(name, path, now)
+        elif routine.catch_up == "skip_missed":
+            await self._record(Firing(name, self.clock(), kind="file_change"), "missed")
+            save_snapshot(name, path, now)
+        else:
+            await self._fire_change(name, path, missed)
 
     def notice(self, routine: str, message: str) -> None:
         log.warning("routine %s: %s", routine, message)
@@ -391,7 +417,11 @@ class Scheduler:
             "enabled": self.is_enabled(routine, record),
             "timezone": routine.timezone,
             "body": routine.body,
-            "next_fire": await self.next_fire_of(routine, record),
+            "next_fire": (
+                await self.next_fire_of(routine, record)
+                if self.is_enabled(routine, record)
+                else None
+            ),
             "last": firing_json(recent[0]) if recent else None,
             "failing": _failing(recent),
             "notice": self.notices.get(routine.name),

@@ -5,12 +5,19 @@ routine's debounce (capped, so endless writes still fire now and then). ``.git``
 and editor noise are ignored (watchfiles' ``DefaultFilter``). If the native
 watcher cannot start (e.g. inotify limits), the watch degrades to polling and
 says so through ``notice``.
+
+The changed paths reach the routine's prompt (``{trigger_path}``) through
+:func:`paths_text`: one per line, each in double quotes with backslashes, quotes
+and every control or format character escaped (``\\n``, ``\\u202e`` ...). A file
+name is data someone else chose: a newline in it cannot start a line of the prompt,
+and text in it cannot pass for Chorus's own words.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import unicodedata
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +34,34 @@ WatchFn = Callable[..., AsyncIterator[set[tuple[Any, str]]]]
 MAX_GROUPING_S = 60.0
 #: Raw batches waiting for the debouncer (the watcher waits when it is full).
 _QUEUE = 256
+#: Paths listed in a prompt; the rest are counted.
+MAX_PROMPT_PATHS = 200
+_SHORT_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+#: Control, format (bidi overrides, zero-width), line and paragraph separators, unpaired.
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+
+def quote_path(path: str) -> str:
+    """``path`` in double quotes, with ``\\``, ``"`` and invisible characters escaped."""
+    return '"' + "".join(_escape(c) for c in path) + '"'
+
+
+def _escape(char: str) -> str:
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    if unicodedata.category(char) in _ESCAPED_CATEGORIES:
+        code = ord(char)
+        return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    return char
+
+
+def paths_text(paths: list[str], limit: int = MAX_PROMPT_PATHS) -> str:
+    """The paths for a prompt: quoted (:func:`quote_path`), one per line, at most
+    ``limit`` (then how many more there were)."""
+    lines = [quote_path(str(p)) for p in paths[:limit]]
+    if len(paths) > limit:
+        lines.append(f"(and {len(paths) - limit} more)")
+    return "\n".join(lines)
 
 
 async def watch_changes(
@@ -73,24 +108,34 @@ async def _produce(
 ) -> None:
     """Put each raw batch of changed paths on ``queue``; a failure goes on it too."""
     stop = asyncio.Event()
-    root = str(Path(path))
+    root, watched, keep = _target(Path(path))
     try:
         async for changes in watch(
-            Path(path),
+            watched,
             watch_filter=DefaultFilter(),
             step=50,
             force_polling=polling,
             poll_delay_ms=100,
             stop_event=stop,
         ):
-            # Polling also reports the watched folder itself; its entries say more.
-            changed = {name for _, name in changes if name != root}
+            changed = {name for _, name in changes if keep(name, root)}
             if changed:
                 await queue.put(changed)
     except (OSError, RuntimeError) as exc:
         await queue.put(exc)
     finally:
         stop.set()
+
+
+def _target(path: Path) -> tuple[str, Path, Callable[[str, str], bool]]:
+    """``(root, what to watch, which changes count)``. A folder is watched itself (its
+    own entry, which polling also reports, says less than its files). A single file
+    is watched through its folder, so an editor that replaces it (write a copy,
+    rename over) is still seen, and only changes to that file count."""
+    root = str(path)
+    if path.is_dir():
+        return root, path, lambda name, r: name != r
+    return root, path.parent, lambda name, r: name == r
 
 
 async def _one_burst(queue: asyncio.Queue[set[str] | BaseException], quiet_s: float) -> set[str]:

@@ -25,7 +25,7 @@ Mode = Literal["auto", "enforce", "off"]
 
 #: Under CHORUS_HOME, what a body may still reach: the daemon's socket (for the MCP
 #: server Chorus adds to every body) and the memory and workspace folders.
-SHARED = ("run/chorus.sock", "memory", "workspace")
+SHARED = ("memory", "workspace")
 #: Under CHORUS_HOME: the stubs that stand in for denied programs in every sandbox.
 STUBS = "run/sandbox/stubs"
 #: Secrets in a home folder that no body sees, whatever the policy lists.

@@ -180,6 +180,8 @@ class BodyLauncher:
             permission_args=native.args if native is not None else None,
             raw_tap=tap,
             history=launch.history,
+            orphan_timeout=self.config.daemon.orphan_timeout_s or None,
+            start_timeout=self.config.daemon.body_start_timeout_s,
         )
         options = self._native_rules(options, launch.body)  # issue 14: the CLI's own rules
         # Issues 16, 17: the context, the client's instructions and servers, Chorus's.

@@ -7,6 +7,13 @@ Everything is redacted before it is written, appended events get a gap-free
 sessions live from any ``seq`` with no gap and no duplicate.
 """
 
+from chorus.store._audit_anchor import (
+    AnchorCell,
+    AuditAnchor,
+    PgAnchorCell,
+    SqliteAnchorCell,
+    audit_anchor_cell,
+)
 from chorus.store._bus import CATCH_UP_PAGE, DEFAULT_SUBSCRIBER_QUEUE, EventBus, Subscription
 from chorus.store._errors import (
     AmbiguousIdError,
@@ -115,6 +122,8 @@ __all__ = [
     "RAW_STREAMS",
     "WRITER_THREAD_NAME",
     "AmbiguousIdError",
+    "AnchorCell",
+    "AuditAnchor",
     "CodecFactory",
     "ControlAnsweredError",
     "ControlRecord",
@@ -137,6 +146,7 @@ __all__ = [
     "NewMessage",
     "NoReplayCodecError",
     "NodeRecord",
+    "PgAnchorCell",
     "PostgresStore",
     "RawLine",
     "RawStream",
@@ -151,6 +161,7 @@ __all__ = [
     "SessionExistsError",
     "SessionRecord",
     "SlowSubscriberError",
+    "SqliteAnchorCell",
     "SqliteStore",
     "StorageFullError",
     "Store",
@@ -170,6 +181,7 @@ __all__ = [
     "UnknownWorktreeError",
     "WorkerNode",
     "WorktreeRecord",
+    "audit_anchor_cell",
     "check_id",
     "copy_sqlite_to_postgres",
     "default_db_path",

@@ -65,6 +65,21 @@ FLAGS_MIGRATION = Migration(
     ),
 )
 
+#: The audit log's anchor (where it stood, outside its own files); shared with PostgreSQL.
+AUDIT_ANCHOR_MIGRATION = Migration(
+    "audit anchor: each audit log's entry count and last hash, outside its own files",
+    (
+        """CREATE TABLE audit_anchor (
+            log TEXT PRIMARY KEY,
+            entries BIGINT NOT NULL,
+            head_hash TEXT NOT NULL,
+            end_offset BIGINT NOT NULL,
+            mac TEXT NOT NULL,
+            updated_at DOUBLE PRECISION NOT NULL
+        )""",
+    ),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "sessions, events, raw lines, control requests, jobs",
@@ -202,6 +217,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     FLAGS_MIGRATION,
+    AUDIT_ANCHOR_MIGRATION,
 )
 
 

@@ -22,7 +22,12 @@ import time
 import psycopg
 
 from chorus.store._errors import SchemaVersionError
-from chorus.store._migrations import FLAGS_MIGRATION, NODES_MIGRATION, Migration
+from chorus.store._migrations import (
+    AUDIT_ANCHOR_MIGRATION,
+    FLAGS_MIGRATION,
+    NODES_MIGRATION,
+    Migration,
+)
 
 #: Key of the advisory lock held while migrating (any fixed 64-bit number).
 MIGRATION_LOCK = 0x63686F7275730001
@@ -180,6 +185,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     FLAGS_MIGRATION,
+    AUDIT_ANCHOR_MIGRATION,
 )
 
 LATEST_VERSION = len(MIGRATIONS)

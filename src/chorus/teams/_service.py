@@ -15,6 +15,8 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
+import stat
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
@@ -619,10 +621,18 @@ def run_json(run: Run) -> dict[str, Any]:
 
 
 def _append_view(team: str, msg: MessageRecord) -> None:
+    """One line on the inbox's view; a link planted in its place is not written through."""
     path = inbox_view(team, msg.recipient)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as view:
-        view.write(json.dumps(message_json(msg), ensure_ascii=False) + "\n")
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        log.warning("team %s: inbox view %s not written: %s", team, path, exc)
+        return
+    with os.fdopen(fd, "a", encoding="utf-8") as view:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            view.write(json.dumps(message_json(msg), ensure_ascii=False) + "\n")
 
 
 def _sessions(team: str) -> dict[str, str]:

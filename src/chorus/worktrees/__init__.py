@@ -9,11 +9,14 @@ uncommitted is committed at the job's end. ``merge`` goes back into the branch i
 came from and aborts on conflict; ``rm`` removes only clean, merged worktrees
 unless forced; nothing is ever deleted behind the user's back.
 
-Pure git through subprocess (:mod:`._git`); records live in the store
+Pure git through subprocess, every call through one runner that executes nothing
+the repository names (:mod:`._git`: hooks, filters, fsmonitor, external diff,
+pagers ...; :func:`run_git`, :func:`git_diff` for the rest of Chorus); records live in the store
 (:class:`chorus.store.WorktreeRecord`), events in the log (:class:`chorus.events.Worktree`).
 """
 
-from chorus.worktrees._create import Created, Spec, copy_untracked, create, plan, undo
+from chorus.worktrees._copy import Copies, copy_untracked
+from chorus.worktrees._create import Created, Spec, create, plan, undo
 from chorus.worktrees._errors import (
     BranchInUseError,
     DetachedHeadError,
@@ -26,6 +29,8 @@ from chorus.worktrees._errors import (
     WorktreeError,
     WorktreeGuardError,
 )
+from chorus.worktrees._git import diff_of as git_diff
+from chorus.worktrees._git import run as run_git
 from chorus.worktrees._jobs import (
     PreparedJob,
     WorktreeAsk,
@@ -52,6 +57,7 @@ from chorus.worktrees._state import TRANSITIONS, WorktreeState
 __all__ = [
     "TRANSITIONS",
     "BranchInUseError",
+    "Copies",
     "Created",
     "DetachedHeadError",
     "GitError",
@@ -75,6 +81,7 @@ __all__ = [
     "diff",
     "finish_job_worktree",
     "first_line",
+    "git_diff",
     "guard",
     "guard_job_worktree",
     "job_worktree",
@@ -87,6 +94,7 @@ __all__ = [
     "remove",
     "report_orphans",
     "resolve",
+    "run_git",
     "slug",
     "start_job_worktree",
     "status",

@@ -15,14 +15,16 @@ event carries it.
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from chorus.config import WorktreeConfig
 from chorus.worktrees import _git as git
+from chorus.worktrees._copy import Copies, copy_untracked
 from chorus.worktrees._errors import (
     BranchInUseError,
     DetachedHeadError,
@@ -32,6 +34,8 @@ from chorus.worktrees._errors import (
     WorktreeError,
 )
 from chorus.worktrees._naming import branch_for, path_for
+
+log = logging.getLogger("chorus.worktrees")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,21 +142,36 @@ class Created:
 
     copied: list[str]
     notes: list[str]
+    #: Files ``[worktree] copy`` matched but would not copy (``"<path>: <why>"``).
+    refused: list[str] = field(default_factory=list)
 
 
 def create(spec: Spec, config: WorktreeConfig) -> Created:
     """Add the worktree, copy untracked files, run the setup command. On any
     failure the worktree and its new branch are removed again, then it raises."""
     spec.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    git.run(spec.main, "worktree", "add", "-q", "-b", spec.branch, str(spec.path), spec.base_commit)
+    add = ("worktree", "add", "-q", "--no-checkout", "-b", spec.branch, str(spec.path))
+    git.run(spec.main, *add, spec.base_commit)
     notes: list[str] = []
     with _undo_on_error(spec):
-        copied = copy_untracked(spec.source, spec.path, config.copy_files)
-        if copied:
-            notes.append("copied " + ", ".join(copied))
+        # Checked out from inside the new worktree: its config (an includeIf of its
+        # branch or folder) is what git will see there, so that is what is listed.
+        git.run(spec.path, "reset", "-q", "--hard", "--no-recurse-submodules")
+        copies = copy_untracked(spec.source, spec.path, config.copy_files)
+        notes += _copy_notes(spec.path, copies)
         if config.setup:
             notes.append(run_setup(spec.path, config.setup, config.setup_timeout_s))
-    return Created(copied, notes)
+    return Created(copies.copied, notes, copies.refused)
+
+
+def _copy_notes(path: Path, copies: Copies) -> list[str]:
+    """What the ``created`` event says about the copies; a refusal is logged too."""
+    notes = ["copied " + ", ".join(copies.copied)] if copies.copied else []
+    if copies.refused:
+        refused = "; ".join(copies.refused)
+        log.warning("worktree %s: refused to copy %s", path, refused)
+        notes.append(f"refused to copy {refused}")
+    return notes
 
 
 @contextlib.contextmanager
@@ -170,22 +189,6 @@ def undo(spec: Spec) -> None:
     git.run(spec.main, "branch", "-D", spec.branch, check=False)
     shutil.rmtree(spec.path, ignore_errors=True)
     git.run(spec.main, "worktree", "prune", check=False)
-
-
-def copy_untracked(source: Path, dest: Path, patterns: list[str]) -> list[str]:
-    """Copy files matching ``patterns`` (relative globs) that the new worktree does
-    not already have (tracked files are there); return their relative paths."""
-    copied: list[str] = []
-    for pattern in patterns:
-        for found in sorted(source.glob(pattern)):
-            rel = found.relative_to(source)
-            target = dest / rel
-            if ".git" in rel.parts or not found.is_file() or target.exists():
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(found, target)
-            copied.append(str(rel))
-    return copied
 
 
 def run_setup(path: Path, command: str, timeout: float) -> str:

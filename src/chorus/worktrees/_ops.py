@@ -59,8 +59,7 @@ def autocommit(
     if not changed:
         return None
     git.run(path, "add", "-A", *git.outside(skip))
-    ident = () if git.has_identity(path) else git.FALLBACK_IDENTITY
-    git.run(path, *ident, "commit", "-q", "--no-verify", "-m", message)
+    git.run(path, "commit", "-q", "--no-verify", "-m", message, settings=git.identity(path))
     return git.out(path, "rev-parse", "--short", "HEAD"), len(changed)
 
 
@@ -119,13 +118,13 @@ def merge(main: Path, branch: str, into: str, *, squash: bool, message: str) -> 
     dirty = git.run(target, "status", "--porcelain", "--untracked-files=no").stdout.strip()
     if dirty:
         raise WorktreeError(f"{target} has uncommitted changes; commit or stash them, then merge")
-    ident = () if git.has_identity(target) else git.FALLBACK_IDENTITY
+    ident = git.identity(target)
     args = ["merge", "--squash", branch] if squash else ["merge", "--no-edit", branch]
-    done = git.run(target, *ident, *args, check=False)
+    done = git.run(target, *args, check=False, settings=ident)
     if done.returncode != 0:
         _abort(target, squash, done.stderr or done.stdout, into)
     if squash and git.run(target, "diff", "--cached", "--quiet", check=False).returncode:
-        git.run(target, *ident, "commit", "-q", "-m", message)
+        git.run(target, "commit", "-q", "-m", message, settings=ident)
     return git.out(target, "rev-parse", "--short", "HEAD")
 
 
@@ -136,9 +135,16 @@ def _abort(target: Path, squash: bool, output: str, into: str) -> None:
         raise WorktreeError(f"git refused the merge into {into}: {output.strip()[-400:]}")
     # --squash leaves no MERGE_HEAD, so `merge --abort` cannot undo it; reset --merge can.
     git.run(target, *(["reset", "--merge"] if squash else ["merge", "--abort"]))
+    drivers = git.merge_drivers(target)
+    why = (
+        f" (the repository configures {', '.join(drivers)}: Chorus never runs a merge "
+        "driver, a merge by hand does)"
+        if drivers
+        else ""
+    )
     raise MergeConflictError(
-        f"merging into {into} conflicts in {', '.join(files)}; the merge was aborted and "
-        f"{target} is as it was. Resolve it by hand (git merge there) or rebase the branch",
+        f"merging into {into} conflicts in {', '.join(files)}{why}; the merge was aborted "
+        f"and {target} is as it was. Resolve it by hand (git merge there) or rebase the branch",
         files,
     )
 
@@ -154,7 +160,10 @@ def remove(
     for name in copied:
         (path / name).unlink(missing_ok=True)
     if path.exists():
-        git.run(main, "worktree", "remove", *(["--force"] if force else []), str(path))
+        # --force: cleanliness was checked above, by Chorus's own status; git's own
+        # check would run `git status` in the worktree, whose config (an includeIf
+        # of its branch) the listing made in ``main`` does not see.
+        git.run(main, "worktree", "remove", "--force", str(path))
     git.run(main, "worktree", "prune")
     if st.tip is not None:
         # -d is git's own "fully merged" check; a squash-merged branch needs -D.

@@ -16,6 +16,8 @@ and acts on the first word of each prompt:
   only reject option, "abort").
 - ``edit <path>``: asks permission for an edit of ``path``, then (if allowed)
   writes it with ``fs/write_text_file`` and reports the answer.
+
+Its start can be made slow, or fail, on demand (see ``_starting``).
 """
 
 from __future__ import annotations
@@ -127,10 +129,28 @@ def permission_params(session: str) -> dict[str, Any]:
     }
 
 
+def _starting(method: str) -> None:
+    """The start's fault knobs: ``FAKE_SLOW=<method>:<seconds>`` waits that long before
+    answering ``method`` (a loaded machine); ``FAKE_DIE_AT=<method>`` says why on
+    stderr and exits 3 instead; ``FAKE_STARTS=<file>`` gets a line per start."""
+    if method == "initialize" and os.environ.get("FAKE_STARTS"):
+        with open(os.environ["FAKE_STARTS"], "a") as starts:
+            starts.write(f"{os.getpid()}\n")
+    if os.environ.get("FAKE_DIE_AT") == method:
+        sys.stderr.write(f"fake agent: cannot answer {method}\n")
+        sys.stderr.flush()
+        sys.exit(3)
+    slow, _, seconds = os.environ.get("FAKE_SLOW", "").partition(":")
+    if slow == method:
+        time.sleep(float(seconds))
+
+
 def main() -> None:
     for line in sys.stdin:
         msg = json.loads(line)
         method = msg.get("method")
+        if method in ("initialize", "session/new"):
+            _starting(method)
         if method is None:
             _replies.put(msg)
         elif method == "initialize":

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from chorus import UnsupportedControlError
+from chorus import BodyCrashedError, BodyTimeoutError, UnsupportedControlError
 from chorus.bodies import BodyOptions, PermissionAnswer, PermissionAsk, rule_callback
-from chorus.bodies.acp import AcpBody, AcpStateError, open_acp_body
+from chorus.bodies.acp import AcpBody, AcpStateError, acp_agent, open_acp_body
+from chorus.bodies.acp._quirks import CODEX_ACP_QUIRKS
 from chorus.events import (
     ErrorCode,
     Event,
@@ -264,3 +268,99 @@ async def test_a_broken_handler_ends_the_session_instead_of_hanging(
     assert "decision" in failed.error.message
     assert isinstance(ended, SessionEnded)
     assert ended.reason == "error"
+
+
+def _codex_like(work: Path, mode: str, sent: list[str]) -> AcpBody:
+    """The fake agent with codex-acp's quirks and modes; ``sent`` gets what we write."""
+    agent = replace(acp_agent("fake"), quirks=CODEX_ACP_QUIRKS)
+    env = {"PATH": "/usr/bin:/bin", "FAKE_MODES": "read-only,auto,full-access"}
+    tap = functools.partial(_keep_stdin, sent)
+    return AcpBody(BodyOptions(cwd=work, env=env, permission_mode=mode, raw_tap=tap), agent)
+
+
+def _keep_stdin(sent: list[str], stream: str, line: str) -> None:
+    if stream == "stdin":
+        sent.append(json.loads(line).get("method") or "reply")
+
+
+async def test_codex_acp_asks_by_its_start_arguments_in_chorus_asking_modes(
+    fake_config: Path, work: Path
+) -> None:
+    sent: list[str] = []
+    body = _codex_like(work, "default", sent)
+    argv = list(body._spawn_spec().argv)
+    assert argv[-4:] == [
+        "-c",
+        'approval_policy="untrusted"',
+        "-c",
+        'sandbox_mode="workspace-write"',
+    ]
+    async with body:
+        assert "session/set_mode" not in sent  # its own modes never ask: none is set
+        await body.set_permission_mode("plan")  # the policy tells asking modes apart
+        await body.set_permission_mode("acceptEdits")
+        assert "session/set_mode" not in sent
+        await body.set_permission_mode("bypassPermissions")
+        assert sent.count("session/set_mode") == 1
+        assert body.codec.state.current_mode == "full-access"
+        with pytest.raises(UnsupportedControlError, match="cannot return to 'default'"):
+            await body.set_permission_mode("default")
+        assert body.permission_mode == "bypassPermissions"
+
+
+async def test_codex_acp_in_bypass_permissions_starts_in_full_access(
+    fake_config: Path, work: Path
+) -> None:
+    sent: list[str] = []
+    body = _codex_like(work, "bypassPermissions", sent)
+    assert "approval_policy" not in " ".join(body._spawn_spec().argv)
+    async with body:
+        assert body.codec.state.current_mode == "full-access"
+    assert sent.count("session/set_mode") == 1
+
+
+def _starts(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+async def test_a_slow_session_new_is_waited_for_while_the_agent_runs(
+    fake_config: Path, work: Path, tmp_path: Path
+) -> None:
+    # session/new once had the control deadline (15 s); under load claude-code-acp
+    # took longer and the job failed. Here the control deadline is 1 s.
+    starts = tmp_path / "starts"
+    env = {"PATH": "/usr/bin:/bin", "FAKE_SLOW": "session/new:3", "FAKE_STARTS": str(starts)}
+    options = BodyOptions(cwd=work, env=env, control_timeout=1.0, start_timeout=30.0)
+    async with open_acp_body("fake", options) as body:
+        events = await _turn(body, "hello")
+    assert _said(events) == "hi"
+    assert _starts(starts) == 1
+
+
+async def test_a_start_stuck_past_its_deadline_is_tried_once_more_then_names_the_step(
+    fake_config: Path, work: Path, tmp_path: Path
+) -> None:
+    starts = tmp_path / "starts"
+    env = {"PATH": "/usr/bin:/bin", "FAKE_SLOW": "session/new:60", "FAKE_STARTS": str(starts)}
+    body = open_acp_body("fake", BodyOptions(cwd=work, env=env, start_timeout=2.0))
+    began = time.monotonic()
+    with pytest.raises(BodyTimeoutError) as info:
+        await body.start()
+    assert "start step session/new got no answer within 2s while the agent ran" in str(info.value)
+    assert _starts(starts) == 2  # tried once more, not more
+    assert time.monotonic() - began < 20
+    assert not body.alive
+
+
+async def test_an_agent_that_dies_in_its_start_fails_at_once_with_its_stderr(
+    fake_config: Path, work: Path, tmp_path: Path
+) -> None:
+    starts = tmp_path / "starts"
+    env = {"PATH": "/usr/bin:/bin", "FAKE_DIE_AT": "session/new", "FAKE_STARTS": str(starts)}
+    body = open_acp_body("fake", BodyOptions(cwd=work, env=env, start_timeout=60.0))
+    began = time.monotonic()
+    with pytest.raises(BodyCrashedError) as info:
+        await body.start()
+    assert time.monotonic() - began < 10  # not the deadline: it died
+    assert "fake agent: cannot answer session/new" in info.value.stderr_tail
+    assert _starts(starts) == 1  # a dead agent is not started again

@@ -10,7 +10,7 @@ from a registry of built-in entries (``gemini``, ``claude-code-acp``,
             ...
 """
 
-from chorus.bodies.acp._body import START_TIMEOUT, AcpBody, open_acp_body
+from chorus.bodies.acp._body import AcpBody, open_acp_body
 from chorus.bodies.acp._codec import (
     AcpCodec,
     FileReadRequested,
@@ -55,7 +55,6 @@ __all__ = [
     "GEMINI_ACP_CAPABILITIES",
     "GEMINI_QUIRKS",
     "MAX_READ_BYTES",
-    "START_TIMEOUT",
     "AcpAgent",
     "AcpBody",
     "AcpCodec",

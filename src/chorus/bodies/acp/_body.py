@@ -12,9 +12,8 @@ handler it starts (permission, file system, turn deadline); :meth:`close`
 cancels it, so nothing outlives the body.
 
 ``options.extra`` keys read here: ``mcp_servers`` (ACP-form MCP server objects
-for ``session/new``), ``allowed_roots`` (directories besides ``cwd`` the agent
-may read and write through ``fs/*``) and ``start_timeout`` (seconds for
-``initialize`` plus ``session/new``; default 60).
+for ``session/new``) and ``allowed_roots`` (directories besides ``cwd`` the agent
+may read and write through ``fs/*``).
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ from chorus.bodies._detached import (
     BodyHandle,
     Sent,
     replay_lines,
-    start_transport,
 )
 from chorus.bodies._inject import acp_servers
 from chorus.bodies._permissions import PermissionAnswer, PermissionAsk, denial_notice
@@ -80,8 +78,11 @@ from chorus.events import (
     TurnFailed,
 )
 
-START_TIMEOUT = 60.0
 _EXIT_WAIT = 5.0
+
+
+class _StuckStartError(BodyTimeoutError):
+    """A start step got no answer in time while the agent ran."""
 
 
 class AcpBody(Body):
@@ -121,25 +122,32 @@ class AcpBody(Body):
         #: previous owner's writes past the offset (noted in stdout order).
         self._skip = 0
         self._sent_later: list[Sent] = []
+        #: The agent holds the mode its start arguments gave it (``quirks.mode_args``);
+        #: False once a ``session/set_mode`` put it in one of its own modes.
+        self._mode_by_args = options.permission_mode in agent.quirks.mode_args
+        #: While starting: when the start's deadline passes, and the step it is at.
+        self._start_deadline: float | None = None
+        self._step: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------
 
     async def start(self) -> None:
         """Spawn the agent, ``initialize``, open the session (``session/new``, or
         ``session/load`` for ``options.resume`` where the agent supports it), apply
-        model and permission mode (:class:`SessionStarted` comes with the session)."""
+        model and permission mode (:class:`SessionStarted` comes with the session).
+
+        Each step waits while the agent runs, up to ``options.start_timeout`` in all
+        (an agent that dies fails at once, with its stderr); a start stuck past it
+        is given up and tried once more (nothing was prompted yet), then fails with
+        :class:`BodyTimeoutError` naming the step."""
         if self._transport is not None:
             raise AcpStateError(f"{self.agent.name}: body already started")
-        self._transport = await self._started_transport()
-        self._supervisor = asyncio.create_task(self._supervise(), name=f"acp:{self.agent.name}")
-        await self._ready.wait()
         try:
-            timeout = float(self.options.extra.get("start_timeout", START_TIMEOUT))
-            async with asyncio.timeout(timeout):
-                await self._handshake()
-        except TimeoutError as exc:
-            await self.close()
-            raise BodyTimeoutError(f"{self.agent.name}: no session within {timeout}s") from exc
+            try:
+                await self._start_once()
+            except _StuckStartError as exc:
+                await self._discard_start(exc)
+                await self._start_once()
         except AcpRpcError as exc:
             said = self._first_stderr_line()
             await self.close()
@@ -150,6 +158,42 @@ class AcpBody(Body):
         except BaseException:
             await self.close()
             raise
+
+    async def _start_once(self) -> None:
+        self._transport = await self._started_transport()
+        self._supervisor = asyncio.create_task(self._supervise(), name=f"acp:{self.agent.name}")
+        await self._ready.wait()
+        limit = self.options.start_timeout
+        self._start_deadline = asyncio.get_running_loop().time() + limit
+        try:
+            await self._handshake()
+        except BodyTimeoutError as exc:
+            step = self._step or "the handshake"
+            raise _StuckStartError(
+                f"{self.agent.name}: start step {step} got no answer within {limit:g}s "
+                "while the agent ran ([daemon] body_start_timeout_s)"
+            ) from exc
+        finally:
+            self._start_deadline = None
+
+    async def _discard_start(self, exc: _StuckStartError) -> None:
+        """Give up a start stuck in its handshake: end the agent, with no word of it
+        (the body has not started: no ``SessionEnded``), forget what it said, and
+        say that it starts once more."""
+        supervisor, self._supervisor = self._supervisor, None
+        if supervisor is not None:
+            supervisor.cancel()
+            await asyncio.gather(supervisor, return_exceptions=True)
+        if self._transport is not None:
+            await self._transport.close()
+        self._transport = None
+        self.codec = AcpCodec(body=self.agent.name, quirks=self.agent.quirks)
+        self._router = RequestRouter[RpcReply](self.agent.name)
+        self._ready = asyncio.Event()
+        self._handlers.clear()
+        while not self._events.empty():
+            self._events.get_nowait()
+        await self._emit(Notice(kind="warning", message=f"{exc}; starting it once more"))
 
     def _first_stderr_line(self) -> str | None:
         """The first line the agent wrote on stderr: why a failed start failed
@@ -162,7 +206,7 @@ class AcpBody(Body):
 
     async def _started_transport(self) -> AgentTransport:
         """The agent's process: detached (outliving us) with ``options.run_dir``."""
-        return await start_transport(self._spawn_spec(), self.options.run_dir, self.options.raw_tap)
+        return await self._start_cli(self._spawn_spec())
 
     @classmethod
     def _for_attach(cls, options: BodyOptions) -> AcpBody:
@@ -200,6 +244,7 @@ class AcpBody(Body):
         for stream, line in lines:
             if stream == "stdin":
                 self.codec.note_sent(line)
+                self._mode_by_args &= '"session/set_mode"' not in line
             else:
                 self.codec.feed(line)
         # The session's opening may be punched out of stdout by now (discard_before).
@@ -217,6 +262,7 @@ class AcpBody(Body):
         flag = self.agent.quirks.model_flag
         if flag and self.options.model:
             argv += [flag, self.options.model]
+        argv += self.agent.quirks.mode_args.get(self.options.permission_mode, ())
         argv += self.options.extra_args
         env = {**self.options.child_env(), **self.agent.env}
         return SpawnSpec(argv=argv, cwd=self.options.cwd, env=env)
@@ -242,13 +288,14 @@ class AcpBody(Body):
         from its reply), then apply model and permission mode."""
         self.codec.requested_model = self.options.model
         self.codec.requested_mode = self.options.permission_mode
-        await self._call(self.codec.initialize(), self.options.control_timeout * 4)
+        await self._call(self.codec.initialize())
         await self._open_session()
         model = self.options.model
         if model and not self.agent.quirks.model_flag and model != self.codec.state.current_model:
             await self.set_model(model)
-        if self.options.permission_mode != "default":
-            await self.set_permission_mode(self.options.permission_mode)
+        mode = self.options.permission_mode
+        if mode != "default" and mode not in self.agent.quirks.mode_args:
+            await self.set_permission_mode(mode)
         self.native_session_id = self.codec.state.session_id
         self.model = self.codec.state.current_model or self.options.model
 
@@ -256,7 +303,8 @@ class AcpBody(Body):
         """``session/load`` of ``options.resume`` where the agent can; otherwise, or
         when the load fails, a new session (rebuilt from ``options.history``)."""
         cwd = str(self.roots.roots[0])
-        servers = [*acp_servers(self.options), *self.options.extra.get("mcp_servers", ())]
+        own = acp_servers(self.options, http=self._agent_takes_http())
+        servers = [*own, *self.options.extra.get("mcp_servers", ())]
         resume = self.options.resume
         why = "no native session to resume"
         if resume and self.codec.can_load_session:
@@ -281,6 +329,14 @@ class AcpBody(Body):
         await self._call(self.codec.new_session(cwd, servers, extra))
         await self._resumed(False, why)
 
+    def _agent_takes_http(self) -> bool:
+        """Whether the agent's ``initialize`` said it reaches HTTP MCP servers (else
+        Chorus's goes through the stdio relay)."""
+        agent = self.codec.state.agent
+        caps = agent.agent_capabilities if agent else None
+        mcp = caps.mcp_capabilities if caps else None
+        return bool(mcp is not None and mcp.http)
+
     def _agent_takes_extra_roots(self) -> bool:
         agent = self.codec.state.agent
         caps = agent.agent_capabilities if agent else None
@@ -294,6 +350,9 @@ class AcpBody(Body):
         on a JSON-RPC error, :class:`BodyTimeoutError`, :class:`BodyCrashedError`."""
         request_id, line = request
         limit = limit if limit is not None else self.options.control_timeout
+        if self._start_deadline is not None:  # a handshake step: the start's deadline
+            limit = max(0.0, self._start_deadline - asyncio.get_running_loop().time())
+            self._step = self.codec.method_of(request_id)
 
         async def send() -> None:
             await self._write(line)
@@ -450,7 +509,30 @@ class AcpBody(Body):
 
     async def set_permission_mode(self, mode: str) -> None:
         """``session/set_mode`` to the agent's mode for Chorus ``mode`` (an agent mode id
-        is accepted as is)."""
+        is accepted as is); a mode the agent holds by its start arguments
+        (``quirks.mode_args``) needs nothing sent, while the agent still holds one."""
+        if mode in self.agent.quirks.mode_args:
+            self._keep_args_mode(mode)
+        else:
+            await self._set_agent_mode(mode)
+        self.permission_mode = mode
+        self._approved.clear()  # what the old mode allowed is asked again in the new one
+        note = self.agent.quirks.mode_notices.get(mode)
+        if note is not None:
+            await self._emit(Notice(kind="policy", message=f"{self.agent.name}: {note}"))
+
+    def _keep_args_mode(self, mode: str) -> None:
+        """Switch between modes the agent holds by its start arguments (the policy
+        tells them apart); raises :class:`UnsupportedControlError` once the agent left
+        them for a mode of its own, which it cannot be brought back from."""
+        if not self._mode_by_args:
+            raise self._unsupported(
+                "set_permission_mode",
+                f"{self.agent.name} cannot return to {mode!r} from {self.permission_mode!r}: "
+                "none of its own modes asks before a command; start a new session",
+            )
+
+    async def _set_agent_mode(self, mode: str) -> None:
         native = self._agent_mode(mode)
         try:
             await self._call(self.codec.set_mode(native))
@@ -458,11 +540,7 @@ class AcpBody(Body):
             if exc.code == METHOD_NOT_FOUND:
                 raise self._unsupported("set_permission_mode", str(exc)) from exc
             raise
-        self.permission_mode = mode
-        self._approved.clear()  # what the old mode allowed is asked again in the new one
-        note = self.agent.quirks.mode_notices.get(mode)
-        if note is not None:
-            await self._emit(Notice(kind="policy", message=f"{self.agent.name}: {note}"))
+        self._mode_by_args = False
 
     def _agent_mode(self, mode: str) -> str:
         """The agent's mode for Chorus ``mode``: a quirk's alias first (the agent may

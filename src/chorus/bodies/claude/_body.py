@@ -36,7 +36,7 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
-from chorus.bodies._detached import BodyHandle, start_transport, stdout_before
+from chorus.bodies._detached import BodyHandle, stdout_before
 from chorus.bodies._inject import claude_args
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import AgentTransport
@@ -189,8 +189,7 @@ class ClaudeBody(Body):
             model=self.options.model, permission_mode=self.permission_mode, resume=resume
         )
         argv += [*claude_args(self.options), *self.options.extra_args]
-        spec, tap = spawn_spec(self.options, argv), self.options.raw_tap
-        transport = await start_transport(spec, self.options.run_dir, tap)
+        transport = await self._start_cli(spawn_spec(self.options, argv))
         self._transport = transport
         self._resuming, self._resume_failed = resume is not None, False
         self._runner = asyncio.create_task(self._run(transport, self._codec, self._router))

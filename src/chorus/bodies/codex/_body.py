@@ -51,7 +51,6 @@ from chorus.bodies._detached import (
     BodyHandle,
     Sent,
     replay_lines,
-    start_transport,
 )
 from chorus.bodies._inject import codex_args
 from chorus.bodies._permissions import PermissionAnswer
@@ -89,10 +88,12 @@ OFFLINE_FLAGS: tuple[str, ...] = (
 APP_SERVER_ARGS: tuple[str, ...] = ("app-server", *OFFLINE_FLAGS)
 EXEC_ARGS: tuple[str, ...] = ("--json", "--skip-git-repo-check", *OFFLINE_FLAGS)
 
-#: A cold start of the 294 MB binary took 0.07-0.3 s; leave room for slow CI.
-INITIALIZE_TIMEOUT = 30.0
 #: Wait after each of SIGTERM / SIGKILL of a turn that ignored the interrupt.
 _SIGNAL_GRACE = 3.0
+
+
+class _StuckStartError(BodyTimeoutError):
+    """A start step got no answer in time while app-server ran."""
 
 
 def codex_executable(options: BodyOptions) -> Path:
@@ -165,41 +166,83 @@ class CodexBody(Body):
     async def start(self) -> None:
         """Spawn app-server, ``initialize``, open the thread. On failure closes what it
         started and raises (:class:`BodyCrashedError`, :class:`BodyTimeoutError`,
-        :class:`CodexRequestError` e.g. for an unknown ``resume`` thread)."""
+        :class:`CodexRequestError` e.g. for an unknown ``resume`` thread).
+
+        Each step waits while app-server runs, up to ``options.start_timeout`` in all
+        (one that dies fails at once, with its stderr); a start stuck past it is given
+        up and tried once more (nothing was prompted yet), then fails naming the step."""
         if self._transport is not None:
             raise RuntimeError("CodexBody.start() called twice")
         try:
-            await self._spawn()
-            timeout = max(self.options.control_timeout, INITIALIZE_TIMEOUT)
-            await self._request(self._codec.initialize(), timeout=timeout)
-            await self._write(self._codec.initialized())
-            await self._open_thread(timeout)
+            try:
+                await self._start_once()
+            except _StuckStartError as exc:
+                await self._discard_start(exc)
+                await self._start_once()
         except BaseException:
             await self.close()
             raise
 
-    async def _open_thread(self, timeout: float) -> None:  # noqa: ASYNC109 - a request deadline
+    async def _start_once(self) -> None:
+        await self._spawn()
+        deadline = asyncio.get_running_loop().time() + self.options.start_timeout
+        await self._start_request(self._codec.initialize(), deadline)
+        await self._write(self._codec.initialized())
+        await self._open_thread(deadline)
+
+    async def _start_request(self, request: Request, deadline: float) -> JsonDict:
+        """A request of the start: it waits while app-server runs, up to ``deadline``."""
+        left = max(0.0, deadline - asyncio.get_running_loop().time())
+        try:
+            return await self._request(request, timeout=left)
+        except BodyTimeoutError as exc:
+            limit = self.options.start_timeout
+            raise _StuckStartError(
+                f"codex: start step {request.method} got no answer within {limit:g}s "
+                "while app-server ran ([daemon] body_start_timeout_s)"
+            ) from exc
+
+    async def _discard_start(self, exc: _StuckStartError) -> None:
+        """Give up a start stuck in its handshake: end app-server, with no word of it
+        (the body has not started: no ``SessionEnded``), forget what it said, and say
+        that it starts once more."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            runner.cancel()
+            await asyncio.gather(runner, return_exceptions=True)
+        if self._transport is not None:
+            await self._transport.close()
+        self._transport = None
+        writable_roots = self._codec.writable_roots
+        self._codec = AppServerCodec()
+        self._codec.writable_roots = writable_roots
+        self._router = RequestRouter[RpcResponse](self.name)
+        while not self._events.empty():
+            self._events.get_nowait()
+        await self._emit(Notice(kind="warning", message=f"{exc}; starting it once more"))
+
+    async def _open_thread(self, deadline: float) -> None:
         """``thread/start``, or resume / fork ``options.resume``; a resume of a thread Codex
         does not know starts a new thread once, with a ``resume_fallback`` Notice."""
         cwd, mode, model = str(self.options.cwd), self.permission_mode, self.options.model
         resume = self.options.resume
         if resume is None:
-            await self._request(
-                self._codec.thread_start(cwd=cwd, mode=mode, model=model), timeout=timeout
+            await self._start_request(
+                self._codec.thread_start(cwd=cwd, mode=mode, model=model), deadline
             )
             await self._resumed(False, "no native session to resume")
             return
         fork = bool(self.options.extra.get("fork"))
         opener = self._codec.thread_fork if fork else self._codec.thread_resume
         try:
-            await self._request(opener(resume, cwd=cwd, mode=mode, model=model), timeout=timeout)
+            await self._start_request(opener(resume, cwd=cwd, mode=mode, model=model), deadline)
         except CodexRequestError as exc:
             if exc.error_code != ErrorCode.SESSION_NOT_FOUND:
                 raise
             message = f"Codex thread {resume} was not found; started a new thread"
             await self._emit(Notice(message=message, kind="resume_fallback"))
-            await self._request(
-                self._codec.thread_start(cwd=cwd, mode=mode, model=model), timeout=timeout
+            await self._start_request(
+                self._codec.thread_start(cwd=cwd, mode=mode, model=model), deadline
             )
             await self._resumed(False, f"Codex thread {resume} was not found")
             return
@@ -209,7 +252,7 @@ class CodexBody(Body):
         exe = str(codex_executable(self.options))
         argv = [exe, *APP_SERVER_ARGS, *codex_args(self.options), *self.options.extra_args]
         spec = SpawnSpec(argv=argv, cwd=self.options.cwd, env=self.options.child_env())
-        transport = await start_transport(spec, self.options.run_dir, self.options.raw_tap)
+        transport = await self._start_cli(spec)
         self._transport = transport
         self._runner = asyncio.create_task(self._run(transport))
 

@@ -1,0 +1,160 @@
+"""The audit anchor: where an audit log stood, kept in the store, outside the log's own
+two files (``audit.jsonl`` and ``head.json``).
+
+One row per log (``log``: host and path): how many entries it held, the last one's
+hash, the byte offset just after that entry, and a signature the audit log makes
+(the store only keeps it). :meth:`AnchorCell.advance` is a compare-and-set on the
+entry count, so two processes appending to one log cannot move it backwards.
+
+The cells are synchronous on purpose: the audit log is used from the daemon and
+from short CLI commands alike, with or without a running daemon. Each call
+opens its own short connection: to ``chorus.db`` (the schema migrated as
+:class:`SqliteStore` would), or to ``[store] url`` (whose schema the daemon
+migrates when it starts). Appends reach them from a background thread, never the
+event loop that appended.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from chorus.config import ChorusConfig, load_config
+from chorus.store._errors import StoreError
+from chorus.store._migrations import migrate
+from chorus.store._postgres import CONNECT_TIMEOUT_S, redact_url
+
+_COLUMNS = "log, entries, head_hash, end_offset, mac, updated_at"
+
+
+@dataclass(frozen=True, slots=True)
+class AuditAnchor:
+    """Where the log ``log`` stood: ``entries`` entries, the last one hashing to
+    ``head_hash`` and ending at byte ``end_offset``; ``mac`` signs the rest."""
+
+    log: str
+    entries: int
+    head_hash: str
+    end_offset: int
+    mac: str
+    updated_at: float
+
+    def row(self) -> tuple[Any, ...]:
+        return (self.log, self.entries, self.head_hash, self.end_offset, self.mac, self.updated_at)
+
+
+class AnchorCell(ABC):
+    """The anchor rows of one store. Safe to use from several threads."""
+
+    @abstractmethod
+    def load(self, log: str) -> AuditAnchor | None:
+        """The anchor of ``log``, None when there is none. Raises :class:`StoreError`."""
+
+    @abstractmethod
+    def advance(self, anchor: AuditAnchor, expected: int | None) -> bool:
+        """Store ``anchor`` if the stored one holds ``expected`` entries (None: if there
+        is none yet); False when it did not (another writer moved it first)."""
+
+
+class SqliteAnchorCell(AnchorCell):
+    """The anchor in the SQLite store (``CHORUS_HOME/chorus.db`` unless ``path``).
+    Each call opens and closes its own connection (the schema is migrated once)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        from chorus.store._sqlite import default_db_path
+
+        self.path = path or default_db_path()
+        self._lock = threading.Lock()
+        self._migrated = False
+
+    def load(self, log: str) -> AuditAnchor | None:
+        if not self._migrated and not self.path.exists():
+            return None  # no store yet: nothing anchored, and reading makes none
+        sql = f"SELECT {_COLUMNS} FROM audit_anchor WHERE log = ?"
+        row = self._run(lambda c: c.execute(sql, (log,)).fetchone())
+        return None if row is None else AuditAnchor(*row)
+
+    def advance(self, anchor: AuditAnchor, expected: int | None) -> bool:
+        if expected is None:
+            sql = _INSERT.replace("%s", "?")
+            args: tuple[Any, ...] = anchor.row()
+        else:
+            sql, args = _UPDATE.replace("%s", "?"), (*anchor.row()[1:], anchor.log, expected)
+        count: int = self._run(lambda c: c.execute(sql, args).rowcount)
+        return count == 1
+
+    def _run(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        with self._lock:
+            try:
+                conn = self._connect()
+                try:
+                    return fn(conn)
+                finally:
+                    conn.close()
+            except sqlite3.Error as exc:
+                raise StoreError(f"{self.path}: the audit anchor: {exc}") from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        if not self._migrated:
+            try:
+                migrate(conn)
+            except BaseException:
+                conn.close()
+                raise
+            self._migrated = True
+        return conn
+
+
+_INSERT = (
+    f"INSERT INTO audit_anchor ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT (log) DO NOTHING"
+)
+_UPDATE = (
+    "UPDATE audit_anchor SET entries = %s, head_hash = %s, end_offset = %s, mac = %s,"
+    " updated_at = %s WHERE log = %s AND entries = %s"
+)
+
+
+class PgAnchorCell(AnchorCell):
+    """The anchor in the PostgreSQL store at ``url`` (its schema migrated by the
+    daemon). Each call opens and closes its own connection."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def load(self, log: str) -> AuditAnchor | None:
+        sql = f"SELECT {_COLUMNS} FROM audit_anchor WHERE log = %s"
+        row = self._run(lambda c: c.execute(sql.encode(), (log,)).fetchone())
+        return None if row is None else AuditAnchor(*row)
+
+    def advance(self, anchor: AuditAnchor, expected: int | None) -> bool:
+        if expected is None:
+            sql, args = _INSERT, anchor.row()
+        else:
+            sql, args = _UPDATE, (*anchor.row()[1:], anchor.log, expected)
+        count: int = self._run(lambda c: c.execute(sql.encode(), args).rowcount)
+        return count == 1
+
+    def _run(self, fn: Callable[[psycopg.Connection[tuple[Any, ...]]], Any]) -> Any:
+        try:
+            with psycopg.connect(
+                self.url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S)
+            ) as conn:
+                return fn(conn)
+        except psycopg.Error as exc:
+            raise StoreError(f"{redact_url(self.url)}: the audit anchor: {exc}") from exc
+
+
+def audit_anchor_cell(config: ChorusConfig | None = None) -> AnchorCell:
+    """The anchor cell of the configured store (``[store] url``, else SQLite)."""
+    url = (config or load_config()).store.url
+    return SqliteAnchorCell() if url is None else PgAnchorCell(url)
