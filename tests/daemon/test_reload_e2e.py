@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from chorus.events import PermissionDecision, Routed
-from chorus.testing import shell, text
+from chorus.testing import offline_env, shell, text
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -67,3 +67,53 @@ def test_a_bad_policy_is_refused_with_its_key_and_nothing_applies(
     assert "router.strategy" in done.stderr
     status = daemon.run("status", "--json")
     assert json.loads(status.stdout)["daemon"] == "running"  # still up, as it was
+
+
+def _acp_agent(daemon: Daemon, name: str, lane: str) -> str:
+    """``[agents.<name>]``: the real claude-code-acp adapter under a name of its own,
+    pointed at ``lane`` of the scripted server."""
+    env = offline_env("claude", daemon.work.parent / f"{name}-home", daemon.server.lane_url(lane))
+    lines = [f"[agents.{name}]", 'protocol = "acp"', 'command = "claude-code-acp"']
+    lines += [f"[agents.{name}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
+    return "\n".join(lines) + "\n"
+
+
+def test_reload_adds_changes_and_removes_an_acp_agent_without_a_restart(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    daemon = daemon_with()
+    config = daemon.home / "config.toml"
+    base = config.read_text()
+    assert daemon.run("start").returncode == 0
+    pid = daemon.client.status()["pid"]
+
+    config.write_text(base + _acp_agent(daemon, "mine", "first"))
+    added = daemon.run("reload")
+    assert added.returncode == 0, added.stderr
+    assert "applied: agents.mine.*" in added.stdout
+    assert "agents added: mine" in added.stdout
+    daemon.server.script([text("hello from mine")], lane="first")
+    first = daemon.ask("say hello", "--body", "mine")
+    assert [e.to_body for e in first if isinstance(e, Routed)] == ["mine"]
+    assert len(daemon.server.turn_requests(lane="first")) == 1
+    session = first[-1].session_id
+
+    # Changed: the idle body of the session is closed; its next turn starts anew.
+    config.write_text(base + _acp_agent(daemon, "mine", "second"))
+    changed = json.loads(daemon.run("reload", "--json").stdout)
+    assert changed["agents"] == {"added": [], "changed": ["mine"], "removed": []}
+    assert changed["bodies"]["closed"] == [session]
+    # (twice: under load the resumed adapter was once seen to send its turn again)
+    daemon.server.script([text("hello again"), text("hello again")], lane="second")
+    again = daemon.ask("once more", "--session", session)
+    assert "hello again" in [getattr(e, "text", None) for e in again]
+    assert daemon.server.turn_requests(lane="second")  # the new settings
+    assert len(daemon.server.turn_requests(lane="first")) == 1  # not the old body
+
+    config.write_text(base)
+    removed = json.loads(daemon.run("reload", "--json").stdout)
+    assert removed["agents"]["removed"] == ["mine"]
+    gone = daemon.run("ask", "hi", "--body", "mine")
+    assert gone.returncode == 2
+    assert "unknown body 'mine'" in gone.stderr
+    assert daemon.client.status()["pid"] == pid  # the same daemon throughout

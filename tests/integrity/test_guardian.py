@@ -89,3 +89,69 @@ def test_a_tampered_copy_is_not_written_back(home: Path) -> None:
     (incident,) = guardian.check()
     assert not incident.restored
     assert not (home / "workspace" / "SOUL.md").exists()  # put aside, nothing forged back
+
+
+def test_an_edit_put_aside_is_named_until_the_next_accept(home: Path) -> None:
+    guardian = Guardian(clock=clock)
+    guardian.check()
+    config = home / "config.toml"
+    config.write_text("[daemon]\nmax_parallel_jobs = 2\n")
+    (incident,) = guardian.check()
+    assert config.read_text() == "[daemon]\n"
+    assert guardian.put_aside("config.toml") == incident.quarantined
+    guardian.accept("config.toml")  # the same baseline again (a reload of nothing new)
+    assert guardian.put_aside("config.toml") == incident.quarantined
+    config.write_text("[daemon]\nmax_parallel_jobs = 3\n")
+    assert guardian.put_aside("config.toml") is None  # a newer edit is there to take
+    guardian.accept("config.toml")
+    config.write_text("[daemon]\n")
+    guardian.accept("config.toml")
+    assert guardian.put_aside("config.toml") is None  # another baseline: forgotten
+
+
+def test_take_back_puts_the_edit_in_place_as_the_baseline(home: Path) -> None:
+    guardian = Guardian(clock=clock)
+    guardian.check()
+    config = home / "config.toml"
+    config.chmod(0o600)
+    config.write_text("[daemon]\nmax_parallel_jobs = 2\n")
+    (incident,) = guardian.check()
+    seen: list[str] = []
+    kept = guardian.take_back("config.toml", lambda: seen.append(config.read_text()))
+    assert kept == incident.quarantined
+    assert seen == ["[daemon]\nmax_parallel_jobs = 2\n"]  # checked in place
+    assert config.read_text() == "[daemon]\nmax_parallel_jobs = 2\n"
+    assert config.stat().st_mode & 0o777 == 0o600
+    assert guardian.check() == []
+    assert guardian.put_aside("config.toml") is None
+    with pytest.raises(LookupError):
+        guardian.take_back("config.toml", lambda: None)
+
+
+def test_a_take_back_that_fails_its_check_leaves_everything_as_it_was(home: Path) -> None:
+    guardian = Guardian(clock=clock)
+    guardian.check()
+    config = home / "config.toml"
+    config.write_text("[daemon]\nbogus = 1\n")
+    (incident,) = guardian.check()
+
+    def check() -> None:
+        raise ValueError("daemon.bogus: not a setting")
+
+    with pytest.raises(ValueError, match="bogus"):
+        guardian.take_back("config.toml", check)
+    assert config.read_text() == "[daemon]\n"
+    assert guardian.check() == []
+    assert guardian.put_aside("config.toml") == incident.quarantined  # to fix and take
+
+
+def test_the_notice_says_how_to_keep_an_edit(home: Path) -> None:
+    from chorus.integrity._watch import told
+
+    guardian = Guardian(clock=clock)
+    guardian.check()
+    (home / "config.toml").write_text("[daemon]\nmax_parallel_jobs = 2\n")
+    (home / "workspace" / "SOUL.md").write_text("changed\n")
+    said = {i.name: told(i) for i in guardian.check()}
+    assert said["config.toml"].endswith("If it was your edit: chorus reload --take-back")
+    assert "copy it back, then chorus integrity accept SOUL.md" in said["SOUL.md"]

@@ -1,7 +1,9 @@
 """Body names → body classes, imported lazily so a missing extra never breaks startup.
 
 Built-in names cover every CLI and mode; ``[agents.<name>]`` entries in
-config.toml with ``protocol = "acp"`` add any ACP agent by config alone.
+config.toml with ``protocol = "acp"`` add any ACP agent by config alone. Every
+function reads the config it is given (nothing is cached), so a reloaded config
+adds, changes and removes ACP agents at once.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from chorus._errors import UnknownBodyError
+from chorus._errors import ConfigError, UnknownBodyError
 from chorus.bodies._body import Body, BodyOptions
 from chorus.config import ChorusConfig, load_config
 
@@ -35,7 +37,31 @@ CLI_OF: dict[str, str] = {
 def _acp_names(config: ChorusConfig) -> list[str]:
     """ACP agents (built-in entries such as codex-acp, and config entries)."""
     acp: Any = importlib.import_module("chorus.bodies.acp")
+    _check_no_shadowing(config, acp.BUILTIN_AGENTS)
     return [n for n in acp.acp_agents(config) if n not in _BUILTIN]
+
+
+def _check_no_shadowing(config: ChorusConfig, acp_builtins: Any) -> None:
+    """A ``protocol = "acp"`` entry may not take the name of a built-in body that
+    speaks another protocol: that body would run the ACP agent's command."""
+    for name, entry in config.agents.items():
+        if entry.protocol == "acp" and name in _BUILTIN and name not in acp_builtins:
+            raise ConfigError(
+                f"agents.{name}.protocol: {name!r} is a built-in body with its own protocol;"
+                f" give the ACP agent another name (e.g. [agents.{name}-acp-mine])"
+            )
+
+
+def _unknown(name: str, config: ChorusConfig) -> UnknownBodyError:
+    """The error for a body nobody knows, saying what a near miss lacks."""
+    known = ", ".join(body_names(config))
+    entry = config.agents.get(name)
+    if entry is not None and entry.protocol != "acp":
+        return UnknownBodyError(
+            f'unknown body {name!r}: [agents.{name}] has no protocol = "acp" (add it to run'
+            f" {name!r} as an ACP agent); known bodies: {known}"
+        )
+    return UnknownBodyError(f"unknown body {name!r}; known bodies: {known}")
 
 
 def body_names(config: ChorusConfig | None = None) -> list[str]:
@@ -54,8 +80,7 @@ def body_class(name: str, config: ChorusConfig | None = None) -> type[Body]:
     if name in _acp_names(config):
         acp: Any = importlib.import_module("chorus.bodies.acp")
         return acp.AcpBody  # type: ignore[no-any-return]
-    known = ", ".join(body_names(config))
-    raise UnknownBodyError(f"unknown body {name!r}; known bodies: {known}")
+    raise _unknown(name, config)
 
 
 def create_body(name: str, options: BodyOptions, config: ChorusConfig | None = None) -> Body:
@@ -78,7 +103,6 @@ def check_installed(name: str, config: ChorusConfig | None = None) -> None:
         find_agent(CLI_OF[name])
         return
     if name not in _acp_names(config):
-        known = ", ".join(body_names(config))
-        raise UnknownBodyError(f"unknown body {name!r}; known bodies: {known}")
+        raise _unknown(name, config)
     acp: Any = importlib.import_module("chorus.bodies.acp")
     acp.acp_agent(name, config).executable()

@@ -44,6 +44,7 @@ def _register() -> None:
         _flags_cmd,
         _fronts_cmd,
         _gateway_cmd,
+        _init_cmd,
         _integrity_cmd,
         _memory_cmd,
         _policy_cmd,

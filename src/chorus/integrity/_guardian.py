@@ -19,10 +19,18 @@ changed or deleted    the changed file is moved to ``integrity/quarantine/``, th
 
 A deliberate edit is taken with ``chorus integrity accept FILE`` (a local file
 operation: no API a body could call); Chorus code that writes one of these files
-itself calls :func:`Guardian.accept` after writing. The daemon trusts config.toml
-and policy.toml as they are when it starts (a person starts it, and both are
-validated then) and ``chorus reload`` accepts them; while it runs, a change to
-any of the four that was not reloaded or accepted is undone.
+itself (``chorus init``) calls :func:`Guardian.accept` after writing. The daemon
+trusts config.toml and policy.toml as they are when it starts (a person starts it,
+and both are validated then) and ``chorus reload`` accepts them; while it runs, a
+change to any of the four that was not reloaded or accepted is undone.
+
+No body can write config.toml or policy.toml (the sandbox hides CHORUS_HOME but
+for ``memory/`` and ``workspace/``), so a change to them is a person's
+edit or something outside every sandbox. A person's edit that a check put aside
+before ``chorus reload`` could take it is not lost: the baseline entry names it
+(:meth:`Guardian.put_aside`) until the next accept, and ``chorus reload
+--take-back`` puts it back, checked, and applies it (:meth:`Guardian.take_back`).
+Nothing is taken back without a person asking.
 """
 
 from __future__ import annotations
@@ -44,6 +52,8 @@ GUARDED: dict[str, str] = {
     "policy.toml": "policy.toml",
     "config.toml": "config.toml",
 }
+#: The guarded files a person edits and ``chorus reload`` takes.
+RELOADED = ("config.toml", "policy.toml")
 _ABSENT = "absent"
 
 
@@ -146,6 +156,7 @@ class Guardian:
         kept = None
         if path.exists():
             kept = self._quarantine(path, state.name, now)
+            self._note_put_aside(state.name, kept)
         restored = self._restore(state.name, path, state.baseline or _ABSENT)
         return Incident(
             state.name, state.path, state.baseline or "", state.current, kept, restored, now
@@ -158,6 +169,12 @@ class Guardian:
         os.replace(path, target)
         return str(target)
 
+    def _note_put_aside(self, name: str, kept: str) -> None:
+        base = self._baselines()
+        if name in base:
+            base[name]["put_aside"] = kept
+            self._write_baselines(base)
+
     def _restore(self, name: str, path: Path, expected: str) -> bool:
         copy = self.root / "copies" / name
         try:
@@ -166,11 +183,47 @@ class Guardian:
             return False
         if hashlib.sha256(data).hexdigest() != expected:
             return False  # the copy itself is not the baseline: leave it to a person
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.chorus-restore")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        _write(path, data)
         return True
+
+    # -- taking back ---------------------------------------------------------------
+
+    def put_aside(self, name: str) -> str | None:
+        """The change to ``name`` put aside since its baseline was taken, while the
+        file is still that baseline (else there is a newer edit to take instead)."""
+        entry = self._baselines().get(name) or {}
+        kept = entry.get("put_aside")
+        if not isinstance(kept, str) or not self._state(name, entry).ok:
+            return None
+        found = Path(kept)
+        return kept if found.parent == self.root / "quarantine" and found.is_file() else None
+
+    def take_back(self, name: str, check: Callable[[], object]) -> str:
+        """Put the change :meth:`put_aside` names back in place and take it as the
+        baseline, if ``check`` (reading the file in place) raises nothing; else the
+        file and its baseline are left as they were. Returns the put-aside file."""
+        kept = self.put_aside(name)
+        if kept is None:
+            raise LookupError(name)
+        path = self.path_of(name)
+        before = path.read_bytes() if path.exists() else None
+        _write(path, Path(kept).read_bytes())
+        self.accept(name)
+        try:
+            check()
+        except Exception:
+            self._put(path, before)
+            self.accept(name)
+            self._note_put_aside(name, kept)  # still there to take, once it is fixed
+            raise
+        return kept
+
+    @staticmethod
+    def _put(path: Path, data: bytes | None) -> None:
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            _write(path, data)
 
     # -- accepting -----------------------------------------------------------------
 
@@ -188,9 +241,13 @@ class Guardian:
         if data is not None:
             (copies / name).write_bytes(data)
         base = self._baselines()
-        base[name] = {"sha256": sha, "accepted_at": float(self._clock())}
+        entry: dict[str, object] = {"sha256": sha, "accepted_at": float(self._clock())}
+        earlier = base.get(name, {})
+        if earlier.get("sha256") == sha and "put_aside" in earlier:
+            entry["put_aside"] = earlier["put_aside"]  # the same baseline: still waiting
+        base[name] = entry
         self._write_baselines(base)
-        return self._state(name, base[name])
+        return self._state(name, entry)
 
     def _write_baselines(self, base: dict[str, dict[str, object]]) -> None:
         self._private(self.root)
@@ -203,3 +260,13 @@ class Guardian:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         folder.chmod(0o700)
         return folder
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` in one step (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+    tmp = path.with_name(f".{path.name}.chorus-restore")
+    tmp.write_bytes(data)
+    tmp.chmod(mode)
+    os.replace(tmp, path)

@@ -143,7 +143,7 @@ class BodyLauncher:
         self.config = config
         self.store = store
         self.guards = guards
-        self._factory = factory or (lambda name, opts: create_body(name, opts, config))
+        self._factory = factory or (lambda name, opts: create_body(name, opts, self.config))
         self._noticed: set[tuple[str, str, str]] = set()  # (session, job, notice) logged
 
     def create(self, record: SessionRecord, launch: Launch) -> Body:

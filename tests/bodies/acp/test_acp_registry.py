@@ -86,3 +86,43 @@ def test_missing_executable_names_the_package(
     monkeypatch.setenv("CHORUS_AGENTS_DIR", str(tmp_path / "agents"))
     with pytest.raises(AgentNotFoundError, match="@zed-industries/claude-code-acp"):
         acp_agent("claude-code-acp").executable()
+
+
+def test_a_configured_name_must_be_a_plain_body_name(chorus_home: Path) -> None:
+    _config(chorus_home, '[agents."../x"]\nprotocol = "acp"\ncommand = "/opt/x"\n')
+    with pytest.raises(ConfigError, match="body name"):
+        acp_agent("../x")
+
+
+def test_an_acp_entry_may_not_take_a_builtin_bodys_name(chorus_home: Path) -> None:
+    from chorus.bodies import body_names
+
+    _config(chorus_home, '[agents.claude]\nprotocol = "acp"\ncommand = "claude-code-acp"\n')
+    with pytest.raises(ConfigError, match=r"agents\.claude\.protocol"):
+        body_names(load_config())
+    _config(chorus_home, '[agents.gemini]\nprotocol = "acp"\ncommand = "/opt/gemini"\n')
+    assert "gemini" in body_names(load_config())  # Gemini's body is ACP already
+
+
+def test_an_entry_without_protocol_is_named_in_the_unknown_body_error(chorus_home: Path) -> None:
+    from chorus.bodies import body_class, check_installed
+
+    _config(chorus_home, '[agents.mine]\ncommand = "/opt/mine"\n')
+    with pytest.raises(UnknownBodyError, match=r'\[agents\.mine\] has no protocol = "acp"'):
+        check_installed("mine", load_config())
+    with pytest.raises(UnknownBodyError, match="known bodies: claude"):
+        body_class("nobody", load_config())
+
+
+def test_the_registry_reads_the_config_it_is_given() -> None:
+    """A daemon's reload passes a new config: its agents count at once."""
+    from chorus.bodies import body_names
+    from chorus.config import ChorusConfig
+
+    before = ChorusConfig()
+    after = ChorusConfig.model_validate(
+        {"agents": {"mine": {"protocol": "acp", "command": "/opt/mine"}}}
+    )
+    assert "mine" not in body_names(before)
+    assert "mine" in body_names(after)
+    assert acp_agent("mine", after).command == "/opt/mine"

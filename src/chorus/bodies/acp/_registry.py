@@ -10,10 +10,14 @@ Any ACP agent is usable by configuration alone::
 
 A ``[agents.<built-in>]`` section overrides a built-in entry's command, args or
 env (added to the built-in env) and keeps its quirks and capabilities.
+
+The registry is read from the config it is given each time (nothing is cached), so
+a daemon that reloads its config adds, changes and removes agents at once.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -51,6 +55,10 @@ GEMINI_ACP_CAPABILITIES = replace(
     resume=Support.UNSUPPORTED,  # session/load fails and destroys the stored session
     rate_limit_signal=Support.NATIVE,  # JSON-RPC error code 429 on session/prompt
 )
+
+
+#: A configured agent's name is a body name: on the command line, in file names.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +139,11 @@ def acp_agent(name: str, config: ChorusConfig | None = None) -> AcpAgent:
         )
     if entry.protocol != "acp":
         raise UnknownBodyError(f'agent {name!r} is configured without protocol = "acp"')
+    if not _NAME.fullmatch(name):
+        raise ConfigError(
+            f"agents.{name}: an ACP agent's name is a body name: up to 64 letters, digits,"
+            " '.', '_' or '-', starting with a letter or digit"
+        )
     if not entry.command:
         raise ConfigError(f"[agents.{name}] needs a command to run an ACP agent")
     return AcpAgent(
