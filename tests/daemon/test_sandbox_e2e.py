@@ -27,7 +27,8 @@ POLICY = 'version = 1\nmode = "bypassPermissions"\n'
 
 @pytest.fixture
 def victim() -> Iterator[Path]:
-    """A folder outside every allowed root (not under /tmp, which bodies may write)."""
+    """A folder outside every allowed root (not under /tmp, which each body sees only
+    as its private one)."""
     folder = Path("/var/tmp") / f"chorus-victim-{uuid.uuid4().hex[:8]}"
     folder.mkdir(parents=True)
     (folder / "keep.txt").write_text("still here")
