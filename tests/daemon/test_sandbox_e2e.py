@@ -130,6 +130,7 @@ def test_every_escape_is_denied_or_fails_inside_the_sandbox(
     seen = _results(chorus, body)
     for secret in ("PRIVATE-KEY-MATERIAL", TOKEN, SECRET, "bypassPermissions"):
         assert secret not in seen, secret
+    assert (chorus.work / "inside.txt").exists(), seen[-1500:]
     assert (chorus.work / "inside.txt").read_text() == "inside\n"
 
 

@@ -127,7 +127,9 @@ def layout(
 def _homes(home: Path) -> list[Path]:
     """The body's home, and the daemon user's (from its environment and its
     password entry), whose secrets no body sees either."""
-    homes = [home, Path.home()]
+    homes = [home]
+    with contextlib.suppress(RuntimeError):  # no HOME and no password entry
+        homes.append(Path.home())
     with contextlib.suppress(ImportError, KeyError):
         import pwd
 
