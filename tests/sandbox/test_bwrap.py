@@ -34,7 +34,7 @@ def test_mounts_come_in_an_order_where_hiding_wins(tmp_path: Path) -> None:
     order = [line.index(str(p)) for p in paths]
     # A private tmp, what stays visible in it, writable, CHORUS_HOME hidden, shared back.
     assert order == sorted(order)
-    assert line[order[0] - 3 : order[0] + 1] == ["--perms", "0700", "--tmpfs", str(tmp_path)]
+    assert line[order[0] - 1 : order[0] + 1] == ["--tmpfs", str(tmp_path)]
     assert line[order[1] - 1] == "--ro-bind"
     assert "/usr/bin" not in line  # outside tmp: nothing to bind back
     assert ["--setenv", "TMPDIR", str(tmp_path)] == line[order[0] + 1 : order[0] + 4]

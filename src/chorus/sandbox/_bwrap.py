@@ -76,11 +76,12 @@ def argv(bwrap: str, layout: Layout, command: Sequence[str]) -> list[str]:
 
 
 def _private_tmp(layout: Layout, command: Sequence[str]) -> list[str]:
-    """A fresh tmpfs (mode 0700) on ``layout.tmp``, set as ``TMPDIR``; then what must
-    stay visible in it, and the program itself when it lives there."""
+    """A fresh tmpfs on ``layout.tmp`` (seen by no other process: its mode does not
+    matter), set as ``TMPDIR``; then what must stay visible in it, and the program
+    itself when it lives there."""
     if layout.tmp is None:
         return []
-    out = ["--perms", "0700", "--tmpfs", str(layout.tmp), "--setenv", "TMPDIR", str(layout.tmp)]
+    out = ["--tmpfs", str(layout.tmp), "--setenv", "TMPDIR", str(layout.tmp)]
     program = [Path(command[0])] if command and command[0].startswith("/") else []
     inside = [p for p in (*layout.visible, *program) if p.is_relative_to(layout.tmp)]
     return out + _binds("--ro-bind", outermost(inside))
