@@ -27,7 +27,8 @@ POLICY = 'version = 1\nmode = "bypassPermissions"\n'
 
 @pytest.fixture
 def victim() -> Iterator[Path]:
-    """A folder outside every allowed root (not under /tmp, which bodies may write)."""
+    """A folder outside every allowed root (not under /tmp, which each body sees only
+    as its private one)."""
     folder = Path("/var/tmp") / f"chorus-victim-{uuid.uuid4().hex[:8]}"
     folder.mkdir(parents=True)
     (folder / "keep.txt").write_text("still here")
@@ -129,6 +130,7 @@ def test_every_escape_is_denied_or_fails_inside_the_sandbox(
     seen = _results(chorus, body)
     for secret in ("PRIVATE-KEY-MATERIAL", TOKEN, SECRET, "bypassPermissions"):
         assert secret not in seen, secret
+    assert (chorus.work / "inside.txt").exists(), seen[-1500:]
     assert (chorus.work / "inside.txt").read_text() == "inside\n"
 
 

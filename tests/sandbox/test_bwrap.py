@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,12 +24,23 @@ def test_mounts_come_in_an_order_where_hiding_wins(tmp_path: Path) -> None:
         chorus_home=tmp_path / "home",
         shared=(tmp_path / "home" / "memory",),
         cwd=tmp_path / "work",
+        read_only=(tmp_path / "home" / "memory",),
+        tmp=tmp_path,
+        visible=(tmp_path / "body-home", Path("/usr/bin")),
     )
     line = argv("/usr/bin/bwrap", box, ["claude", "-p"])
     assert line[:4] == ["/usr/bin/bwrap", "--ro-bind", "/", "/"]
-    order = [line.index(str(p)) for p in (box.writable[0], box.chorus_home, box.shared[0])]
-    assert order == sorted(order)  # writable, then CHORUS_HOME hidden, then shared back
+    paths = (tmp_path, tmp_path / "body-home", *box.writable, box.chorus_home, *box.shared)
+    order = [line.index(str(p)) for p in paths]
+    # A private tmp, what stays visible in it, writable, CHORUS_HOME hidden, shared back.
+    assert order == sorted(order)
+    assert line[order[0] - 1 : order[0] + 1] == ["--tmpfs", str(tmp_path)]
+    assert line[order[1] - 1] == "--ro-bind"
+    assert "/usr/bin" not in line  # outside tmp: nothing to bind back
+    assert ["--setenv", "TMPDIR", str(tmp_path)] == line[order[0] + 1 : order[0] + 4]
     assert line[line.index(str(tmp_path / "work" / ".env")) - 2 :][:2] == ["--ro-bind", "/dev/null"]
+    memory = [i for i, a in enumerate(line) if a == str(tmp_path / "home" / "memory")]
+    assert [line[i - 1] for i in memory[::2]] == ["--bind", "--ro-bind"]  # read-only wins
     assert line[-3:] == ["--", "claude", "-p"]
 
 
@@ -43,23 +57,41 @@ def test_layout_from_the_default_policy(tmp_path: Path) -> None:
     (home / ".ssh").mkdir(parents=True)
     chorus_home.mkdir()
     (chorus_home / "memory").mkdir()
-    box = layout(Policy(), work, {"HOME": str(home)}, chorus_home)
-    assert work.resolve() in box.writable or any(
-        work.resolve().is_relative_to(p) for p in box.writable
+    box = layout(Policy(), work, {"HOME": str(home)}, chorus_home, cli="claude")
+    assert box.writable == (
+        work.resolve(),
+        (home / ".claude").resolve(),
+        (home / ".claude.json").resolve(),
+        (home / ".cache" / "claude-cli-nodejs").resolve(),
     )
     assert (work / "sub" / ".env").resolve() in box.hidden_files
     assert (work / "key.pem").resolve() in box.hidden_files
     assert (home / ".ssh").resolve() in box.hidden_dirs
     assert box.chorus_home == chorus_home.resolve()
     assert (chorus_home / "memory").resolve() in box.shared
+    assert (chorus_home / "memory").resolve() in box.read_only
+    assert (home / ".claude" / "settings.json").resolve() in box.read_only
+    assert box.tmp == Path("/tmp")
+    assert home.resolve() in box.visible
 
 
 def test_a_folder_inside_chorus_home_stays_reachable(tmp_path: Path) -> None:
     chorus_home = tmp_path / "ch"
-    work = chorus_home / "workspace"
+    work = chorus_home / "worktrees" / "job"
     work.mkdir(parents=True)
     box = layout(Policy(), work, {"HOME": str(tmp_path)}, chorus_home)
     assert work.resolve() in box.shared  # bound back after CHORUS_HOME is hidden
+    assert work.resolve() not in box.read_only
+
+
+def test_the_workspace_stays_read_only_even_as_the_jobs_folder(tmp_path: Path) -> None:
+    """Heartbeat jobs run in the workspace: they still cannot rewrite SOUL.md."""
+    chorus_home = tmp_path / "ch"
+    work = chorus_home / "workspace"
+    work.mkdir(parents=True)
+    box = layout(Policy(), work, {"HOME": str(tmp_path)}, chorus_home)
+    assert work.resolve() in box.shared
+    assert work.resolve() in box.read_only
 
 
 def test_modes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,21 +117,6 @@ def test_enforce_elsewhere_refuses_clearly(
     with pytest.raises(ConfigError, match=says) as caught:
         active("enforce")
     assert "mode = 'off'" in str(caught.value)
-
-
-def test_a_git_worktree_can_write_its_main_repository(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    other_tmp = tmp_path / "other-tmp"
-    other_tmp.mkdir()
-    monkeypatch.setattr("tempfile.gettempdir", lambda: str(other_tmp))
-    main_git = tmp_path / "repo" / ".git"
-    (main_git / "worktrees" / "job1").mkdir(parents=True)
-    work = tmp_path / "wt" / "job1"
-    work.mkdir(parents=True)
-    (work / ".git").write_text(f"gitdir: {main_git / 'worktrees' / 'job1'}\n")
-    box = layout(Policy(), work, {"HOME": str(tmp_path / "home")}, tmp_path / "ch")
-    assert main_git.resolve() in box.writable
 
 
 @pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
@@ -164,8 +181,8 @@ def test_denied_programs_are_stubs_that_say_why_inside_the_sandbox(tmp_path: Pat
 def test_a_body_can_read_but_not_rewrite_its_clis_generated_rules(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Gemini's policy file lives in the temporary folder, which bodies may write:
-    its folder is mounted read-only over that."""
+    """Gemini's policy file lives in the shared temporary folder, which a body sees
+    only as its private one: its folder is bound back read-only."""
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     rules = write_policy_file('[[rule]]\ntoolName = "x"\ndecision = "deny"\npriority = 1\n')
@@ -180,4 +197,104 @@ def test_a_body_can_read_but_not_rewrite_its_clis_generated_rules(
     assert "Read-only file system" in done.stderr
     assert 'decision = "deny"' in rules.read_text()
     assert not (rules.parent / "new").exists()
-    assert (tmp_path / "tmp" / "ok").exists()  # the rest of tmp stays writable
+    assert not (tmp_path / "tmp" / "ok").exists()  # the daemon's tmp is read-only too
+
+
+@pytest.fixture
+def real_tmp_file() -> Iterator[Path]:
+    """A file in the shared /tmp, outside every folder a body needs."""
+    path = Path("/tmp") / f"chorus-shared-{uuid.uuid4().hex[:8]}"
+    path.write_text("shared\n")
+    yield path
+    path.unlink(missing_ok=True)
+
+
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+def test_only_the_roots_the_clis_state_and_a_private_tmp_are_writable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, real_tmp_file: Path
+) -> None:
+    """The attack: a script appends to the home's startup files, the shared /tmp,
+    memory and workspace, the CLI's settings; each fails or lands only in the body's
+    own /tmp. Work folder, home and CHORUS_HOME all live under /tmp, as in tests."""
+    work, home, chorus_home = tmp_path / "work", tmp_path / "body-home", tmp_path / "ch"
+    daemon_home = tmp_path / "daemon-home"
+    for folder in (work, home, chorus_home / "memory", chorus_home / "workspace"):
+        folder.mkdir(parents=True)
+    (daemon_home / ".ssh").mkdir(parents=True)
+    (daemon_home / ".ssh" / "id_rsa").write_text("DAEMON-KEY")
+    monkeypatch.setenv("HOME", str(daemon_home))  # the daemon's own home (Path.home())
+    kept = {
+        home / ".bashrc": "# rc\n",
+        chorus_home / "memory" / "MEMORY.md": "- remembered\n",
+        chorus_home / "workspace" / "SOUL.md": "soul\n",
+        chorus_home / "workspace" / "HEARTBEAT.md": "- [ ] nothing\n",
+        real_tmp_file: "shared\n",
+    }
+    for path, text in kept.items():
+        path.write_text(text)
+    box = layout(Policy(), work, {"HOME": str(home)}, chorus_home, cli="claude")
+    wrapper = write_wrapper(tmp_path / "w.sh", str(bwrap_path()), box, Path("/bin/sh"))
+    attacks = [f"echo pwned >> {p}" for p in kept]
+    attacks += [
+        "mkdir -p ~/.local/bin ~/.config/systemd/user",
+        "echo '{\"hooks\": 1}' > ~/.claude/settings.json",
+        f"cat {daemon_home}/.ssh/id_rsa",
+        f"cat {chorus_home}/memory/MEMORY.md",  # still readable
+        f"cat {real_tmp_file}",  # the shared /tmp is not even seen
+        'echo "TMPDIR=$TMPDIR"; echo mine > /tmp/mine && cat /tmp/mine',
+        "echo state > ~/.claude/projects.txt && echo STATE",
+        "echo inside > inside.txt",
+    ]
+    env = {**os.environ, "HOME": str(home)}
+    done = subprocess.run(
+        [str(wrapper), "-c", "; ".join(attacks)], capture_output=True, text=True, cwd=work, env=env
+    )
+    assert all(path.read_text() == text for path, text in kept.items())
+    assert not (home / ".local").exists()
+    assert not (home / ".config").exists()
+    assert (home / ".claude" / "settings.json").read_text() == "{}\n"
+    assert "DAEMON-KEY" not in done.stdout
+    assert "- remembered" in done.stdout
+    assert "shared" not in done.stdout
+    assert "TMPDIR=/tmp\nmine\n" in done.stdout
+    assert not Path("/tmp/mine").exists()
+    assert (home / ".claude" / "projects.txt").read_text() == "state\n"
+    assert (work / "inside.txt").read_text() == "inside\n"
+    assert done.stderr.count("Read-only file system") >= len(kept), done.stderr
+
+
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+def test_a_program_under_tmp_still_runs(tmp_path: Path) -> None:
+    """A CLI installed under /tmp (as tests' stand-ins are) is bound back into the
+    private /tmp that hides the rest."""
+    work = tmp_path / "work"
+    work.mkdir()
+    program = tmp_path / "bin" / "fake-cli"
+    program.parent.mkdir()
+    program.write_text('#!/bin/sh\necho ran "$@"\n')
+    program.chmod(0o755)
+    box = layout(
+        Policy(), work, {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}, tmp_path / "ch"
+    )
+    wrapper = write_wrapper(tmp_path / "w.sh", str(bwrap_path()), box, program)
+    done = subprocess.run([str(wrapper), "a"], capture_output=True, text=True, cwd=work)
+    assert done.stdout == "ran a\n", done.stderr
+
+
+def test_secrets_of_every_home_are_hidden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The body's home (its environment), the daemon's (``Path.home()``) and the
+    daemon user's password entry: ``~/.ssh`` and the like hidden in each."""
+    homes = {name: tmp_path / name for name in ("body", "daemon", "passwd")}
+    for home in homes.values():
+        (home / ".ssh").mkdir(parents=True)
+        (home / ".netrc").write_text("machine x password y")
+    monkeypatch.setenv("HOME", str(homes["daemon"]))
+    monkeypatch.setattr(
+        "pwd.getpwuid", lambda uid: type("Entry", (), {"pw_dir": str(homes["passwd"])})()
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    box = layout(Policy(), work, {"HOME": str(homes["body"])}, tmp_path / "ch")
+    for home in homes.values():
+        assert (home / ".ssh").resolve() in box.hidden_dirs
+        assert (home / ".netrc").resolve() in box.hidden_files

@@ -36,6 +36,10 @@ def unquote(token: Sexp) -> str:
     return re.sub(r"\\(.)", r"\1", token[1:-1])
 
 
+#: The profile's parameters, as ``sandbox-exec -D`` would give them.
+PARAMS = {"CHORUS_TMP": "/private/tmp/chorus-body.AbCd1234"}
+
+
 def matches(rule: list[Sexp], op: str, path: Path) -> bool:
     ops = [t for t in rule[1:] if isinstance(t, str)]
     filters = [t for t in rule[1:] if isinstance(t, list)]
@@ -44,13 +48,21 @@ def matches(rule: list[Sexp], op: str, path: Path) -> bool:
     return not filters or any(_hit(f, path) for f in filters)
 
 
+def _value(token: Sexp) -> str:
+    """A string literal, or ``(param "NAME")`` looked up in :data:`PARAMS`."""
+    if isinstance(token, list):
+        assert token[0] == "param"
+        return PARAMS[unquote(token[1])]
+    return unquote(token)
+
+
 def _covers(name: str, op: str) -> bool:
     return name in (op, "default") or (name.endswith("*") and op.startswith(name[:-1]))
 
 
 def _hit(filt: Sexp, path: Path) -> bool:
     assert isinstance(filt, list)
-    kind, where = filt[0], Path(unquote(filt[1]))
+    kind, where = filt[0], Path(_value(filt[1]))
     return path == where if kind == "literal" else path == where or path.is_relative_to(where)
 
 
@@ -75,7 +87,8 @@ def box(tmp_path: Path) -> Layout:
         stub_names=("sudo",),
         stub_targets=(("sudo", Path("/usr/bin/sudo")),),
         path_env="/usr/bin:/bin",
-        read_only=(tmp_path / "home" / "tmp" / "chorus-native-0",),
+        read_only=(tmp_path / "home" / "tmp" / "chorus-native-0", tmp_path / "ch" / "memory"),
+        tmp=Path("/private/tmp"),
     )
 
 
@@ -87,6 +100,8 @@ def test_the_roots_are_writable_and_the_rest_is_read_only(box: Layout, tmp_path:
     assert not allowed(text, "file-write-data", Path("/etc/hosts"))
     assert not allowed(text, "file-write-create", tmp_path / "victim" / "out.txt")
     assert allowed(text, "file-write-data", Path("/dev/null"))
+    assert allowed(text, "file-write-create", Path(PARAMS["CHORUS_TMP"]) / "x")  # its own tmp
+    assert not allowed(text, "file-write-create", Path("/private/tmp/other"))  # not the shared
     rules = tmp_path / "home" / "tmp" / "chorus-native-0" / "gemini.toml"
     assert allowed(text, "file-read-data", rules)
     assert not allowed(text, "file-write-data", rules)
@@ -101,7 +116,8 @@ def test_denied_paths_and_chorus_home_are_unreadable(box: Layout, tmp_path: Path
     assert not allowed(text, "file-read-data", tmp_path / "ch" / "audit.log")
     assert not allowed(text, "file-read-data", tmp_path / "ch" / "run" / "gateway.token")
     assert allowed(text, "file-read-data", tmp_path / "ch" / "run" / "chorus.sock")
-    assert allowed(text, "file-write-create", tmp_path / "ch" / "memory" / "note.md")
+    assert allowed(text, "file-read-data", tmp_path / "ch" / "memory" / "MEMORY.md")
+    assert not allowed(text, "file-write-create", tmp_path / "ch" / "memory" / "note.md")
 
 
 def test_denied_programs_cannot_run_and_their_stubs_come_first(box: Layout, tmp_path: Path) -> None:
@@ -112,7 +128,12 @@ def test_denied_programs_cannot_run_and_their_stubs_come_first(box: Layout, tmp_
     script = wrapper.read_text()
     sb = tmp_path / "w.sb"
     assert sb.read_text() == text
-    assert f"exec '/usr/bin/sandbox-exec' '-f' '{sb}' '/usr/bin/env'" in script
+    lines = script.splitlines()
+    assert lines[1] == ("TMPDIR=$(/usr/bin/mktemp -d /private/tmp/chorus-body.XXXXXXXX) || exit 1")
+    assert lines[2] == "export TMPDIR"
+    assert lines[3].startswith(
+        f"exec '/usr/bin/sandbox-exec' '-D' \"CHORUS_TMP=$TMPDIR\" '-f' '{sb}' '/usr/bin/env'"
+    )
     assert f"'PATH={box.stub_dir}:/usr/bin:/bin'" in script
     assert script.rstrip().endswith("'/opt/claude' \"$@\"")
     assert box.stub_dir is not None
@@ -134,10 +155,14 @@ def test_a_real_layout_on_macos_keeps_the_same_guarantees(
     for folder in (work, home / ".ssh", chorus_home / "memory"):
         folder.mkdir(parents=True)
     (work / ".env").write_text("TOKEN=1")
-    text = profile(layout(Policy(), work, {"HOME": str(home)}, chorus_home))
+    text = profile(layout(Policy(), work, {"HOME": str(home)}, chorus_home, cli="codex"))
     assert not allowed(text, "file-read-data", (work / ".env").resolve())
     assert not allowed(text, "file-read-data", (home / ".ssh").resolve() / "id_rsa")
     assert allowed(text, "file-write-data", work.resolve() / "main.py")
+    assert allowed(text, "file-write-create", home.resolve() / ".codex" / "sessions" / "x.jsonl")
+    assert not allowed(text, "file-write-data", home.resolve() / ".codex" / "config.toml")
+    assert not allowed(text, "file-write-data", home.resolve() / ".bashrc")
+    assert not allowed(text, "file-write-create", chorus_home.resolve() / "memory" / "MEMORY.md")
     monkeypatch.setattr("chorus.sandbox._build.sys.platform", "darwin")
     monkeypatch.setattr("chorus.sandbox._build.bwrap_path", lambda: None)
     monkeypatch.setattr("chorus.sandbox._build.os.access", lambda path, how: True)

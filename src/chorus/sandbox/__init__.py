@@ -1,8 +1,10 @@
 """An OS sandbox around every body Chorus starts (Linux: bubblewrap; macOS:
-``sandbox-exec``), built from
-``policy.toml``: the allowed roots, the CLI's home and the temporary folder are
-writable, everything else read-only, ``CHORUS_HOME`` and denied paths hidden.
-The policy's parser asks and scores; the sandbox is what holds when it is wrong."""
+``sandbox-exec``), built from ``policy.toml``: writable are the allowed roots, the
+folders the body's CLI keeps its state in and a private temporary folder;
+everything else is read-only (the rest of the home, the shared ``/tmp``, the
+memory and workspace folders, a worktree's main repository but for what a commit
+writes), ``CHORUS_HOME`` and denied paths hidden, home secrets too. The policy's
+parser asks and scores; the sandbox is what holds when it is wrong."""
 
 from chorus.sandbox._build import (
     SHARED,

@@ -1,10 +1,11 @@
 """Where a body's sandbox comes from: the policy's paths for its folder, the CLI's
-home from its environment, and what exists on disk now; written as a small
-wrapper script that the body runs instead of its CLI (so every body, one-shot or
-long-lived, warm or resumed, starts inside it without knowing)."""
+state folders under the home of its environment, and what exists on disk now;
+written as a small wrapper script that the body runs instead of its CLI (so every
+body, one-shot or long-lived, warm or resumed, starts inside it without knowing)."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -18,14 +19,21 @@ from typing import Literal
 from chorus._errors import ConfigError
 from chorus.policy import PathContext, Policy, native_dir
 from chorus.sandbox._bwrap import Layout, argv, outermost
-from chorus.sandbox._seatbelt import SANDBOX_EXEC, profile, seatbelt_argv
+from chorus.sandbox._git import git_paths
+from chorus.sandbox._seatbelt import SANDBOX_EXEC, Expanded, profile, seatbelt_argv, tmp_lines
+from chorus.sandbox._state import state_paths
 from chorus.sandbox._stubs import denied_programs, stub_targets, write_stubs
 
 Mode = Literal["auto", "enforce", "off"]
 
-#: Under CHORUS_HOME, what a body may still reach: the daemon's socket (for the MCP
-#: server Chorus adds to every body) and the memory and workspace folders.
+#: Under CHORUS_HOME, what a body may still see: the memory and workspace folders
+#: (never the daemon's socket: Chorus's tools reach a body over its session's channel).
 SHARED = ("memory", "workspace")
+#: Of those, what a body may only read: it changes memory through Chorus's tools,
+#: never SOUL.md, HEARTBEAT.md or a routine's file itself.
+READ_ONLY_SHARED = ("memory", "workspace")
+#: The shared temporary folder that every body gets a private one in place of.
+SHARED_TMP = Path("/tmp")
 #: Under CHORUS_HOME: the stubs that stand in for denied programs in every sandbox.
 STUBS = "run/sandbox/stubs"
 #: Secrets in a home folder that no body sees, whatever the policy lists.
@@ -75,18 +83,28 @@ def _unavailable(platform: str) -> str:
     )
 
 
-def layout(policy: Policy, cwd: Path, env: Mapping[str, str], chorus_home: Path) -> Layout:
-    """The sandbox of a body working in ``cwd`` with environment ``env``."""
+def layout(
+    policy: Policy,
+    cwd: Path,
+    env: Mapping[str, str],
+    chorus_home: Path,
+    *,
+    cli: str | None = None,
+) -> Layout:
+    """The sandbox of a body of ``cli`` (the name of its ``[agents.NAME]``; None or
+    a CLI not in ``chorus.sandbox._state``: no state folder) working in ``cwd`` with
+    environment ``env``."""
     home = Path(env.get("HOME") or Path.home())
     ctx = PathContext(cwd=cwd, home=home, tmp=Path(tempfile.gettempdir()), chorus_home=chorus_home)
     roots = [Path(ctx.expand(p)) for p in policy.filesystem.allowed_paths if "*" not in p]
-    roots += _git_common_dirs(cwd)
-    writable = outermost(_existing([*roots, home, ctx.tmp]))
+    git, state = git_paths(cwd), state_paths(cli, env, home)
+    writable = outermost([*_existing(roots), *git.writable, *state.writable])
     denied = [ctx.expand(p) for p in policy.filesystem.denied_paths]
-    denied += [str(home / name) for name in _HOME_SECRETS]
+    denied += [str(h / name) for h in _homes(home) for name in _HOME_SECRETS]
     dirs, files = _hidden(denied, roots, chorus_home)
     inside = [p for p in _existing(roots) if p.is_relative_to(chorus_home.resolve())]
     shared = _existing([*(chorus_home / s for s in SHARED), *inside])
+    kept = _existing(chorus_home / s for s in READ_ONLY_SHARED)
     names = denied_programs(policy)
     return Layout(
         writable,
@@ -99,24 +117,28 @@ def layout(policy: Policy, cwd: Path, env: Mapping[str, str], chorus_home: Path)
         stub_names=names,
         stub_targets=stub_targets(names, env),
         path_env=env.get("PATH") or os.defpath,
-        read_only=(native_dir().resolve(),),  # made now: Gemini's rules are written later
+        # native_dir is made now: Gemini's rules are written in it later.
+        read_only=(native_dir().resolve(), *kept, *state.read_only, *git.read_only),
+        tmp=SHARED_TMP.resolve(),
+        visible=tuple(_existing([home, cwd, *git.common, *_path_folders(env)])),
     )
 
 
-def _git_common_dirs(cwd: Path) -> list[Path]:
-    """For a git worktree (its ``.git`` is a file), the main repository's ``.git``
-    folder: commits made in the worktree are written there."""
-    dotgit = cwd / ".git"
-    try:
-        text = dotgit.read_text(encoding="utf-8") if dotgit.is_file() else ""
-    except OSError:
-        return []
-    if not text.startswith("gitdir:"):
-        return []
-    gitdir = Path(text.split(":", 1)[1].strip())
-    if not gitdir.is_absolute():
-        gitdir = (cwd / gitdir).resolve()
-    return [gitdir.parent.parent] if gitdir.parent.name == "worktrees" else [gitdir]
+def _homes(home: Path) -> list[Path]:
+    """The body's home, and the daemon user's (from its environment and its
+    password entry), whose secrets no body sees either."""
+    homes = [home]
+    with contextlib.suppress(RuntimeError):  # no HOME and no password entry
+        homes.append(Path.home())
+    with contextlib.suppress(ImportError, KeyError):
+        import pwd
+
+        homes.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
+    return list(dict.fromkeys(homes))
+
+
+def _path_folders(env: Mapping[str, str]) -> list[Path]:
+    return [Path(p) for p in env.get("PATH", "").split(os.pathsep) if p.startswith("/")]
 
 
 def _existing(paths: Iterable[Path]) -> list[Path]:
@@ -155,8 +177,10 @@ def write_wrapper(path: Path, tool: str, box: Layout, executable: Path) -> Path:
     if box.stub_dir is not None:
         write_stubs(box.stub_dir, box.stub_names)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    first = tmp_lines(box) if Path(tool).name == "sandbox-exec" else []
     line = " ".join(_quote(a) for a in _wrapped(path, tool, box, executable))
-    path.write_text(f'#!/bin/sh\nexec {line} "$@"\n', encoding="utf-8")
+    lines = ["#!/bin/sh", *first, f'exec {line} "$@"']
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     os.chmod(path, stat.S_IRWXU)
     return path
 
@@ -171,4 +195,6 @@ def _wrapped(path: Path, tool: str, box: Layout, executable: Path) -> list[str]:
 
 
 def _quote(arg: str) -> str:
+    if isinstance(arg, Expanded):
+        return f'"{arg}"'
     return "'" + arg.replace("'", "'\\''") + "'"

@@ -4,12 +4,19 @@ given the paths and what exists, and returns argv.
 Layout, in mount order (a later mount shadows an earlier one):
 
 1. the whole file system read-only (``--ro-bind / /``), a fresh ``/dev`` and ``/proc``;
-2. writable: the policy's allowed roots, the CLI's own home (it keeps its state and
-   caches there), and the temporary folder;
-3. hidden: ``CHORUS_HOME`` (an empty tmpfs), then back in only what a body needs
-   (its MCP link to Chorus); every denied path that exists (folders become an
-   empty tmpfs, files ``/dev/null``), and ``**`` patterns expanded under the roots;
-4. read-only again: the CLIs' generated rules (in the temporary folder).
+2. a private temporary folder over the shared one (an empty tmpfs on ``/tmp``, gone
+   with the body; ``TMPDIR`` points at it), then back in, read-only, what of the
+   shared one the body needs to see (its home, its folder, its main repository,
+   when they live there);
+3. writable: the policy's allowed roots, the folders the CLI keeps its state in,
+   and what a commit in a git worktree writes of its main repository;
+4. hidden: ``CHORUS_HOME`` (an empty tmpfs), then back in only what a body needs
+   (its MCP link to Chorus, the memory and workspace folders); every denied path
+   that exists (folders become an empty tmpfs, files ``/dev/null``), and ``**``
+   patterns expanded under the roots;
+5. read-only again, inside what is writable or shared: the CLIs' generated rules,
+   the memory and workspace folders, the CLI's settings file, the main
+   repository's pointers of a worktree.
 
 The network is kept: the CLI must reach its model API.
 """
@@ -41,13 +48,19 @@ class Layout:
     stub_names: tuple[str, ...] = ()
     stub_targets: tuple[tuple[str, Path], ...] = ()
     path_env: str | None = None
-    #: Inside the writable ones: read-only for the body (the CLIs' generated rules).
+    #: Inside the writable or shared ones: read-only for the body (the CLIs' generated
+    #: rules, memory and workspace, the CLI's settings file, a worktree's pointers).
     read_only: tuple[Path, ...] = ()
+    #: The shared temporary folder, replaced by a private one (None: kept as it is).
+    tmp: Path | None = None
+    #: Inside ``tmp``: what stays visible there, read-only.
+    visible: tuple[Path, ...] = ()
 
 
 def argv(bwrap: str, layout: Layout, command: Sequence[str]) -> list[str]:
     """``bwrap ... -- command``."""
     out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    out += _private_tmp(layout, command)
     out += _binds("--bind", layout.writable)
     out += ["--tmpfs", str(layout.chorus_home)]
     out += _binds("--bind", layout.shared)
@@ -60,6 +73,18 @@ def argv(bwrap: str, layout: Layout, command: Sequence[str]) -> list[str]:
     if layout.cwd is not None:
         out += ["--chdir", str(layout.cwd)]
     return [*out, *layout.extra, "--", *command]
+
+
+def _private_tmp(layout: Layout, command: Sequence[str]) -> list[str]:
+    """A fresh tmpfs on ``layout.tmp`` (seen by no other process: its mode does not
+    matter), set as ``TMPDIR``; then what must stay visible in it, and the program
+    itself when it lives there."""
+    if layout.tmp is None:
+        return []
+    out = ["--tmpfs", str(layout.tmp), "--setenv", "TMPDIR", str(layout.tmp)]
+    program = [Path(command[0])] if command and command[0].startswith("/") else []
+    inside = [p for p in (*layout.visible, *program) if p.is_relative_to(layout.tmp)]
+    return out + _binds("--ro-bind", outermost(inside))
 
 
 def _stubs(layout: Layout) -> list[str]:

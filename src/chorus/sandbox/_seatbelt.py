@@ -7,11 +7,15 @@ an earlier one that matches the same operation:
 
 1. everything allowed (the network too: the CLI must reach its model API), then every
    file write denied;
-2. writes allowed again in the writable roots (allowed paths, the CLI's home, tmp)
+2. writes allowed again in the writable roots (allowed paths, the CLI's state
+   folders, what a worktree's commit writes of its main repository), the body's
+   private temporary folder (made by the wrapper at each start, in the shared one,
+   and passed as the profile's parameter ``CHORUS_TMP``; ``TMPDIR`` points at it)
    and the few device files a shell writes to;
 3. ``CHORUS_HOME`` denied for reading and writing, then what a body needs of it
    allowed back; every denied path that exists denied for reading and writing;
-   the CLIs' generated rules (in the temporary folder) denied for writing;
+   the CLIs' generated rules, memory and workspace, the CLI's settings file and a
+   worktree's pointers denied for writing;
 4. the denied programs' real copies may not be executed (their stubs, first on
    ``PATH``, say why).
 
@@ -20,6 +24,7 @@ Not run on macOS by this project's CI (Linux only): see the README.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,6 +32,8 @@ from chorus.sandbox._bwrap import Layout
 from chorus.sandbox._stubs import NOT_FOUND_VAR, not_found_function
 
 SANDBOX_EXEC = "/usr/bin/sandbox-exec"
+#: The profile's parameter naming the body's private temporary folder.
+TMP_PARAM = "CHORUS_TMP"
 #: Device files any shell writes to, outside the writable roots.
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/tty", "/dev/stdout", "/dev/stderr", "/dev/dtracehelper")
 
@@ -44,7 +51,8 @@ def profile(layout: Layout) -> str:
 
 
 def _writable(layout: Layout) -> list[str]:
-    return [*(_subpath(p) for p in layout.writable), '(subpath "/dev/fd")'] + [
+    tmp = [f"(subpath (param {_string(TMP_PARAM)}))"] if layout.tmp is not None else []
+    return [*(_subpath(p) for p in layout.writable), *tmp, '(subpath "/dev/fd")'] + [
         _literal(Path(d)) for d in _DEVICES
     ]
 
@@ -73,11 +81,27 @@ def _string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+class Expanded(str):
+    """An argument the wrapper's shell expands (written in double quotes)."""
+
+    __slots__ = ()
+
+
+def tmp_lines(layout: Layout) -> list[str]:
+    """The wrapper's first lines: a fresh private temporary folder in the shared one
+    (``mktemp -d``, mode 0700), exported as ``TMPDIR``."""
+    if layout.tmp is None:
+        return []
+    template = shlex.quote(str(layout.tmp / "chorus-body.XXXXXXXX"))
+    return [f"TMPDIR=$(/usr/bin/mktemp -d {template}) || exit 1", "export TMPDIR"]
+
+
 def seatbelt_argv(profile_file: Path, layout: Layout, command: Sequence[str]) -> list[str]:
-    """``sandbox-exec -f PROFILE env PATH=stubs:... COMMAND`` (``sandbox-exec`` sets no
-    environment, so the stubs' ``PATH`` and bash's not-found handler go through
-    ``env``)."""
-    return [SANDBOX_EXEC, "-f", str(profile_file), *_env(layout), *command]
+    """``sandbox-exec [-D CHORUS_TMP=$TMPDIR] -f PROFILE env PATH=stubs:... COMMAND``
+    (``sandbox-exec`` sets no environment, so the stubs' ``PATH`` and bash's
+    not-found handler go through ``env``; ``TMPDIR`` is exported by the wrapper)."""
+    tmp = ["-D", Expanded(f"{TMP_PARAM}=$TMPDIR")] if layout.tmp is not None else []
+    return [SANDBOX_EXEC, *tmp, "-f", str(profile_file), *_env(layout), *command]
 
 
 def _env(layout: Layout) -> list[str]:

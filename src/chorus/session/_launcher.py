@@ -268,7 +268,7 @@ class BodyLauncher:
             return exe
         exe = exe or _acp_executable(body, self.config)
         policy = self.guards.policy if self.guards is not None else Policy()
-        box = sandbox_layout(policy, cwd, env, chorus_home())
+        box = sandbox_layout(policy, cwd, env, chorus_home(), cli=cli_name(body))
         digest = hashlib.sha256(repr((body, exe, box)).encode()).hexdigest()[:16]
         return write_wrapper(run_dir() / "sandbox" / f"{body}-{digest}.sh", tool, box, exe)
 
