@@ -173,14 +173,16 @@ def _policy_with_open_workspace(home: Path) -> None:
     policy.chmod(0o600)  # a policy others could rewrite is refused
 
 
-def test_heartbeat_runs_one_job_that_ticks_the_unchecked_item(chorus: Chorus) -> None:
-    _policy_with_open_workspace(chorus.home)
+def test_heartbeat_runs_one_job_and_the_daemon_ticks_what_it_did(chorus: Chorus) -> None:
+    _policy_with_open_workspace(chorus.home)  # the sandbox still keeps the file read-only
     path = _heartbeat(chorus)
-    path.write_text("# Heartbeat\n- [x] check the backups\n- [ ] water the plants\n")
+    path.write_text(
+        "# Heartbeat\n- [x] check the backups\n- [ ] water the plants\n- [ ] call the bank\n"
+    )
     chorus.server.script(
         [
-            shell("sed -i 's/- \\[ \\] water the plants/- [x] water the plants/' HEARTBEAT.md"),
-            text("HEARTBEAT_OK"),
+            shell("sed -i 's/- \\[ \\] call the bank/- [x] call the bank/' HEARTBEAT.md"),
+            text("Watered them.\nNOT DONE: call the bank"),
         ]
     )
     fired = _json(chorus, "heartbeat", "run")
@@ -188,12 +190,15 @@ def test_heartbeat_runs_one_job_that_ticks_the_unchecked_item(chorus: Chorus) ->
     job_id = fired["job"]["id"]
     _until(lambda: _done(chorus, job_id))
     assert chorus.client.job(job_id)["state"] == "succeeded", chorus.client.job(job_id)["error"]
-    assert path.read_text() == "# Heartbeat\n- [x] check the backups\n- [x] water the plants\n"
+    result = chorus.server.turn_requests()[1].last_tool_result()
+    assert result is not None
+    assert result.is_error or "Read-only" in result.content  # the body could not tick it
+    assert path.read_text() == (
+        "# Heartbeat\n- [x] check the backups\n- [x] water the plants\n- [ ] call the bank\n"
+    )
     assert len(chorus.server.turn_requests()) == 2  # the tool call, then the answer
     assert "water the plants" in json.dumps(chorus.server.turn_requests()[0].body)
     assert [j["id"] for j in chorus.client.jobs()] == [job_id]
-    again = _json(chorus, "heartbeat", "run")  # everything is ticked now
-    assert again["outcome"] == "nothing_to_do"
 
 
 def test_daemon_killed_right_after_a_firing_never_fires_it_again(chorus: Chorus) -> None:

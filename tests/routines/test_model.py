@@ -118,3 +118,29 @@ def test_the_readme_routine_example_is_a_valid_routine() -> None:
     valid, invalid = load()
     assert invalid == {}
     assert valid["example"].timezone == "Europe/Paris"  # type: ignore[attr-defined]
+
+
+def test_a_heartbeat_job_ticks_what_it_was_given_but_not_what_it_says_it_did_not_do(
+    tmp_path: Path,
+) -> None:
+    from chorus.routines._heartbeat import heartbeat_prompt, items_done, tick_items
+
+    path = tmp_path / "HEARTBEAT.md"
+    path.write_text("# list\n- [ ] feed the cat\n- [ ] water the plants\n- [x] done before\n")
+    prompt = heartbeat_prompt(path, ["feed the cat", "water the plants"])
+    done = items_done(prompt, "Fed.\nNOT DONE: water the plants\n")
+    assert done == ["feed the cat"]
+    assert tick_items(path, done) == 1
+    ticked = "# list\n- [x] feed the cat\n- [ ] water the plants\n- [x] done before\n"
+    assert path.read_text() == ticked
+    assert tick_items(path, ["an item that is not there"]) == 0
+
+
+def test_a_heartbeat_file_that_is_a_link_is_never_written_through(tmp_path: Path) -> None:
+    from chorus.routines._heartbeat import tick_items
+
+    target = tmp_path / "elsewhere.md"
+    target.write_text("- [ ] feed the cat\n")
+    (tmp_path / "HEARTBEAT.md").symlink_to(target)
+    assert tick_items(tmp_path / "HEARTBEAT.md", ["feed the cat"]) == 0
+    assert target.read_text() == "- [ ] feed the cat\n"

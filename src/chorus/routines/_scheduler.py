@@ -31,7 +31,9 @@ from chorus.routines._heartbeat import (
     heartbeat_path,
     heartbeat_prompt,
     heartbeat_routine,
+    items_done,
     read_unchecked,
+    tick_items,
 )
 from chorus.routines._load import InvalidRoutine, Loaded, load_routines
 from chorus.routines._model import Routine
@@ -104,6 +106,7 @@ class Scheduler:
         #: Run at every heartbeat tick, busy or quiet (the integrity guardian, issue 26).
         self.heartbeat_hooks: list[Callable[[], Awaitable[object]]] = []
         sup.outcome_hooks.append(self.retries.on_outcome)
+        sup.outcome_hooks.append(self._heartbeat_done)
         sup.status_hooks.append(self.retries.status)
         #: The soonest scheduled firing, as of the last tick (``chorus status``).
         self.upcoming: dict[str, Any] | None = None
@@ -236,6 +239,15 @@ class Scheduler:
                 await hook()
             except Exception:
                 log.exception("heartbeat hook failed")
+
+    async def _heartbeat_done(self, job: JobRecord, ended: object) -> None:
+        """A heartbeat job that succeeded: tick off the items it was given."""
+        if job.options.get("routine") != HEARTBEAT or job.state != JobState.SUCCEEDED:
+            return
+        answer = str((job.result or {}).get("text") or "")
+        done = items_done(job.prompt, answer)
+        ticked = await asyncio.to_thread(tick_items, heartbeat_path(), done)
+        log.info("heartbeat job %s: ticked %d of %d items", job.id, ticked, len(done))
 
     def _heartbeat_quiet(self, manual: bool) -> str | None:
         """Why this heartbeat tick needs no job (None: it needs one)."""
