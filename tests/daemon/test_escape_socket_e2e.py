@@ -14,9 +14,8 @@ body's own MCP tool still works; no Python runs for Chorus's tools among the
 daemon's descendants. CONTROL: the same socket script, run by the person outside the
 sandbox, creates the job and reads the other session's log.
 
-Known gap (strict xfail below): the sandbox shares the host's PID namespace, so a
-body can read the URL another live body was started with from /proc; bubblewrap's
-``--unshare-pid`` closes it (tried: the test then passes).
+A body cannot read the URL another live body was started with from /proc either:
+each sandbox has a PID namespace of its own (bubblewrap's ``--unshare-pid``).
 """
 
 from __future__ import annotations
@@ -390,11 +389,6 @@ def test_one_shot_bodies_reach_their_channel_without_a_python_server(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the sandbox shares the host's PID namespace: a body reads a live body's "
-    "command line and environment in /proc, where each CLI is given its session's URL",
-)
 def test_a_body_cannot_take_a_live_bodys_token_from_proc(
     victim_session: Callable[[str], tuple[Daemon, Any]],
     escape_tally: Callable[..., None],

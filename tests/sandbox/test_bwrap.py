@@ -29,7 +29,7 @@ def test_mounts_come_in_an_order_where_hiding_wins(tmp_path: Path) -> None:
         visible=(tmp_path / "body-home", Path("/usr/bin")),
     )
     line = argv("/usr/bin/bwrap", box, ["claude", "-p"])
-    assert line[:4] == ["/usr/bin/bwrap", "--ro-bind", "/", "/"]
+    assert line[:5] == ["/usr/bin/bwrap", "--unshare-pid", "--ro-bind", "/", "/"]
     paths = (tmp_path, tmp_path / "body-home", *box.writable, box.chorus_home, *box.shared)
     order = [line.index(str(p)) for p in paths]
     # A private tmp, what stays visible in it, writable, CHORUS_HOME hidden, shared back.

@@ -59,7 +59,10 @@ class Layout:
 
 def argv(bwrap: str, layout: Layout, command: Sequence[str]) -> list[str]:
     """``bwrap ... -- command``."""
-    out = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # A PID namespace of its own: a body sees no other process in /proc (another
+    # body's command line and environment carry its session's channel URL), and
+    # whatever it starts ends with it, even in a session of its own (``setsid``).
+    out = [bwrap, "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     out += _private_tmp(layout, command)
     out += _binds("--bind", layout.writable)
     out += ["--tmpfs", str(layout.chorus_home)]
