@@ -100,3 +100,16 @@ def test_a_config_toml_that_is_a_directory_is_a_clear_error(
     assert done.returncode == 2
     assert "config.toml: cannot be read (Is a directory)" in _unwrapped(done.stderr)
     assert "Traceback" not in done.stderr
+
+
+def test_a_job_is_never_run_inside_chorus_home_except_its_workspace(chorus_home: Path) -> None:
+    from chorus._errors import UserError
+    from chorus.daemon._supervisor import _checked_dir
+
+    (chorus_home / "run").mkdir(parents=True)
+    (chorus_home / "workspace").mkdir()
+    for inside in (chorus_home, chorus_home / "run"):
+        with pytest.raises(UserError, match="inside CHORUS_HOME"):
+            _checked_dir(str(inside))
+    assert _checked_dir(str(chorus_home / "workspace")) == (chorus_home / "workspace").resolve()
+    assert _checked_dir(str(chorus_home.parent)) == chorus_home.parent.resolve()

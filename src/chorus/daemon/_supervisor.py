@@ -38,7 +38,7 @@ from typing import Any
 from chorus._errors import UserError
 from chorus.agents import find_login
 from chorus.bodies import Body, BodyOptions, body_names, check_installed
-from chorus.config import BrainConfig, ChorusConfig
+from chorus.config import BrainConfig, ChorusConfig, chorus_home
 from chorus.context import Brief
 from chorus.daemon._budget import Ledger, budget_error, refusal
 from chorus.daemon._cluster import SharedHealth, StoreDownError, load_health_file
@@ -822,7 +822,21 @@ def _checked_dir(raw: str | None) -> Path:
     cwd = Path(raw or os.getcwd()).expanduser().resolve()
     if not cwd.is_dir():
         raise UserError(f"working directory {cwd} does not exist")
+    _outside_chorus_home(cwd)
     return cwd
+
+
+def _outside_chorus_home(cwd: Path) -> None:
+    """A job never works inside CHORUS_HOME (its folder would be the body's writable
+    root: the policy, the audit log, the keys), except the workspace, which the
+    heartbeat's jobs work in and every sandbox keeps read-only."""
+    home = chorus_home().resolve()
+    if not cwd.is_relative_to(home) or cwd.is_relative_to(home / "workspace"):
+        return
+    raise UserError(
+        f"working directory {cwd} is inside CHORUS_HOME ({home}), which no job may work "
+        "in; run it from your project's folder (or give --cwd)"
+    )
 
 
 def _continue_prompt(prompt: str) -> str:
