@@ -8,7 +8,8 @@ request, and the only thing served is that session's tools (audited as
 path, and a token not made with the daemon's key, is a bare 404; a GET (a stream of
 the server's own messages) is a 405: the channel has none to send. The SDK's server
 (stateless, JSON answers: nothing a restart loses) is built per session on its first
-call and kept for the most recent sessions; the SDK itself is imported then, or by :meth:`ChannelApp.warm` once the daemon is up.
+call and kept for the most recent sessions; the SDK itself is imported then, or by
+:meth:`ChannelApp.warm` once the daemon is up.
 """
 
 from __future__ import annotations
