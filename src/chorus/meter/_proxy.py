@@ -173,11 +173,12 @@ class _Exchange:
                 "headers": _response_headers(response),
             }
         )
+        done = False
         async with anyio.create_task_group() as group:
             group.start_soon(self._watch, receive, group.cancel_scope)
             done = await self._pump(response, reader, send)
             group.cancel_scope.cancel()
-        if done:
+        if done and not self.cut:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _watch(self, receive: Receive, scope: anyio.CancelScope) -> None:
