@@ -13,7 +13,10 @@ from chorus.meter import PRICES_FILE, Price, price_table
 
 def test_the_shipped_table_prices_each_cli_s_models() -> None:
     table = price_table()
-    assert table.price("claude-sonnet-4-5-20250929") == table.prices["claude-sonnet-4"]
+    assert table.price("claude-sonnet-4-5-20250929") == table.prices["claude-sonnet"]
+    assert table.price("claude-opus-4-1-20250805") == table.prices["claude-opus-4-1"]
+    assert table.price("claude-opus-4-20250514") == table.prices["claude-opus-4-20"]
+    assert table.price("claude-opus-4-5") == table.prices["claude-opus"]
     assert table.price("gpt-5-mini-2025-08-07") == table.prices["gpt-5-mini"]
     assert table.price("gpt-5.5") == table.prices["gpt-5"]  # a newer model: its family
     assert table.price("models/gemini-2.5-flash") == table.prices["gemini-2.5-flash"]
