@@ -53,4 +53,3 @@ def test_usage_by_body_model_day_and_session(chorus: Chorus) -> None:
     assert "total" in table
     assert not is_responding()  # reading the log started nothing
     assert chorus.run("usage", "--by", "weather").returncode == 2
-
