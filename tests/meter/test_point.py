@@ -94,3 +94,8 @@ def test_a_codex_profile_names_the_provider(tmp_path: Path) -> None:
         '[model_providers.my-p]\nbase_url = "https://llm.example/v1"\n'
     )
     assert codex_provider({"CODEX_HOME": str(tmp_path)}) == ("my-p", "https://llm.example/v1")
+
+
+def test_gemini_without_an_api_key_is_left_alone(opened: Channel) -> None:
+    assert point_body("gemini", {"HOME": "/x"}, "s1").env == {}  # a Google login
+    assert "GOOGLE_GEMINI_BASE_URL" in point_body("gemini", {"GEMINI_API_KEY": "k"}, "s1").env

@@ -11,6 +11,7 @@ usage and quota the providers state and holds the budgets.
 """
 
 from chorus.meter._point import (
+    API_OF_CLI,
     DEFAULT_UPSTREAM,
     ROUTE,
     Pointed,
@@ -31,6 +32,7 @@ from chorus.meter._usage import APIS, Api, Tally, UsageReader, read_usage
 
 __all__ = [
     "APIS",
+    "API_OF_CLI",
     "DEFAULT_UPSTREAM",
     "MAX_REQUEST_BYTES",
     "PRICES_FILE",

@@ -11,7 +11,8 @@ daemon restart still reaches its upstream) and no body can point it elsewhere.
 - Codex: ``-c model_providers.<provider>.base_url=...`` (upstream: that custom
   provider's ``base_url`` in ``$CODEX_HOME/config.toml``).
 - Gemini CLI: ``GOOGLE_GEMINI_BASE_URL`` (upstream: its value, else
-  ``https://generativelanguage.googleapis.com``).
+  ``https://generativelanguage.googleapis.com``), only with an API key: a Google
+  login goes to its own endpoint, and the variable alone would change the login.
 
 Codex's built-in ``openai`` provider is left alone: it talks WebSocket first and its
 ChatGPT login has its own endpoint (its usage then comes from the CLI's own report).
@@ -44,6 +45,8 @@ _ENV_OF: dict[str, tuple[Api, str]] = {
     "claude": ("anthropic", "ANTHROPIC_BASE_URL"),
     "gemini": ("gemini", "GOOGLE_GEMINI_BASE_URL"),
 }
+#: The API each CLI's model calls speak (``status`` shows its quota beside the body).
+API_OF_CLI: dict[str, Api] = {"claude": "anthropic", "codex": "openai", "gemini": "gemini"}
 _BUILT_IN_PROVIDERS = frozenset({"openai", "oss", "ollama", "lmstudio"})
 _MAC_CHARS = 24
 
@@ -122,7 +125,7 @@ def point_body(cli: str, env: Mapping[str, str], session_id: str | None) -> Poin
     if not _OPEN:
         return Pointed()
     channel = _OPEN[-1]
-    if cli in _ENV_OF:
+    if cli in _ENV_OF and (cli != "gemini" or _gemini_api_key(env)):
         api, var = _ENV_OF[cli]
         upstream = env.get(var) or DEFAULT_UPSTREAM[api]
         return Pointed(env={var: meter_url(channel, session_id, api, upstream.rstrip("/"))})
@@ -131,6 +134,12 @@ def point_body(cli: str, env: Mapping[str, str], session_id: str | None) -> Poin
         url = meter_url(channel, session_id, "openai", upstream.rstrip("/"))
         return Pointed(args=("-c", f"model_providers.{_key(name)}.base_url={json.dumps(url)}"))
     return Pointed()
+
+
+def _gemini_api_key(env: Mapping[str, str]) -> bool:
+    """Gemini CLI takes its base URL only with an API key (a Google login goes to its
+    own endpoint), and a base URL set without one would change how it logs in."""
+    return any(env.get(v) for v in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"))
 
 
 def codex_provider(env: Mapping[str, str]) -> tuple[str, str] | None:

@@ -185,6 +185,7 @@ class BodyLauncher:
             extra_args=metered.args,
             raw_tap=tap,
             history=launch.history,
+            extra={"meter_env": metered.env} if metered.env else {},
         )
         options = self._native_rules(options, launch.body)  # issue 14: the CLI's own rules
         # Issues 16, 17: the context, the client's instructions and servers, Chorus's.

@@ -218,7 +218,12 @@ class AcpBody(Body):
         if flag and self.options.model:
             argv += [flag, self.options.model]
         argv += self.options.extra_args
-        env = {**self.options.child_env(), **self.agent.env}
+        # The meter's base URL (chorus.meter) wins over the agent entry's own.
+        env = {
+            **self.options.child_env(),
+            **self.agent.env,
+            **self.options.extra.get("meter_env", {}),
+        }
         return SpawnSpec(argv=argv, cwd=self.options.cwd, env=env)
 
     async def close(self) -> None:
