@@ -84,6 +84,9 @@ def bind_channel(path: Path | None = None) -> socket.socket:
         )
         sock = socket.create_server((HOST, 0), backlog=128)
     sock.setblocking(False)
+    # Accepted connections inherit it: each streamed chunk leaves when written (asyncio
+    # sets it only on sockets made with proto IPPROTO_TCP, which create_server's are not).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     port = int(sock.getsockname()[1])
     if port != wanted:
         path.write_text(f"{port}\n")

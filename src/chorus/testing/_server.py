@@ -410,6 +410,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Each SSE event leaves when written, as a provider's do (no Nagle wait for
+        # the client's delayed ACK of the one before).
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server.model_server._track(self.connection, add=True)
 
     def finish(self) -> None:
