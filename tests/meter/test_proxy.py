@@ -237,3 +237,11 @@ async def test_a_request_over_the_size_limit_is_refused(served: Served) -> None:
     assert resp.status_code == 413
     assert resp.json()["error"]["code"] == "request_too_large"
     assert served.server.requests == []
+
+
+async def test_a_path_cannot_carry_a_request_to_another_host(served: Served) -> None:
+    async with httpx.AsyncClient() as client:
+        resp = await client.post(served.url("openai") + "//127.0.0.2:9/@evil/x", json={})
+    assert resp.status_code == 404  # the scripted server's own answer: it got the request
+    [seen] = served.server.requests
+    assert seen.path.endswith("/127.0.0.2:9/@evil/x")  # a path on the signed upstream
