@@ -535,19 +535,15 @@ class Supervisor:
     async def _over_budget(self, job: JobRecord, body: str) -> TurnFailed | None:
         """A ``[budget]`` limit reached: the job stops before spending more."""
         why = refusal(self.ledger, self.config.budget, job.id, body)
-        if why is None:
-            return None
-        await self._append(job, Notice(message=f"stopped: {why}", kind="budget"))
-        if self.config.daemon.notifications:
-            await _notify("Chorus budget reached", f"{why}: {job.prompt[:80]}")
-        return TurnFailed(error=budget_error(why))
+        return None if why is None else await self._budget_stop(job, why)
 
     async def _meter_refused(self, job: JobRecord) -> TurnFailed | None:
         """The meter refused one of the job's model requests (a ``[budget]`` limit
         reached mid-turn): the job ends with that, whatever its CLI made of the 400."""
         why = self.ledger.refused.pop(job.id, None)
-        if why is None:
-            return None
+        return None if why is None else await self._budget_stop(job, why)
+
+    async def _budget_stop(self, job: JobRecord, why: str) -> TurnFailed:
         await self._append(job, Notice(message=f"stopped: {why}", kind="budget"))
         if self.config.daemon.notifications:
             await _notify("Chorus budget reached", f"{why}: {job.prompt[:80]}")
