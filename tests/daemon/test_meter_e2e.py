@@ -85,14 +85,15 @@ def _metered(daemon: Daemon, events: list[object]) -> list[Metered]:
     return [e for e in found if isinstance(e, Metered)]
 
 
+@pytest.mark.parametrize("body", ["codex", "gemini", "claude"])
 def test_a_budget_smaller_than_one_request_stops_the_job_after_that_request(
-    daemon_with: Callable[..., Daemon],
+    daemon_with: Callable[..., Daemon], body: str
 ) -> None:
     daemon = daemon_with("[budget]", "per_job_usd = 0.00001")
     daemon.server.script(
-        [shell("echo one > one.txt"), shell("echo two > two.txt"), text("never")], lane="codex"
+        [shell("echo one > one.txt"), shell("echo two > two.txt"), text("never")], lane=body
     )
-    done = daemon.run("ask", "two steps", "--body", "codex", "--json")
+    done = daemon.run("ask", "two steps", "--body", body, "--json")
     assert done.returncode == 1, done.stderr
     events = [parse_event(line) for line in done.stdout.splitlines()]
     ended = events[-1]
@@ -100,7 +101,10 @@ def test_a_budget_smaller_than_one_request_stops_the_job_after_that_request(
     assert ended.error is not None
     assert ended.error.code == "budget_exceeded"
     assert "per_job_usd" in ended.error.message
-    assert [e.kind for e in events if isinstance(e, Notice)] == ["budget"]
-    assert len(daemon.server.turn_requests(lane="codex")) == 1  # the second never went out
-    assert (daemon.work / "one.txt").exists()
+    notices = [e for e in events if isinstance(e, Notice)]
+    assert notices[-1].kind == "budget"  # after the CLI's own word on the 400, if any
+    sent = [r for r in daemon.server.requests_of(lane=body) if r.method == "POST"]
+    assert len(sent) == 1  # one model request went out; the next was refused
+    # Gemini's first request is its router's (a side call): its turn never started.
+    assert (daemon.work / "one.txt").exists() == (sent[0].kind == "turn")
     assert not (daemon.work / "two.txt").exists()
