@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.e2e
 
+METER = ("[meter]", "enabled = true")
 #: What the scripted server states on every answer (its rate limit: requests a minute).
 LIMIT = 500
 #: The usage the scripted server puts on every answer, per API.
@@ -39,7 +40,7 @@ def _answered(daemon: Daemon, lane: str) -> list[str]:
 def test_codex_and_gemini_jobs_are_metered_as_the_server_sent_them(
     daemon_with: Callable[..., Daemon],
 ) -> None:
-    daemon = daemon_with()
+    daemon = daemon_with(*METER)
     daemon.server.state_rate_limit(LIMIT)
     daemon.server.script([shell("echo metered > out.txt"), text("done")], lane="codex")
     daemon.server.script([text("hello from gemini")], lane="gemini")
@@ -89,7 +90,7 @@ def _metered(daemon: Daemon, events: list[object]) -> list[Metered]:
 def test_a_budget_smaller_than_one_request_stops_the_job_after_that_request(
     daemon_with: Callable[..., Daemon], body: str
 ) -> None:
-    daemon = daemon_with("[budget]", "per_job_usd = 0.00001")
+    daemon = daemon_with(*METER, "[budget]", "per_job_usd = 0.00001")
     daemon.server.script(
         [shell("echo one > one.txt"), shell("echo two > two.txt"), text("never")], lane=body
     )

@@ -172,10 +172,13 @@ class ModelPrice(_Strict):
 
 
 class MeterConfig(_Strict):
-    """``[meter]``: every body's model API calls go through Chorus's meter, which
-    reads the usage and quota the providers state and holds ``[budget]`` per request."""
+    """``[meter]``: with ``enabled``, every body's model API calls go through Chorus's
+    meter, which reads the usage and quota the providers state and holds ``[budget]``
+    per request. Off by default for now: the meter runs in the daemon, so a model
+    request in flight when the daemon dies is cut (its CLI retries it through the next
+    daemon), where a body left running otherwise finishes its turn untouched."""
 
-    enabled: bool = True
+    enabled: bool = False
     #: Prices by model name or prefix, over the table Chorus ships (``chorus.meter``).
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
