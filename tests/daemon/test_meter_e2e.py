@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from chorus.events import JobEnded, Metered, Notice, Usage, parse_event
+from chorus.events import JobEnded, Metered, Notice, TurnCompleted, Usage, parse_event
 from chorus.meter import price_table
 from chorus.testing import shell, text
 
@@ -77,6 +77,25 @@ def test_codex_and_gemini_jobs_are_metered_as_the_server_sent_them(
     assert any(
         line.strip().startswith("quota (openai") and left in line for line in plain.splitlines()
     )
+
+
+def test_a_metered_claude_job_counts_the_meters_cost_not_also_its_own_report(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    daemon = daemon_with(*METER)
+    daemon.server.script([text("hi")], lane="claude")
+    events = daemon.ask("hello", "--body", "claude")
+    turn = next(e for e in events if isinstance(e, TurnCompleted))
+    assert turn.cost_usd  # Claude reported its own cost of the turn
+    metered = _metered(daemon, events)
+    posts = [r for r in daemon.server.requests_of(lane="claude") if r.method == "POST"]
+    assert len(metered) == len(posts)
+    [row] = json.loads(daemon.run("usage", "--json").stdout)
+    assert (row["key"], row["turns"], row["requests"]) == ("claude", 1, len(posts))
+    assert row["input_tokens"] == SENT.input_tokens * len(posts)
+    assert row["cost_usd"] == pytest.approx(sum(m.cost_usd or 0 for m in metered))
+    status = json.loads(daemon.run("status", "--json").stdout)
+    assert status["spend_today"]["usd"] == pytest.approx(row["cost_usd"])
 
 
 def _metered(daemon: Daemon, events: list[object]) -> list[Metered]:
