@@ -9,7 +9,7 @@ import time
 from chorus.config import BudgetConfig
 from chorus.daemon._budget import Ledger, budget_error, refusal
 from chorus.daemon._journal import JsonLineFormatter, journal
-from chorus.events import JobEnded, TextDelta, TurnCompleted
+from chorus.events import JobEnded, Metered, TextDelta, TurnCompleted
 
 
 def turn(
@@ -74,3 +74,29 @@ def test_transitions_are_json_lines_and_the_rest_plain() -> None:
     assert line["logger"] == "chorus.journal"
     plain = logging.LogRecord("chorus.daemon", logging.INFO, __file__, 1, "hello", None, None)
     assert formatter.format(plain) == "chorus.daemon hello"
+
+
+def metered(cost: float | None, job: str = "j1", request: str = "r1") -> Metered:
+    return Metered(api="openai", cost_usd=cost, body="codex", job_id=job, request_id=request)
+
+
+def test_a_metered_job_counts_its_requests_never_its_bodys_own_report_too() -> None:
+    ledger = Ledger()
+    ledger.observe(metered(0.25))
+    ledger.observe(metered(0.25))  # the log's copy of the meter's own report
+    ledger.observe(metered(0.5, request="r2"))
+    ledger.observe(turn(9.0, body="codex"))  # the CLI's own cost of the same turn
+    ledger.observe(metered(None, job="j2", request="r3"))  # an unpriced model
+    ledger.observe(turn(2.0, job="j2"))
+    ledger.observe(turn(1.0, job="j3"))  # not metered: its report counts
+    assert ledger.jobs == {"j1": 0.75, "j3": 1.0}
+    assert ledger.today()["usd"] == 1.75
+
+
+def test_a_request_over_the_budget_is_refused_before_it_goes_out() -> None:
+    ledger = Ledger()
+    limits = BudgetConfig(per_job_usd=0.5)
+    assert refusal(ledger, limits, "j1", "codex") is None
+    ledger.observe(metered(0.5))
+    assert "per_job_usd" in str(refusal(ledger, limits, "j1", "codex"))
+    assert refusal(ledger, limits, "j2", "codex") is None

@@ -35,6 +35,7 @@ _REQUIRED: dict[str, dict[str, Any]] = {
     "permission_decision": {"request_id": "r", "decision": "deny", "reason": "no"},
     "plan": {"entries": [PlanEntry(content="step", status="done")]},
     "usage": {"usage": Usage(input_tokens=5, output_tokens=2), "cost_usd": 0.01},
+    "metered": {"api": "openai", "model": "gpt-5", "usage": Usage(input_tokens=9), "status": 200},
     "retry_notice": {"attempt": 1, "max_retries": 10, "delay_ms": 500, "error": _ERR},
     "status": {"state": "running"},
     "turn_completed": {"result": "done", "usage": Usage(input_tokens=1)},

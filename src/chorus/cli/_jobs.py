@@ -472,7 +472,29 @@ def _body_lines(data: dict[str, Any], now: float) -> list[str]:
         elif not rows:
             lines.append(f"{name}: healthy, no data yet")
         lines += [f"{name}: {_health_line(row, now)}" for row in rows]
+        lines += quota_lines(data.get("quota") or {}, name, now)
     return lines or ["none configured ([router] bodies)"]
+
+
+def quota_lines(quota: dict[str, Any], body: str, now: float) -> list[str]:
+    """What ``body``'s provider last said of its quota (the meter read it)."""
+    from chorus.bodies import CLI_OF
+    from chorus.meter import API_OF_CLI
+
+    api = API_OF_CLI.get(CLI_OF.get(body, body))
+    entry = quota.get(api or "")
+    if not entry:
+        return []
+    windows = "; ".join(_window(name, w, now) for name, w in sorted(entry["windows"].items()))
+    said = _age(max(0.0, now - float(entry["at"])))
+    return [f"  quota ({api}, said {said} ago): {windows}"]
+
+
+def _window(name: str, window: dict[str, Any], now: float) -> str:
+    left, limit, reset = window.get("remaining"), window.get("limit"), window.get("reset_at")
+    amount = f"{left if left is not None else '?'}" + (f"/{limit}" if limit is not None else "")
+    resets = f", resets in {_age(max(0.0, float(reset) - now))}" if reset is not None else ""
+    return f"{name} {amount} left{resets}"
 
 
 def _health_line(row: dict[str, Any], now: float) -> str:

@@ -169,9 +169,32 @@ class RetryConfig(_Strict):
     max_s: float = Field(default=3600.0, gt=0)
 
 
+class ModelPrice(_Strict):
+    """One model's price in USD per million tokens (``[meter.prices."<model>"]``)."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+
+
+class MeterConfig(_Strict):
+    """``[meter]``: with ``enabled``, every body's model API calls go through Chorus's
+    meter, which reads the usage and quota the providers state and holds ``[budget]``
+    per request. Off by default for now: the meter runs in the daemon, so a model
+    request in flight when the daemon dies is cut (its CLI retries it through the next
+    daemon), where a body left running otherwise finishes its turn untouched."""
+
+    enabled: bool = False
+    #: Prices by model name or prefix, over the table Chorus ships (``chorus.meter``).
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+
 class BudgetConfig(_Strict):
-    """``[budget]``: spending limits in USD, on the cost the bodies report (issue 26).
-    A job that would start over a limit fails with ``budget_exceeded``."""
+    """``[budget]``: spending limits in USD (issue 26), on the metered cost of each
+    model request (the cost a body reports where it was not metered). A request that
+    would start over a limit is refused by the meter; a job over one fails with
+    ``budget_exceeded``."""
 
     #: All bodies together, per local day.
     daily_usd: float | None = Field(default=None, gt=0)
@@ -193,6 +216,7 @@ class ChorusConfig(_Strict):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     worktree: WorktreeConfig = Field(default_factory=WorktreeConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    meter: MeterConfig = Field(default_factory=MeterConfig)
     flags: FlagsConfig = Field(default_factory=FlagsConfig)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).

@@ -1,10 +1,14 @@
 """``[budget]`` (issue 26): what the bodies spent today and per job, and the check
 that stops a job before it would spend past a limit.
 
-The ledger counts the cost each completed turn reports (bodies that report none
-count as free), from the log: loaded for today at start, then fed every event as
-it is written. Before each attempt of a job (its first, a failover, a restart),
-the supervisor asks :func:`refusal`; over a limit the job ends ``failed`` with
+The ledger counts the cost of each model request the meter saw (``metered`` events,
+``chorus.meter``), and for a job the meter did not see (the meter off, a CLI it
+cannot point) the cost its completed turns report (a body that reports none counts
+as free): never both for one job. It is loaded for today from the log at start,
+then fed every event as it is written, and each metered request the moment its
+usage is read (so the next request meets a current budget). The meter asks
+:func:`refusal` before each model request, and the supervisor before each attempt of
+a job (its first, a failover, a restart); over a limit the job ends ``failed`` with
 ``budget_exceeded``, a notice in its log and a desktop notification.
 """
 
@@ -15,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from chorus.config import BudgetConfig
-from chorus.events import ErrorCode, ErrorInfo, Event, TurnCompleted
+from chorus.events import ErrorCode, ErrorInfo, Event, Metered, TurnCompleted
 from chorus.store import Store
 
 
@@ -36,20 +40,43 @@ class Ledger:
     total: float = 0.0
     bodies: dict[str, float] = field(default_factory=dict)
     jobs: dict[str, float] = field(default_factory=dict)
+    #: Jobs one of whose model requests the meter refused, and why.
+    refused: dict[str, str] = field(default_factory=dict)
+    #: Jobs (a session, for requests outside a job) whose spend the meter counts.
+    _metered: set[str] = field(default_factory=set)
+    #: The metered requests counted (the meter's own report and the log's copy).
+    _seen: set[str] = field(default_factory=set)
 
     def observe(self, event: Event) -> None:
-        if not isinstance(event, TurnCompleted) or not event.cost_usd:
+        if isinstance(event, Metered):
+            self._observe_metered(event)
+        elif isinstance(event, TurnCompleted) and event.cost_usd and not self._is_metered(event):
+            self._add(event, event.cost_usd)
+
+    def _is_metered(self, event: Event) -> bool:
+        return (event.job_id or event.session_id) in self._metered
+
+    def _observe_metered(self, event: Metered) -> None:
+        self._roll(event.ts)
+        if event.request_id in self._seen:
             return
+        self._seen.add(event.request_id)
+        self._metered.add(event.job_id or event.session_id)
+        if event.cost_usd:
+            self._add(event, event.cost_usd)
+
+    def _add(self, event: Event, cost: float) -> None:
         self._roll(event.ts)
         if day_of(event.ts) == self.day:
-            self.total += event.cost_usd
-            self.bodies[event.body] = self.bodies.get(event.body, 0.0) + event.cost_usd
+            self.total += cost
+            self.bodies[event.body] = self.bodies.get(event.body, 0.0) + cost
         if event.job_id:
-            self.jobs[event.job_id] = self.jobs.get(event.job_id, 0.0) + event.cost_usd
+            self.jobs[event.job_id] = self.jobs.get(event.job_id, 0.0) + cost
 
     def _roll(self, now: float) -> None:
         if day_of(now) > self.day:
             self.day, self.total, self.bodies = day_of(now), 0.0, {}
+            self._seen.clear()
 
     def today(self, now: float | None = None) -> dict[str, object]:
         self._roll(time.time() if now is None else now)

@@ -27,6 +27,7 @@ from chorus.daemon._flag_side import flag_desk, flags_running
 from chorus.daemon._journal import journal
 from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
+from chorus.daemon._metering import build_meter, meter_routes, metering
 from chorus.daemon._metrics import DaemonMetrics, following
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._reload import reload_routes
@@ -62,8 +63,13 @@ def _lifespan(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        meter = build_meter(sup)  # the model-API meter, on the channel's listener
         try:
-            async with channel_running(sup.audit, sup.config.memory), sup.hub.running():
+            async with (
+                channel_running(sup.audit, sup.config.memory, meter_routes(meter)) as channel,
+                metering(channel, meter),
+                sup.hub.running(),
+            ):
                 task = asyncio.create_task(sup.run(), name="supervisor")
                 routines = asyncio.create_task(_routines(store, sched), name="routines")
                 try:

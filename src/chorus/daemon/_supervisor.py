@@ -523,6 +523,8 @@ class Supervisor:
             if (over := await self._over_budget(job, run.body)) is not None:  # issue 26
                 return over
             final = await self._one_attempt(job, run.body, run.prompt, run.plan)
+            if (refused := await self._meter_refused(job)) is not None:  # [budget] per request
+                return refused
             if not isinstance(final, TurnFailed) or job.id in self._interrupted:
                 if isinstance(final, TurnCompleted):
                     await self._health_success(run.body)
@@ -533,12 +535,28 @@ class Supervisor:
     async def _over_budget(self, job: JobRecord, body: str) -> TurnFailed | None:
         """A ``[budget]`` limit reached: the job stops before spending more."""
         why = refusal(self.ledger, self.config.budget, job.id, body)
-        if why is None:
-            return None
+        return None if why is None else await self._budget_stop(job, why)
+
+    async def _meter_refused(self, job: JobRecord) -> TurnFailed | None:
+        """The meter refused one of the job's model requests (a ``[budget]`` limit
+        reached mid-turn): the job ends with that, whatever its CLI made of the 400."""
+        why = self.ledger.refused.pop(job.id, None)
+        return None if why is None else await self._budget_stop(job, why)
+
+    async def _budget_stop(self, job: JobRecord, why: str) -> TurnFailed:
         await self._append(job, Notice(message=f"stopped: {why}", kind="budget"))
         if self.config.daemon.notifications:
             await _notify("Chorus budget reached", f"{why}: {job.prompt[:80]}")
         return TurnFailed(error=budget_error(why))
+
+    def running_on(self, session_id: str) -> tuple[str | None, str | None]:
+        """The job running on a session now and the body it runs on; (None, the live
+        body or None) between jobs."""
+        for job_id, session in self._live.items():
+            if session.id == session_id:
+                return job_id, session.body_name
+        live = self.hub.get(session_id)
+        return None, (live.body_name if live is not None else None)
 
     async def _recover(self, job: JobRecord, run: _Run, error: ErrorInfo) -> bool:
         """Decide what to do after a failed turn; False means the job fails with it."""

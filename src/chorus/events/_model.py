@@ -185,6 +185,26 @@ class UsageUpdate(_EventBase):
     model: str | None = None
 
 
+class Metered(_EventBase):
+    """One model-API request that went through Chorus's meter (``chorus.meter``): the
+    usage the API itself reported (input includes cached and cache-written tokens,
+    output includes reasoning), priced from the meter's table (None: an unknown
+    model), the HTTP status the provider answered, and whether the usage was read to
+    its end (``complete``: false when the stream was cut or had none)."""
+
+    type: Literal["metered"] = "metered"
+    api: str
+    model: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = None
+    status: int = 0
+    upstream: str = ""
+    path: str = ""
+    duration_ms: int = 0
+    complete: bool = False
+    request_id: str = ""
+
+
 class RetryNotice(_EventBase):
     """The CLI is retrying an API call by itself (e.g. Claude ``api_retry``)."""
 
@@ -361,6 +381,7 @@ Event = Annotated[
     | PermissionDecision
     | Plan
     | UsageUpdate
+    | Metered
     | RetryNotice
     | StatusChanged
     | TurnCompleted
@@ -397,6 +418,7 @@ EVENT_TYPES: tuple[type[_EventBase], ...] = (
     PermissionDecision,
     Plan,
     UsageUpdate,
+    Metered,
     RetryNotice,
     StatusChanged,
     TurnCompleted,

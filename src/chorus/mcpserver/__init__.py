@@ -9,7 +9,7 @@ daemon serves each session at its own URL over streamable HTTP, ``_channel``);
 package does not import the MCP SDK (building a server does).
 """
 
-from chorus.mcpserver._channel import MAX_SERVED, ChannelApp
+from chorus.mcpserver._channel import MAX_SERVED, ChannelApp, SessionRoute
 from chorus.mcpserver._listen import (
     bind_channel,
     channel_port_path,
@@ -42,6 +42,7 @@ __all__ = [
     "SESSION_ENV",
     "TOOL_MODULES",
     "ChannelApp",
+    "SessionRoute",
     "ToolContext",
     "ToolFactory",
     "ToolFn",

@@ -3,11 +3,13 @@
 ``/s/<token>/mcp`` is the MCP endpoint of the session the token was made for
 (``chorus.bodies.token_channel``): the session comes from the token, never from the
 request, and the only thing served is that session's tools (audited as
-``mcp_tool_call``). Any other path, and a token not made with the daemon's key, is a
-bare 404; a GET (a stream of the server's own messages) is a 405: the channel has
-none to send. The SDK's server (stateless, JSON answers: nothing a restart loses) is
-built per session on its first call and kept for the most recent sessions; the SDK
-itself is imported then, or by :meth:`ChannelApp.warm` once the daemon is up.
+``mcp_tool_call``). ``/s/<token>/<name>/...`` goes to the route the daemon gave under
+``name`` (the model-API meter: ``chorus.meter``), with the token's session. Any other
+path, and a token not made with the daemon's key, is a bare 404; a GET (a stream of
+the server's own messages) is a 405: the channel has none to send. The SDK's server
+(stateless, JSON answers: nothing a restart loses) is built per session on its first
+call and kept for the most recent sessions; the SDK itself is imported then, or by
+:meth:`ChannelApp.warm` once the daemon is up.
 """
 
 from __future__ import annotations
@@ -30,8 +32,12 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
+#: A route beside the MCP endpoint: called with the token's channel id and the path
+#: after ``/s/<token>/<name>``.
+SessionRoute = Callable[[str, str, Scope, Receive, Send], Awaitable[None]]
 
 _PATH = re.compile(r"/s/([^/]+)/mcp/?")
+_ROUTE = re.compile(r"/s/([^/]+)/([a-z]+)(/.*)?", re.DOTALL)
 #: Sessions whose server is kept built (an idle one beyond is dropped, rebuilt on use).
 MAX_SERVED = 64
 _SDK = "mcp.server.mcpserver"
@@ -68,11 +74,14 @@ class ChannelApp:
     audit: AuditLog | None = None
     memory_table: dict[str, Any] | None = None
     max_served: int = MAX_SERVED
+    routes: dict[str, SessionRoute] = field(default_factory=dict)
     _served: OrderedDict[str, _Served] = field(default_factory=OrderedDict)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            return
+        if await self._routed(scope, receive, send):
             return
         channel = self.channel_of(str(scope.get("path", "")))
         if channel is None:
@@ -84,6 +93,19 @@ class ChannelApp:
         served = await self._serve(channel)
         async with served.using():
             await served.handle(scope, receive, send)
+
+    async def _routed(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Serve a request for one of :attr:`routes` (True), if it is one."""
+        match = _ROUTE.fullmatch(str(scope.get("path", "")))
+        route = self.routes.get(match.group(2)) if match else None
+        if match is None or route is None:
+            return False
+        channel = token_channel(self.key, match.group(1))
+        if channel is None:
+            await _answer(send, 404, b"not found")
+        else:
+            await route(channel, match.group(3) or "", scope, receive, send)
+        return True
 
     def channel_of(self, path: str) -> str | None:
         """The channel id a request's path names with a good token, else None."""

@@ -20,7 +20,7 @@ import uvicorn
 
 from chorus.bodies import Channel, channel_key, close_channel, open_channel
 from chorus.config import run_dir
-from chorus.mcpserver._channel import ChannelApp
+from chorus.mcpserver._channel import ChannelApp, SessionRoute
 from chorus.policy import AuditLog
 
 log = logging.getLogger("chorus.mcpserver")
@@ -43,13 +43,16 @@ class _EmbeddedServer(uvicorn.Server):
 
 @contextlib.asynccontextmanager
 async def channel_running(
-    audit: AuditLog | None, memory_table: dict[str, Any] | None
+    audit: AuditLog | None,
+    memory_table: dict[str, Any] | None,
+    routes: dict[str, SessionRoute] | None = None,
 ) -> AsyncIterator[Channel]:
     """Serve every session's channel for the block's life; bodies started meanwhile
-    are given their session's URL (``chorus.bodies.channel_servers``)."""
+    are given their session's URL (``chorus.bodies.channel_servers``). ``routes``:
+    what else each session reaches under its token (``/s/<token>/<name>/...``)."""
     sock = bind_channel()
     channel = Channel(HOST, int(sock.getsockname()[1]), channel_key())
-    app = ChannelApp(channel.key, audit, memory_table)
+    app = ChannelApp(channel.key, audit, memory_table, routes=dict(routes or {}))
     server = _EmbeddedServer(_config(app))
     task = asyncio.create_task(server.serve(sockets=[sock]), name="mcp-channel")
     warm = asyncio.create_task(app.warm(), name="mcp-import")
@@ -81,6 +84,9 @@ def bind_channel(path: Path | None = None) -> socket.socket:
         )
         sock = socket.create_server((HOST, 0), backlog=128)
     sock.setblocking(False)
+    # Accepted connections inherit it: each streamed chunk leaves when written (asyncio
+    # sets it only on sockets made with proto IPPROTO_TCP, which create_server's are not).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     port = int(sock.getsockname()[1])
     if port != wanted:
         path.write_text(f"{port}\n")

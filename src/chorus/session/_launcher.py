@@ -2,8 +2,9 @@
 :func:`chorus.bodies.create_body` for the daemon and the gateway alike.
 
 A body gets the process environment, its ``[agents.NAME.env]``, the secrets the
-policy lets it have, the native permission flags the policy allows when it
-cannot ask (one-shot bodies), the CLI the daemon's config points at, the
+policy lets it have, its model API's base URL at its session's meter
+(``chorus.meter``), the native permission flags the policy allows when it cannot ask
+(one-shot bodies), the CLI the daemon's config points at, the
 session's model and cwd, its native resume id, the store's raw tap, and a
 permission callback (the session's trampoline to the current turn's gate).
 """
@@ -33,6 +34,7 @@ from chorus.config import ChorusConfig, chorus_home, run_dir
 from chorus.context import Brief, add_body_extras, recall_block
 from chorus.events import Notice
 from chorus.memory import memory_settings
+from chorus.meter import point_body
 from chorus.policy import (
     PERMISSION_MODES,
     AuditLog,
@@ -164,6 +166,8 @@ class BodyLauncher:
         self, cwd: str | None, launch: Launch, tap: RawTap, session_id: str | None = None
     ) -> BodyOptions:
         env = self._env(launch.body)
+        metered = point_body(cli_name(launch.body), env, session_id)  # its model calls
+        env.update(metered.env)
         folder = Path(cwd or os.getcwd())
         native = self.native_flags(launch.body, launch.gate)
         if native is not None:
@@ -178,10 +182,12 @@ class BodyLauncher:
             env=env,
             permission_callback=launch.permission,
             permission_args=native.args if native is not None else None,
+            extra_args=metered.args,
             raw_tap=tap,
             history=launch.history,
             orphan_timeout=self.config.daemon.orphan_timeout_s or None,
             start_timeout=self.config.daemon.body_start_timeout_s,
+            extra={"meter_env": metered.env} if metered.env else {},
         )
         options = self._native_rules(options, launch.body)  # issue 14: the CLI's own rules
         # Issues 16, 17: the context, the client's instructions and servers, Chorus's.

@@ -107,6 +107,8 @@ class ModelServer:
         self._connections: set[socket.socket] = set()
         self._httpd: _HttpServer | None = None
         self._thread: threading.Thread | None = None
+        self._rate_limit: int | None = None
+        self._rate_left: dict[Api, int] = {}
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -194,6 +196,39 @@ class ModelServer:
         with self._lock:
             self._lanes[lane] = _Lane(turns)
         return self.lane_url(lane) if self._httpd is not None else ""
+
+    def state_rate_limit(self, requests: int | None) -> None:
+        """Send rate-limit headers with every streamed answer, as the providers do:
+        ``requests`` a minute, one fewer left after each (Anthropic's
+        ``anthropic-ratelimit-requests-*``, OpenAI's ``x-ratelimit-*-requests``; the
+        Gemini API sends none). None: send none (the default)."""
+        with self._lock:
+            self._rate_limit, self._rate_left = requests, {}
+
+    def rate_limit_left(self, api: Api) -> int | None:
+        """The requests left that the last answer on ``api`` stated (None: none stated)."""
+        with self._lock:
+            return self._rate_left.get(api)
+
+    def _rate_headers(self, api: Api) -> tuple[tuple[str, str], ...]:
+        with self._lock:
+            limit = self._rate_limit
+            if limit is None or api == "gemini":
+                return ()
+            left = self._rate_left[api] = max(0, self._rate_left.get(api, limit) - 1)
+        if api == "anthropic":
+            reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 60))
+            prefix = "anthropic-ratelimit-requests-"
+            return (
+                (prefix + "limit", str(limit)),
+                (prefix + "remaining", str(left)),
+                (prefix + "reset", reset),
+            )
+        return (
+            ("x-ratelimit-limit-requests", str(limit)),
+            ("x-ratelimit-remaining-requests", str(left)),
+            ("x-ratelimit-reset-requests", "60s"),
+        )
 
     def remaining_turns(self, lane: str = DEFAULT_LANE) -> int:
         """Turns of ``lane`` not yet served (a repeating failure counts until passed)."""
@@ -308,13 +343,14 @@ class ModelServer:
         ctx = RenderContext(model=model, cwd=_WORKING_DIR[api](body))
         events = _RENDER[api](reply, ctx)
         keep_alive = self._keep_alive if self._keep_alive is not None else api == "anthropic"
+        limits = self._rate_headers(api)
         if api == "anthropic":
             # Claude echoes request-id as request_id on its stdout lines.
-            headers: tuple[tuple[str, str], ...] = (("request-id", ctx.new_id("req")),)
+            headers = (("request-id", ctx.new_id("req")), *limits)
             return _Stream(
                 events, reply.delay, "text/event-stream; charset=utf-8", keep_alive, headers
             )
-        return _Stream(events, reply.delay, "text/event-stream", keep_alive)
+        return _Stream(events, reply.delay, "text/event-stream", keep_alive, limits)
 
 
 _RENDER: dict[Api, Callable[[Reply, RenderContext], list[SseEvent]]] = {
@@ -374,6 +410,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # Each SSE event leaves when written, as a provider's do (no Nagle wait for
+        # the client's delayed ACK of the one before).
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server.model_server._track(self.connection, add=True)
 
     def finish(self) -> None:

@@ -264,7 +264,12 @@ class AcpBody(Body):
             argv += [flag, self.options.model]
         argv += self.agent.quirks.mode_args.get(self.options.permission_mode, ())
         argv += self.options.extra_args
-        env = {**self.options.child_env(), **self.agent.env}
+        # The meter's base URL (chorus.meter) wins over the agent entry's own.
+        env = {
+            **self.options.child_env(),
+            **self.agent.env,
+            **self.options.extra.get("meter_env", {}),
+        }
         return SpawnSpec(argv=argv, cwd=self.options.cwd, env=env)
 
     async def close(self) -> None:

@@ -1,0 +1,299 @@
+"""The meter: a streaming pass-through proxy for the model APIs, one per daemon, served
+on the sessions' channel listener under each session's token
+(``/s/<token>/meter/<api>/<ref>/...``, see ``_point``).
+
+Each request goes to the upstream its signed URL names with the body's own method,
+path, query, headers (credentials included; hop-by-hop ones aside) and body; the
+answer comes back as the provider gave it: status, headers, and every chunk as it
+arrives. Nothing is retried or swallowed; an upstream that cannot be reached is a
+502 in the API's own error shape. A client that goes away closes the upstream
+request. On the way each answer's usage is read (``_usage``), priced
+(``_prices``) and handed to the sink as a :class:`chorus.events.Metered` before the
+client can see the answer's end (so a budget is current when the next request
+comes); its rate-limit headers go to the :class:`QuotaBook`. Before a POST is
+forwarded the sink may refuse it (a budget reached): the CLI then gets a 400 in
+its API's error shape and ends its turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import httpx
+
+from chorus.events import Metered
+from chorus.meter._point import Target, resolve
+from chorus.meter._prices import PriceTable, price_table
+from chorus.meter._quota import QuotaBook, windows_from
+from chorus.meter._replies import Reply, budget_reply, too_large_reply, unreachable_reply
+from chorus.meter._usage import UsageReader
+
+log = logging.getLogger("chorus.meter")
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+#: A request body larger than this is refused (413) rather than forwarded.
+MAX_REQUEST_BYTES = 64 << 20
+_HOP_BY_HOP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-authenticate",
+        b"proxy-authorization",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"trailers",
+        b"transfer-encoding",
+        b"upgrade",
+    }
+)
+#: Set by the HTTP client from the URL and the body it sends.
+_REQUEST_OWN = frozenset({b"host", b"content-length"})
+
+
+class MeterSink(Protocol):
+    """Where the meter asks and tells (the daemon: its ledger, budgets and log)."""
+
+    def admit(self, channel: str, api: str) -> str | None:
+        """Why a model request of ``channel`` may not go out now, or None."""
+
+    def record(self, channel: str, event: Metered) -> None:
+        """One request's usage (called once per forwarded request)."""
+
+
+class NullSink:
+    """Admits everything, keeps nothing."""
+
+    def admit(self, channel: str, api: str) -> str | None:
+        return None
+
+    def record(self, channel: str, event: Metered) -> None:
+        return None
+
+
+def new_client() -> httpx.AsyncClient:
+    """The upstream client: no timeout on reads (a model may think for minutes; the
+    CLI keeps its own), no redirects followed, none of httpx's own default headers."""
+    timeout = httpx.Timeout(connect=30.0, read=None, write=60.0, pool=None)
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
+    # No Nagle: a request's headers and body leave at once, not 40 ms apart.
+    nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+    transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=nodelay)
+    client = httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False)
+    client.headers.clear()
+    return client
+
+
+@dataclass(eq=False)
+class MeterApp:
+    """Serves ``/s/<token>/meter/...`` (a channel route: called with the channel id
+    the token names and the path after the route's name)."""
+
+    key: bytes
+    sink: MeterSink = field(default_factory=NullSink)
+    prices: PriceTable = field(default_factory=price_table)
+    quotas: QuotaBook = field(default_factory=QuotaBook)
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    client: httpx.AsyncClient = field(default_factory=new_client)
+
+    async def __call__(
+        self, channel: str, rest: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        target = resolve(self.key, channel, rest)
+        if target is None:
+            await _answer(send, Reply(404, b"not found"), b"text/plain")
+            return
+        body = await _read_body(receive, self.max_request_bytes)
+        if body is None:
+            await _answer(send, too_large_reply(target.api, self.max_request_bytes))
+            return
+        if scope.get("method") == "POST" and (why := self.sink.admit(channel, target.api)):
+            await _answer(send, budget_reply(target.api, why))
+            return
+        await _Exchange(self, channel, target, scope).run(body, receive, send)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+@dataclass(eq=False)
+class _Exchange:
+    """One forwarded request and its answer."""
+
+    meter: MeterApp
+    channel: str
+    target: Target
+    scope: Scope
+    started: float = field(default_factory=time.monotonic)
+    recorded: bool = False
+    cut: bool = False
+
+    async def run(self, body: bytes, receive: Receive, send: Send) -> None:
+        request = self.meter.client.build_request(
+            str(self.scope.get("method", "GET")),
+            self._url(),
+            headers=_request_headers(self.scope),
+            content=body,
+        )
+        try:
+            response = await self.meter.client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            why = str(exc) or type(exc).__name__
+            await _answer(send, unreachable_reply(self.target.api, self.target.upstream, why))
+            return
+        reader = UsageReader(
+            self.target.api,
+            response.headers.get("content-type", ""),
+            response.headers.get("content-encoding", ""),
+        )
+        try:
+            await self._relay(response, reader, receive, send)
+        finally:
+            await response.aclose()
+            self._record(response, reader)
+
+    def _url(self) -> str:
+        query = self.scope.get("query_string") or b""
+        path = _raw_tail(self.scope) or self.target.path
+        return self.target.upstream + path + ("?" + query.decode("latin-1") if query else "")
+
+    async def _relay(
+        self, response: httpx.Response, reader: UsageReader, receive: Receive, send: Send
+    ) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": _response_headers(response),
+            }
+        )
+        done = False
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._watch, receive, group.cancel_scope)
+            done = await self._pump(response, reader, send)
+            group.cancel_scope.cancel()
+        if done and not self.cut:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _watch(self, receive: Receive, scope: anyio.CancelScope) -> None:
+        """The client went away: stop reading the upstream (its request is closed)."""
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.cut = True
+        scope.cancel()
+
+    async def _pump(self, response: httpx.Response, reader: UsageReader, send: Send) -> bool:
+        """Every chunk to the client as it comes; a JSON answer's last chunk only once
+        its usage is recorded. False when the upstream broke off."""
+        streamed = reader.streaming
+        held = b""
+        try:
+            async for chunk in response.aiter_raw():
+                if reader.feed(chunk):
+                    self._record(response, reader)
+                if not streamed:
+                    chunk, held = held, chunk
+                if chunk:
+                    await _body(send, chunk)
+        except httpx.HTTPError as exc:
+            log.info("meter: %s broke off: %s", self.target.upstream, exc)
+            self.cut = True
+            return False
+        self._record(response, reader)
+        if held:
+            await _body(send, held)
+        return True
+
+    def _record(self, response: httpx.Response, reader: UsageReader) -> None:
+        if self.recorded:
+            return
+        self.recorded = True
+        tally = reader.close()
+        now = time.time()
+        api = self.target.api
+        status, body = response.status_code, reader.error_body()
+        windows = windows_from(api, status, response.headers, body, now)
+        self.meter.quotas.update(api, self.target.upstream, windows, now)
+        if self.scope.get("method") != "POST":
+            return
+        usage = tally.usage()
+        model = tally.model or _model_hint(self.target.path)
+        event = Metered(
+            api=api,
+            model=model,
+            usage=usage,
+            cost_usd=self.meter.prices.cost(model, usage),
+            status=response.status_code,
+            upstream=self.target.upstream,
+            path=self.target.path,
+            duration_ms=int((time.monotonic() - self.started) * 1000),
+            complete=tally.done and not self.cut,
+            request_id=uuid.uuid4().hex,
+        )
+        try:
+            self.meter.sink.record(self.channel, event)
+        except Exception:  # the answer must reach the CLI whatever the sink does
+            log.exception("meter: recording a request failed")
+
+
+def _model_hint(path: str) -> str | None:
+    """Gemini names the model in the path (``/v1beta/models/<model>:<op>``)."""
+    _, found, tail = path.partition("/models/")
+    if not found:
+        return None
+    return tail.split(":", 1)[0] or None
+
+
+def _raw_tail(scope: Scope) -> str:
+    """The request's path below its ref, as the client encoded it."""
+    raw = scope.get("raw_path")
+    if not isinstance(raw, bytes):
+        return ""
+    parts = raw.split(b"?", 1)[0].split(b"/", 6)  # "", s, token, meter, api, ref, rest
+    return "/" + parts[6].decode("latin-1") if len(parts) > 6 else ""
+
+
+def _request_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
+    drop = _HOP_BY_HOP | _REQUEST_OWN
+    return [(k, v) for k, v in scope.get("headers") or [] if k.lower() not in drop]
+
+
+def _response_headers(response: httpx.Response) -> list[tuple[bytes, bytes]]:
+    return [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP_BY_HOP]
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None past ``limit`` bytes."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b"".join(parts)
+        chunk = message.get("body") or b""
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(parts)
+
+
+async def _body(send: Send, chunk: bytes) -> None:
+    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+
+async def _answer(send: Send, reply: Reply, content_type: bytes = b"application/json") -> None:
+    headers = [(b"content-type", content_type), *reply.headers[1:]]
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body})

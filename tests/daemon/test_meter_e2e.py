@@ -1,0 +1,130 @@
+"""The model-API meter on the real CLIs: every body's model calls go through the
+daemon's meter on its way to the scripted server. A Codex job and a Gemini job show in
+``chorus usage`` exactly the tokens the server sent, priced from the table; ``status``
+shows the requests left that the server stated; a per-job budget smaller than one
+request's cost stops a multi-step job after its first model request."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from chorus.events import JobEnded, Metered, Notice, TurnCompleted, Usage, parse_event
+from chorus.meter import price_table
+from chorus.testing import shell, text
+
+if TYPE_CHECKING:
+    from conftest import Daemon
+
+pytestmark = pytest.mark.e2e
+
+METER = ("[meter]", "enabled = true")
+#: What the scripted server states on every answer (its rate limit: requests a minute).
+LIMIT = 500
+#: The usage the scripted server puts on every answer, per API.
+SENT = Usage(input_tokens=100, output_tokens=20)
+
+
+def _answered(daemon: Daemon, lane: str) -> list[str]:
+    """The model of each request the server answered with its usage, on ``lane``."""
+    return [
+        str(r.body.get("model") if r.api == "openai" else r.path.split("/models/")[1].split(":")[0])
+        for r in daemon.server.requests_of(lane=lane)
+        if r.method == "POST" and r.status == 200 and not r.path.endswith(":countTokens")
+    ]
+
+
+def test_codex_and_gemini_jobs_are_metered_as_the_server_sent_them(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    daemon = daemon_with(*METER)
+    daemon.server.state_rate_limit(LIMIT)
+    daemon.server.script([shell("echo metered > out.txt"), text("done")], lane="codex")
+    daemon.server.script([text("hello from gemini")], lane="gemini")
+    codex = daemon.ask("make out.txt", "--body", "codex")
+    gemini = daemon.ask("say hello", "--body", "gemini")
+    assert (daemon.work / "out.txt").read_text() == "metered\n"
+
+    rows = {r["key"]: r for r in json.loads(daemon.run("usage", "--json").stdout)}
+    table = price_table()
+    for body, events in (("codex", codex), ("gemini", gemini)):
+        models = _answered(daemon, body)
+        assert models, body
+        row = rows[body]
+        assert row["requests"] == len(models)
+        assert row["input_tokens"] == SENT.input_tokens * len(models)
+        assert row["output_tokens"] == SENT.output_tokens * len(models)
+        cost = sum(table.cost(model, SENT) or 0 for model in models)
+        assert cost > 0
+        assert row["cost_usd"] == pytest.approx(cost)
+        metered = _metered(daemon, events)
+        assert {m.job_id for m in metered} == {events[-1].job_id}
+        assert all(m.complete and m.status == 200 for m in metered)
+
+    status = json.loads(daemon.run("status", "--json").stdout)
+    stated = status["quota"]["openai"]["windows"]["requests"]
+    assert stated["limit"] == LIMIT
+    assert stated["remaining"] == daemon.server.rate_limit_left("openai")
+    assert stated["remaining"] == LIMIT - len(_answered(daemon, "codex"))
+    assert status["spend_today"]["usd"] == pytest.approx(
+        rows["codex"]["cost_usd"] + rows["gemini"]["cost_usd"]
+    )
+    plain = daemon.run("status").stdout
+    left = f"requests {stated['remaining']}/{LIMIT} left"
+    assert any(
+        line.strip().startswith("quota (openai") and left in line for line in plain.splitlines()
+    )
+
+
+def test_a_metered_claude_job_counts_the_meters_cost_not_also_its_own_report(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    daemon = daemon_with(*METER)
+    daemon.server.script([text("hi")], lane="claude")
+    events = daemon.ask("hello", "--body", "claude")
+    turn = next(e for e in events if isinstance(e, TurnCompleted))
+    assert turn.cost_usd  # Claude reported its own cost of the turn
+    metered = _metered(daemon, events)
+    posts = [r for r in daemon.server.requests_of(lane="claude") if r.method == "POST"]
+    assert len(metered) == len(posts)
+    [row] = json.loads(daemon.run("usage", "--json").stdout)
+    assert (row["key"], row["turns"], row["requests"]) == ("claude", 1, len(posts))
+    assert row["input_tokens"] == SENT.input_tokens * len(posts)
+    assert row["cost_usd"] == pytest.approx(sum(m.cost_usd or 0 for m in metered))
+    status = json.loads(daemon.run("status", "--json").stdout)
+    assert status["spend_today"]["usd"] == pytest.approx(row["cost_usd"])
+
+
+def _metered(daemon: Daemon, events: list[object]) -> list[Metered]:
+    job = events[-1].job_id  # type: ignore[attr-defined]
+    done = daemon.run("log", job, "--json")
+    found = [parse_event(line) for line in done.stdout.splitlines()]
+    return [e for e in found if isinstance(e, Metered)]
+
+
+@pytest.mark.parametrize("body", ["codex", "gemini", "claude"])
+def test_a_budget_smaller_than_one_request_stops_the_job_after_that_request(
+    daemon_with: Callable[..., Daemon], body: str
+) -> None:
+    daemon = daemon_with(*METER, "[budget]", "per_job_usd = 0.00001")
+    daemon.server.script(
+        [shell("echo one > one.txt"), shell("echo two > two.txt"), text("never")], lane=body
+    )
+    done = daemon.run("ask", "two steps", "--body", body, "--json")
+    assert done.returncode == 1, done.stderr
+    events = [parse_event(line) for line in done.stdout.splitlines()]
+    ended = events[-1]
+    assert isinstance(ended, JobEnded)
+    assert ended.error is not None
+    assert ended.error.code == "budget_exceeded"
+    assert "per_job_usd" in ended.error.message
+    notices = [e for e in events if isinstance(e, Notice)]
+    assert notices[-1].kind == "budget"  # after the CLI's own word on the 400, if any
+    sent = [r for r in daemon.server.requests_of(lane=body) if r.method == "POST"]
+    assert len(sent) == 1  # one model request went out; the next was refused
+    # Gemini's first request is its router's (a side call): its turn never started.
+    assert (daemon.work / "one.txt").exists() == (sent[0].kind == "turn")
+    assert not (daemon.work / "two.txt").exists()

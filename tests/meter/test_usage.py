@@ -1,0 +1,159 @@
+"""The usage parsers on the bytes the scripted model server really sends (fed whole,
+and byte by byte) and on the usage shapes each API documents (cache, reasoning)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import httpx
+import pytest
+
+from chorus.meter import SseSplitter, UsageReader, read_usage
+from chorus.testing import ModelServer
+from chorus.testing._scenario import Reply, Text, Thinking
+
+BODIES = {
+    "anthropic": (
+        "/v1/messages",
+        {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 9,
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    ),
+    "openai": ("/v1/responses", {"model": "gpt-5.5", "stream": True, "input": "hi"}),
+    "gemini": (
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+    ),
+}
+MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.5", "gemini": "gemini-2.5-flash"}
+
+
+def _recorded(api: str) -> tuple[bytes, str]:
+    """One streamed answer of the scripted server: its raw bytes and content type."""
+    path, body = BODIES[api]
+    reply = Reply(blocks=(Thinking(text="hmm"), Text(text="hello there", chunks=3)))
+    with ModelServer([reply]) as server:
+        resp = httpx.post(server.url + path, json=body)
+    return resp.content, resp.headers["content-type"]
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai", "gemini"])
+def test_the_scripted_servers_streams_read_whole_and_byte_by_byte(api: str) -> None:
+    raw, kind = _recorded(api)
+    whole = read_usage(api, raw, kind)  # type: ignore[arg-type]
+    reader = UsageReader(api, kind)  # type: ignore[arg-type]
+    done = [reader.feed(raw[i : i + 1]) for i in range(len(raw))]
+    tally = reader.close()
+    assert done.count(True) == 1  # the usage completed once, at its last event
+    assert tally == whole
+    assert (tally.input, tally.output, tally.model, tally.done) == (100, 20, MODELS[api], True)
+
+
+def test_anthropic_cache_reads_and_writes_count_as_input() -> None:
+    start = {
+        "type": "message_start",
+        "message": {
+            "model": "claude-opus-4-5",
+            "usage": {
+                "input_tokens": 12,
+                "cache_creation_input_tokens": 300,
+                "cache_read_input_tokens": 4000,
+                "output_tokens": 1,
+            },
+        },
+    }
+    delta = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn"},
+        "usage": {"output_tokens": 250},
+    }
+    raw = _sse(
+        ("message_start", start),
+        ("message_delta", delta),
+        ("message_stop", {"type": "message_stop"}),
+    )
+    tally = read_usage("anthropic", raw, "text/event-stream")
+    usage = tally.usage()
+    assert usage.input_tokens == 4312
+    assert usage.cached_input_tokens == 4000
+    assert usage.cache_write_input_tokens == 300
+    assert usage.output_tokens == 250
+
+
+def test_anthropic_json_answer_and_gzip() -> None:
+    body = {
+        "type": "message",
+        "model": "claude-haiku-4-5",
+        "usage": {"input_tokens": 5, "output_tokens": 7},
+    }
+    raw = gzip.compress(json.dumps(body).encode())
+    tally = read_usage("anthropic", raw, "application/json", "gzip")
+    assert (tally.input, tally.output, tally.model, tally.done) == (5, 7, "claude-haiku-4-5", True)
+
+
+def test_openai_cached_and_reasoning_tokens() -> None:
+    completed = {
+        "type": "response.completed",
+        "response": {
+            "model": "gpt-5-mini",
+            "usage": {
+                "input_tokens": 2000,
+                "input_tokens_details": {"cached_tokens": 1500},
+                "output_tokens": 300,
+                "output_tokens_details": {"reasoning_tokens": 200},
+            },
+        },
+    }
+    usage = read_usage("openai", _sse(("response.completed", completed)), "text/event-stream")
+    assert usage.usage().model_dump() == {
+        "input_tokens": 2000,
+        "output_tokens": 300,
+        "cached_input_tokens": 1500,
+        "cache_write_input_tokens": 0,
+        "reasoning_tokens": 200,
+    }
+
+
+def test_gemini_thoughts_count_as_output_and_a_json_array_is_read() -> None:
+    chunks = [
+        {
+            "candidates": [{"content": {"parts": [{"text": "a"}]}}],
+            "usageMetadata": {"promptTokenCount": 50},
+            "modelVersion": "gemini-2.5-pro",
+        },
+        {
+            "candidates": [{"finishReason": "STOP"}],
+            "usageMetadata": {
+                "promptTokenCount": 50,
+                "cachedContentTokenCount": 20,
+                "candidatesTokenCount": 9,
+                "thoughtsTokenCount": 30,
+            },
+        },
+    ]
+    tally = read_usage("gemini", json.dumps(chunks).encode(), "application/json")
+    assert (tally.input, tally.cached, tally.output, tally.reasoning) == (50, 20, 39, 30)
+    assert tally.model == "gemini-2.5-pro"
+
+
+def test_an_unreadable_encoding_or_no_usage_reads_nothing() -> None:
+    assert read_usage("openai", b"\x00garbage", "application/json", "br").seen is False
+    assert read_usage("openai", b"data: {not json}\n\n", "text/event-stream").seen is False
+    error = {"error": {"message": "nope"}}
+    assert read_usage("anthropic", json.dumps(error).encode(), "application/json").seen is False
+
+
+def test_sse_splitter_takes_crlf_comments_and_multiline_data() -> None:
+    splitter = SseSplitter()
+    out = splitter.feed(b": ping\r\n\r\nevent: a\r\ndata: 1\r")
+    out += splitter.feed(b"\ndata: 2\r\n\r\ndata: tail")
+    assert [(e.event, e.data) for e in out] == [("a", "1\n2")]
+    assert [e.data for e in splitter.close()] == ["tail"]
+
+
+def _sse(*events: tuple[str, dict[str, object]]) -> bytes:
+    return b"".join(f"event: {n}\ndata: {json.dumps(d)}\n\n".encode() for n, d in events)
