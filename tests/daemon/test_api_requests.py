@@ -108,8 +108,11 @@ def test_a_job_is_never_run_inside_chorus_home_except_its_workspace(chorus_home:
 
     (chorus_home / "run").mkdir(parents=True)
     (chorus_home / "workspace").mkdir()
+    (chorus_home / "worktrees" / "repo-1" / "job").mkdir(parents=True)
     for inside in (chorus_home, chorus_home / "run"):
         with pytest.raises(UserError, match="inside CHORUS_HOME"):
             _checked_dir(str(inside))
     assert _checked_dir(str(chorus_home / "workspace")) == (chorus_home / "workspace").resolve()
+    job_tree = chorus_home / "worktrees" / "repo-1" / "job"
+    assert _checked_dir(str(job_tree)) == job_tree.resolve()
     assert _checked_dir(str(chorus_home.parent)) == chorus_home.parent.resolve()

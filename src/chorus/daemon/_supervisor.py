@@ -844,12 +844,19 @@ def _checked_dir(raw: str | None) -> Path:
     return cwd
 
 
+#: The folders of CHORUS_HOME a job may work in.
+_JOB_FOLDERS_IN_HOME = ("workspace", "worktrees")
+
+
 def _outside_chorus_home(cwd: Path) -> None:
     """A job never works inside CHORUS_HOME (its folder would be the body's writable
-    root: the policy, the audit log, the keys), except the workspace, which the
+    root: the policy, the audit log, the keys), except in a job worktree there
+    (``CHORUS_HOME/worktrees``, the default root) and in the workspace, which the
     heartbeat's jobs work in and every sandbox keeps read-only."""
     home = chorus_home().resolve()
-    if not cwd.is_relative_to(home) or cwd.is_relative_to(home / "workspace"):
+    if not cwd.is_relative_to(home):
+        return
+    if any(cwd.is_relative_to(home / part) for part in _JOB_FOLDERS_IN_HOME):
         return
     raise UserError(
         f"working directory {cwd} is inside CHORUS_HOME ({home}), which no job may work "
