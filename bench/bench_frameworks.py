@@ -1,7 +1,7 @@
 """`--framework consensus` (three planners in parallel, then one executor) against
 `direct`, on the scripted model with slow streams, side by side in one run.
 
-The target (issue 25): consensus wall time <= direct + 1.3 x the slowest single
+The target: consensus wall time <= direct + 1.3 x the slowest single
 planner, which holds only if the planners really run in parallel.
 
     uv run python bench/bench_frameworks.py [--rounds N] [--delay SECONDS]

@@ -1,4 +1,4 @@
-"""The PostgreSQL job queue and log with several worker processes (issue 23).
+"""The PostgreSQL job queue and log with several worker processes.
 
 Starts a throwaway cluster (Debian's postgresql), then:
 

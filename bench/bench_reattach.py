@@ -1,5 +1,5 @@
 """kill -9 the daemon mid-turn, N times per CLI; the next daemon must re-attach to the
-body and carry the same turn on (issue 15).
+body and carry the same turn on.
 
 Each round runs one real job (claude, codex, gemini: each against its lane of the
 scripted model, streaming a numbered word list slowly), SIGKILLs the daemon once

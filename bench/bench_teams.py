@@ -1,4 +1,4 @@
-"""Teams (issue 20), two figures in one run:
+"""Teams, two figures in one run:
 
 1. Parallel vs serial on the scripted model with slow streams: ``chorus team run`` of
    a claude member and a codex member (each reply streams ``--delay`` seconds), then

@@ -59,7 +59,7 @@ def chorus_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "chorus-home"
     monkeypatch.setenv("CHORUS_HOME", str(home))
     # Memory extraction (on by default) would spend a scripted turn after every job;
-    # the tests that want it say so in their config or unset this (issue 16).
+    # the tests that want it say so in their config or unset this.
     monkeypatch.setenv("CHORUS_MEMORY_EXTRACTION", "0")
     return home
 

@@ -1,5 +1,5 @@
 """The README's command table lists every command, and its ``--json`` column says
-truly which have ``--json`` (issue 26)."""
+truly which have ``--json``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``chorus service``: the unit file written for this home, and plain words when the
-service manager cannot take it (issue 26)."""
+service manager cannot take it."""
 
 from __future__ import annotations
 

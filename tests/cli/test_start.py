@@ -1,4 +1,4 @@
-"""``chorus start`` says when the TCP gateway could not start (issue 18, case 7)."""
+"""``chorus start`` says when the TCP gateway could not start (case 7)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Job requests are checked before anything is written: shape and prompt size
-(issue 18, cases 5 and 7). The app runs in-process over a real store."""
+(cases 5 and 7). The app runs in-process over a real store."""
 
 from __future__ import annotations
 

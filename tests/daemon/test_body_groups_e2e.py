@@ -1,4 +1,4 @@
-"""Issue 22: no process of any body survives ``chorus stop``, checked by process group.
+"""no process of any body survives ``chorus stop``, checked by process group.
 
 Each body runs a slow turn under the daemon (real CLIs, scripted server); while the
 turn streams, the daemon's children (each the leader of its body's process group)

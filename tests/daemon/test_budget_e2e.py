@@ -1,4 +1,4 @@
-"""``[budget]`` on the real Claude CLI (issue 26): once today's spend reaches
+"""``[budget]`` on the real Claude CLI: once today's spend reaches
 ``daily_usd`` the next job stops before its body spends anything, with the stable
 code ``budget_exceeded``; ``status`` shows today's spend; ``daemon.log`` has a JSON
 line per transition."""

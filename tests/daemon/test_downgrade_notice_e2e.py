@@ -1,4 +1,4 @@
-"""Issue 14: a mode a body cannot honour is downgraded with a notice the user sees.
+"""a mode a body cannot honour is downgraded with a notice the user sees.
 
 claude-print (the real Claude CLI in print mode, scripted model) cannot ask Chorus
 about a tool call; bypassPermissions would need its dangerous flag, which the

@@ -1,4 +1,4 @@
-"""Issue 14: a value from ``[agents.*.env]`` that matches no known key format is still
+"""a value from ``[agents.*.env]`` that matches no known key format is still
 a secret: a real CLI echoes it through the daemon, the model sees it (the command
 ran), and no file under CHORUS_HOME holds it."""
 

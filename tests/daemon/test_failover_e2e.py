@@ -1,4 +1,4 @@
-"""Failover between real CLIs on quota, with a handoff bundle (issue 10)."""
+"""Failover between real CLIs on quota, with a handoff bundle."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def test_quota_mid_task_fails_over_to_codex_with_a_handoff_bundle(
     assert health["claude"]["quota_state"] == "exhausted"
     assert health["claude"]["key"].startswith("claude@")  # per body and credential
     # The API said "regain access on <first of next month> at 00:00 UTC": that is the
-    # cooldown, not the configured 1 s backoff (issue 26).
+    # cooldown, not the configured 1 s backoff.
     regain = datetime.fromisoformat(regain_date()).replace(tzinfo=UTC).timestamp()
     assert health["claude"]["cooldown_until"] == regain
     assert health["claude"]["reset_from_provider"] is True
@@ -130,7 +130,7 @@ def test_no_failover_fails_on_quota_and_the_route_says_so(
     lanes: tuple[ModelServer, Path],
 ) -> None:
     """``--no-failover``: a quota error fails the job on its body (no handoff), and the
-    job's ``routed`` event (first in its log) says why it ran there (issue 26)."""
+    job's ``routed`` event (first in its log) says why it ran there."""
     server, work = lanes
     server.script([error("quota", times=None)], lane="claude")
     result, events = _ask(work, "Say hello", "--no-failover")

@@ -1,4 +1,4 @@
-"""Faults that must not lose a job, with the real Claude Code CLI (issue 18)."""
+"""Faults that must not lose a job, with the real Claude Code CLI."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_a_full_disk_mid_job_fails_it_as_storage_full_once_space_is_back(
         time.sleep(1.0)
         tiny_disk.fill()
         time.sleep(10.0)  # the turn ends meanwhile; nothing more can be stored
-        # The body's output file shares the disk (issue 15): its lost output ends the
+        # The body's output file shares the disk: its lost output ends the
         # body, and the job may fail (storage_full) before space is back.
         assert chorus.client.job(job_id)["state"] in ("running", "failed")
         tiny_disk.free()

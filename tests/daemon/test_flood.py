@@ -1,5 +1,5 @@
 """A flood of half-open TCP connections to the gateway must not take the daemon down
-(issue 18, case 4): a daemon limited to 1,024 open files gets 1,100 connections that
+(case 4): a daemon limited to 1,024 open files gets 1,100 connections that
 never finish their request; its unix API keeps answering, its log stays small, and
 the gateway closes the flood after the request-head deadline."""
 

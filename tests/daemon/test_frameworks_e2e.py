@@ -1,4 +1,4 @@
-"""Thinking frameworks across vendors (issue 25), end to end through the daemon on
+"""Thinking frameworks across vendors, end to end through the daemon on
 the three real CLIs: consensus plans in parallel read-only and one body executes
 the arbiter's pick; reflect has another vendor review and the first revise."""
 
@@ -71,7 +71,7 @@ def test_consensus_plans_on_three_vendors_and_one_body_executes(
     assert arbiter[0].startswith("arbiter chose claude's plan")
     executed = server.turn_requests(lane="claude")[1]
     assert "write chosen.txt with yes" in json.dumps(executed.body)  # the plan went along
-    # ... and is the last section of the executing body's context (issue 16).
+    # ... and is the last section of the executing body's context.
     context = json.dumps(executed.body["system"])
     plan_at = context.index("## Plan of the active job")
     assert context.index("Chosen plan (from claude): write the file", plan_at) > plan_at

@@ -1,4 +1,4 @@
-"""Issue 14: nothing under CHORUS_HOME is readable by group or others once the real
+"""nothing under CHORUS_HOME is readable by group or others once the real
 daemon has started on a fresh home (umask 077, the home tightened at start), and
 bodies still write project files with the user's own umask."""
 

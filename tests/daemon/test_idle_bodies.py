@@ -1,4 +1,4 @@
-"""Warm bodies are bounded (issue 18, case 8): each ``chorus ask`` is a new session,
+"""Warm bodies are bounded (case 8): each ``chorus ask`` is a new session,
 and without a cap every one kept its CLI process for the idle timeout (the soak
 found thousands). With ``max_idle_bodies = 2`` six jobs leave at most three."""
 

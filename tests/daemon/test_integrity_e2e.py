@@ -1,4 +1,4 @@
-"""The integrity guardian in the daemon (issue 26): a real Claude body working in
+"""The integrity guardian in the daemon: a real Claude body working in
 the workspace (as heartbeat jobs do) rewrites SOUL.md, which the policy allows
 there (the sandbox, which keeps the workspace read-only, is off for it: the
 guardian is what this shows); the next heartbeat puts the change aside, restores

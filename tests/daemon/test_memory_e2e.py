@@ -1,4 +1,4 @@
-"""Issue 16 end to end on the real CLIs: memory and context reach every body, and a
+"""Memory and context end to end on the real CLIs: memory and context reach every body, and a
 body's ``memory_write`` call through Chorus's MCP server is remembered."""
 
 from __future__ import annotations

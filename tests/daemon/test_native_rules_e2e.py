@@ -1,4 +1,4 @@
-"""Issue 14: each CLI's own rules, generated from policy.toml, refuse what the CLI would
+"""each CLI's own rules, generated from policy.toml, refuse what the CLI would
 approve without asking Chorus. The OS sandbox is OFF here, so only the CLI's rules
 (and Chorus's callback for what the CLI does ask about) stand between the model and
 the secret. Real CLIs, scripted model, through the daemon."""

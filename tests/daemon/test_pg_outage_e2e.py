@@ -1,4 +1,4 @@
-"""The shared database goes away mid-run (issue 23): a real Claude Code job keeps
+"""The shared database goes away mid-run: a real Claude Code job keeps
 running on its daemon, its events wait in the writer's buffer, the daemon says so
 and claims nothing meanwhile, and once the server is back the job completes with
 every event in the log, never re-run. Past the buffer's bound the daemon refuses

@@ -1,4 +1,4 @@
-"""The active job's plan reaches the context of a body started for the job (issue 16):
+"""The active job's plan reaches the context of a body started for the job:
 on failover, the plan the first body made is the last section of the next body's
 context (the consensus framework's plan is checked in test_frameworks_e2e)."""
 

@@ -1,4 +1,4 @@
-"""Issue 15 end to end on the real CLIs (in their bubblewrap sandbox): bodies outlive
+"""End to end on the real CLIs (in their bubblewrap sandbox): bodies outlive
 a daemon killed with SIGKILL mid-turn, and the next daemon re-attaches by offset.
 The same CLI process finishes the same turn, the scripted model server saw one
 request for it, and the session's log has no seq gap and no duplicate."""

@@ -1,4 +1,4 @@
-"""``chorus reload`` (issue 26): the running daemon takes a changed config.toml and
+"""``chorus reload``: the running daemon takes a changed config.toml and
 policy.toml, says which settings need a restart, and refuses a bad file (exit 2,
 the key named, nothing applied)."""
 

@@ -1,4 +1,4 @@
-"""Issue 22: a follow-up, after a daemon restart, on a body that cannot resume natively
+"""a follow-up, after a daemon restart, on a body that cannot resume natively
 (Gemini over ACP has no session/load) still knows the earlier turns: the body gets
 the session's transcript from the log, and the scripted server sees it."""
 

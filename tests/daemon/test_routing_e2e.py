@@ -1,4 +1,4 @@
-"""Routing you can see (issue 26): a job the router placed says which body and why,
+"""Routing you can see: a job the router placed says which body and why,
 in its log, in ``ask``'s output (events, and a note on stderr when piped)."""
 
 from __future__ import annotations

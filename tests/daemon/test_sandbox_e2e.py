@@ -1,4 +1,4 @@
-"""The OS sandbox holds where the policy's parser is out-guessed (issue 14), end to
+"""The OS sandbox holds where the policy's parser is out-guessed, end to
 end through the daemon on the real CLIs in bypassPermissions mode (the policy then
 allows all but its hard rules): a write outside the roots through a program name
 computed at run time, reading or rewriting CHORUS_HOME, reading ~/.ssh."""
@@ -71,7 +71,7 @@ def test_escapes_fail_inside_the_sandbox(
     assert list((chorus.home / "run" / "sandbox").glob(f"{body}-*.sh"))  # it ran wrapped
 
 
-#: Issue 14's escapes, run as the model's shell tool. ``{v}`` is a folder outside
+#: the escapes, run as the model's shell tool. ``{v}`` is a folder outside
 #: the roots, ``{h}`` CHORUS_HOME's name beside the work folder (``cd ..`` reaches it).
 ESCAPES = (
     "cd .. && sed -i 's/bypassPermissions/default/' {h}/policy.toml",

@@ -1,4 +1,4 @@
-"""Issue 6: after each real CLI has echoed a seeded list of secrets through the daemon,
+"""after each real CLI has echoed a seeded list of secrets through the daemon,
 none of them appears in any file under CHORUS_HOME (database, WAL, mirror, audit)."""
 
 from __future__ import annotations

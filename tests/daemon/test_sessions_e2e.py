@@ -1,4 +1,4 @@
-"""Sessions that live (issue 13), end to end through the daemon on the real CLIs:
+"""Sessions that live, end to end through the daemon on the real CLIs:
 a body stays warm across jobs, closes when idle and then resumes natively, a
 gateway brain and a CLI job share one body, and steering reaches the model."""
 

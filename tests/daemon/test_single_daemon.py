@@ -1,5 +1,5 @@
-"""One daemon per CHORUS_HOME, even when someone deletes files under run/ (issue 18,
-case 6): the lock is held on the home directory itself."""
+"""One daemon per CHORUS_HOME, even when someone deletes files under run/:
+the lock is held on the home directory itself."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Teams (issue 20) end to end through the daemon on the real CLIs (scripted model):
+"""Teams end to end through the daemon on the real CLIs (scripted model):
 a claude member and a codex member work at the same time on their assignments,
 write their files and post their results; the coordinator's synthesis gets both;
 ``team status`` shows each member; a message dropped by ``mv`` reaches its member."""
@@ -306,7 +306,7 @@ def test_a_daemon_killed_mid_turn_loses_no_message_and_posts_the_result_once(
     _wait(lambda: _states_of(chorus, "crash").get("m") == "succeeded", timeout=120)
     [task] = _json(chorus, "team", "messages", "crash", "m")
     assert task["state"] == "acked"  # carried by the re-attached turn, acked at its end
-    # The restarted daemon re-attached to the running CLI (issue 15): the turn was not
+    # The restarted daemon re-attached to the running CLI: the turn was not
     # run again, and its one result was posted once.
     assert len(chorus.server.turn_requests(lane="claude")) == 1
     results = _json(chorus, "team", "messages", "crash", "coordinator")

@@ -1,4 +1,4 @@
-"""Issue 14: after a directory change Chorus cannot follow, the rest of the command
+"""after a directory change Chorus cannot follow, the rest of the command
 asks, end to end on the real Claude CLI (scripted model) in the default mode.
 
 The policy's risk authority is ``advisory`` (elevated risk alone would be let

@@ -1,5 +1,5 @@
 """Jobs in their own git worktrees, end to end: the real ``chorus`` CLI, the daemon,
-and the real Claude Code CLI against the scripted model server (issue 24)."""
+and the real Claude Code CLI against the scripted model server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Small faults of issue 18 (case 7) on the gateway: malformed frames are rate limited,
+"""Small faults on the gateway: malformed frames are rate limited,
 bad initialize input is invalid_request and leaves no session ``starting``, and the
 bearer scheme is case-insensitive."""
 
@@ -83,7 +83,7 @@ async def test_a_brain_cannot_pick_the_root_or_leave_allowed_cwds(
     work: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """Issue 14: a session's folder is its sandbox's writable root, so a brain may not
+    """a session's folder is its sandbox's writable root, so a brain may not
     widen its own sandbox; refused before anything is written."""
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     settings = gateway_settings(allowed_cwds=[str(work)])

@@ -1,4 +1,4 @@
-"""Issue 14: an audit log written before entries were signed is checked, sealed by a
+"""an audit log written before entries were signed is checked, sealed by a
 signed anchor (``chorus audit migrate``), and verifies from then on; its unsigned
 prefix stays tamper-evident.
 

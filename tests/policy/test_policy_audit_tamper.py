@@ -1,4 +1,4 @@
-"""Issue 14: the audit chain holds against a writer who can edit its files but not
+"""the audit chain holds against a writer who can edit its files but not
 read the vault key, and a torn last line is repaired instead of failing every append."""
 
 from __future__ import annotations

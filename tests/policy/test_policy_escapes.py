@@ -1,4 +1,4 @@
-"""Issue 14's parser escapes, each in ``default`` and in ``bypassPermissions``.
+"""the parser escapes, each in ``default`` and in ``bypassPermissions``.
 
 Layout (a fresh one per test)::
 

@@ -1,4 +1,4 @@
-"""Gemini's policy file from policy.toml (issue 14): rules, patterns, and the real CLI
+"""Gemini's policy file from policy.toml: rules, patterns, and the real CLI
 loading every rule of it."""
 
 from __future__ import annotations

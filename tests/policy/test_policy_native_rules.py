@@ -1,4 +1,4 @@
-"""Native rules for long-lived bodies (issue 14): each CLI's own refusals from policy.toml."""
+"""Native rules for long-lived bodies: each CLI's own refusals from policy.toml."""
 
 from __future__ import annotations
 

@@ -140,7 +140,7 @@ def test_resolve_keeps_both_forms(ctx: PathContext) -> None:
 
 
 def test_a_job_worktree_under_chorus_home_is_the_users_code(ctx: PathContext) -> None:
-    # Issue 24: jobs run in CHORUS_HOME/worktrees/<repo>/<job>; that is their cwd.
+    # jobs run in CHORUS_HOME/worktrees/<repo>/<job>; that is their cwd.
     tree = ctx.chorus_home / "worktrees" / "repo-1234" / "job1"
     tree.mkdir(parents=True)
     in_tree = PathContext(cwd=tree, home=ctx.home, tmp=ctx.tmp, chorus_home=ctx.chorus_home)

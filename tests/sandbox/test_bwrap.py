@@ -123,7 +123,7 @@ def test_enforce_elsewhere_refuses_clearly(
 def test_a_sandboxed_body_cannot_reach_the_audit_log_its_head_or_the_vault_key(
     tmp_path: Path,
 ) -> None:
-    """Issue 14: the audit chain's head and the key that signs it are out of a body's reach."""
+    """the audit chain's head and the key that signs it are out of a body's reach."""
     work, chorus_home = tmp_path / "work", tmp_path / "ch"
     work.mkdir()
     files = {

@@ -1,4 +1,4 @@
-"""The launcher starts long-lived bodies with their CLI's own rules (issue 14)."""
+"""The launcher starts long-lived bodies with their CLI's own rules."""
 
 from __future__ import annotations
 

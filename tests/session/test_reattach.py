@@ -1,4 +1,4 @@
-"""Issue 15 at the session layer, without CLIs: which bodies run detached, what the
+"""Re-attaching bodies at the session layer, without CLIs: which bodies run detached, what the
 stored snapshot holds, and what counts as handed out by the codec."""
 
 from __future__ import annotations

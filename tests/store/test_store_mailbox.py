@@ -1,4 +1,4 @@
-"""Team mailboxes (issue 20), on both backends: recipients are checked, delivery is
+"""Team mailboxes, on both backends: recipients are checked, delivery is
 at least once with an explicit ack, and a crash releases what was never acked."""
 
 from __future__ import annotations

@@ -259,7 +259,7 @@ async def test_no_seeded_secret_reaches_any_file_under_chorus_home(chorus_home: 
         assert f"[REDACTED:{kind}]" in mirror
 
 
-# -- stored record fields (issue 14) ------------------------------------------------------
+# -- stored record fields ------------------------------------------------------
 
 
 async def test_session_model_cwd_and_native_id_are_redacted_when_stored(store: Store) -> None:

@@ -1,4 +1,4 @@
-"""Issue 14: every stored field goes through redaction, on both backends.
+"""every stored field goes through redaction, on both backends.
 
 An opaque secret (no known key format: only registering it makes it a secret)
 is written into every text field of jobs, routines, firings, worktrees, control

@@ -252,7 +252,7 @@ async def test_copied_files_are_never_committed_and_go_with_rm(
 
 
 async def test_another_hosts_worktrees_are_not_checked_here(store: SqliteStore, repo: Path) -> None:
-    """On a shared store (issue 23) a record names a folder on the host that made it;
+    """On a shared store a record names a folder on the host that made it;
     a daemon on another host neither sees it nor marks it missing."""
     theirs = await submit(
         store,

@@ -137,7 +137,7 @@ class Body(ABC):
     #: (in the tool result, or a follow-up prompt); else the session must tell it.
     tells_denials: ClassVar[bool] = False
     #: True for bodies that start their CLI to outlive this process when
-    #: ``options.run_dir`` is set, and can :meth:`attach` to it again (issue 15).
+    #: ``options.run_dir`` is set, and can :meth:`attach` to it again.
     detachable: ClassVar[bool] = False
 
     def __init__(self, options: BodyOptions) -> None:

@@ -1,4 +1,4 @@
-"""A transport whose process outlives the one that started it (issue 15).
+"""A transport whose process outlives the one that started it.
 
 The CLI runs under a tiny ``sh`` wrapper, in its own session and process group,
 with no pipe to us: stdout and stderr are appended to files in the body's run
@@ -138,7 +138,7 @@ def kill_detached_left() -> int:
 async def start_transport(
     spec: SpawnSpec, run_dir: Path | None, tap: RawTap | None = None
 ) -> AgentTransport:
-    """The CLI's process, started: detached (outliving the daemon, issue 15) when the
+    """The CLI's process, started: detached (outliving the daemon) when the
     body has a ``run_dir``, else on pipes."""
     transport: DetachedTransport | ProcessTransport
     if run_dir is not None:

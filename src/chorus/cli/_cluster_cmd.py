@@ -1,5 +1,5 @@
 """``chorus migrate --to postgresql://...`` and ``chorus nodes``: Chorus on a shared
-PostgreSQL store (issue 23)."""
+PostgreSQL store."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ def _opts(**values: Any) -> dict[str, Any]:
     return values
 
 
-# issue 24: a git worktree per job (see chorus.worktrees); issue 25: frameworks.
+# a git worktree per job (see chorus.worktrees); thinking frameworks.
 _WORKTREE = typer.Option(
     None,
     "--worktree/--no-worktree",
@@ -135,7 +135,7 @@ def steer(
     member: str | None = typer.Option(None, "--member", help=HELP["member"]),
     as_json: bool = _JSON,
 ) -> None:
-    if team is not None or member is not None:  # issue 20: chorus steer --team T --member M TEXT
+    if team is not None or member is not None:  # chorus steer --team T --member M TEXT
         from chorus.cli._team_cmd import steer_member
 
         raise typer.Exit(steer_member(team, member, job_id if text is None else text, as_json))

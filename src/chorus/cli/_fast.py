@@ -156,7 +156,7 @@ def _number(raw: str, name: str) -> int:
 
 
 def _steer(v: dict[str, Any]) -> int:
-    """``steer JOB TEXT``, or ``steer --team T --member M TEXT`` (issue 20)."""
+    """``steer JOB TEXT``, or ``steer --team T --member M TEXT``."""
     if v.get("team") is not None or v.get("member") is not None:
         from chorus.cli._team_cmd import steer_member
 

@@ -1,5 +1,5 @@
 """``chorus flags``, ``chorus approve``, ``chorus reject``, ``chorus flag answer`` and
-``chorus dashboard`` (issue 21): one board for flags and approvals.
+``chorus dashboard``: one board for flags and approvals.
 
 Decisions are written to the store (approvals to their flag files) without a
 daemon; the daemon tells the job within a second (``[flags] check_every_s``), or

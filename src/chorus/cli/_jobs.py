@@ -335,14 +335,14 @@ def job_table(rows: list[dict[str, Any]], width: int) -> str:
     cells = [
         [
             ids[r["id"]],
-            r.get("status") or r["state"],  # waiting / flagged from the daemon (issue 21)
+            r.get("status") or r["state"],  # waiting / flagged from the daemon
             r.get("body") or "-",
             sids.get(r.get("session_id") or "", "-"),
         ]
         for r in rows
     ]
     head = ["job", "state", "body", "session"]
-    if any(r.get("node") for r in rows):  # issue 23: the worker node that ran it
+    if any(r.get("node") for r in rows):  # the worker node that ran it
         head.append("node")
         for cell, row in zip(cells, rows, strict=True):
             cell.append(row.get("node") or "-")
@@ -400,15 +400,15 @@ def status_lines(data: dict[str, Any], now: float) -> list[str]:
     flags = data.get("pending_flags") or []
     shown = ", ".join(flags[:5]) + (" …" if len(flags) > 5 else "")
     lines.append(f"pending flags: {shown} (chorus flags)" if flags else "pending flags: none")
-    if "pending_retries" in data:  # the routines' retry queue (issue 19)
+    if "pending_retries" in data:  # the routines' retry queue
         lines.append(f"pending retries: {data['pending_retries']}")
-    if "next_routine" in data:  # issue 26
+    if "next_routine" in data:
         nxt = data["next_routine"]
         when = f"{nxt['name']} in {_age(nxt['at'] - now)}" if nxt else "none scheduled"
         lines.append(f"next routine: {when}")
-    if "spend_today" in data:  # [budget] (issue 26)
+    if "spend_today" in data:  # [budget]
         lines.append(f"spend today: {_spend_line(data['spend_today'], data.get('budget') or {})}")
-    lines += node_lines(data, now)  # issue 23
+    lines += node_lines(data, now)
     return lines
 
 

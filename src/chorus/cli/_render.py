@@ -165,7 +165,7 @@ def _decision(e: dict[str, Any]) -> Segments:
 
 
 def _flag(e: dict[str, Any]) -> Segments:
-    """A flag raised, decided or waiting (issue 21): its id, and how to answer it."""
+    """A flag raised, decided or waiting: its id, and how to answer it."""
     name = str(e.get("name"))
     head = [
         ("bold yellow", f"flag {e.get('flag_id') or ''} "),

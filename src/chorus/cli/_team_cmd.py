@@ -1,4 +1,4 @@
-"""``chorus team create|list|status|send|run|messages|teardown`` (issue 20).
+"""``chorus team create|list|status|send|run|messages|teardown``.
 
 The team's config is checked here first (bad input exits 2 before any daemon
 starts, and writes nothing); the daemon owns the mailboxes and runs the members.

@@ -1,4 +1,4 @@
-"""``chorus worktree list|diff|merge|rm|prune``: the jobs' git worktrees (issue 24).
+"""``chorus worktree list|diff|merge|rm|prune``: the jobs' git worktrees.
 
 Every command goes through the daemon (it knows which jobs run and owns the log).
 JOB is a job id or a unique prefix of it. Refusals (unmerged work, a conflict, a

@@ -72,7 +72,7 @@ class DaemonConfig(_Strict):
 
 
 class WorktreeConfig(_Strict):
-    """``[worktree]``: where job worktrees live and how they are set up (issue 24)."""
+    """``[worktree]``: where job worktrees live and how they are set up."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -87,7 +87,7 @@ class WorktreeConfig(_Strict):
 
 
 class RouterConfig(_Strict):
-    """Routing and failover (issue 10). Cooldowns back off exponentially per provider."""
+    """Routing and failover. Cooldowns back off exponentially per provider."""
 
     #: smart, round_robin, or ``<body>_only``.
     strategy: str = "smart"
@@ -110,7 +110,7 @@ class RouterConfig(_Strict):
 
 
 class StoreConfig(_Strict):
-    """``[store]``: where the durable log lives (issue 23). No ``url``: SQLite in
+    """``[store]``: where the durable log lives. No ``url``: SQLite in
     CHORUS_HOME. ``postgresql://user@host:port/db``: a PostgreSQL database shared
     by every daemon pointed at it (the password may also come from PGPASSWORD or
     ~/.pgpass, keeping it out of this file)."""
@@ -146,7 +146,7 @@ class StoreConfig(_Strict):
 
 
 class RoutinesConfig(_Strict):
-    """``[routines]``: defaults for routine files and the heartbeat (issue 19)."""
+    """``[routines]``: defaults for routine files and the heartbeat."""
 
     #: IANA timezone for cron and ``at`` routines that name none. Unset: such a
     #: routine is refused (never silently UTC).
@@ -191,7 +191,7 @@ class MeterConfig(_Strict):
 
 
 class BudgetConfig(_Strict):
-    """``[budget]``: spending limits in USD (issue 26), on the metered cost of each
+    """``[budget]``: spending limits in USD, on the metered cost of each
     model request (the cost a body reports where it was not metered). A request that
     would start over a limit is refused by the meter; a job over one fails with
     ``budget_exceeded``."""

@@ -1,4 +1,4 @@
-"""``[flags]`` and ``[dashboard]`` (issue 21)."""
+"""``[flags]`` and ``[dashboard]``."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@ MCP servers of the client that drives it, and Chorus's own MCP server (the sessi
 channel: an HTTP URL the daemon serves, ``chorus.bodies.channel_servers``).
 
 A :class:`Brief` carries what the start is for: the task and plan the context is
-assembled for (issue 16), and a front's or brain's own system prompt,
-instructions and MCP servers (issue 17). For the turns a warm body takes later,
+assembled for, and a front's or brain's own system prompt,
+instructions and MCP servers. For the turns a warm body takes later,
 :func:`recall_block` makes the small "relevant memory" block put in front of a prompt:
 the items the turn's prompt finds that the body was not given yet.
 """

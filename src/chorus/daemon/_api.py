@@ -80,7 +80,7 @@ async def _jobs_and_nodes(sup: Supervisor) -> tuple[list[JobRecord], list[Any]]:
         return [], []
     try:
         jobs = await sup.store.list_jobs()
-        return jobs, await nodes_status(sup.store, jobs)  # issue 23
+        return jobs, await nodes_status(sup.store, jobs)
     except StoreError:
         return [], []
 
@@ -125,7 +125,7 @@ def build_app(
         except ValueError:
             return _error(f"unknown state {state!r}", "bad_request", 400)
         jobs = await sup.store.list_jobs(state=wanted)
-        pending = await board(sup.store)  # waiting / flagged (issue 21)
+        pending = await board(sup.store)  # waiting / flagged
         return JSONResponse([{**_job_json(j), "status": live_status(j, pending)} for j in jobs])
 
     async def get_job(request: Request) -> Response:

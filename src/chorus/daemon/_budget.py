@@ -1,4 +1,4 @@
-"""``[budget]`` (issue 26): what the bodies spent today and per job, and the check
+"""``[budget]``: what the bodies spent today and per job, and the check
 that stops a job before it would spend past a limit.
 
 The ledger counts the cost of each model request the meter saw (``metered`` events,

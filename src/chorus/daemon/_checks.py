@@ -17,7 +17,7 @@ def load_checked_config() -> ChorusConfig:
     rc = config.router
     known = body_names(config)
     check_routing(rc.strategy, rc.bodies, rc.matrix, known)
-    for body in config.budget.bodies:  # issue 26
+    for body in config.budget.bodies:
         if body not in known:
             raise ConfigError(
                 f"budget.bodies.{body}: unknown body; known bodies: {', '.join(known)}"

@@ -215,7 +215,7 @@ class DaemonClient:
         for line in self.event_lines(job_id, from_seq=from_seq, follow=follow):
             yield parse_event(line)
 
-    # -- worktrees (issue 24) -----------------------------------------------------------
+    # -- worktrees -----------------------------------------------------------
 
     def worktrees(self) -> list[dict[str, Any]]:
         return list(self.call("GET", "/worktrees"))

@@ -1,4 +1,4 @@
-"""One of everything across the cluster (issue 23): the routine leader and the
+"""One of everything across the cluster: the routine leader and the
 provider health every node shares.
 
 On a store only one daemon uses (SQLite) this daemon always leads, and health

@@ -1,5 +1,5 @@
 """What the supervisor does when the log itself cannot be written (a full disk), and
-when it starts again after a crash with bodies still running (issue 15).
+when it starts again after a crash with bodies still running.
 
 A job whose events cannot be stored fails with the stable code ``storage_full``,
 and its end (state + JobEnded, one transaction) is retried until space is back,
@@ -99,7 +99,7 @@ async def until_stored(write: Callable[[], Awaitable[T]], what: str) -> T:
         return result
 
 
-# -- bodies that outlived the daemon (issue 15) --------------------------------------------
+# -- bodies that outlived the daemon --------------------------------------------
 
 #: The supervisor's gate maker: (job, session, mode) → the job's gate.
 GateFor = Callable[[JobRecord, SessionRecord, str | None], PolicyGate | None]

@@ -1,4 +1,4 @@
-"""The daemon's side of flags (issue 21): the desk that raises and keeps them, and
+"""The daemon's side of flags: the desk that raises and keeps them, and
 the dashboard, both run for the daemon's life next to the supervisor."""
 
 from __future__ import annotations

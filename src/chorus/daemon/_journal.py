@@ -1,4 +1,4 @@
-"""Structured lines in ``daemon.log`` (issue 26): one JSON object per body and
+"""Structured lines in ``daemon.log``: one JSON object per body and
 session transition, read off the log as it is written (like the metrics), so a
 plain ``grep``/``jq`` over the daemon's log tells what happened and when.
 

@@ -1,4 +1,4 @@
-"""The ``routed`` event of a job: which body it runs on and why (issue 26).
+"""The ``routed`` event of a job: which body it runs on and why.
 
 Computed when the job is submitted, appended to its log right after it is
 queued, so ``ask``, ``watch`` and ``log`` show it before the body says anything.

@@ -78,7 +78,7 @@ def _lifespan(
                     async with (
                         gateway.running(),
                         following(store, metrics, *observers),
-                        flags_running(sup, desk, sched),  # issue 21: flags, dashboard
+                        flags_running(sup, desk, sched),  # flags, dashboard
                     ):
                         yield
                 finally:
@@ -87,7 +87,7 @@ def _lifespan(
                         with contextlib.suppress(asyncio.CancelledError):
                             await owned
         finally:
-            await extractions.drain()  # issue 16: extraction runs in the background
+            await extractions.drain()  # extraction runs in the background
             await store.close()
 
     return lifespan
@@ -123,7 +123,7 @@ async def serve() -> int:
         print("chorus daemon: another daemon already runs for this CHORUS_HOME", file=sys.stderr)
         return 0
     _private_process()
-    # Issue 26: before anything is read; SOUL.md made first, so its default is baselined;
+    # before anything is read; SOUL.md made first, so its default is baselined;
     # the config and policy as started are trusted.
     soul()
     incidents = Guardian().check(trusted=("config.toml", "policy.toml"))
@@ -145,7 +145,7 @@ def _private_process() -> None:
     """The process's own set-up: a private home and umask, enough file descriptors,
     quiet loop errors."""
     private_home()
-    private_umask()  # issue 14: every file under CHORUS_HOME is 0600 (bodies keep the user's)
+    private_umask()  # every file under CHORUS_HOME is 0600 (bodies keep the user's)
     tighten_home()
     raise_fd_limit()
     asyncio.get_running_loop().set_exception_handler(QuietLoopErrors())
@@ -159,7 +159,7 @@ async def _app(store: Store, config: ChorusConfig, incidents: list[Incident]) ->
     hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))
     sup = Supervisor(store, config, hub=hub, **parts)
     await load_today(store, sup.ledger)  # [budget]: today's spend so far
-    extractions = Extractions(store, config)  # issue 16: memory from each finished job
+    extractions = Extractions(store, config)  # memory from each finished job
     _hook(sup, config, extractions)
     gateway = Gateway(store, config, guards=guards, hub=hub)
     sched = Scheduler(sup)
@@ -187,8 +187,8 @@ def _routes(sup: Supervisor, gateway: Gateway, sched: Scheduler) -> list[BaseRou
     """The routes beside the daemon's own API."""
     routes = [*gateway.routes(), *routine_routes(sched)]
     routes += tool_routes(sup.audit, sup.config.memory)  # a `chorus mcp` run by hand
-    routes += team_routes(sup)  # teams and their mailboxes (issue 20)
-    routes += reload_routes(sup)  # chorus reload (issue 26)
+    routes += team_routes(sup)  # teams and their mailboxes
+    routes += reload_routes(sup)  # chorus reload
     return routes + login_routes()  # chorus dashboard's one-time login URL
 
 

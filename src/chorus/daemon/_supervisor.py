@@ -117,7 +117,7 @@ class JobRequest:
     planners: list[str] | None = None
     reviewer: str | None = None
     rounds: int | None = None
-    #: A routine's firing (issue 19): recorded with the job in one transaction, so
+    #: A routine's firing: recorded with the job in one transaction, so
     #: it queues at most one job (FiringExistsError the second time).
     firing: Firing | None = None
     #: Run in a git worktree of its own (None: ``[daemon] worktree``); see chorus.worktrees.
@@ -170,7 +170,7 @@ class Supervisor:
         self._live: dict[str, Session] = {}
         self._claim = asyncio.Lock()
         self._interrupted: set[str] = set()
-        self._follow: dict[str, Followed] = {}  # issue 15: turns re-attached bodies run
+        self._follow: dict[str, Followed] = {}  # turns re-attached bodies run
         self._tasks: set[asyncio.Task[None]] = set()
         self.outcome_hooks: list[OutcomeHook] = []
         self.frameworks = FrameworkPort(self)
@@ -178,9 +178,9 @@ class Supervisor:
         #: Extra fields for ``status()`` (e.g. the retry queue's ``pending_retries``).
         self.status_hooks: list[Callable[[], dict[str, Any]]] = []
         self.started_at = time.time()
-        #: Today's spend and each job's, fed from the log (issue 26, ``[budget]``).
+        #: Today's spend and each job's, fed from the log (``[budget]``).
         self.ledger = Ledger()
-        # Issue 23: this daemon is a worker node of the store's queue (claims with leases).
+        # this daemon is a worker node of the store's queue (claims with leases).
         sc = config.store
         self.node = WorkerNode(
             store,
@@ -192,7 +192,7 @@ class Supervisor:
             on_lost=self._taken_over,
         )
         store.on_jobs_queued(self._wake.set)
-        self.shared_health = SharedHealth(store, self.health, self.node.id)  # issue 23
+        self.shared_health = SharedHealth(store, self.health, self.node.id)
 
     # -- submitting and controlling -------------------------------------------------
 
@@ -200,13 +200,13 @@ class Supervisor:
         """Validate and queue a job. Bad input raises :class:`UserError` and writes nothing."""
         if not req.prompt.strip():
             raise UserError("the prompt is empty")
-        if refusal := self.refusal():  # issue 23: the shared database is away too long
+        if refusal := self.refusal():  # the shared database is away too long
             raise StoreDownError(refusal)
         _checked_mode(req.permission_mode)
         known = body_names(self.config)
         framework = framework_options(req.framework, req.planners, req.reviewer, req.rounds, known)
-        req, routed = await route_request(self, req)  # issue 26: the body and why
-        async with prepare_job_worktree(self.store, self.config, req) as wt:  # issue 24
+        req, routed = await route_request(self, req)  # the body and why
+        async with prepare_job_worktree(self.store, self.config, req) as wt:
             session = await self._session_for(replace(req, cwd=wt.cwd))
             options = {"model": req.model, "permission_mode": req.permission_mode, **framework}
             if req.failover is False:
@@ -221,7 +221,7 @@ class Supervisor:
     ) -> JobRecord:
         """Queue the job; a routine's job with its firing, in one transaction."""
         where: dict[str, str | None] = {"body": session.body, "session_id": session.id}
-        where["affinity"] = self.node.affinity_for(session.cwd)  # issue 23: host-local cwd
+        where["affinity"] = self.node.affinity_for(session.cwd)  # host-local cwd
         if isinstance(req.firing, Firing):
             options = {**options, "fired_by": self.node.id}
             return await self.store.create_fired_job(
@@ -376,7 +376,7 @@ class Supervisor:
         return f"not accepting new jobs: {outage.describe()}; they resume once it is back"
 
     def _cluster_status(self) -> dict[str, Any]:
-        """Issue 23: this node, and the store's outage while there is one."""
+        """this node, and the store's outage while there is one."""
         outage = self.store.outage()
         return {
             "node": {"id": self.node.id, "host": self.node.host, "running": sorted(self._live)},
@@ -396,7 +396,7 @@ class Supervisor:
         return True
 
     async def _taken_over(self, job_id: str) -> None:
-        """Issue 23: this node's lease on the job lapsed and the job went back to the
+        """this node's lease on the job lapsed and the job went back to the
         queue or to another node: stop running it here, without ending it."""
         log.warning("job %s: closing its body here; the job is not ended", job_id)
         job = await self.store.get_job(job_id)
@@ -422,9 +422,9 @@ class Supervisor:
         for job in requeued:
             log.info("requeued job %s after restart", job.id)
         only = _sessions_of(requeued) if self.store.shared else None
-        self._follow = await reattach_bodies(self.hub, requeued, self._gate, only)  # issue 15
+        self._follow = await reattach_bodies(self.hub, requeued, self._gate, only)
         await self._kill_orphans(only=only)
-        await report_orphans(self.store, self.config)  # logged, never deleted (issue 24)
+        await report_orphans(self.store, self.config)  # logged, never deleted
         await self.shared_health.load()
         leases = asyncio.create_task(self.node.keep_leases(), name="job-leases")
         health = asyncio.create_task(self.shared_health.follow(), name="shared-health")
@@ -488,13 +488,13 @@ class Supervisor:
         """Run the job and end it (JobEnded); its session's body stays warm for the next."""
         try:
             try:
-                refused = await start_job_worktree(self.store, job)  # the guard (issue 24)
+                refused = await start_job_worktree(self.store, job)  # the guard
                 final = refused or await self._attempts(job)
             except Exception as exc:  # the job must end with a reason, whatever broke
                 log.exception("job %s failed inside Chorus", job.id)
                 final = TurnFailed(error=error_info(exc))
-            await finish_job_worktree(self.store, job)  # commit leftovers, unlock (issue 24)
-            if await self._still_ours(job):  # issue 23: not re-queued or taken over meanwhile
+            await finish_job_worktree(self.store, job)  # commit leftovers, unlock
+            if await self._still_ours(job):  # not re-queued or taken over meanwhile
                 await self._finish(job, final)
         finally:
             self._gates.pop(job.id, None)
@@ -520,7 +520,7 @@ class Supervisor:
         run = _Run(body=_active_body(session), original=_active_body(session), plan=plan)
         run.prompt = await self._with_untold_denials(session.id, prompt)
         while True:
-            if (over := await self._over_budget(job, run.body)) is not None:  # issue 26
+            if (over := await self._over_budget(job, run.body)) is not None:
                 return over
             final = await self._one_attempt(job, run.body, run.prompt, run.plan)
             if (refused := await self._meter_refused(job)) is not None:  # [budget] per request
@@ -607,7 +607,7 @@ class Supervisor:
             events=events,
             cwd=Path(session.cwd or "."),
             token_budget=self.config.router.handoff_tokens,
-            worktree=await job_worktree(self.store, job),  # issue 24
+            worktree=await job_worktree(self.store, job),
         )
         prompt = bundle.render()
         handoff = Handoff(from_body=run.body, to_body=nxt, reason=error, bundle_chars=len(prompt))
@@ -682,16 +682,16 @@ class Supervisor:
         self, job: JobRecord, body_name: str, prompt: str, plan: str | None = None
     ) -> Event:
         """One turn of the job on its session's live body (warm, or started now)."""
-        if (followed := self._follow.pop(job.id, None)) is not None:  # issue 15
+        if (followed := self._follow.pop(job.id, None)) is not None:
             self._live[job.id] = followed.session
             return await follow(followed)
-        if refused := await guard_job_worktree(self.store, job):  # every body start (issue 24)
+        if refused := await guard_job_worktree(self.store, job):  # every body start
             return refused
         record = await self.store.get_session(job.session_id or "")
         mode = job.options.get("permission_mode")
         gate = self._gate(job, record, mode)
         model = (job.options.get("model") or record.model) if body_name == record.body else None
-        brief = Brief(task=job.prompt, plan=plan)  # a body started now: its context (issue 16)
+        brief = Brief(task=job.prompt, plan=plan)  # a body started now: its context
         session = await self.hub.acquire(
             record.id, body_name, model=model, gate=gate, mode=mode, brief=brief
         )
@@ -728,7 +728,7 @@ class Supervisor:
             return None
         gate = self.hub.launcher.gate(session, mode)
         if gate is not None:
-            gate.job_id = job.id  # issue 14: its notices reach the job's stream
+            gate.job_id = job.id  # its notices reach the job's stream
             self._gates[job.id] = gate
             self._second_opinion(job, gate)
         return gate
@@ -920,5 +920,5 @@ def _own_hub(
 
 
 def _sessions_of(jobs: list[JobRecord]) -> set[str]:
-    """Issue 23: the sessions of the jobs this node left running (its orphans)."""
+    """the sessions of the jobs this node left running (its orphans)."""
     return {job.session_id for job in jobs if job.session_id}

@@ -1,4 +1,4 @@
-"""The daemon's ``/teams`` routes (issue 20) and the wiring of :class:`TeamService`
+"""The daemon's ``/teams`` routes and the wiring of :class:`TeamService`
 to the supervisor: member turns are its jobs, job ends reach the teams through an
 outcome hook, the drop-folder watcher runs for the daemon's life.
 

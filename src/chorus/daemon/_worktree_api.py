@@ -1,4 +1,4 @@
-"""The daemon's ``/worktrees`` routes (issue 24): the daemon owns the store's one
+"""The daemon's ``/worktrees`` routes: the daemon owns the store's one
 writer and knows which jobs run, so ``chorus worktree ...`` goes through it.
 
 ``GET /worktrees`` lists them with their status; ``GET /worktrees/{job}`` is one

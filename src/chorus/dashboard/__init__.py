@@ -1,4 +1,4 @@
-"""The browser dashboard (issue 21), served by the daemon on ``127.0.0.1:7070``:
+"""The browser dashboard, served by the daemon on ``127.0.0.1:7070``:
 jobs with a live status, a job's conversation and tool log streaming (SSE, resumed
 from the log with ``Last-Event-ID``), a steer box, flags and approvals, routines,
 provider health, memory search and the audit chain's state.

@@ -1,4 +1,4 @@
-"""The teams page's data (issue 20's teams, read-only): members with what waits for
+"""The teams page's data (the teams, read-only): members with what waits for
 them, and the mailbox traffic, from the team files and the store."""
 
 from __future__ import annotations

@@ -254,7 +254,7 @@ class Queued(_EventBase):
 
 
 class Flag(_EventBase):
-    """A decision flagged for a person (issue 21): ``name`` is what happened to it
+    """A decision flagged for a person: ``name`` is what happened to it
     (``raised``, ``approved``, ``rejected``, ``timed_out``, ``approval`` for a
     permission ask that waits), ``text`` the question."""
 
@@ -307,7 +307,7 @@ class Handoff(_EventBase):
 
 
 class Routed(_EventBase):
-    """Why a job runs on its body (issue 26): the task's class, the strategy, and
+    """Why a job runs on its body: the task's class, the strategy, and
     the reason in words; ``skipped`` are the bodies passed over and why."""
 
     type: Literal["routed"] = "routed"
@@ -321,7 +321,7 @@ class Routed(_EventBase):
 
 
 class Worktree(_EventBase):
-    """Chorus did something to a job's git worktree (issue 24): ``action`` is one of
+    """Chorus did something to a job's git worktree: ``action`` is one of
     created, locked, committed, unlocked, merged, removed, refused, orphan."""
 
     type: Literal["worktree"] = "worktree"

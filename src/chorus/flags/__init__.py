@@ -1,4 +1,4 @@
-"""Flags without blocking (issue 21): a body flags a decision with a default and
+"""Flags without blocking: a body flags a decision with a default and
 goes on; a person approves or rejects later, and a different decision reaches the
 job as a steer (or a follow-up once it ended). Permission asks that must block
 (approvals) are on the same board.

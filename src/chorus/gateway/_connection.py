@@ -404,7 +404,7 @@ class UcpConnection:
             payload=payload_of(frame),
         )
         await self._apply_policy(context)
-        if known.mcp_servers and self._transport != "unix":  # issue 17
+        if known.mcp_servers and self._transport != "unix":
             message = (
                 "mcp_servers are taken only on the local socket: "
                 "a remote brain cannot start programs here"
@@ -419,7 +419,7 @@ class UcpConnection:
             permission_mode=known.permission_mode,
             resume=known.resume,
             transport={"via": "gateway"},
-            # Issue 17: the client's system prompt and MCP servers for the body.
+            # the client's system prompt and MCP servers for the body.
             brief=client_brief(known.system_prompt, known.append_system_prompt, known.mcp_servers),
         )
         return session, await self._initialize_payload(session, known.last_seq, resumed)

@@ -1,4 +1,4 @@
-"""The integrity guardian (issue 26): SHA-256 baselines of SOUL.md, MEMORY.md,
+"""The integrity guardian: SHA-256 baselines of SOUL.md, MEMORY.md,
 policy.toml and config.toml out of the bodies' reach; a change Chorus did not make
 is quarantined, the baseline restored, audited and notified."""
 

@@ -27,7 +27,7 @@ from typing import Any
 TOOL_MODULES: list[str] = [
     "chorus.mcpserver._memory_tools",
     "chorus.routines._mcp_tools",
-    "chorus.teams._mcp_tools",  # issue 20
+    "chorus.teams._mcp_tools",
     "chorus.flags._tool",
 ]
 

@@ -68,7 +68,7 @@ class HandoffBundle:
     history: list[str] = field(default_factory=list)
     files: list[TouchedFile] = field(default_factory=list)
     resume_note: str = ""
-    #: The job's git worktree and branch, when it has one (issue 24).
+    #: The job's git worktree and branch, when it has one.
     worktree: str | None = None
     branch: str | None = None
 

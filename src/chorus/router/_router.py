@@ -10,7 +10,7 @@ from chorus._errors import UnknownBodyError
 from chorus.router._classify import Classification, classify
 from chorus.router._health import HealthBook
 
-#: Default preferences (DESIGN.md / issue 10): deep reasoning and creative work to
+#: Default preferences (DESIGN.md): deep reasoning and creative work to
 #: claude; structured or token-heavy work to gemini; codex configurable.
 DEFAULT_MATRIX: dict[str, list[str]] = {
     "deep_reasoning": ["claude", "codex", "gemini"],

@@ -103,7 +103,7 @@ class Scheduler:
         self._wake = asyncio.Event()
         self._watchers: dict[str, tuple[tuple[str, float], asyncio.Task[None]]] = {}
         self.retries = RetryQueue(sup, clock=clock)
-        #: Run at every heartbeat tick, busy or quiet (the integrity guardian, issue 26).
+        #: Run at every heartbeat tick, busy or quiet (the integrity guardian).
         self.heartbeat_hooks: list[Callable[[], Awaitable[object]]] = []
         sup.outcome_hooks.append(self.retries.on_outcome)
         sup.outcome_hooks.append(self._heartbeat_done)
@@ -164,7 +164,7 @@ class Scheduler:
     async def _soonest(
         self, loaded: Loaded, records: dict[str, RoutineRecord]
     ) -> dict[str, Any] | None:
-        """The next scheduled firing of any enabled routine (issue 26: ``status``)."""
+        """The next scheduled firing of any enabled routine (``status``)."""
         soonest: dict[str, Any] | None = None
         for routine in loaded.valid.values():
             record = records.get(routine.name)
@@ -400,7 +400,7 @@ class Scheduler:
                 await self.sup.interrupt(job.id)
 
     async def follow(self) -> None:
-        """On a node that does not lead the routines (issue 23): what still is its own
+        """On a node that does not lead the routines: what still is its own
         to do, i.e. time out the routine jobs it runs and queue its due retries."""
         await self._enforce_timeouts(self.load(), self.clock())
         await self.retries.tick()

@@ -1,4 +1,4 @@
-"""Denied programs replaced, inside the sandbox, by a stub that says why (issue 14).
+"""Denied programs replaced, inside the sandbox, by a stub that says why.
 
 A body whose CLI runs shell commands without asking Chorus (Codex in plan mode,
 ``codex exec``, any body in ``bypassPermissions``) would otherwise get ``sudo``'s

@@ -1,4 +1,4 @@
-"""Plain-text record fields, redacted before they are stored (issue 14).
+"""Plain-text record fields, redacted before they are stored.
 
 JSON fields (``options``, ``result``, ``error``, ``info``, ``detail`` ...) go
 through :meth:`Redactor.redact_json` where each backend serializes them; the

@@ -232,7 +232,7 @@ class FiringRecord:
 
 @dataclass(frozen=True, slots=True)
 class WorktreeRecord:
-    """The git worktree a job runs in (issue 24), keyed by the job that made it.
+    """The git worktree a job runs in, keyed by the job that made it.
 
     ``repo`` is the main checkout's top level; ``base`` the ref it was created
     from (``base_commit`` that ref's commit then); ``into`` the branch a merge
@@ -685,7 +685,7 @@ class Store(FlagStore, ABC):
         Raises :class:`UnknownWorktreeError`."""
         raise UnknownWorktreeError(job_id)
 
-    # -- one of everything across the cluster (issue 23) -----------------------------------
+    # -- one of everything across the cluster -----------------------------------
 
     def outage(self) -> StoreOutage | None:
         """Set while the (shared) database cannot be reached and writes wait for it;
@@ -708,7 +708,7 @@ class Store(FlagStore, ABC):
         """Store one provider's health for the whole cluster (the last writer wins)."""
         raise StoreError(f"{type(self).__name__} does not share provider health")
 
-    # -- team mailboxes (issue 20; chorus.store._mailbox) -------------------------------------
+    # -- team mailboxes (chorus.store._mailbox) -------------------------------------
 
     async def set_team_members(self, team: str, members: Sequence[str]) -> None:
         """Make ``members`` the team's whole membership (empty: the team is gone)."""

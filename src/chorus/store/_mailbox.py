@@ -1,4 +1,4 @@
-"""Team mailboxes in the store (issue 20): who belongs to a team, and the messages
+"""Team mailboxes in the store: who belongs to a team, and the messages
 between its members, delivered at least once with an explicit ack.
 
 A message is *pending* until it is taken (``delivered_at`` set, ``attempts``

@@ -21,7 +21,7 @@ class Migration:
     statements: tuple[str, ...]
 
 
-#: Worker nodes and job leases (issue 23); shared with the PostgreSQL schema.
+#: Worker nodes and job leases; shared with the PostgreSQL schema.
 NODES_MIGRATION = Migration(
     "worker nodes, job leases and affinity",
     (
@@ -39,9 +39,9 @@ NODES_MIGRATION = Migration(
     ),
 )
 
-#: Flags (issue 21); shared with the PostgreSQL schema.
+#: Flags; shared with the PostgreSQL schema.
 FLAGS_MIGRATION = Migration(
-    "flags: decisions taken with a default, for a person to overrule (issue 21)",
+    "flags: decisions taken with a default, for a person to overrule",
     (
         """CREATE TABLE flags (
             id TEXT PRIMARY KEY,
@@ -170,7 +170,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
-        "worktrees: one git worktree per job that asked for one (issue 24)",
+        "worktrees: one git worktree per job that asked for one",
         (
             """CREATE TABLE worktrees (
                 job_id TEXT PRIMARY KEY,
@@ -189,7 +189,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
-        "team mailboxes: members and messages, at least once with an ack (issue 20)",
+        "team mailboxes: members and messages, at least once with an ack",
         (
             """CREATE TABLE team_members (
                 team TEXT NOT NULL,

@@ -157,7 +157,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
-        "team mailboxes: members and messages, at least once with an ack (issue 20)",
+        "team mailboxes: members and messages, at least once with an ack",
         (
             """CREATE TABLE team_members (
                 team TEXT NOT NULL,

@@ -833,7 +833,7 @@ class PostgresStore(PostgresFlags, PgRoutines, Store):
 
     # -- maintenance ----------------------------------------------------------------------
 
-    # -- team mailboxes (issue 20) ------------------------------------------------------------
+    # -- team mailboxes ------------------------------------------------------------
 
     async def set_team_members(self, team: str, members: Sequence[str]) -> None:
         redact = self.redactor.redact_text

@@ -906,7 +906,7 @@ class SqliteStore(SqliteFlags, Store):
 
         return await self._call(update)
 
-    # -- team mailboxes (issue 20) ------------------------------------------------------------
+    # -- team mailboxes ------------------------------------------------------------
 
     async def set_team_members(self, team: str, members: Sequence[str]) -> None:
         redact = self.redactor.redact_text

@@ -1,4 +1,4 @@
-"""Teams (issue 20): several bodies on one task at once, with mailboxes in the store
+"""Teams: several bodies on one task at once, with mailboxes in the store
 that never lose a message.
 
 A team is a config file (``CHORUS_HOME/teams/NAME/config.toml``) naming members

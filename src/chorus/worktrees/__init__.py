@@ -1,4 +1,4 @@
-"""Every job in its own git worktree, on request, and never a lost commit (issue 24).
+"""Every job in its own git worktree, on request, and never a lost commit.
 
 A job that asks (``--worktree``, or ``[daemon] worktree = "auto"``) runs in
 ``<root>/<repo>/<job>`` (root: ``[worktree] root`` or ``CHORUS_HOME/worktrees``)

@@ -154,7 +154,7 @@ async def report_orphans(store: Store, config: ChorusConfig) -> list[str]:
 
 async def _orphans(store: Store, config: ChorusConfig) -> list[str]:
     found: list[str] = []
-    here = node_host(config)  # issue 23: another host's folders are not ours to check
+    here = node_host(config)  # another host's folders are not ours to check
     records = [r for r in await store.list_worktrees() if r.info.get("host", here) == here]
     for rec in records:
         if rec.state in (WorktreeState.REMOVED, WorktreeState.MISSING):

@@ -1,4 +1,4 @@
-"""The policy over ACP where the protocol leaves gaps (issue 14), on the fake agent:
+"""The policy over ACP where the protocol leaves gaps, on the fake agent:
 an agent whose only reject aborts the turn, and the ``fs/*`` requests Chorus serves
 from outside the body's sandbox."""
 

@@ -723,7 +723,7 @@ def test_a_shrinking_total_is_a_reset_not_negative_usage() -> None:
 
 def test_a_limit_failure_carries_the_accounts_reset_time() -> None:
     """The last rate-limit snapshot rides on a quota failure: the router reads its
-    full window's ``resetsAt`` as the provider's cooldown (issue 26)."""
+    full window's ``resetsAt`` as the provider's cooldown."""
     from chorus.router._reset import reset_time
 
     codec = AppServerCodec()
@@ -745,7 +745,7 @@ def test_a_limit_failure_carries_the_accounts_reset_time() -> None:
 
 
 def test_a_turn_that_sets_a_mode_keeps_the_policy_s_extra_roots_writable() -> None:
-    """Issue 14: the per-turn sandboxPolicy replaces the thread's; the policy's allowed
+    """the per-turn sandboxPolicy replaces the thread's; the policy's allowed
     paths besides cwd stay writable in the workspace sandbox, and nowhere else."""
     codec = AppServerCodec()
     codec.writable_roots = ("/srv/shared",)

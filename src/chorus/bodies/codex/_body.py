@@ -139,7 +139,7 @@ class CodexBody(Body):
         _validate_mode(options.permission_mode)
         self.native_session_id = None
         self._codec = AppServerCodec()
-        # The policy's roots besides cwd (issue 14): also on argv, from the launcher.
+        # The policy's roots besides cwd: also on argv, from the launcher.
         self._codec.writable_roots = tuple(options.extra.get("allowed_roots", ()))
         self._runner: asyncio.Task[None] | None = None
         self._tg: asyncio.TaskGroup | None = None

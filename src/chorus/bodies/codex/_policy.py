@@ -69,7 +69,7 @@ MODE_POLICIES: Mapping[str, ModePolicy] = {
     "default": ModePolicy("untrusted", "workspace-write"),
     "acceptEdits": ModePolicy("untrusted", "workspace-write", auto_accept_edits=True),
     # Not "never": Codex would run any command unasked in its read-only sandbox, and
-    # a command that only reads as root there (``sudo ls``) would pass (issue 14).
+    # a command that only reads as root there (``sudo ls``) would pass.
     "plan": ModePolicy("untrusted", "read-only"),
     "bypassPermissions": ModePolicy("never", "danger-full-access"),
 }
