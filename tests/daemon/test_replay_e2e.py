@@ -1,17 +1,23 @@
-"""Replay of a session the daemon ran on the real Claude CLI: the recorded raw lines
-re-normalize to the logged events; an altered codec is caught at the first divergence."""
+"""Replay of sessions the daemon ran on the real CLIs: the recorded raw lines
+re-normalize to the logged events; an altered codec is caught at the first divergence.
+``codex exec`` prints no item for some tool calls: they come from Codex's rollout,
+are logged and audited like any body's, and replay still matches."""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chorus.testing import shell, text
+from chorus.testing import shell, text, write_file
 
 if TYPE_CHECKING:
-    from conftest import Chorus
+    from conftest import Chorus, Daemon
 
 pytestmark = pytest.mark.e2e
 
@@ -55,3 +61,46 @@ def test_replay_matches_then_catches_an_altered_codec(chorus: Chorus) -> None:
     assert divergence.expected["type"] == "tool_call"
     assert divergence.expected["tool"] == "shell"
     assert divergence.got["tool"] == "exec"
+
+
+def _audit(home: Path) -> list[dict[str, Any]]:
+    lines = (home / "audit" / "audit.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_codex_exec_logs_audits_and_replays_every_tool_call(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    """The calls exec leaves out of its stdout (a command its sandbox refused, a patch
+    it rejected) are events and audit entries like the others."""
+    chorus = daemon_with()
+    outside = Path("/var/tmp") / f"chorus-replay-{uuid.uuid4().hex[:8]}"
+    outside.mkdir()
+    try:
+        chorus.server.script(
+            [
+                shell("sudo ls"),
+                write_file(str(outside / "out.txt"), "escaped\n"),
+                shell("echo ok > ok.txt"),
+                text("done"),
+            ],
+            lane="codex",
+        )
+        events = chorus.ask("try things", "--body", "codex-exec")
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    session = events[-1].session_id
+    calls = {e.call_id: e for e in events if e.type == "tool_call"}
+    commands = sorted(str(c.input.get("command") or c.native_tool) for c in calls.values())
+    assert len(calls) == 3, commands
+    assert any("sudo ls" in c for c in commands), commands
+    results = {e.call_id: e for e in events if e.type == "tool_result"}
+    assert set(results) == set(calls)
+    patch = next(c for c in calls.values() if c.tool == "edit")
+    assert results[patch.call_id].is_error
+    audited = [a for a in _audit(chorus.home) if a["kind"] == "tool_call"]
+    assert {a["data"]["call_id"] for a in audited} == set(calls)
+    assert {a["session_id"] for a in audited} == {session}
+    replayed = chorus.run("replay", session)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "replay matches the log" in replayed.stdout

@@ -834,7 +834,7 @@ class PolicyGate:
         if isinstance(event, ToolCall):
             self._tools[event.call_id] = event.tool
             if self.audit is not None:
-                self.audit.record_event(event)
+                self.audit.record_event(self._stamped(event))
             return event
         if isinstance(event, ToolResult):
             marked = mark_untrusted(event, tool=self._tools.get(event.call_id))
@@ -848,8 +848,14 @@ class PolicyGate:
         if isinstance(event, PermissionDecision) and event.source == "callback":
             return event  # this gate audited its own decision, with the rule and risk
         if self.audit is not None:
-            self.audit.record_event(event)
+            self.audit.record_event(self._stamped(event))
         return event
+
+    def _stamped(self, event: Event) -> Event:
+        """The event with this gate's session (a body's events get theirs in the log)."""
+        if event.session_id or not self.session_id:
+            return event
+        return event.model_copy(update={"session_id": self.session_id})
 
 
 def _denial_message(ask: PermissionAsk, verdict: Verdict, flag: FlagAnswer | None) -> str:
