@@ -93,3 +93,20 @@ def test_gemini_acp_gets_the_reason_in_the_same_turn(
     last = server.turn_requests(lane="gemini")[-1].last_user_text() or ""
     assert last.endswith("what happened?")
     assert "[Chorus policy]" not in last.split("[End of transcript")[-1]
+
+
+def test_gemini_headless_has_a_shell_and_refuses_with_the_policy_s_reason(
+    daemon_for: tuple[ModelServer, Path],
+) -> None:
+    """Headless Gemini drops the tools it would have to ask about; its policy file
+    offers the shell, and refuses a denied command with the policy's rule in the
+    tool result of the same turn."""
+    server, work = daemon_for
+    server.script([shell("echo made > made.txt"), shell("sudo ls"), text("done")], lane="gemini")
+    _ask(work, "make a file", "--body", "gemini-headless", "--permission-mode", "default")
+    assert (work / "made.txt").read_text() == "made\n"
+    told = server.turn_requests(lane="gemini")[2].last_tool_result()
+    assert told is not None
+    assert "[Chorus policy] denied this shell call [shell.denied_command]" in json.dumps(
+        told.content
+    )

@@ -119,10 +119,17 @@ def test_gemini_headless_refuses_commands_gemini_over_acp_asks_about_them(
     routed to Chorus instead (its reason, its audit); denied paths are refused by both."""
     one_shot = Path(native_flags("gemini-headless", Policy(), mode="default", ctx=ctx).args[-1])
     acp = Path(native_rules("gemini", Policy(), ctx=ctx).args[-1])
-    shell_one_shot = tomllib.loads(one_shot.read_text())["rule"]
-    shell_acp = tomllib.loads(acp.read_text())["rule"]
-    assert shell_one_shot[0]["decision"] == "deny"
-    assert shell_acp[0]["decision"] == "ask_user"
-    assert "plan" not in shell_acp[0]["modes"]  # Gemini's own plan rules refuse the shell
-    assert shell_one_shot[1:] == shell_acp[1:]
-    assert {r["decision"] for r in shell_acp[1:]} == {"deny"}
+    rules_one_shot = tomllib.loads(one_shot.read_text())["rule"]
+    rules_acp = tomllib.loads(acp.read_text())["rule"]
+
+    def commands(rules: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [r for r in rules if "commandPrefix" in r]
+
+    def paths(rules: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [r for r in rules if r["toolName"] == "*"]
+
+    assert {r["decision"] for r in commands(rules_one_shot)} == {"deny"}
+    assert {r["decision"] for r in commands(rules_acp)} == {"ask_user"}
+    assert "plan" not in commands(rules_acp)[0]["modes"]  # plan: the catch-all ask
+    assert paths(rules_one_shot) == paths(rules_acp)
+    assert {r["decision"] for r in paths(rules_acp)} == {"deny"}

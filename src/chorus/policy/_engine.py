@@ -79,6 +79,7 @@ from chorus.policy._shell import (
     parse_command,
     urls_in,
 )
+from chorus.policy._wording import POLICY_MARK, denial_text
 
 Outcome = Literal["allow", "deny", "ask"]
 SecretSource = Iterable[str] | Callable[[], Iterable[str]]
@@ -861,17 +862,15 @@ class PolicyGate:
 def _denial_message(ask: PermissionAsk, verdict: Verdict, flag: FlagAnswer | None) -> str:
     """What the model is told: enough to understand the denial and not retry blindly."""
     if flag is None:
-        return (
-            f"Chorus policy denied this {ask.tool} call [{verdict.rule}]: {verdict.reason}. "
-            "Do not retry it or work around it; choose another approach or ask the user."
-        )
+        return denial_text(verdict.rule, verdict.reason, ask.tool)
     if flag.source == "timeout":
         return (
-            f"Chorus asked a person about this {ask.tool} call ({verdict.reason}); no answer "
-            f"came in time and the default is deny [flag {flag.id}]."
+            f"{POLICY_MARK} Chorus asked a person about this {ask.tool} call "
+            f"({verdict.reason}); no answer came in time and the default is deny "
+            f"[flag {flag.id}]."
         )
     note = f": {flag.note}" if flag.note else ""
-    return f"A person denied this {ask.tool} call [flag {flag.id}]{note}."
+    return f"{POLICY_MARK} A person denied this {ask.tool} call [flag {flag.id}]{note}."
 
 
 def policy_callback(
