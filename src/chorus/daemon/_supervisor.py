@@ -59,7 +59,16 @@ from chorus.events import (
     TurnFailed,
 )
 from chorus.permissions import PermissionAsk
-from chorus.policy import AuditLog, PermissionMode, Policy, PolicyGate, SecretStore, Verdict, Vote
+from chorus.policy import (
+    AuditLog,
+    PermissionMode,
+    Policy,
+    PolicyGate,
+    SecretStore,
+    Verdict,
+    Vote,
+    denial_notice,
+)
 from chorus.router import CooldownPolicy, HealthBook, Router, build_bundle, provider_key
 from chorus.session import (
     BodyLauncher,
@@ -627,12 +636,12 @@ class Supervisor:
         gate = self._gates.get(job.id)
         if gate is None:
             return
-        reasons = gate.take_denials()
-        if not reasons or session.body.tells_denials:
+        reasons = gate.take_denials(told=session.body.tells_denials)
+        if not reasons:
             return
         if session.steers_natively:
             try:
-                await session.steer(_denial_text(reasons))
+                await session.steer(denial_notice(reasons))
                 return
             except Exception:
                 pass
@@ -658,7 +667,7 @@ class Supervisor:
         await self.store.update_session(
             session_id, transport={**session.transport, "untold_denials": []}
         )
-        return f"{_denial_text(list(waiting))}\n\n{prompt}"
+        return f"{denial_notice(waiting)}\n\n{prompt}"
 
     async def _one_attempt(
         self, job: JobRecord, body_name: str, prompt: str, plan: str | None = None
@@ -793,15 +802,6 @@ class _Run:
 
     def __post_init__(self) -> None:
         self.tried = [self.body]
-
-
-#: Bodies whose denial answer carries the reason to the model in the tool result.
-def _denial_text(reasons: list[str]) -> str:
-    listed = "\n".join(f"- {reason}" for reason in reasons)
-    return (
-        "[Chorus policy] These actions were denied and will stay denied; do not retry "
-        f"them, find another way or say why you cannot:\n{listed}"
-    )
 
 
 def _active_body(session: SessionRecord) -> str:

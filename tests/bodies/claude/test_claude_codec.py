@@ -369,7 +369,8 @@ def test_agent_side_denial_and_cancel() -> None:
               "tool_use_id": "toolu_1", "decision_reason_type": "rule"}  # fmt: skip
     (decision,) = codec.feed(json.dumps(denied))
     assert isinstance(decision, PermissionDecision)
-    assert (decision.decision, decision.source, decision.reason) == ("deny", "agent", "rule")
+    assert (decision.decision, decision.source) == ("deny", "agent")
+    assert decision.reason == "refused by Claude Code itself (rule), without asking Chorus"
     (cancel,) = codec.feed(json.dumps({"type": "control_cancel_request", "request_id": "r1"}))
     assert isinstance(cancel, ControlRequestEvent)
     assert cancel.request_id == "r1"

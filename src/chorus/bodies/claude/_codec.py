@@ -252,8 +252,10 @@ class ClaudeCodec:
         return [Notice(message=str(msg.get("content") or msg["fallback_model"]), kind="model")]
 
     def _permission_denied(self, msg: JsonDict) -> list[Event]:
-        # Denied by the CLI's own rules or mode, without asking the host.
-        reason = _opt_str(msg.get("decision_reason_type"))
+        # Denied by the CLI's own rules or mode, without asking the host (the session
+        # adds the policy's rule and reason when the policy denies the call too).
+        kind = _opt_str(msg.get("decision_reason_type")) or "unknown"
+        reason = f"refused by Claude Code itself ({kind}), without asking Chorus"
         return [
             PermissionDecision(
                 request_id=str(msg["tool_use_id"]), decision="deny", reason=reason, source="agent"

@@ -499,6 +499,7 @@ class CodexExecBody(Body):
         cost=Support.UNSUPPORTED,
         rate_limit_signal=Support.EMULATED,
         mcp_status=Support.UNSUPPORTED,
+        denial_reason=Support.UNSUPPORTED,  # (wording) exec's own refusals: the next prompt
     )
 
     def __init__(self, options: BodyOptions) -> None:
