@@ -1,7 +1,9 @@
 """Replay of sessions the daemon ran on the real CLIs: the recorded raw lines
 re-normalize to the logged events; an altered codec is caught at the first divergence.
 ``codex exec`` prints no item for some tool calls: they come from Codex's rollout,
-are logged and audited like any body's, and replay still matches."""
+are logged and audited like any body's, and replay still matches. A follow-up job
+that changes the model keeps a one-shot body (its next run takes the model), so
+replay matches across the switch."""
 
 from __future__ import annotations
 
@@ -101,6 +103,37 @@ def test_codex_exec_logs_audits_and_replays_every_tool_call(
     audited = [a for a in _audit(chorus.home) if a["kind"] == "tool_call"]
     assert {a["data"]["call_id"] for a in audited} == set(calls)
     assert {a["session_id"] for a in audited} == {session}
+    replayed = chorus.run("replay", session)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "replay matches the log" in replayed.stdout
+
+
+#: One-shot body -> (its lane on the scripted server, the model of the follow-up job).
+ONE_SHOT = {
+    "claude-print": ("claude", "claude-sonnet-4-5"),
+    "codex-exec": ("codex", "gpt-5.4"),
+    "gemini-headless": ("gemini", "gemini-2.5-pro"),
+}
+
+
+def _model_of(body: Any, path: str) -> str:
+    """The model a request asked for (Gemini names it in the path)."""
+    if isinstance(body, dict) and isinstance(body.get("model"), str):
+        return str(body["model"])
+    return path.split("/models/")[-1].split(":")[0]
+
+
+@pytest.mark.parametrize("body", sorted(ONE_SHOT))
+def test_replay_matches_after_a_model_switch(daemon_with: Callable[..., Daemon], body: str) -> None:
+    chorus = daemon_with()
+    lane, model = ONE_SHOT[body]
+    chorus.server.script([shell("echo one > one.txt"), text("first"), text("second")], lane=lane)
+    first = chorus.ask("make one.txt", "--body", body)
+    session = first[-1].session_id
+    second = chorus.ask("and now?", "--session", session, "--model", model)
+    assert second[-1].state == "succeeded"
+    last = chorus.server.turn_requests(lane=lane)[-1]
+    assert _model_of(last.body, last.path) == model
     replayed = chorus.run("replay", session)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "replay matches the log" in replayed.stdout

@@ -270,8 +270,8 @@ class Session:
         if permission_args != live.options.permission_args:
             return False
         caps = live.capabilities
-        model_ok = model is None or model == live.model or caps.set_model == Support.NATIVE
-        mode_ok = mode == live.permission_mode or caps.set_permission_mode == Support.NATIVE
+        model_ok = model is None or model == live.model or _applies(caps.set_model, live)
+        mode_ok = mode == live.permission_mode or _applies(caps.set_permission_mode, live)
         return model_ok and mode_ok
 
     # -- the driver ------------------------------------------------------------------------
@@ -411,7 +411,7 @@ class Session:
         body = self.body
         if turn.model is None or turn.model == body.model:
             return
-        if body.capabilities.set_model == Support.NATIVE:
+        if _applies(body.capabilities.set_model, body):
             try:
                 await body.set_model(turn.model)
                 return
@@ -747,3 +747,9 @@ async def _settle(task: asyncio.Future[T]) -> T | None:
         return None
     return task.result()
 
+
+def _applies(support: Support, body: Body) -> bool:
+    """Whether the live ``body`` takes a control for the next turn: natively, or, for
+    a one-shot body, on the command line of its next run (no restart: the same codec
+    sees the whole session, so replay matches after a model switch)."""
+    return support == Support.NATIVE or (support == Support.EMULATED and not body.long_lived)
