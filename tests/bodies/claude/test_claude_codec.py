@@ -445,3 +445,22 @@ def test_thinking_tokens_line_is_a_thinking_status() -> None:
         "thinking",
         {"estimated_tokens": 4, "estimated_tokens_delta": 4},
     )
+
+
+def test_a_local_command_s_output_is_a_plain_notice() -> None:
+    """``set_model`` makes Claude Code echo ``/model``'s output wrapped in tags."""
+    codec = ClaudeCodec()
+    text = "<local-command-stdout>Set model to `claude-sonnet-4-5`</local-command-stdout>"
+    line = {"type": "user", "message": {"role": "user", "content": text}, "session_id": "s"}
+    (notice,) = codec.feed(json.dumps(line))
+    assert isinstance(notice, Notice)
+    assert (notice.message, notice.kind) == ("Set model to `claude-sonnet-4-5`", "command")
+    block = {"type": "text", "text": "<command-name>/cost</command-name>"}
+    line["message"] = {"role": "user", "content": [block]}
+    (cost,) = codec.feed(json.dumps(line))
+    assert isinstance(cost, Notice)
+    assert cost.message == "/cost"
+    line["message"] = {"role": "user", "content": "a message"}
+    (plain,) = codec.feed(json.dumps(line))
+    assert isinstance(plain, Notice)
+    assert (plain.message, plain.kind) == ("a message", "user_message")
