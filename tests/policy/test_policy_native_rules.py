@@ -126,8 +126,9 @@ y = "{target}"
 def test_gemini_headless_refuses_commands_gemini_over_acp_asks_about_them(
     ctx: PathContext,
 ) -> None:
-    """One-shot Gemini cannot ask: its file refuses denied commands. Over ACP they are
-    routed to Chorus instead (its reason, its audit); denied paths are refused by both."""
+    """One-shot Gemini cannot ask: its file refuses denied commands and denied paths.
+    Over ACP they are routed to Chorus instead (its reason, its audit), but for a
+    denied path in yolo mode (Gemini would approve an ask there)."""
     one_shot = Path(native_flags("gemini-headless", Policy(), mode="default", ctx=ctx).args[-1])
     acp = Path(native_rules("gemini", Policy(), ctx=ctx).args[-1])
     rules_one_shot = tomllib.loads(one_shot.read_text())["rule"]
@@ -142,5 +143,10 @@ def test_gemini_headless_refuses_commands_gemini_over_acp_asks_about_them(
     assert {r["decision"] for r in commands(rules_one_shot)} == {"deny"}
     assert {r["decision"] for r in commands(rules_acp)} == {"ask_user"}
     assert "plan" not in commands(rules_acp)[0]["modes"]  # plan: the catch-all ask
-    assert paths(rules_one_shot) == paths(rules_acp)
-    assert {r["decision"] for r in paths(rules_acp)} == {"deny"}
+    assert {r["decision"] for r in paths(rules_one_shot)} == {"deny"}
+    asks = [r for r in paths(rules_acp) if r["decision"] == "ask_user"]
+    denies = [r for r in paths(rules_acp) if r["decision"] == "deny"]
+    assert [r["argsPattern"] for r in denies] == [r["argsPattern"] for r in paths(rules_one_shot)]
+    assert [r["argsPattern"] for r in asks] == [r["argsPattern"] for r in denies]
+    assert {tuple(r["modes"]) for r in asks} == {("default", "autoEdit", "plan")}
+    assert all(a["priority"] > d["priority"] for a, d in zip(asks, denies, strict=True))

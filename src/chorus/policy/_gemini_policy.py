@@ -9,7 +9,8 @@ each time with the policy's wording and rule (``chorus.policy.denial_text``):
   a compound command on its own);
 - any tool call whose arguments name a denied path (``argsPattern``, a regular
   expression over the call's JSON arguments: ``read_file .env``, ``cat .env``, a
-  ``write_file`` into ``~/.ssh``);
+  ``write_file`` into ``~/.ssh``); a body with a callback asks Chorus about those
+  instead (its reason, its audit), outside yolo mode;
 - writes in plan mode (``modes = ["plan"]``), on top of Gemini's own plan rules.
 
 It also offers the shell: headless Gemini drops every tool whose decision would be
@@ -131,11 +132,12 @@ def gemini_policy_toml(policy: Policy, ctx: PathContext, *, asks: bool = False) 
     ``asks``: the body has a permission callback, so a denied command is routed to
     Chorus (``ask_user``: refused there, with the policy's reason, and audited)
     rather than refused by Gemini; Gemini can no longer approve it by itself either
-    way. Denied paths are always refused here. Every refusal Gemini makes itself
+    way; so is a call naming a denied path (refused by Gemini in yolo mode, where an
+    ask would be approved). Every refusal Gemini makes itself
     carries the policy's wording (``denyMessage``, which Gemini puts in the tool
     result after "Tool execution denied by policy.").
     """
-    rules = [*_command_rules(policy, asks), *_path_rules(policy, ctx), _plan_writes()]
+    rules = [*_command_rules(policy, asks), *_path_rules(policy, ctx, asks), _plan_writes()]
     rules += _shell_rules(asks)
     head = "# Written by Chorus from policy.toml at every start; edits do not last.\n"
     return head + "\n\n".join(_rule(r) for r in rules) + "\n"
@@ -158,20 +160,20 @@ def _command_rules(policy: Policy, asks: bool) -> list[dict[str, object]]:
     return out
 
 
-def _path_rules(policy: Policy, ctx: PathContext) -> list[dict[str, object]]:
+def _path_rules(policy: Policy, ctx: PathContext, asks: bool) -> list[dict[str, object]]:
+    """A refusal for every call naming a denied path. With a callback the call is asked
+    about instead (Chorus refuses it with its reason and audits; Gemini over ACP would
+    drop the message), except in yolo mode, where Gemini would approve an ask."""
     out: list[dict[str, object]] = []
     for pattern in policy.filesystem.denied_paths:
         for path in (ctx.expand(p) for p in denied_path_forms(pattern, ctx)):
             why = f"the call names the denied path '{pattern}'"
-            out.append(
-                {
-                    "toolName": "*",
-                    "argsPattern": _path_regex(path, ctx),
-                    "decision": "deny",
-                    "priority": PRIORITY,
-                    "denyMessage": denial_text("filesystem.denied_path", why),
-                }
-            )
+            rule = {"toolName": "*", "argsPattern": _path_regex(path, ctx)}
+            if asks:
+                out.append({**rule, "decision": "ask_user", "priority": PRIORITY,
+                            "modes": [m for m in (*ASK_MODES, "plan") if m != "yolo"]})  # fmt: skip
+            deny = {"decision": "deny", "priority": PRIORITY - (1 if asks else 0)}
+            out.append({**rule, **deny, "denyMessage": denial_text("filesystem.denied_path", why)})
     return out
 
 

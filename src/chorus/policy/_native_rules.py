@@ -12,9 +12,9 @@ callback and the gate's mode stay in charge):
   in plan mode, where its own check would refuse a command with "Auto mode is
   unavailable"). Claude then asks Chorus, which refuses with the policy's rule and
   reason in the tool result, and audits (a deny rule would refuse in Claude's words);
-- ``gemini``: ``--admin-policy FILE``, Gemini's policy engine TOML (any call naming
-  a denied path and writes in plan mode refused; denied commands always asked
-  about, so Chorus refuses them with its reason and audits them);
+- ``gemini``: ``--admin-policy FILE``, Gemini's policy engine TOML (writes in plan
+  mode refused; denied commands, plan-mode commands and any call naming a denied
+  path asked about, so Chorus refuses them with its reason and audits them);
 - ``codex``: the allowed roots as the workspace sandbox's writable roots (``-c``
   at start, and in each ``turn/start``'s ``sandboxPolicy``, see ``roots``).
 """
