@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -58,7 +59,7 @@ from chorus.events import (
     TurnCompleted,
     TurnFailed,
 )
-from chorus.permissions import PermissionAsk
+from chorus.permissions import PermissionAnswer, PermissionAsk
 from chorus.policy import (
     AuditLog,
     PermissionMode,
@@ -722,7 +723,16 @@ class Supervisor:
             gate.job_id = job.id  # issue 14: its notices reach the job's stream
             self._gates[job.id] = gate
             self._second_opinion(job, gate)
+            gate.on_answer = functools.partial(self._answered, job)
         return gate
+
+    async def _answered(self, job: JobRecord, ask: PermissionAsk, answer: PermissionAnswer) -> None:
+        """A refusal is steered into the turn before the body gets the answer, so the
+        very next model request carries the policy's reason (a steer sent after the
+        answer races the CLI's next request)."""
+        session = self._live.get(job.id)
+        if answer.decision == "deny" and session is not None:
+            await self._tell_denial(job, session)
 
     def _second_opinion(self, job: JobRecord, gate: PolicyGate) -> None:
         """With ``[brain] second_opinion``, a second body votes on the job's risky calls
