@@ -113,9 +113,9 @@ _GEMINI_OWN = "Gemini's own check refuses first"
 _PRINT = "claude -p cannot ask: Claude refuses in its own words"
 _EXEC = "codex exec rejects the patch in its own words"
 #: (body, attempt[, mode]) -> (when the model gets the policy's reason, whether the log
-#: has it as a permission decision, why not in the same turn). Anything else: in the
-#: same turn, and logged.
-NOT_SAME_TURN: dict[tuple[str, ...], tuple[str, bool, str]] = {
+#: has it as a permission decision (None: it depends on the CLI's own judgement), why
+#: not in the same turn). Anything else: in the same turn, and logged.
+NOT_SAME_TURN: dict[tuple[str, ...], tuple[str, bool | None, str]] = {
     ("gemini", "cat .env"): (LATER, True, _ACP_LATER),
     ("gemini", "Read .env"): (
         NONE,
@@ -144,12 +144,17 @@ NOT_SAME_TURN: dict[tuple[str, ...], tuple[str, bool, str]] = {
     ("claude-code-acp", "cat .env"): (NEXT, True, _SANDBOX),
     ("codex-acp", "cat .env"): (NONE, False, _CODEX_ACP),
     ("codex-acp", "sudo ls"): (SAME, False, _CODEX_ACP + "; the denied program's stub says why"),
-    ("codex-acp", "sudo ls", "plan"): (SAME, True, "in plan mode codex-acp asks about it"),
+    ("codex-acp", "sudo ls", "plan"): (
+        SAME,
+        None,
+        "in plan mode codex-acp may ask to run it outside its sandbox (as Codex judges the "
+        "stub's refusal), and Chorus refuses: logged only then",
+    ),
     ("codex-acp", "shell write in plan mode"): (NONE, False, _CODEX_ACP),
 }
 
 
-def expected(body: str, mode: str, attempt: Try) -> tuple[str, bool]:
+def expected(body: str, mode: str, attempt: Try) -> tuple[str, bool | None]:
     """When the model should get the policy's reason for ``attempt``, and whether the
     log should have it."""
     key = (body, attempt.name, mode) if (body, attempt.name, mode) in NOT_SAME_TURN else None
@@ -321,7 +326,7 @@ def run_cell(
             report.append(f"{body:16} {mode:17} {attempt.name:25} {when:17} {log}")
         if when != wanted:
             problems.append(f"{attempt.name}: the policy's reason came {when}, expected {wanted}")
-        if in_log != logs:
+        if logs is not None and in_log != logs:
             problems.append(f"{attempt.name}: in the log with the policy's reason: {in_log}")
     if SECRET in done.stdout:
         problems.append("the secret reached the job's output")
