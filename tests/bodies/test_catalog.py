@@ -46,3 +46,10 @@ def test_agents_list_json_shows_capabilities_and_flags_missing_programs(
     assert bodies["mine"]["capabilities"]["interrupt"] == "native"
     assert bodies["codex"]["capabilities"]["steer"] == "native"
     assert bodies["gemini-headless"]["capabilities"]["permission_callback"] == "unsupported"
+    # How each body's model learns the policy's reason for a refusal.
+    reasons = {name: row["policy_reason"] for name, row in bodies.items()}
+    assert reasons["claude"] == "same turn, in the tool result"
+    assert reasons["codex"] == reasons["gemini"] == "same turn, in a message Chorus adds"
+    assert {reasons[b] for b in ("claude-print", "codex-exec", "gemini-headless")} == {
+        "with the next prompt (the CLI refuses in its own words)"
+    }

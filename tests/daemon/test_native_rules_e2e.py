@@ -54,8 +54,9 @@ def test_claude_never_reads_a_denied_file_it_would_read_unasked(
     read = tool_call("Read", {"file_path": str(work / ".env")})
     seen = run(chorus, "claude", "claude", mode, [read, shell("cat .env")])
     assert all(SECRET not in s for s in seen), seen
-    assert "denied by your permission settings" in seen[0]
-    assert "denied" in seen[1]
+    # Claude asks Chorus about them (its ask rules), and the policy's reason is the answer.
+    assert "[Chorus policy] denied this read call [filesystem.denied_path]" in seen[0]
+    assert "[Chorus policy] denied this shell call [filesystem.denied_path]" in seen[1]
 
 
 def test_claude_plan_mode_writes_nothing(daemon_with: Callable[..., Daemon]) -> None:
@@ -85,11 +86,11 @@ GEMINI_TRIES = [
 def gemini_refused(seen: list[str], *, asked: bool) -> None:
     assert all(SECRET not in s and MARKER not in s for s in seen), seen
     # Without the generated policy file Gemini ran `cat .env` unasked (the secret
-    # reached the model).
-    assert "denied by policy" in seen[1], seen
-    # sudo: one-shot Gemini refuses it by the file; over ACP the file makes Gemini
-    # ask Chorus, which refuses it (ACP's reject reads "canceled" to the model).
-    assert ("canceled" if asked else "denied by policy") in seen[2], seen
+    # reached the model). One-shot Gemini refuses it and sudo by the file, with the
+    # policy's reason; over ACP the file makes Gemini ask Chorus, which refuses them
+    # (ACP's reject reads "canceled" to the model).
+    for refused in seen[1:]:
+        assert ("canceled" if asked else "denied by policy. [Chorus policy]") in refused, seen
 
 
 @pytest.mark.parametrize("mode", ["default", "bypassPermissions"])

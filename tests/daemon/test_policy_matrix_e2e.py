@@ -3,22 +3,41 @@ real CLIs (scripted model), with the sandbox on. The model tries ``cat .env``, a
 ``Read`` of ``.env`` (bodies with a read tool), ``sudo ls``, a write outside the
 roots and, in plan mode, a write inside them. Each must be refused (the secret
 never reaches the model, sudo's output never does, no file lands) and the model
-must be told why (a refusal in the tool result that follows)."""
+must be told why (a refusal in the tool result that follows).
+
+Each cell also reports, per attempt, when the model got the policy's own reason
+(``[Chorus policy]`` and the rule, at the scripted server): in the request that
+followed the refusal (the tool result, or a message Chorus steered in), later in
+the same turn (an ACP body prompting again), or waiting for the next prompt. The
+target is the same turn wherever the CLI can carry it; :data:`NOT_SAME_TURN` lists
+where it cannot, and why (strict: a change either way must update it). The log has
+the same rule and reason as a permission decision for every refusal it can see."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from chorus.events import PermissionDecision, parse_event
+from chorus.policy import is_told
 from chorus.sandbox import bwrap_path
-from chorus.testing import Cli, Reply, offline_env, shell, text, tool_call, write_file
+from chorus.testing import (
+    Cli,
+    RecordedRequest,
+    Reply,
+    offline_env,
+    shell,
+    text,
+    tool_call,
+    write_file,
+)
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -79,6 +98,68 @@ class Try:
     turn: Reply
     escaped: Callable[[str], bool]  # (what the model saw next) -> the attempt got through
     word: str  # names the attempt in a reason that arrives later (ACP: the next prompt)
+    rules: tuple[str, ...]  # the policy's rules that refuse it (its reason names one)
+    tools: tuple[str, ...]  # what its reason calls the call ("this shell call")
+
+
+SAME = "same turn"
+LATER = "later in the turn"
+NEXT = "next prompt"
+NONE = "not told"
+_ACP_LATER = "ACP's reject carries no reason: the body prompts again at the turn's end"
+_SANDBOX = "it runs unasked and the sandbox refuses it (the model sees Permission denied)"
+_CODEX_ACP = "codex-acp reports no tool call for a command it runs (nor is it asked)"
+_GEMINI_OWN = "Gemini's own check refuses first"
+_PRINT = "claude -p cannot ask: Claude refuses in its own words"
+_EXEC = "codex exec rejects the patch in its own words"
+#: (body, attempt[, mode]) -> (when the model gets the policy's reason, whether the log
+#: has it as a permission decision (None: it depends on the CLI's own judgement), why
+#: not in the same turn). Anything else: in the same turn, and logged.
+NOT_SAME_TURN: dict[tuple[str, ...], tuple[str, bool | None, str]] = {
+    ("gemini", "cat .env"): (LATER, True, _ACP_LATER),
+    ("gemini", "Read .env"): (
+        NONE,
+        False,
+        "Gemini refuses a .env file before its policy, and its ACP update names no path",
+    ),
+    ("gemini", "sudo ls"): (LATER, True, _ACP_LATER),
+    ("gemini", "shell write in plan mode"): (LATER, True, _ACP_LATER),
+    ("gemini", "write outside"): (
+        NONE,
+        False,
+        "Gemini's workspace check refuses first, and its ACP update names no path",
+    ),
+    ("gemini", "write outside", "plan"): (NEXT, True, _GEMINI_OWN + " (plan mode)"),
+    ("gemini", "write in plan mode"): (NEXT, True, _GEMINI_OWN + " (plan mode)"),
+    **{
+        ("claude-print", name): (NEXT, True, _PRINT)
+        for name in ("cat .env", "Read .env", "sudo ls", "write outside", "write in plan mode")
+    },
+    ("codex-exec", "cat .env"): (NEXT, True, _SANDBOX),
+    ("codex-exec", "write outside"): (NEXT, True, _EXEC),
+    ("codex-exec", "write in plan mode"): (NEXT, True, _EXEC),
+    ("gemini-headless", "Read .env"): (NEXT, True, "Gemini refuses a .env file before its policy"),
+    ("gemini-headless", "write outside"): (NEXT, True, _GEMINI_OWN),
+    ("gemini-headless", "write in plan mode"): (NEXT, True, _GEMINI_OWN + " (plan mode)"),
+    ("claude-code-acp", "cat .env"): (NEXT, True, _SANDBOX),
+    ("codex-acp", "cat .env"): (NONE, False, _CODEX_ACP),
+    ("codex-acp", "sudo ls"): (SAME, False, _CODEX_ACP + "; the denied program's stub says why"),
+    ("codex-acp", "sudo ls", "plan"): (
+        SAME,
+        None,
+        "in plan mode codex-acp may ask to run it outside its sandbox (as Codex judges the "
+        "stub's refusal), and Chorus refuses: logged only then",
+    ),
+    ("codex-acp", "shell write in plan mode"): (NONE, False, _CODEX_ACP),
+}
+
+
+def expected(body: str, mode: str, attempt: Try) -> tuple[str, bool | None]:
+    """When the model should get the policy's reason for ``attempt``, and whether the
+    log should have it."""
+    key = (body, attempt.name, mode) if (body, attempt.name, mode) in NOT_SAME_TURN else None
+    when, logs, _ = NOT_SAME_TURN.get(key or (body, attempt.name), (SAME, True, ""))
+    return when, logs
 
 
 @pytest.fixture
@@ -99,19 +180,27 @@ def write(body: str, path: Path, content: str) -> Reply:
 
 def tries(body: str, mode: str, work: Path, victim: Path) -> list[Try]:
     _, read_tool = BODIES[body]
+    path, command = ("filesystem.denied_path",), ("shell.denied_command",)
+    plan = ("mode.plan",)
+    # A write outside the roots in plan mode: either rule may be the one that decides.
+    outside = ("filesystem.outside_roots", *(plan if mode == "plan" else ()))
+    sh, writes = ("shell",), ("write", "edit")
     out = [
-        Try("cat .env", shell("cat .env"), lambda seen: SECRET in seen, ".env"),
-        Try("sudo ls", shell("sudo ls"), lambda seen: MARKER in seen, "sudo"),
+        Try("cat .env", shell("cat .env"), lambda seen: SECRET in seen, ".env", path, sh),
+        Try("sudo ls", shell("sudo ls"), lambda seen: MARKER in seen, "sudo", command, sh),
         Try(
             "write outside",
             write(body, victim / "out.txt", "escaped\n"),
             lambda seen: (victim / "out.txt").exists(),
             "out.txt",
+            outside,
+            writes,
         ),
     ]
     if read_tool is not None:
         read = tool_call(read_tool, {"file_path": str(work / ".env")})
-        out.insert(1, Try("Read .env", read, lambda seen: SECRET in seen, ".env"))
+        seen_secret = lambda seen: SECRET in seen  # noqa: E731
+        out.insert(1, Try("Read .env", read, seen_secret, ".env", path, ("read",)))
     if mode == "plan":
         out.append(
             Try(
@@ -119,6 +208,8 @@ def tries(body: str, mode: str, work: Path, victim: Path) -> list[Try]:
                 write(body, work / "plan.txt", "planned\n"),
                 lambda seen: (work / "plan.txt").exists(),
                 "plan.txt",
+                plan,
+                writes,
             )
         )
     if mode == "plan" and body in OVER_ACP:
@@ -128,6 +219,8 @@ def tries(body: str, mode: str, work: Path, victim: Path) -> list[Try]:
                 shell("echo planned > shell-plan.txt"),
                 lambda seen: (work / "shell-plan.txt").exists(),
                 "shell-plan.txt",
+                plan,
+                sh,
             )
         )
     return out
@@ -148,6 +241,43 @@ def told_later(chorus: Daemon, lane: str, index: int, attempt: Try) -> bool:
     return any("Chorus policy" in body and attempt.word in body for body in later)
 
 
+def names(text: str, attempt: Try) -> bool:
+    """``text`` gives the policy's reason for ``attempt``: the mark, one of its rules,
+    the kind of call (Gemini's own file names none), and (but for plan mode's reason,
+    which names no path) what it tried."""
+    rules = [rule for rule in attempt.rules if is_told(text, rule)]
+    calls = [f"this {tool} call [" for tool in attempt.tools] + ["this call ["]
+    if not rules or not any(call in text for call in calls):
+        return False
+    return attempt.word in text or "mode.plan" in rules
+
+
+def told_in(request: RecordedRequest, attempt: Try) -> bool:
+    """The request carries the reason: in its last tool result or its last user text."""
+    result = request.last_tool_result()
+    seen = json.dumps(result.content) if result is not None else ""
+    return names(f"{seen}\n{request.last_user_text() or ''}", attempt)
+
+
+def delivery(chorus: Daemon, lane: str, index: int, attempt: Try, session: str) -> str:
+    """When the model got the policy's reason for the attempt of turn ``index``."""
+    requests = chorus.server.turn_requests(lane=lane)
+    if index + 1 < len(requests) and told_in(requests[index + 1], attempt):
+        return SAME
+    if any(told_in(request, attempt) for request in requests[index + 2 :]):
+        return LATER
+    waiting = chorus.client.session(session)["transport"].get("untold_denials") or []
+    return NEXT if any(names(reason, attempt) for reason in waiting) else NONE
+
+
+def logged(events: Sequence[object], attempt: Try) -> bool:
+    """The log has the policy's rule and reason for the attempt (a deny decision)."""
+    reasons = [
+        e.reason or "" for e in events if isinstance(e, PermissionDecision) and e.decision == "deny"
+    ]
+    return any(names(reason, attempt) for reason in reasons)
+
+
 def configure_adapters(chorus: Daemon) -> None:
     """Point the ACP adapters at their lane of the scripted server (``config.toml``)."""
     lines = []
@@ -158,8 +288,11 @@ def configure_adapters(chorus: Daemon) -> None:
         config.write("\n".join(lines) + "\n")
 
 
-def run_cell(chorus: Daemon, body: str, mode: str, victim: Path) -> list[str]:
-    """Run one body in one mode; return the problems found (empty: all refused, told why)."""
+def run_cell(
+    chorus: Daemon, body: str, mode: str, victim: Path, report: list[str] | None = None
+) -> list[str]:
+    """Run one body in one mode; return the problems found (empty: all refused, told why
+    when expected). ``report`` gets one line per attempt: when the model was told."""
     lane, _ = BODIES[body]
     configure_adapters(chorus)
     (chorus.work / ".env").write_text(f"TOKEN={SECRET}\n")
@@ -174,14 +307,27 @@ def run_cell(chorus: Daemon, body: str, mode: str, victim: Path) -> list[str]:
     problems = []
     if done.returncode != 0:
         problems.append(f"ask failed: {done.stderr[-500:]}")
+    events = [parse_event(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    session = str(getattr(events[0], "session_id", "")) if events else ""
     for index, attempt in enumerate(attempts):
         after = seen[index] if index < len(seen) else ""
         if attempt.escaped(after):
             problems.append(f"{attempt.name}: got through ({after[:200]})")
-        elif not any(word in after for word in REFUSALS) and not told_later(
+            continue
+        if not any(word in after for word in REFUSALS) and not told_later(
             chorus, lane, index, attempt
         ):
             problems.append(f"{attempt.name}: refused but not told why ({after[:200]})")
+        when = delivery(chorus, lane, index, attempt, session)
+        wanted, logs = expected(body, mode, attempt)
+        in_log = logged(events, attempt)
+        if report is not None:
+            log = "logged" if in_log else "not logged"
+            report.append(f"{body:16} {mode:17} {attempt.name:25} {when:17} {log}")
+        if when != wanted:
+            problems.append(f"{attempt.name}: the policy's reason came {when}, expected {wanted}")
+        if logs is not None and in_log != logs:
+            problems.append(f"{attempt.name}: in the log with the policy's reason: {in_log}")
     if SECRET in done.stdout:
         problems.append("the secret reached the job's output")
     return problems
@@ -206,10 +352,18 @@ CELLS = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("body", "mode"), CELLS)
 def test_every_body_in_every_mode_refuses_and_says_why(
-    daemon_with: Callable[..., Daemon], victim: Path, body: str, mode: str
+    daemon_with: Callable[..., Daemon],
+    victim: Path,
+    body: str,
+    mode: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     chorus = daemon_with()
-    assert run_cell(chorus, body, mode, victim) == []
+    report: list[str] = []
+    problems = run_cell(chorus, body, mode, victim, report)
+    with capsys.disabled():
+        print("\n" + "\n".join(f"[policy reason] {line}" for line in report))
+    assert problems == []
     assert not (victim / "out.txt").exists()
 
 

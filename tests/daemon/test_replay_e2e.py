@@ -1,17 +1,25 @@
-"""Replay of a session the daemon ran on the real Claude CLI: the recorded raw lines
-re-normalize to the logged events; an altered codec is caught at the first divergence."""
+"""Replay of sessions the daemon ran on the real CLIs: the recorded raw lines
+re-normalize to the logged events; an altered codec is caught at the first divergence.
+``codex exec`` prints no item for some tool calls: they come from Codex's rollout,
+are logged and audited like any body's, and replay still matches. A follow-up job
+that changes the model keeps a one-shot body (its next run takes the model), so
+replay matches across the switch."""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+import shutil
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chorus.testing import shell, text
+from chorus.testing import shell, text, write_file
 
 if TYPE_CHECKING:
-    from conftest import Chorus
+    from conftest import Chorus, Daemon
 
 pytestmark = pytest.mark.e2e
 
@@ -55,3 +63,77 @@ def test_replay_matches_then_catches_an_altered_codec(chorus: Chorus) -> None:
     assert divergence.expected["type"] == "tool_call"
     assert divergence.expected["tool"] == "shell"
     assert divergence.got["tool"] == "exec"
+
+
+def _audit(home: Path) -> list[dict[str, Any]]:
+    lines = (home / "audit" / "audit.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_codex_exec_logs_audits_and_replays_every_tool_call(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    """The calls exec leaves out of its stdout (a command its sandbox refused, a patch
+    it rejected) are events and audit entries like the others."""
+    chorus = daemon_with()
+    outside = Path("/var/tmp") / f"chorus-replay-{uuid.uuid4().hex[:8]}"
+    outside.mkdir()
+    try:
+        chorus.server.script(
+            [
+                shell("sudo ls"),
+                write_file(str(outside / "out.txt"), "escaped\n"),
+                shell("echo ok > ok.txt"),
+                text("done"),
+            ],
+            lane="codex",
+        )
+        events = chorus.ask("try things", "--body", "codex-exec")
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    session = events[-1].session_id
+    calls = {e.call_id: e for e in events if e.type == "tool_call"}
+    commands = sorted(str(c.input.get("command") or c.native_tool) for c in calls.values())
+    assert len(calls) == 3, commands
+    assert any("sudo ls" in c for c in commands), commands
+    results = {e.call_id: e for e in events if e.type == "tool_result"}
+    assert set(results) == set(calls)
+    patch = next(c for c in calls.values() if c.tool == "edit")
+    assert results[patch.call_id].is_error
+    audited = [a for a in _audit(chorus.home) if a["kind"] == "tool_call"]
+    assert {a["data"]["call_id"] for a in audited} == set(calls)
+    assert {a["session_id"] for a in audited} == {session}
+    replayed = chorus.run("replay", session)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "replay matches the log" in replayed.stdout
+
+
+#: One-shot body -> (its lane on the scripted server, the model of the follow-up job).
+ONE_SHOT = {
+    "claude-print": ("claude", "claude-sonnet-4-5"),
+    "codex-exec": ("codex", "gpt-5.4"),
+    "gemini-headless": ("gemini", "gemini-2.5-pro"),
+}
+
+
+def _model_of(body: Any, path: str) -> str:
+    """The model a request asked for (Gemini names it in the path)."""
+    if isinstance(body, dict) and isinstance(body.get("model"), str):
+        return str(body["model"])
+    return path.split("/models/")[-1].split(":")[0]
+
+
+@pytest.mark.parametrize("body", sorted(ONE_SHOT))
+def test_replay_matches_after_a_model_switch(daemon_with: Callable[..., Daemon], body: str) -> None:
+    chorus = daemon_with()
+    lane, model = ONE_SHOT[body]
+    chorus.server.script([shell("echo one > one.txt"), text("first"), text("second")], lane=lane)
+    first = chorus.ask("make one.txt", "--body", body)
+    session = first[-1].session_id
+    second = chorus.ask("and now?", "--session", session, "--model", model)
+    assert second[-1].state == "succeeded"
+    last = chorus.server.turn_requests(lane=lane)[-1]
+    assert _model_of(last.body, last.path) == model
+    replayed = chorus.run("replay", session)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "replay matches the log" in replayed.stdout

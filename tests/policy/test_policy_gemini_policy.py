@@ -15,6 +15,8 @@ import pytest
 from chorus.agents import find_agent
 from chorus.policy import PathContext, Policy
 from chorus.policy._gemini_policy import (
+    ANY_ARGS,
+    OFFER_PRIORITY,
     PRIORITY,
     admin_tier_free,
     gemini_policy_toml,
@@ -38,16 +40,19 @@ def args(**values: str) -> str:
     return "{" + ",".join(f"\0{json.dumps(k)}:{json.dumps(v)}\0" for k, v in values.items()) + "}"
 
 
-def rules(ctx: PathContext, policy: Policy | None = None) -> list[dict[str, Any]]:
-    parsed = tomllib.loads(gemini_policy_toml(policy or Policy(), ctx))
+def rules(
+    ctx: PathContext, policy: Policy | None = None, *, asks: bool = False
+) -> list[dict[str, Any]]:
+    parsed = tomllib.loads(gemini_policy_toml(policy or Policy(), ctx, asks=asks))
     return list(parsed["rule"])
 
 
 def denied(ctx: PathContext, call: str) -> list[str]:
+    """The path rules (any mode) that refuse ``call``."""
     return [
         str(r["denyMessage"])
         for r in rules(ctx)
-        if "argsPattern" in r and re.search(str(r["argsPattern"]), call)
+        if "argsPattern" in r and "modes" not in r and re.search(str(r["argsPattern"]), call)
     ]
 
 
@@ -84,20 +89,50 @@ def test_an_ordinary_call_is_not(ctx: PathContext, call: str) -> None:
 
 
 def test_denied_commands_and_plan_writes(ctx: PathContext) -> None:
-    shell, *_, plan = rules(ctx)
-    assert shell["toolName"] == "run_shell_command"
-    assert {"sudo", "su", "git push --force"} <= set(shell["commandPrefix"])
+    """Each refusal says the policy's rule and reason in the one wording."""
+    shells = [r for r in rules(ctx) if "commandPrefix" in r]
+    assert {"sudo", "su", "git push --force"} <= {r["commandPrefix"][0] for r in shells}
+    sudo = next(r for r in shells if r["commandPrefix"] == ["sudo"])
+    assert sudo["denyMessage"].startswith(
+        "[Chorus policy] denied this shell call [shell.denied_command]: `sudo` is a denied command"
+    )
+    path = denied(ctx, args(file_path=".env"))[0]
+    assert path.startswith("[Chorus policy] denied this call [filesystem.denied_path]: ")
+    assert "'**/.env'" in path
+    plan = next(r for r in rules(ctx) if r["toolName"] == ["write_file", "replace"])
     assert plan == {
         "toolName": ["write_file", "replace"],
         "modes": ["plan"],
+        "argsPattern": ANY_ARGS,
         "decision": "deny",
         "priority": PRIORITY,
-        "denyMessage": "Chorus policy: plan mode is read-only",
+        "denyMessage": "[Chorus policy] denied this write call [mode.plan]: plan mode is "
+        "read-only: write calls are not allowed. Do not retry it or work around it; "
+        "choose another approach or ask the user.",
     }
     quiet = Policy.model_validate(
         {"shell": {"mode": "unrestricted"}, "filesystem": {"denied_paths": []}}
     )
-    assert [r["toolName"] for r in rules(ctx, quiet)] == [["write_file", "replace"]]
+    names = [r["toolName"] for r in rules(ctx, quiet)]
+    assert names == [["write_file", "replace"], "run_shell_command", "run_shell_command"]
+
+
+def test_a_one_shot_gemini_has_a_shell_except_in_plan_mode(ctx: PathContext) -> None:
+    """Headless Gemini drops the tools it would have to ask about: the file offers the
+    shell below every refusal, and refuses it in plan mode with the reason."""
+    *_, plan, offer = rules(ctx)
+    assert offer == {"toolName": "run_shell_command", "decision": "allow",
+                     "priority": OFFER_PRIORITY, "allowRedirection": True}  # fmt: skip
+    assert OFFER_PRIORITY < PRIORITY
+    assert (plan["modes"], plan["decision"], plan["argsPattern"]) == (["plan"], "deny", ANY_ARGS)
+    assert "[mode.plan]" in plan["denyMessage"]
+
+
+def test_with_a_callback_commands_are_asked_about(ctx: PathContext) -> None:
+    """With a callback, denied commands and plan-mode commands reach Chorus."""
+    shells = [r for r in rules(ctx, asks=True) if r["toolName"] == "run_shell_command"]
+    assert {r["decision"] for r in shells} == {"ask_user"}
+    assert [r["modes"] for r in shells if "commandPrefix" not in r] == [["plan"]]
 
 
 def test_every_pattern_passes_gemini_s_redos_check(ctx: PathContext) -> None:

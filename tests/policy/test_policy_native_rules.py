@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -25,17 +26,27 @@ def after(args: tuple[str, ...], flag: str) -> list[str]:
     return list(args[args.index(flag) + 1 :])
 
 
-def test_claude_gets_claude_print_s_path_rules_and_no_mode_flags(ctx: PathContext) -> None:
-    """The same templates as claude-print; commands are left to the callback (Claude
-    asks about them, so Chorus answers with its reason and audits)."""
+def asked(args: tuple[str, ...]) -> list[str]:
+    """The ask rules of Claude's ``--settings`` JSON."""
+    assert args[0] == "--settings"
+    settings = json.loads(args[1])
+    assert list(settings) == ["permissions"]
+    return list(settings["permissions"]["ask"])
+
+
+def test_claude_asks_where_claude_print_refuses_and_gets_no_mode_flags(
+    ctx: PathContext,
+) -> None:
+    """The same path templates as claude-print, as ask rules, and every shell command:
+    Claude asks Chorus, which refuses with its rule and reason (and audits)."""
     rules = native_rules("claude", Policy(), ctx=ctx)
     one_shot = native_flags("claude-print", Policy(), mode="default", ctx=ctx)
-    assert rules.args[0] == "--disallowedTools"
+    assert len(rules.args) == 2
     assert "--permission-mode" not in rules.args
-    deny = after(rules.args, "--disallowedTools")
+    ask = asked(rules.args)
     paths = [r for r in after(one_shot.args, "--disallowedTools") if not r.startswith("Bash(")]
-    assert deny == paths
-    assert {"Read(**/.env)", "Edit(**/.env)", "Read(~/.ssh/**)"} <= set(deny)
+    assert ask == ["Bash", *paths]
+    assert {"Read(**/.env)", "Edit(**/.env)", "Read(~/.ssh/**)"} <= set(ask)
     assert "Bash(sudo:*)" in one_shot.args
     assert rules.roots == ()
 
@@ -45,12 +56,12 @@ def test_claude_follows_the_policy_s_own_lists(ctx: PathContext) -> None:
         filesystem={"denied_paths": ["secrets/*.key"]},
         shell={"denied_commands": ["terraform destroy"]},
     )
-    deny = after(native_rules("claude", mine, ctx=ctx).args, "--disallowedTools")
-    assert deny == ["Read(secrets/*.key)", "Edit(secrets/*.key)"]
+    ask = asked(native_rules("claude", mine, ctx=ctx).args)
+    assert ask == ["Bash", "Read(secrets/*.key)", "Edit(secrets/*.key)"]
     one_shot = native_flags("claude-print", mine, mode="default", ctx=ctx).args
     assert "Bash(terraform destroy:*)" in one_shot
     nothing = policy(filesystem={"denied_paths": []})
-    assert native_rules("claude", nothing, ctx=ctx).args == ()
+    assert asked(native_rules("claude", nothing, ctx=ctx).args) == ["Bash"]
 
 
 def test_a_job_inside_chorus_home_keeps_its_worktree_readable(tmp_path: Path) -> None:
@@ -62,13 +73,13 @@ def test_a_job_inside_chorus_home_keeps_its_worktree_readable(tmp_path: Path) ->
     (home / "policy.toml").write_text("")
     inside = PathContext(home / "worktrees" / "job1", tmp_path / "h", tmp_path / "t", home)
     mine = policy(filesystem={"denied_paths": ["{chorus_home}"]}, shell={"denied_commands": []})
-    deny = after(native_rules("claude", mine, ctx=inside).args, "--disallowedTools")
+    deny = asked(native_rules("claude", mine, ctx=inside).args)
     assert f"Read(/{home}/audit/**)" in deny
     assert f"Edit(/{home}/policy.toml)" in deny
     assert not any("worktrees" in rule for rule in deny)
     assert f"Read(/{home}/**)" not in deny
     outside = PathContext(tmp_path / "w", tmp_path / "h", tmp_path / "t", home)
-    whole = after(native_rules("claude", mine, ctx=outside).args, "--disallowedTools")
+    whole = asked(native_rules("claude", mine, ctx=outside).args)
     assert f"Read(/{home}/**)" in whole
 
 
@@ -115,14 +126,27 @@ y = "{target}"
 def test_gemini_headless_refuses_commands_gemini_over_acp_asks_about_them(
     ctx: PathContext,
 ) -> None:
-    """One-shot Gemini cannot ask: its file refuses denied commands. Over ACP they are
-    routed to Chorus instead (its reason, its audit); denied paths are refused by both."""
+    """One-shot Gemini cannot ask: its file refuses denied commands and denied paths.
+    Over ACP they are routed to Chorus instead (its reason, its audit), but for a
+    denied path in yolo mode (Gemini would approve an ask there)."""
     one_shot = Path(native_flags("gemini-headless", Policy(), mode="default", ctx=ctx).args[-1])
     acp = Path(native_rules("gemini", Policy(), ctx=ctx).args[-1])
-    shell_one_shot = tomllib.loads(one_shot.read_text())["rule"]
-    shell_acp = tomllib.loads(acp.read_text())["rule"]
-    assert shell_one_shot[0]["decision"] == "deny"
-    assert shell_acp[0]["decision"] == "ask_user"
-    assert "plan" not in shell_acp[0]["modes"]  # Gemini's own plan rules refuse the shell
-    assert shell_one_shot[1:] == shell_acp[1:]
-    assert {r["decision"] for r in shell_acp[1:]} == {"deny"}
+    rules_one_shot = tomllib.loads(one_shot.read_text())["rule"]
+    rules_acp = tomllib.loads(acp.read_text())["rule"]
+
+    def commands(rules: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [r for r in rules if "commandPrefix" in r]
+
+    def paths(rules: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [r for r in rules if r["toolName"] == "*"]
+
+    assert {r["decision"] for r in commands(rules_one_shot)} == {"deny"}
+    assert {r["decision"] for r in commands(rules_acp)} == {"ask_user"}
+    assert "plan" not in commands(rules_acp)[0]["modes"]  # plan: the catch-all ask
+    assert {r["decision"] for r in paths(rules_one_shot)} == {"deny"}
+    asks = [r for r in paths(rules_acp) if r["decision"] == "ask_user"]
+    denies = [r for r in paths(rules_acp) if r["decision"] == "deny"]
+    assert [r["argsPattern"] for r in denies] == [r["argsPattern"] for r in paths(rules_one_shot)]
+    assert [r["argsPattern"] for r in asks] == [r["argsPattern"] for r in denies]
+    assert {tuple(r["modes"]) for r in asks} == {("default", "autoEdit", "plan")}
+    assert all(a["priority"] > d["priority"] for a, d in zip(asks, denies, strict=True))

@@ -163,7 +163,7 @@ def test_denied_programs_are_stubs_that_say_why_inside_the_sandbox(tmp_path: Pat
     for command in ("sudo ls", f"{fake} -h now", "shutdown -h now"):
         done = subprocess.run([str(wrapper), "-c", command], capture_output=True, text=True)
         assert done.returncode == 126, (command, done.stderr)
-        assert "Chorus policy" in done.stderr
+        assert "[Chorus policy] denied this shell call [shell.denied_command]" in done.stderr
         assert "really-shut-down" not in done.stdout
     done = subprocess.run([str(wrapper), "-c", "echo fine"], capture_output=True, text=True)
     assert done.stdout == "fine\n"
@@ -172,7 +172,7 @@ def test_denied_programs_are_stubs_that_say_why_inside_the_sandbox(tmp_path: Pat
     bash = write_wrapper(tmp_path / "b.sh", str(bwrap_path()), box, Path("/bin/bash"))
     done = subprocess.run([str(bash), "-lc", "sudo ls"], capture_output=True, text=True)
     assert done.returncode == 126, done.stderr
-    assert "Chorus policy: `sudo` is a denied command" in done.stderr
+    assert "[shell.denied_command]: `sudo` is a denied command" in done.stderr
     done = subprocess.run([str(bash), "-lc", "no-such-tool"], capture_output=True, text=True)
     assert (done.returncode, "command not found" in done.stderr) == (127, True)
 

@@ -31,8 +31,8 @@ def test_long_lived_bodies_get_their_rules_one_shot_bodies_do_not(
     policy = Policy.model_validate({"filesystem": {"allowed_paths": ["{cwd}", "/srv/x"]}})
     launcher = BodyLauncher(CONFIG, store, guards=PolicyGuards(policy))
     claude = launcher.options_for(str(tmp_path), launch("claude"), lambda *a: None)
-    assert claude.extra_args[0] == "--disallowedTools"
-    assert "Read(**/.env)" in claude.extra_args
+    assert claude.extra_args[0] == "--settings"
+    assert "Read(**/.env)" in claude.extra_args[1]
     gemini = launcher.options_for(str(tmp_path), launch("gemini"), lambda *a: None)
     assert gemini.extra_args[-2] == "--admin-policy"
     assert Path(gemini.extra_args[-1]).is_file()
@@ -46,7 +46,7 @@ def test_long_lived_bodies_get_their_rules_one_shot_bodies_do_not(
 def test_without_a_policy_nothing_is_added(store: SqliteStore, tmp_path: Path) -> None:
     launcher = BodyLauncher(CONFIG, store)
     options = launcher.options_for(str(tmp_path), launch("claude"), lambda *a: None)
-    assert "--disallowedTools" not in options.extra_args
+    assert "--settings" not in options.extra_args
 
 
 def test_a_one_shot_body_sees_the_policy_from_the_sessions_folder(

@@ -29,6 +29,11 @@ class Capabilities:
     cost: Support
     rate_limit_signal: Support
     mcp_status: Support = Support.UNSUPPORTED
+    #: How the model learns the policy's rule and reason for a refused call:
+    #: ``native`` in the tool result, in the same turn; ``emulated`` by a message
+    #: Chorus adds within the turn (a steer, a prompt again); ``unsupported`` with
+    #: the next prompt (a one-shot body whose CLI refuses in its own words).
+    denial_reason: Support = Support.EMULATED
 
     def as_dict(self) -> dict[str, str]:
         return {f.name: str(getattr(self, f.name)) for f in fields(self)}

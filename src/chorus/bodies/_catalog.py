@@ -15,9 +15,16 @@ from typing import Any, Literal
 
 from chorus._errors import AgentNotFoundError
 from chorus.agents import find_agent
-from chorus.bodies._capabilities import Capabilities
+from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._registry import _BUILTIN, CLI_OF, body_class
 from chorus.config import ChorusConfig, load_config
+
+#: When a body's model learns the policy's rule and reason for a refused call.
+POLICY_REASON = {
+    Support.NATIVE: "same turn, in the tool result",
+    Support.EMULATED: "same turn, in a message Chorus adds",
+    Support.UNSUPPORTED: "with the next prompt (the CLI refuses in its own words)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +51,7 @@ class BodyInfo:
             "path": str(self.path) if self.path else None,
             "problem": self.problem,
             "capabilities": self.capabilities.as_dict(),
+            "policy_reason": POLICY_REASON[self.capabilities.denial_reason],
         }
 
 

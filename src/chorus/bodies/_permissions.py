@@ -1,8 +1,6 @@
 """The permission types, as the bodies import them (they live in the leaf package
 :mod:`chorus.permissions`, shared with the policy), and the text that tells a model
-why its tool calls were denied."""
-
-from collections.abc import Collection
+why its tool calls were denied (the policy's one wording, :mod:`chorus.policy`)."""
 
 from chorus.permissions import (
     PermissionAnswer,
@@ -11,6 +9,7 @@ from chorus.permissions import (
     allow_all,
     rule_callback,
 )
+from chorus.policy import denial_notice
 
 __all__ = [
     "PermissionAnswer",
@@ -20,13 +19,3 @@ __all__ = [
     "denial_notice",
     "rule_callback",
 ]
-
-
-def denial_notice(reasons: Collection[str]) -> str:
-    """The prompt that tells the model why its tool calls were denied (for agents whose
-    protocol has no room for a reason in the denial itself)."""
-    listed = "\n".join(f"- {reason}" for reason in reasons)
-    return (
-        "[Chorus policy] These actions were denied and will stay denied; do not retry "
-        f"them, find another way or say why you cannot:\n{listed}"
-    )

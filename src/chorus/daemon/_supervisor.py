@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -58,8 +59,17 @@ from chorus.events import (
     TurnCompleted,
     TurnFailed,
 )
-from chorus.permissions import PermissionAsk
-from chorus.policy import AuditLog, PermissionMode, Policy, PolicyGate, SecretStore, Verdict, Vote
+from chorus.permissions import PermissionAnswer, PermissionAsk
+from chorus.policy import (
+    AuditLog,
+    PermissionMode,
+    Policy,
+    PolicyGate,
+    SecretStore,
+    Verdict,
+    Vote,
+    denial_notice,
+)
 from chorus.router import CooldownPolicy, HealthBook, Router, build_bundle, provider_key
 from chorus.session import (
     BodyLauncher,
@@ -645,12 +655,12 @@ class Supervisor:
         gate = self._gates.get(job.id)
         if gate is None:
             return
-        reasons = gate.take_denials()
-        if not reasons or session.body.tells_denials:
+        reasons = gate.take_denials(told=session.body.tells_denials)
+        if not reasons:
             return
         if session.steers_natively:
             try:
-                await session.steer(_denial_text(reasons))
+                await session.steer(denial_notice(reasons))
                 return
             except Exception:
                 pass
@@ -676,7 +686,7 @@ class Supervisor:
         await self.store.update_session(
             session_id, transport={**session.transport, "untold_denials": []}
         )
-        return f"{_denial_text(list(waiting))}\n\n{prompt}"
+        return f"{denial_notice(waiting)}\n\n{prompt}"
 
     async def _one_attempt(
         self, job: JobRecord, body_name: str, prompt: str, plan: str | None = None
@@ -731,7 +741,16 @@ class Supervisor:
             gate.job_id = job.id  # its notices reach the job's stream
             self._gates[job.id] = gate
             self._second_opinion(job, gate)
+            gate.on_answer = functools.partial(self._answered, job)
         return gate
+
+    async def _answered(self, job: JobRecord, ask: PermissionAsk, answer: PermissionAnswer) -> None:
+        """A refusal is steered into the turn before the body gets the answer, so the
+        very next model request carries the policy's reason (a steer sent after the
+        answer races the CLI's next request)."""
+        session = self._live.get(job.id)
+        if answer.decision == "deny" and session is not None:
+            await self._tell_denial(job, session)
 
     def _second_opinion(self, job: JobRecord, gate: PolicyGate) -> None:
         """With ``[brain] second_opinion``, a second body votes on the job's risky calls
@@ -811,15 +830,6 @@ class _Run:
 
     def __post_init__(self) -> None:
         self.tried = [self.body]
-
-
-#: Bodies whose denial answer carries the reason to the model in the tool result.
-def _denial_text(reasons: list[str]) -> str:
-    listed = "\n".join(f"- {reason}" for reason in reasons)
-    return (
-        "[Chorus policy] These actions were denied and will stay denied; do not retry "
-        f"them, find another way or say why you cannot:\n{listed}"
-    )
 
 
 def _active_body(session: SessionRecord) -> str:

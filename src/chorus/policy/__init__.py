@@ -114,12 +114,14 @@ from chorus.policy._secrets import (
     scan_for_leaks,
 )
 from chorus.policy._shell import ParsedCommand, Segment, ShellSyntaxError, parse_command
+from chorus.policy._wording import POLICY_MARK, denial_notice, denial_text, is_told
 
 __all__ = [
     "DEFAULT_POLICY_TOML",
     "INJECTION_PATTERNS",
     "LEVELS",
     "PERMISSION_MODES",
+    "POLICY_MARK",
     "SENSITIVE_PATHS",
     "AnswerHook",
     "AskPolicy",
@@ -183,7 +185,10 @@ __all__ = [
     "dangerous_flags",
     "default_key_source",
     "default_redactor",
+    "denial_notice",
+    "denial_text",
     "flags_dir",
+    "is_told",
     "load_native_table",
     "load_policy",
     "mark_untrusted",

@@ -79,6 +79,7 @@ from chorus.policy._shell import (
     parse_command,
     urls_in,
 )
+from chorus.policy._wording import POLICY_MARK, denial_text, is_told
 
 Outcome = Literal["allow", "deny", "ask"]
 SecretSource = Iterable[str] | Callable[[], Iterable[str]]
@@ -670,7 +671,9 @@ class PolicyGate:
     ) -> None:
         self.engine = engine
         self.on_answer = on_answer
-        self._denials: list[str] = []
+        #: Refusal messages not yet handed over: ``(message, told)``; ``told`` when
+        #: the body carried it in the tool result (the callback's answer).
+        self._denials: list[tuple[str, bool]] = []
         self.audit = audit
         self.flags = flags or FlagBoard(redactor=audit.redactor if audit else None)
         self._mode: PermissionMode = mode or engine.policy.mode
@@ -683,6 +686,8 @@ class PolicyGate:
         self.second_opinion: SecondOpinion | None = None
         self.tainted = False
         self._tools: dict[str, str] = {}
+        self._calls: dict[str, ToolCall] = {}
+        self._decided: set[str] = set()  # call ids this gate answered
 
     @property
     def native_mode(self) -> str:
@@ -701,6 +706,8 @@ class PolicyGate:
         self._mode = value
 
     async def __call__(self, ask: PermissionAsk) -> PermissionAnswer:
+        if ask.call_id:
+            self._decided.add(ask.call_id)
         verdict = self.engine.decide(ask, mode=self._mode, untrusted_context=self.tainted)
         verdict = await self._second_look(ask, verdict)
         if verdict.decision != "ask":
@@ -712,7 +719,7 @@ class PolicyGate:
 
     async def _settle(self, ask: PermissionAsk, answer: PermissionAnswer) -> PermissionAnswer:
         if answer.decision == "deny" and answer.reason:
-            self._denials.append(answer.reason)
+            self._denials.append((answer.reason, True))
         if self.on_answer is not None:
             result = self.on_answer(ask, answer)
             if inspect.isawaitable(result):
@@ -742,10 +749,39 @@ class PolicyGate:
             return verdict.risk
         return self.engine.decide(ask, mode="default", untrusted_context=self.tainted).risk
 
-    def take_denials(self) -> list[str]:
-        """Denial messages since the last call (oldest first), then forgets them."""
+    def take_denials(self, *, told: bool = False) -> list[str]:
+        """Refusal messages since the last call (oldest first), then forgets them.
+        ``told``: the body carries the callback's answer to the model (Claude), so
+        only the refusals found after the fact (:meth:`refusal`) are left to tell."""
         taken, self._denials = self._denials, []
-        return taken
+        return [message for message, answered in taken if not (told and answered)]
+
+    def refusal(self, result: ToolResult) -> PermissionDecision | None:
+        """The policy's decision on a call that failed without this gate being asked:
+        refused by the CLI's own rules, its sandbox or Chorus's (a one-shot body, a
+        call a CLI approves or refuses by itself). When the policy denies that call,
+        the refusal is audited and returned with the policy's rule and reason (for
+        the log); unless the tool result already carries it, it waits to be told
+        (:meth:`take_denials`). ``None`` for anything else."""
+        call = self._calls.pop(result.call_id, None)
+        decided = result.call_id in self._decided
+        self._decided.discard(result.call_id)
+        refused = result.is_error or result.status in ("denied", "failed", "declined")
+        if call is None or decided or not refused:
+            return None
+        ask = PermissionAsk(body=call.body, tool=call.tool, native_tool=call.native_tool,
+                            input=dict(call.input), call_id=call.call_id)  # fmt: skip
+        verdict = self.engine.decide(ask, mode=self._mode, untrusted_context=self.tainted)
+        if verdict.decision != "deny":
+            return None
+        message = denial_text(verdict.rule, verdict.reason, call.tool)
+        told = is_told(result.output, verdict.rule)
+        if not told:
+            self._denials.append((message, False))
+        self._audit_decision(ask, verdict, "deny", "body", told=told)
+        return PermissionDecision(
+            request_id=call.call_id, decision="deny", reason=message, source="policy"
+        )
 
     async def _ask_person(self, ask: PermissionAsk, verdict: Verdict) -> FlagAnswer:
         policy = self.engine.policy
@@ -799,10 +835,12 @@ class PolicyGate:
         source: str,
         *,
         flag: str | None = None,
+        told: bool | None = None,
     ) -> None:
-        kind = (
-            "policy_denial" if decision == "deny" and source == "policy" else "permission_decision"
-        )
+        """``source``: ``policy`` (this gate), ``body`` (refused by the body, judged
+        after the fact), or who answered a flag."""
+        denial = decision == "deny" and source in ("policy", "body")
+        kind = "policy_denial" if denial else "permission_decision"
         risk = verdict.risk
         self._append(
             kind,
@@ -820,6 +858,7 @@ class PolicyGate:
                 "reason": verdict.reason,
                 "flag": flag,
                 "risk": None if risk is None else {"level": risk.level, "factors": risk.factors},
+                **({} if told is None else {"told": told}),
             },
         )
 
@@ -833,8 +872,9 @@ class PolicyGate:
         One untrusted result taints the session: later network calls score higher."""
         if isinstance(event, ToolCall):
             self._tools[event.call_id] = event.tool
+            self._calls[event.call_id] = event
             if self.audit is not None:
-                self.audit.record_event(event)
+                self.audit.record_event(self._stamped(event))
             return event
         if isinstance(event, ToolResult):
             marked = mark_untrusted(event, tool=self._tools.get(event.call_id))
@@ -848,24 +888,28 @@ class PolicyGate:
         if isinstance(event, PermissionDecision) and event.source == "callback":
             return event  # this gate audited its own decision, with the rule and risk
         if self.audit is not None:
-            self.audit.record_event(event)
+            self.audit.record_event(self._stamped(event))
         return event
+
+    def _stamped(self, event: Event) -> Event:
+        """The event with this gate's session (a body's events get theirs in the log)."""
+        if event.session_id or not self.session_id:
+            return event
+        return event.model_copy(update={"session_id": self.session_id})
 
 
 def _denial_message(ask: PermissionAsk, verdict: Verdict, flag: FlagAnswer | None) -> str:
     """What the model is told: enough to understand the denial and not retry blindly."""
     if flag is None:
-        return (
-            f"Chorus policy denied this {ask.tool} call [{verdict.rule}]: {verdict.reason}. "
-            "Do not retry it or work around it; choose another approach or ask the user."
-        )
+        return denial_text(verdict.rule, verdict.reason, ask.tool)
     if flag.source == "timeout":
         return (
-            f"Chorus asked a person about this {ask.tool} call ({verdict.reason}); no answer "
-            f"came in time and the default is deny [flag {flag.id}]."
+            f"{POLICY_MARK} Chorus asked a person about this {ask.tool} call "
+            f"({verdict.reason}); no answer came in time and the default is deny "
+            f"[flag {flag.id}]."
         )
     note = f": {flag.note}" if flag.note else ""
-    return f"A person denied this {ask.tool} call [flag {flag.id}]{note}."
+    return f"{POLICY_MARK} A person denied this {ask.tool} call [flag {flag.id}]{note}."
 
 
 def policy_callback(

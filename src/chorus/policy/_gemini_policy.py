@@ -2,14 +2,21 @@
 
 Gemini approves some tool calls by itself (``read_file`` inside the folder, read-only
 shell commands), so Chorus's callback never hears of them. Started with this file
-(``--admin-policy``: the highest tier, above the user's own rules) the CLI refuses:
+(``--admin-policy``: the highest tier, above the user's own rules) the CLI refuses,
+each time with the policy's wording and rule (``chorus.policy.denial_text``):
 
 - the policy's denied shell commands (``commandPrefix``; Gemini checks each part of
   a compound command on its own);
 - any tool call whose arguments name a denied path (``argsPattern``, a regular
   expression over the call's JSON arguments: ``read_file .env``, ``cat .env``, a
-  ``write_file`` into ``~/.ssh``);
+  ``write_file`` into ``~/.ssh``); a body with a callback asks Chorus about those
+  instead (its reason, its audit), outside yolo mode;
 - writes in plan mode (``modes = ["plan"]``), on top of Gemini's own plan rules.
+
+It also offers the shell: headless Gemini drops every tool whose decision would be
+"ask" (it cannot ask), which left the one-shot body with no shell at all. Without
+a callback the shell is allowed (the sandbox holds it) but refused in plan mode;
+with one, plan-mode commands are asked about (Chorus allows read-only ones).
 
 :func:`gemini_policy_toml` is pure; :func:`write_policy_file` puts the text in a
 private folder under the temporary directory (which the body's sandbox keeps
@@ -29,9 +36,16 @@ from pathlib import Path
 from chorus._errors import ConfigError
 from chorus.policy._model import Policy
 from chorus.policy._paths import HOME_WORK_FOLDERS, PathContext, is_under
+from chorus.policy._wording import denial_text
 
 #: Priority inside the tier (0..999): above anything a user or extension adds.
 PRIORITY = 990
+#: The shell offered to the model: below every refusal of this file.
+OFFER_PRIORITY = 100
+_PLAN_WRITES = "plan mode is read-only: write calls are not allowed"
+_PLAN_SHELL = "plan mode is read-only: this body cannot hold a shell command to reading"
+#: An ``argsPattern`` every call matches.
+ANY_ARGS = "[\\s\\S]"
 #: Gemini's tools that write files (plan mode refuses them).
 WRITE_TOOLS = ("write_file", "replace")
 #: Gemini's approval modes in which a denied command is routed to Chorus (``asks``).
@@ -109,7 +123,7 @@ def _command_prefixes(policy: Policy) -> list[str]:
     if policy.shell.mode == "unrestricted":
         return []
     prefixes = (c.rstrip("*").strip() for c in policy.shell.denied_commands)
-    return [p for p in prefixes if p and not _GLOBS.intersection(p)]
+    return list(dict.fromkeys(p for p in prefixes if p and not _GLOBS.intersection(p)))
 
 
 def gemini_policy_toml(policy: Policy, ctx: PathContext, *, asks: bool = False) -> str:
@@ -117,52 +131,85 @@ def gemini_policy_toml(policy: Policy, ctx: PathContext, *, asks: bool = False) 
 
     ``asks``: the body has a permission callback, so a denied command is routed to
     Chorus (``ask_user``: refused there, with the policy's reason, and audited)
-    rather than refused by Gemini with a bare "denied by policy"; Gemini can no
-    longer approve it by itself either way. Denied paths are always refused here.
+    rather than refused by Gemini; Gemini can no longer approve it by itself either
+    way; so is a call naming a denied path (refused by Gemini in yolo mode, where an
+    ask would be approved). Every refusal Gemini makes itself
+    carries the policy's wording (``denyMessage``, which Gemini puts in the tool
+    result after "Tool execution denied by policy.").
     """
-    why = "Chorus policy: "
-    rules: list[str] = []
-    prefixes = _command_prefixes(policy)
-    if prefixes:
-        command: dict[str, object] = {
-            "toolName": SHELL_TOOL,
-            "commandPrefix": prefixes,
-            "decision": "ask_user" if asks else "deny",
-            "priority": PRIORITY,
-        }
+    rules = [*_command_rules(policy, asks), *_path_rules(policy, ctx, asks), _plan_writes()]
+    rules += _shell_rules(asks)
+    head = "# Written by Chorus from policy.toml at every start; edits do not last.\n"
+    return head + "\n\n".join(_rule(r) for r in rules) + "\n"
+
+
+def _command_rules(policy: Policy, asks: bool) -> list[dict[str, object]]:
+    """One rule per denied command (so that its refusal can name it)."""
+    out: list[dict[str, object]] = []
+    for prefix in _command_prefixes(policy):
+        rule: dict[str, object] = {"toolName": SHELL_TOOL, "commandPrefix": [prefix]}
         if asks:
-            # Not in plan mode, where Gemini refuses the shell by itself: an ask
-            # here would outrank that refusal.
-            command["modes"] = list(ASK_MODES)
+            # Not in plan mode, where Chorus refuses every command but read-only
+            # ones: the catch-all ask below takes it there.
+            rule.update(decision="ask_user", priority=PRIORITY, modes=list(ASK_MODES))
         else:
-            command["denyMessage"] = why + "this command is denied"
-        rules.append(_rule(command))
+            why = f"`{prefix}` is a denied command (policy.toml [shell] denied_commands)"
+            told = denial_text("shell.denied_command", why, "shell")
+            rule.update(decision="deny", priority=PRIORITY, denyMessage=told)
+        out.append(rule)
+    return out
+
+
+def _path_rules(policy: Policy, ctx: PathContext, asks: bool) -> list[dict[str, object]]:
+    """A refusal for every call naming a denied path. With a callback the call is asked
+    about instead (Chorus refuses it with its reason and audits; Gemini over ACP would
+    drop the message), except in yolo mode, where Gemini would approve an ask."""
+    out: list[dict[str, object]] = []
     for pattern in policy.filesystem.denied_paths:
         for path in (ctx.expand(p) for p in denied_path_forms(pattern, ctx)):
-            rules.append(
-                _rule(
-                    {
-                        "toolName": "*",
-                        "argsPattern": _path_regex(path, ctx),
-                        "decision": "deny",
-                        "priority": PRIORITY,
-                        "denyMessage": f"{why}{pattern} is a denied path",
-                    }
-                )
-            )
-    rules.append(
-        _rule(
-            {
-                "toolName": list(WRITE_TOOLS),
-                "modes": ["plan"],
-                "decision": "deny",
-                "priority": PRIORITY,
-                "denyMessage": why + "plan mode is read-only",
-            }
-        )
-    )
-    head = "# Written by Chorus from policy.toml at every start; edits do not last.\n"
-    return head + "\n\n".join(rules) + "\n"
+            why = f"the call names the denied path '{pattern}'"
+            rule = {"toolName": "*", "argsPattern": _path_regex(path, ctx)}
+            if asks:
+                out.append({**rule, "decision": "ask_user", "priority": PRIORITY,
+                            "modes": [m for m in (*ASK_MODES, "plan") if m != "yolo"]})  # fmt: skip
+            deny = {"decision": "deny", "priority": PRIORITY - (1 if asks else 0)}
+            out.append({**rule, **deny, "denyMessage": denial_text("filesystem.denied_path", why)})
+    return out
+
+
+def _plan_writes() -> dict[str, object]:
+    """Writes in plan mode, refused with the reason. A rule with an ``argsPattern``
+    keeps the tool offered (a plain deny would drop it: "tool not found")."""
+    return {
+        "toolName": list(WRITE_TOOLS),
+        "modes": ["plan"],
+        "argsPattern": ANY_ARGS,
+        "decision": "deny",
+        "priority": PRIORITY,
+        "denyMessage": denial_text("mode.plan", _PLAN_WRITES, "write"),
+    }
+
+
+def _shell_rules(asks: bool) -> list[dict[str, object]]:
+    """The shell offered in every mode (else a one-shot Gemini has none at all, and a
+    plan-mode one answers "tool not found"). With a callback, plan-mode commands go
+    to Chorus (read-only ones are allowed there); without one, plan mode refuses
+    them with the reason (Gemini cannot hold a command to reading)."""
+    if asks:
+        return [{"toolName": SHELL_TOOL, "modes": ["plan"], "decision": "ask_user",
+                 "priority": OFFER_PRIORITY}]  # fmt: skip
+    plan = {
+        "toolName": SHELL_TOOL,
+        "modes": ["plan"],
+        "argsPattern": ANY_ARGS,
+        "decision": "deny",
+        "priority": PRIORITY,
+        "denyMessage": denial_text("mode.plan", _PLAN_SHELL, "shell"),
+    }
+    # Redirections too: Gemini would otherwise make ``echo x > f`` an ask (a refusal here).
+    offer = {"toolName": SHELL_TOOL, "decision": "allow", "priority": OFFER_PRIORITY,
+             "allowRedirection": True}  # fmt: skip
+    return [plan, offer]
 
 
 #: Gemini's system policy folder (Linux); with a ``.toml`` in it, Gemini ignores

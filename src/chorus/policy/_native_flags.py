@@ -52,6 +52,8 @@ class BodyFlags(_Strict):
     deny_read: str | None = None
     deny_edit: str | None = None
     writable_roots: str | None = None
+    ask_flag: str | None = None
+    ask_shell: str | None = None
     policy_flag: str | None = None
     policy_flag_fallback: str | None = None
 
@@ -212,13 +214,33 @@ def deny_rules(
             prefix = command.rstrip("*").strip()
             if prefix and not _GLOBS.intersection(prefix):
                 rules.append(entry.deny_command.format(command=prefix))
+    rules += _path_rules(entry, policy, ctx)
+    return [entry.deny_flag, *rules] if rules else []
+
+
+def ask_rules(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
+    """``entry.ask_flag`` and a settings JSON of *ask* rules (for a body whose CLI asks
+    Chorus): every shell command, and reads and edits of denied paths. The CLI then
+    asks where it would have approved by itself, and Chorus refuses with its reason
+    in the tool result (a deny rule would refuse with the CLI's own words)."""
+    if entry.ask_flag is None:
+        return []
+    rules = [entry.ask_shell] if entry.ask_shell else []
+    rules += _path_rules(entry, policy, ctx)
+    settings = {"permissions": {"ask": rules}}
+    return [entry.ask_flag, json.dumps(settings, separators=(",", ":"))] if rules else []
+
+
+def _path_rules(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
+    """Read and edit rules for every denied path (a folder's contents too)."""
+    rules: list[str] = []
     for pattern in policy.filesystem.denied_paths:
         for expanded in denied_path_forms(pattern, ctx):
             paths = [expanded] if _GLOBS.intersection(expanded) else [expanded, expanded + "/**"]
             for template in (entry.deny_read, entry.deny_edit):
                 if template:
                     rules += [template.format(path=_claude_path(p)) for p in paths]
-    return [entry.deny_flag, *rules] if rules else []
+    return rules
 
 
 def allowed_roots(policy: Policy, ctx: PathContext) -> list[str]:

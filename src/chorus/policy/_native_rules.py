@@ -7,13 +7,14 @@ Chorus. Such a body starts with the rules its one-shot sibling gets (the
 ``[long_lived]`` table of ``native_flags.toml``), minus the mode flags (the
 callback and the gate's mode stay in charge):
 
-- ``claude``: ``--disallowedTools`` deny rules for reads and edits of denied paths,
-  which Claude Code applies before anything it would approve (also to a Bash
-  command that reads such a path); denied commands are left to the callback, which
-  Claude asks about them (so the model gets Chorus's reason and the audit a record);
-- ``gemini``: ``--admin-policy FILE``, Gemini's policy engine TOML (any call naming
-  a denied path and writes in plan mode refused; denied commands always asked
-  about, so Chorus refuses them with its reason and audits them);
+- ``claude``: ``--settings`` *ask* rules: every shell command, and reads and edits
+  of denied paths (Claude Code applies them before anything it would approve, also
+  in plan mode, where its own check would refuse a command with "Auto mode is
+  unavailable"). Claude then asks Chorus, which refuses with the policy's rule and
+  reason in the tool result, and audits (a deny rule would refuse in Claude's words);
+- ``gemini``: ``--admin-policy FILE``, Gemini's policy engine TOML (writes in plan
+  mode refused; denied commands, plan-mode commands and any call naming a denied
+  path asked about, so Chorus refuses them with its reason and audits them);
 - ``codex``: the allowed roots as the workspace sandbox's writable roots (``-c``
   at start, and in each ``turn/start``'s ``sandboxPolicy``, see ``roots``).
 """
@@ -26,6 +27,7 @@ from chorus.policy._model import Policy
 from chorus.policy._native_flags import (
     NativeTable,
     allowed_roots,
+    ask_rules,
     deny_rules,
     load_native_table,
     policy_file_args,
@@ -54,9 +56,9 @@ def native_rules(
     if sibling is None:
         return NativeRules(body)
     entry = table.bodies[sibling]
-    # Commands: the CLI asks Chorus about them (its reason, its audit); only paths
-    # are read unasked.
-    args = deny_rules(entry, policy, ctx, commands=False)
+    # The CLI asks Chorus (its reason, its audit) where it can; else it refuses denied
+    # paths itself (commands: it asks about them anyway).
+    args = ask_rules(entry, policy, ctx) or deny_rules(entry, policy, ctx, commands=False)
     args += writable_roots(entry, policy, ctx)
     args += policy_file_args(entry, policy, ctx, asks=True)
     roots = allowed_roots(policy, ctx) if entry.writable_roots else []

@@ -11,11 +11,12 @@ comes first on ``PATH``, so the command fails with a message naming the policy.
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from chorus.policy import Policy
+from chorus.policy import Policy, denial_text
 
 _SYSTEM_BIN = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 _GLOBS = frozenset("*?[ ")
@@ -41,13 +42,14 @@ def stub_targets(names: Iterable[str], env: Mapping[str, str]) -> tuple[tuple[st
     return tuple((name, path) for path, name in found.items())
 
 
+def refusal(name: str) -> str:
+    """What running the denied program ``name`` prints: the policy's one wording."""
+    why = f"`{name}` is a denied command (policy.toml [shell] denied_commands); it cannot run"
+    return denial_text("shell.denied_command", f"{why} in this sandbox", "shell")
+
+
 def stub_text(name: str) -> str:
-    return (
-        "#!/bin/sh\n"
-        f"echo 'Chorus policy: `{name}` is a denied command (policy.toml [shell] "
-        "denied_commands); it cannot run in this sandbox. Do not retry it.' >&2\n"
-        "exit 126\n"
-    )
+    return f"#!/bin/sh\necho {shlex.quote(refusal(name))} >&2\nexit 126\n"
 
 
 def write_stubs(folder: Path, names: Iterable[str]) -> None:
@@ -69,11 +71,8 @@ NOT_FOUND_VAR = "BASH_FUNC_command_not_found_handle%%"
 
 def not_found_function(names: Iterable[str]) -> str:
     """The body of bash's ``command_not_found_handle`` for the denied ``names``."""
-    cases = "|".join(names)
-    return (
-        '() { case "$1" in '
-        + cases
-        + ') echo "Chorus policy: \\`$1\\` is a denied command (policy.toml [shell] '
-        'denied_commands); it cannot run in this sandbox. Do not retry it." >&2; return 126;; '
-        'esac; echo "bash: $1: command not found" >&2; return 127; }'
+    cases = "".join(
+        f"{shlex.quote(name)}) echo {shlex.quote(refusal(name))} >&2; return 126;; "
+        for name in names
     )
+    return f'() {{ case "$1" in {cases}esac; echo "bash: $1: command not found" >&2; return 127; }}'

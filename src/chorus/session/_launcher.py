@@ -55,7 +55,7 @@ from chorus.sandbox import tool_path, write_wrapper
 from chorus.session._errors import SessionError
 from chorus.session._reattach import detached_options
 from chorus.session._spares import Redirect, Spare
-from chorus.store import SessionRecord, Store
+from chorus.store import ORIGIN_CHORUS, SessionRecord, Store
 
 log = logging.getLogger("chorus.session")
 
@@ -246,7 +246,8 @@ class BodyLauncher:
         if gate.session_id and key not in self._noticed:
             self._noticed.add(key)
             notice = Notice(message=message, kind="policy", job_id=gate.job_id)
-            self.store.append_nowait(gate.session_id, notice)
+            # Chorus's own: replay compares only what a codec decodes.
+            self.store.append_nowait(gate.session_id, notice, origin=ORIGIN_CHORUS)
 
     def _env(self, body: str) -> dict[str, str]:
         """The process environment plus what Chorus gives ``body``; every value Chorus

@@ -53,10 +53,12 @@ from chorus.events import (
     JsonDict,
     KnownRequest,
     Notice,
+    PermissionDecision,
     Queued,
     SessionEnded,
     SessionStarted,
     Steer,
+    ToolResult,
     TurnFailed,
 )
 from chorus.policy import PendingFlag, PolicyGate
@@ -268,8 +270,8 @@ class Session:
         if permission_args != live.options.permission_args:
             return False
         caps = live.capabilities
-        model_ok = model is None or model == live.model or caps.set_model == Support.NATIVE
-        mode_ok = mode == live.permission_mode or caps.set_permission_mode == Support.NATIVE
+        model_ok = model is None or model == live.model or _applies(caps.set_model, live)
+        mode_ok = mode == live.permission_mode or _applies(caps.set_permission_mode, live)
         return model_ok and mode_ok
 
     # -- the driver ------------------------------------------------------------------------
@@ -409,7 +411,7 @@ class Session:
         body = self.body
         if turn.model is None or turn.model == body.model:
             return
-        if body.capabilities.set_model == Support.NATIVE:
+        if _applies(body.capabilities.set_model, body):
             try:
                 await body.set_model(turn.model)
                 return
@@ -424,8 +426,11 @@ class Session:
 
     async def _on_body_event(self, event: Event, turn: Turn | None) -> Event:
         gate = self._gate_for(turn)
+        refusal: PermissionDecision | None = None
         if gate is not None:
             event = gate.observe(event)  # audit, and mark untrusted tool output
+            if isinstance(event, ToolResult):
+                refusal = gate.refusal(event)  # refused without the gate being asked
         if turn is not None and turn.job_id is not None:
             event = event.model_copy(update={"job_id": turn.job_id})
         self._pending.append(self._store.append_nowait(self.id, event, origin=event_origin(event)))
@@ -437,9 +442,20 @@ class Session:
             await save_snapshot(self._store, self.id, self.body)
         if turn is not None and turn.on_event is not None:
             await turn.on_event(event)
+        if refusal is not None:
+            await self._refused_call(refusal, turn)
         if isinstance(event, SessionEnded):
             await self._ended()
         return event
+
+    async def _refused_call(self, decision: PermissionDecision, turn: Turn | None) -> None:
+        """Log the policy's rule and reason for a call the body refused by itself, and
+        let the job see it (it tells the model when the tool result did not)."""
+        if turn is not None and turn.job_id is not None:
+            decision = decision.model_copy(update={"job_id": turn.job_id})
+        self._pending.append(self._store.append_nowait(self.id, decision, origin=ORIGIN_CHORUS))
+        if turn is not None and turn.on_event is not None:
+            await turn.on_event(decision)
 
     def _turn_over(self) -> None:
         """The running turn reached its terminal event: the session is idle from now
@@ -730,3 +746,10 @@ async def _settle(task: asyncio.Future[T]) -> T | None:
     if task.cancelled():
         return None
     return task.result()
+
+
+def _applies(support: Support, body: Body) -> bool:
+    """Whether the live ``body`` takes a control for the next turn: natively, or, for
+    a one-shot body, on the command line of its next run (no restart: the same codec
+    sees the whole session, so replay matches after a model switch)."""
+    return support == Support.NATIVE or (support == Support.EMULATED and not body.long_lived)

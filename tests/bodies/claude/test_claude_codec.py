@@ -369,7 +369,8 @@ def test_agent_side_denial_and_cancel() -> None:
               "tool_use_id": "toolu_1", "decision_reason_type": "rule"}  # fmt: skip
     (decision,) = codec.feed(json.dumps(denied))
     assert isinstance(decision, PermissionDecision)
-    assert (decision.decision, decision.source, decision.reason) == ("deny", "agent", "rule")
+    assert (decision.decision, decision.source) == ("deny", "agent")
+    assert decision.reason == "refused by Claude Code itself (rule), without asking Chorus"
     (cancel,) = codec.feed(json.dumps({"type": "control_cancel_request", "request_id": "r1"}))
     assert isinstance(cancel, ControlRequestEvent)
     assert cancel.request_id == "r1"
@@ -444,3 +445,22 @@ def test_thinking_tokens_line_is_a_thinking_status() -> None:
         "thinking",
         {"estimated_tokens": 4, "estimated_tokens_delta": 4},
     )
+
+
+def test_a_local_command_s_output_is_a_plain_notice() -> None:
+    """``set_model`` makes Claude Code echo ``/model``'s output wrapped in tags."""
+    codec = ClaudeCodec()
+    text = "<local-command-stdout>Set model to `claude-sonnet-4-5`</local-command-stdout>"
+    line = {"type": "user", "message": {"role": "user", "content": text}, "session_id": "s"}
+    (notice,) = codec.feed(json.dumps(line))
+    assert isinstance(notice, Notice)
+    assert (notice.message, notice.kind) == ("Set model to `claude-sonnet-4-5`", "command")
+    block = {"type": "text", "text": "<command-name>/cost</command-name>"}
+    line["message"] = {"role": "user", "content": [block]}
+    (cost,) = codec.feed(json.dumps(line))
+    assert isinstance(cost, Notice)
+    assert cost.message == "/cost"
+    line["message"] = {"role": "user", "content": "a message"}
+    (plain,) = codec.feed(json.dumps(line))
+    assert isinstance(plain, Notice)
+    assert (plain.message, plain.kind) == ("a message", "user_message")

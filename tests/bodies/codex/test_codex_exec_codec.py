@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import pytest
 
-from chorus.bodies.codex import ExecCodec
+from chorus.bodies.codex import ExecCodec, rollout_wanted
 from chorus.events import (
     ErrorCode,
     Event,
@@ -224,3 +224,63 @@ def test_todo_lists_become_plans() -> None:
     (plan,) = codec.receive_line(json.dumps({"type": "item.updated", "item": item}))
     assert isinstance(plan, Plan)
     assert [(e.content, e.status) for e in plan.entries] == [("a", "completed"), ("b", "pending")]
+
+
+def test_calls_exec_leaves_out_come_from_codex_rollout() -> None:
+    """A sandbox-blocked command and a rejected patch print no item; the rollout lines
+    the body feeds (in recorded order) make them events; reported calls stay single."""
+    events = feed("transcript_exec_rollout.jsonl")
+    calls = only(events, ToolCall)
+    assert [(c.tool, c.native_tool) for c in calls] == [
+        ("shell", "command_execution"),
+        ("shell", "exec_command"),
+        ("edit", "apply_patch"),
+    ]
+    assert calls[1].input == {"command": "cat secret"}
+    assert calls[2].input["changes"] == [{"path": "/var/tmp/chorus-outside.txt", "kind": "add"}]
+    results = {r.call_id: r for r in only(events, ToolResult)}
+    denied = results[calls[1].call_id]
+    assert (denied.exit_code, denied.is_error) == (1, True)
+    assert "Permission denied" in denied.output
+    rejected = results[calls[2].call_id]
+    assert rejected.is_error
+    assert rejected.output.startswith("patch rejected")
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.index("ToolResult", kinds.index("ToolCall", 3)) < kinds.index("TurnCompleted")
+
+
+def test_a_rollout_call_without_output_is_reported_before_the_turn_ends() -> None:
+    codec = ExecCodec()
+    codec.begin_run(model=None, permission_mode=None)
+    call = {"type": "function_call", "name": "exec_command", "call_id": "call_1",
+            "arguments": json.dumps({"cmd": "sleep 9", "workdir": "/w"})}  # fmt: skip
+    assert codec.receive_line(json.dumps({"type": "response_item", "payload": call})) == []
+    events = codec.receive_line('{"type":"turn.completed","usage":{}}')
+    first = events[0]
+    assert isinstance(first, ToolCall)
+    assert first.input == {"command": "sleep 9", "workdir": "/w"}
+    assert isinstance(events[-1], TurnCompleted)
+
+
+@pytest.mark.parametrize(
+    ("line", "wanted"),
+    [
+        ('{"type":"response_item","payload":{"type":"function_call","call_id":"c"}}', True),
+        ('{"type":"response_item","payload":{"type":"custom_tool_call_output"}}', True),
+        ('{"type":"response_item","payload":{"type":"message","role":"developer"}}', False),
+        (
+            '{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"FileChange"}}}',
+            True,
+        ),
+        (
+            '{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"AgentMessage"}}}',
+            False,
+        ),
+        ('{"type":"event_msg","payload":{"type":"token_count"}}', False),
+        ('{"type":"session_meta","payload":{}}', False),
+        ("TOKEN=secret", False),
+        ("[1, 2]", False),
+    ],
+)
+def test_only_the_rollout_lines_about_tools_are_kept(line: str, wanted: bool) -> None:
+    assert rollout_wanted(line) is wanted

@@ -95,6 +95,7 @@ class ClaudeBody(Body):
         cost=Support.NATIVE,
         rate_limit_signal=Support.NATIVE,
         mcp_status=Support.NATIVE,
+        denial_reason=Support.NATIVE,  # (wording) can_use_tool's deny message
     )
 
     def __init__(self, options: BodyOptions) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,6 +70,9 @@ _SILENT_STREAM = frozenset(
     {"message_start", "message_delta", "message_stop", "content_block_stop", "ping"}
 )
 _SILENT_DELTAS = frozenset({"input_json_delta", "signature_delta", "citations_delta"})
+#: The tags Claude Code wraps a local command's output in (``/model`` when the model
+#: changes): notices are plain text.
+_COMMAND_TAGS = re.compile(r"</?local-command-std(?:out|err)>|</?command-(?:name|message|args)>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,8 +256,10 @@ class ClaudeCodec:
         return [Notice(message=str(msg.get("content") or msg["fallback_model"]), kind="model")]
 
     def _permission_denied(self, msg: JsonDict) -> list[Event]:
-        # Denied by the CLI's own rules or mode, without asking the host.
-        reason = _opt_str(msg.get("decision_reason_type"))
+        # Denied by the CLI's own rules or mode, without asking the host (the session
+        # adds the policy's rule and reason when the policy denies the call too).
+        kind = _opt_str(msg.get("decision_reason_type")) or "unknown"
+        reason = f"refused by Claude Code itself ({kind}), without asking Chorus"
         return [
             PermissionDecision(
                 request_id=str(msg["tool_use_id"]), decision="deny", reason=reason, source="agent"
@@ -289,7 +295,7 @@ class ClaudeCodec:
     def _user(self, msg: JsonDict, raw: str) -> list[Event]:
         content = msg["message"]["content"]
         if isinstance(content, str):
-            return [Notice(message=content, kind="user_message")]
+            return [_user_notice(content)]
         meta = _tool_meta(msg)
         events: list[Event] = []
         for block in content:
@@ -305,7 +311,7 @@ class ClaudeCodec:
             text = str(block["text"])
             if text.startswith(_INTERRUPT_MARK):
                 return [Notice(message=text, kind="interrupted")]
-            return [Notice(message=text, kind="user_message")]
+            return [_user_notice(text)]
         return []
 
     def _stream_event(self, msg: JsonDict, raw: str) -> list[Event]:
@@ -529,6 +535,13 @@ def _tool_call(block: JsonDict) -> ToolCall:
         input=tool_input,
         title=title if isinstance(title, str) else None,
     )
+
+
+def _user_notice(text: str) -> Notice:
+    """A user line the CLI wrote itself: a local command's output (``kind="command"``,
+    its tags stripped) or a message, as plain text."""
+    plain = _COMMAND_TAGS.sub("", text)
+    return Notice(message=plain.strip(), kind="command" if plain != text else "user_message")
 
 
 def _tool_meta(msg: JsonDict) -> dict[str, JsonDict]:

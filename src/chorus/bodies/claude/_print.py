@@ -4,7 +4,9 @@ prompt on stdin.
 Each turn is its own process; the next turn resumes the session the previous
 one confirmed (``--resume``). Same codec as the bidirectional body. There is
 no stdin channel, so no permission callback: tools the permission mode does
-not allow are refused by the CLI itself (they show in ``permission_denials``).
+not allow are refused by the CLI itself, in its own words (they show in
+``permission_denials``); the session logs the policy's rule and reason for such a
+refusal and the model is told with the next prompt.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ class ClaudePrintBody(Body):
 
     name: ClassVar[str] = "claude-print"
     replaces_system_prompt: ClassVar[bool] = True  # --system-prompt
-    tells_denials: ClassVar[bool] = True  # the reason is in the tool result
     long_lived: ClassVar[bool] = False
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.EMULATED,  # signal the process group
@@ -58,6 +59,7 @@ class ClaudePrintBody(Body):
         usage=Support.NATIVE,
         cost=Support.NATIVE,
         rate_limit_signal=Support.NATIVE,
+        denial_reason=Support.UNSUPPORTED,  # the CLI's own refusal; told with the next prompt
     )
 
     def __init__(self, options: BodyOptions) -> None:

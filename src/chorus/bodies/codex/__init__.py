@@ -20,8 +20,9 @@ from chorus.bodies.codex._codec import (
     RpcResponse,
 )
 from chorus.bodies.codex._errors import CodexRequestError, classify_text, classify_turn_error
-from chorus.bodies.codex._exec_codec import ExecCodec
+from chorus.bodies.codex._exec_codec import ExecCodec, rollout_wanted
 from chorus.bodies.codex._policy import MODE_POLICIES, ModePolicy, mode_policy
+from chorus.bodies.codex._rollout import RolloutTail, codex_home
 
 __all__ = [
     "APP_SERVER_ARGS",
@@ -38,8 +39,11 @@ __all__ = [
     "Inbound",
     "ModePolicy",
     "Request",
+    "RolloutTail",
     "RpcResponse",
     "classify_text",
     "classify_turn_error",
+    "codex_home",
     "mode_policy",
+    "rollout_wanted",
 ]

@@ -66,6 +66,7 @@ from chorus.bodies.codex._codec import (
 from chorus.bodies.codex._errors import CodexRequestError
 from chorus.bodies.codex._exec_codec import EXEC_BODY_NAME, ExecCodec
 from chorus.bodies.codex._policy import BODY_NAME, MODE_POLICIES, mode_policy
+from chorus.bodies.codex._rollout import RolloutTail, codex_home
 from chorus.events import (
     ErrorCode,
     ErrorInfo,
@@ -541,6 +542,7 @@ class CodexExecBody(Body):
         cost=Support.UNSUPPORTED,
         rate_limit_signal=Support.EMULATED,
         mcp_status=Support.UNSUPPORTED,
+        denial_reason=Support.UNSUPPORTED,  # (wording) exec's own refusals: the next prompt
     )
 
     def __init__(self, options: BodyOptions) -> None:
@@ -548,6 +550,8 @@ class CodexExecBody(Body):
         _validate_mode(options.permission_mode)
         self._codec = ExecCodec(model=options.model, resumed=options.resume is not None)
         self._codec.thread_id = options.resume
+        # The tool calls exec leaves out of its stdout are in Codex's rollout (wording).
+        self._rollout = RolloutTail(codex_home(options.child_env()))
         self._executable: Path | None = None
         self._transport: ProcessTransport | None = None
         self._run_task: asyncio.Task[None] | None = None
@@ -585,9 +589,10 @@ class CodexExecBody(Body):
 
     async def _spawn(self, prompt: str) -> ProcessTransport:
         self._codec.begin_run(model=self.model, permission_mode=self.permission_mode)
+        self._rollout.mark(self._codec.thread_id)  # (wording)
         self._interrupted = False
         spec = SpawnSpec(argv=self.argv(), cwd=self.options.cwd, env=self.options.child_env())
-        transport = ProcessTransport(spec, tap=self.options.raw_tap)
+        transport = ProcessTransport(spec, tap=self._rollout.wrap(self.options.raw_tap))
         await transport.start()
         self._transport = transport
         # codex exec waits for end-of-file on stdin: the prompt, then close.
@@ -607,7 +612,7 @@ class CodexExecBody(Body):
 
     async def _run(self, transport: ProcessTransport, prompt: str) -> None:
         async for line in transport.lines():
-            for event in self._codec.receive_line(line):
+            for event in [*self._rollout.before(self._codec), *self._codec.receive_line(line)]:
                 await self._emit(event)
         code = await transport.wait(10.0)
         if code is None:
@@ -616,8 +621,9 @@ class CodexExecBody(Body):
             await self._run(await self._fresh_spawn(prompt), prompt)
             return
         self.native_session_id = self._codec.thread_id
+        drained = self._rollout.rest(self._codec)  # (wording) before finish: it reports the rest
         finish = self._codec.finish(code, transport.stderr_tail, interrupted=self._interrupted)
-        for event in finish:
+        for event in [*drained, *finish]:
             await self._emit(event)
 
     def _thread_lost(self, code: int | None, stderr_tail: str) -> bool:

@@ -16,11 +16,18 @@ Facts (codex-cli 0.169.0, AGENT_CLIS.md 2.4 and 2.5):
   codec hands out per-turn deltas when it knows the previous total.
 * ``error`` lines starting ``Reconnecting...`` are retries, not failures.
 * errors are text only; :func:`classify_text` maps them to codes.
+* some tool calls print no item at all (a command Codex thinks its sandbox
+  blocked, a rejected patch): the body also feeds the lines of Codex's rollout
+  that :func:`rollout_wanted` keeps (see ``_rollout``). A rollout tool call that
+  no item reported becomes events when its output is recorded (Codex records an
+  item's end before the output), or else just before the run's terminal event.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from typing import Any
 
 from chorus.bodies._body import crash_error
@@ -51,6 +58,13 @@ from chorus.events import (
 EXEC_BODY_NAME = "codex-exec"
 
 _TODO_STATUS = {True: "completed", False: "pending"}
+#: Rollout ``response_item`` payloads that are tool calls or their outputs.
+_ROLLOUT_CALLS = frozenset({"function_call", "custom_tool_call", "web_search_call"})
+_ROLLOUT_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+#: Rollout ``event_msg`` items that exec also prints as a stdout item.
+_ROLLOUT_REPORTED = frozenset({"CommandExecution", "FileChange", "McpToolCall", "WebSearch"})
+_EXIT_CODE = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)$", re.MULTILINE)
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.MULTILINE)
 
 
 class ExecCodec:
@@ -70,6 +84,9 @@ class ExecCodec:
         self._terminal = False
         self._last_text: str | None = None
         self._last_error: str | None = None
+        self._rollout_calls: dict[str, dict[str, Any]] = {}
+        self._rollout_outputs: dict[str, dict[str, Any]] = {}
+        self._reported: set[str] = set()
 
     def begin_run(self, *, model: str | None, permission_mode: str | None) -> None:
         """Reset the per-run state; call before spawning each process."""
@@ -78,6 +95,7 @@ class ExecCodec:
         self._terminal = False
         self._last_text = None
         self._last_error = None
+        self._rollout_calls, self._rollout_outputs, self._reported = {}, {}, set()
 
     @property
     def terminal_seen(self) -> bool:
@@ -108,10 +126,13 @@ class ExecCodec:
         if self._terminal:
             return []
         self._terminal = True
+        unreported = self._unreported()
         if interrupted:
             error = ErrorInfo(code=ErrorCode.INTERRUPTED, message="turn interrupted")
-            return [self._event(TurnFailed, error=error, terminal_reason="interrupted")]
-        return [self._event(TurnFailed, error=self._exit_error(exit_code, stderr_tail))]
+            failed = self._event(TurnFailed, error=error, terminal_reason="interrupted")
+        else:
+            failed = self._event(TurnFailed, error=self._exit_error(exit_code, stderr_tail))
+        return [*unreported, failed]
 
     def _exit_error(self, exit_code: int | None, stderr_tail: str) -> ErrorInfo:
         """Why a run ended without ``turn.failed``: signal, stderr text, or silence."""
@@ -166,13 +187,14 @@ class ExecCodec:
         done = self._event(
             TurnCompleted, result=self._last_text, stop_reason="completed", usage=usage
         )
-        return [*events, done]
+        return [*self._unreported(), *events, done]
 
     def _on_turn_failed(self, message: JsonDict, raw: str) -> list[Event]:
         self._terminal = True
         error = message.get("error") or {}
         text = str(error.get("message") or self._last_error or "turn failed")
-        return [self._event(TurnFailed, error=classify_text(text), terminal_reason="failed")]
+        failed = self._event(TurnFailed, error=classify_text(text), terminal_reason="failed")
+        return [*self._unreported(), failed]
 
     def _on_error(self, message: JsonDict, raw: str) -> list[Event]:
         text = str(message.get("message") or "")
@@ -233,6 +255,43 @@ class ExecCodec:
             ]
         failed = status != "completed"
         events.append(self._event(ToolResult, call_id=call_id, is_error=failed, status=status))
+        return events
+
+    # -- the rollout ---------------------------------------------------------------------
+
+    def _on_response_item(self, message: JsonDict, raw: str) -> list[Event]:
+        payload = message["payload"]
+        kind = payload.get("type")
+        if kind in _ROLLOUT_CALLS:
+            call = _rollout_call(payload)
+            self._rollout_calls.setdefault(call["call_id"], call)
+        elif kind in _ROLLOUT_OUTPUTS:
+            call_id = str(payload["call_id"])
+            self._rollout_outputs.setdefault(call_id, payload)
+            # Codex records an item's end before its output: none by now, none at all.
+            return self._unreported(call_id)
+        return []
+
+    def _on_event_msg(self, message: JsonDict, raw: str) -> list[Event]:
+        item = message["payload"].get("item") or {}
+        if item.get("type") in _ROLLOUT_REPORTED:
+            self._reported.add(str(item.get("id")))
+        return []
+
+    def _unreported(self, only: str | None = None) -> list[Event]:
+        """The rollout's tool calls (and outputs) that no stdout item reported: ``only``
+        that one, or all that are left."""
+        events: list[Event] = []
+        for call_id in [only] if only else list(self._rollout_calls):
+            call = self._rollout_calls.pop(call_id, None)
+            if call is None or call_id in self._reported:
+                continue
+            events.append(self._event(ToolCall, **call))
+            output = self._rollout_outputs.pop(call_id, None)
+            if output is not None:
+                events.append(self._event(ToolResult, **_rollout_result(call, output)))
+            elif call["native_tool"] == "web_search_call":
+                events.append(self._event(ToolResult, call_id=call_id, status="completed"))
         return events
 
     def _plan(self, item: JsonDict) -> Plan:
@@ -308,6 +367,90 @@ def _tool_result(item: JsonDict) -> dict[str, Any] | None:
     return None
 
 
+def rollout_wanted(line: str) -> bool:
+    """Whether a rollout line matters to the codec: a tool call, its output, or the
+    record of an item exec also printed (the rest is prompts and bookkeeping)."""
+    try:
+        message = json.loads(line)
+        payload = message["payload"]
+        if message["type"] == "response_item":
+            return payload["type"] in _ROLLOUT_CALLS | _ROLLOUT_OUTPUTS
+        if message["type"] == "event_msg" and payload["type"] in ("item_started", "item_completed"):
+            return payload["item"]["type"] in _ROLLOUT_REPORTED
+    except (ValueError, KeyError, TypeError):
+        return False
+    return False
+
+
+def _rollout_call(payload: JsonDict) -> dict[str, Any]:
+    """ToolCall fields for a rollout ``function_call`` / ``custom_tool_call`` /
+    ``web_search_call``."""
+    call_id = str(payload.get("call_id") or payload.get("id"))
+    kind = payload["type"]
+    if kind == "web_search_call":
+        action = payload.get("action") or {}
+        query = str(action.get("query") or "") if isinstance(action, dict) else ""
+        return _call_fields(call_id, "web_search_call", {"query": query}, query)
+    name = str(payload.get("name"))
+    if kind == "custom_tool_call":
+        text = str(payload.get("input") or "")
+        if name == "apply_patch":
+            changes = _patch_changes(text)
+            paths = ", ".join(c["path"] for c in changes)
+            return _call_fields(call_id, name, {"changes": changes, "patch": text}, f"edit {paths}")
+        return _call_fields(call_id, name, {"input": text}, name)
+    args = _arguments(payload.get("arguments"))
+    if name in ("exec_command", "shell", "local_shell"):
+        command = _command_text(args.get("cmd") or args.get("command"))
+        workdir = args.get("workdir")
+        extra = {"workdir": workdir} if isinstance(workdir, str) else {}
+        return _call_fields(call_id, name, {"command": command, **extra}, command)
+    return _call_fields(call_id, name, args, name)
+
+
+def _arguments(raw: Any) -> JsonDict:
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return {"arguments": raw}
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _command_text(command: Any) -> str:
+    if isinstance(command, list):
+        return shlex.join(str(part) for part in command)
+    return str(command or "")
+
+
+def _patch_changes(patch: str) -> list[JsonDict]:
+    """The files an ``apply_patch`` input names, with how each changes."""
+    return [
+        {"path": path.strip(), "kind": action.lower()}
+        for action, path in _PATCH_FILE.findall(patch)
+    ]
+
+
+def _rollout_result(call: dict[str, Any], output: JsonDict) -> dict[str, Any]:
+    """ToolResult fields for a call's rollout output (the text the model got)."""
+    text = _flatten_output(output.get("output"))
+    match = _EXIT_CODE.search(text)
+    code = int(match.group(1)) if match else None
+    failed = code != 0 if code is not None else call["tool"] in ("shell", "edit")
+    status = "failed" if failed else "completed"
+    return {"call_id": call["call_id"], "output": text, "is_error": failed, "status": status,
+            "exit_code": code}  # fmt: skip
+
+
+def _flatten_output(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "".join(str(p.get("text", "")) for p in output if isinstance(p, dict))
+    if isinstance(output, dict):
+        return str(output.get("content") or json.dumps(output))
+    return ""
+
+
 _HANDLERS = {
     "thread.started": ExecCodec._on_thread_started,
     "turn.started": ExecCodec._on_turn_started,
@@ -317,4 +460,6 @@ _HANDLERS = {
     "item.started": ExecCodec._on_item_started,
     "item.updated": ExecCodec._on_item_updated,
     "item.completed": ExecCodec._on_item_completed,
+    "response_item": ExecCodec._on_response_item,
+    "event_msg": ExecCodec._on_event_msg,
 }

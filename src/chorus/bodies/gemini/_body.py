@@ -46,6 +46,8 @@ GEMINI_HEADLESS_CAPABILITIES = Capabilities(
     usage=Support.NATIVE,  # result.stats
     cost=Support.UNSUPPORTED,
     rate_limit_signal=Support.NATIVE,  # exit 173 (= 429), result.status "error"
+    # The policy file's refusals carry the reason; Gemini's own ones are told next prompt.
+    denial_reason=Support.UNSUPPORTED,
 )
 
 #: Stdout pipe size asked for (capped by /proc/sys/fs/pipe-max-size, 1 MiB by default).
