@@ -1,4 +1,4 @@
-"""Issue 14's matrix: every body x every permission mode, through the daemon on the
+"""the matrix: every body x every permission mode, through the daemon on the
 real CLIs (scripted model), with the sandbox on. The model tries ``cat .env``, a
 ``Read`` of ``.env`` (bodies with a read tool), ``sudo ls``, a write outside the
 roots and, in plan mode, a write inside them. Each must be refused (the secret
@@ -60,7 +60,7 @@ BODIES: dict[str, tuple[str, str | None]] = {
     "claude-code-acp": ("claude", "mcp__acp__Read"),
     "codex-acp": ("codex", None),
 }
-#: Bodies over ACP, whose own plan modes were found not to hold (issue 14): their
+#: Bodies over ACP, whose own plan modes were found not to hold: their
 #: plan-mode cells also try a write through the shell.
 OVER_ACP = frozenset({"gemini", "claude-code-acp", "codex-acp"})
 #: Bodies whose file-write tool is not the one the scripted server names for the lane.

@@ -1,4 +1,4 @@
-"""What a word-by-word check of a command line misses (issue 14's escapes).
+"""What a word-by-word check of a command line misses (the escapes).
 
 * **Directories**: ``cd .. && sed -i ... home/policy.toml`` writes outside the
   roots although no word says so. :func:`segment_dirs` follows ``cd``,

@@ -49,8 +49,8 @@ SENSITIVE_PATHS: tuple[str, ...] = (
 )
 
 #: The folders under ``{chorus_home}`` that hold the user's work, not Chorus's
-#: state: job worktrees (issue 24, ``chorus.worktrees``) and the workspace where
-#: routines and the heartbeat run (issue 19), where jobs must edit files. The
+#: state: job worktrees (``chorus.worktrees``) and the workspace where
+#: routines and the heartbeat run, where jobs must edit files. The
 #: ``{chorus_home}`` denial stops at them; every other denial still applies.
 HOME_WORKTREES = "worktrees"
 HOME_WORK_FOLDERS = (HOME_WORKTREES, "workspace")

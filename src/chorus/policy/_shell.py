@@ -506,7 +506,7 @@ _WRAPPERS: dict[str, _Spec] = {
     "chroot": _spec("--userspec --groups", positionals=1),
     "xargs": _spec("-I -n -P -d -L -s -a -E --max-args --max-procs --delimiter --arg-file"),
     "watch": _spec("-n -d --interval --differences"),
-    # Launchers found in the wild running what the policy must see (issue 14).
+    # Launchers found in the wild running what the policy must see.
     "busybox": _spec(),
     "script": _spec(
         "-t -T -I -O -B -E -m --timing --log-in --log-out --log-io --echo", scripts="-c --command"

@@ -1,5 +1,5 @@
 """A session's conversation from Chorus's own log, for a body that cannot resume it
-natively (``BodyOptions.history``, issue 22)."""
+natively (``BodyOptions.history``)."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ class HubLimits:
     spares: bool = False
     #: What an attached brain's answer to a permission ask may do (``[brain] authority``).
     brain_authority: Authority = "escalate-only"
-    #: ``[gateway] allowed_cwds``: where a brain may open a session (issue 14).
+    #: ``[gateway] allowed_cwds``: where a brain may open a session.
     allowed_cwds: tuple[str, ...] = ()
 
 
@@ -146,7 +146,7 @@ class SessionHub:
 
     async def _close_all(self) -> None:
         sessions = list(self._live.values())
-        if keep_flag().exists():  # chorus stop --keep-bodies (issue 15)
+        if keep_flag().exists():  # chorus stop --keep-bodies
             sessions = await self._detach_all(sessions)
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
         drivers = list(self._drivers.values())
@@ -319,7 +319,7 @@ class SessionHub:
             self._tg.create_task(self.spares.prime(key, make), name=f"spare-{key[0]}")
         return session
 
-    # -- re-attaching (issue 15) ---------------------------------------------------------------
+    # -- re-attaching ---------------------------------------------------------------
 
     async def reattach(
         self,
@@ -395,7 +395,7 @@ class SessionHub:
             permission=self._permission,
             max_queued=self.limits.max_queued,
             authority=self.limits.brain_authority,
-            recall=self.launcher.recall,  # issue 16: memory for a warm body's turns
+            recall=self.launcher.recall,  # memory for a warm body's turns
         )
 
     def _register(self, session: Session) -> None:
@@ -423,7 +423,7 @@ class SessionHub:
     async def _drive(self, session: Session) -> None:
         try:
             await session.drive()
-            await session.close()  # an ended body's files go with it (issue 15)
+            await session.close()  # an ended body's files go with it
         finally:
             if self._live.get(session.id) is session:
                 del self._live[session.id]

@@ -189,13 +189,13 @@ class BodyLauncher:
             start_timeout=self.config.daemon.body_start_timeout_s,
             extra={"meter_env": metered.env} if metered.env else {},
         )
-        options = self._native_rules(options, launch.body)  # issue 14: the CLI's own rules
-        # Issues 16, 17: the context, the client's instructions and servers, Chorus's.
+        options = self._native_rules(options, launch.body)  # the CLI's own rules
+        # the context, the client's instructions and servers, Chorus's.
         replaces = self.replaces_system_prompt(launch.body)
         options = add_body_extras(
             options, session_id, self.config, launch.brief, replaces_system_prompt=replaces
         )
-        return detached_options(options, launch.body, session_id, self.config)  # issue 15
+        return detached_options(options, launch.body, session_id, self.config)
 
     async def recall(self, prompt: str, known: set[str]) -> tuple[str, list[str]]:
         """The "relevant memory" block for a warm body's turn (``chorus.context``)."""
@@ -239,7 +239,7 @@ class BodyLauncher:
         return replace(options, extra_args=(*options.extra_args, *rules.args), extra=extra)
 
     def _notice(self, gate: PolicyGate, message: str) -> None:
-        """A mode the body cannot honour is never changed silently (issue 14): the
+        """A mode the body cannot honour is never changed silently: the
         session's log says so, in the stream of the job it runs for (``chorus ask``
         prints it), once per job."""
         key = (gate.session_id or "", gate.job_id or "", message)
@@ -251,7 +251,7 @@ class BodyLauncher:
 
     def _env(self, body: str) -> dict[str, str]:
         """The process environment plus what Chorus gives ``body``; every value Chorus
-        gives is registered with the redactor (issue 14)."""
+        gives is registered with the redactor."""
         given: dict[str, str] = {}
         agent = self.config.agents.get(cli_name(body))
         if agent is not None:

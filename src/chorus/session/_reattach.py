@@ -1,4 +1,4 @@
-"""Bodies that outlive the daemon (issue 15): where they run, what the store keeps of
+"""Bodies that outlive the daemon: where they run, what the store keeps of
 them, and how a restarted daemon finds its place in their output again.
 
 A detachable body of a stored session runs under ``CHORUS_HOME/run/bodies/<session>/``

@@ -114,7 +114,7 @@ class Turn:
     done: asyncio.Future[Event] = field(default_factory=_future)
     steers: list[str] = field(default_factory=list)
     interrupted: bool = False
-    #: The rest of a turn a re-attached body is running already (issue 15): no
+    #: The rest of a turn a re-attached body is running already: no
     #: prompt is sent, the body's events are followed to the terminal one.
     follow: bool = False
 
@@ -212,7 +212,7 @@ class Session:
     async def attach(
         self, attach: Callable[[PermissionCallback], Awaitable[Body]], first: Turn | None
     ) -> None:
-        """Take over a body that outlived its previous owner (issue 15); ``first``:
+        """Take over a body that outlived its previous owner; ``first``:
         its open turn, followed before any other."""
         self._body = await attach(self._ask)
         self._first = first
@@ -247,7 +247,7 @@ class Session:
             await self._body.close()
 
     async def detach(self) -> bool:
-        """Leave a detached body running for the next daemon (issue 15); False when
+        """Leave a detached body running for the next daemon; False when
         the body cannot outlive us (then nothing is done)."""
         return self._body is not None and await self._body.detach()
 

@@ -1,4 +1,4 @@
-"""Issue 15 at the body level, on the real ``claude`` CLI: a body started with
+"""Detached bodies at the body level, on the real ``claude`` CLI: a body started with
 ``run_dir`` outlives the process that owned it (killed with SIGKILL mid-turn), and a
 new owner re-attaches by offset: the same CLI process finishes the same turn, the
 scripted server saw one request, and no event is lost or repeated."""
