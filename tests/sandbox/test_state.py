@@ -63,3 +63,18 @@ def test_a_home_that_cannot_be_made_gives_nothing_to_bind(tmp_path: Path) -> Non
 def test_every_adapter_shares_its_clis_state() -> None:
     assert STATE["claude-code-acp"] == STATE["claude"]
     assert STATE["codex-acp"] == STATE["codex"]
+
+
+def test_an_acp_agent_of_the_config_keeps_the_state_of_the_cli_it_runs(tmp_path: Path) -> None:
+    from chorus.sandbox import state_cli
+
+    adapter = tmp_path / "node_modules" / "@zed-industries" / "claude-code-acp" / "index.js"
+    adapter.parent.mkdir(parents=True)
+    adapter.write_text("")
+    link = tmp_path / "bin" / "mine"
+    link.parent.mkdir()
+    link.symlink_to(adapter)
+    assert state_cli("mine", link) == "claude-code-acp"  # found through the link
+    assert state_cli("codex", link) == "codex"  # a known body keeps its own
+    assert state_cli("other", tmp_path / "bin" / "other-agent") == "other"
+    assert state_cli("mine", None) == "mine"

@@ -18,6 +18,7 @@ from chorus.sandbox._build import (
 )
 from chorus.sandbox._bwrap import Layout, argv, outermost
 from chorus.sandbox._seatbelt import profile, seatbelt_argv
+from chorus.sandbox._state import state_cli
 
 __all__ = [
     "SHARED",
@@ -31,6 +32,7 @@ __all__ = [
     "profile",
     "seatbelt_argv",
     "seatbelt_path",
+    "state_cli",
     "tool_path",
     "write_wrapper",
 ]

@@ -93,6 +93,20 @@ STATE: Mapping[str, tuple[Entry, ...]] = {
 }
 
 
+def state_cli(name: str, executable: Path | None) -> str:
+    """The CLI whose state a body keeps: its own name when known here, else the known
+    CLI its executable is (an ACP agent of the config that runs ``claude-code-acp``,
+    say, keeps Claude Code's state); else ``name``."""
+    if name in STATE or executable is None:
+        return name
+    where = f"{executable} {executable.resolve()}"
+    return next((cli for cli in _BY_LENGTH if cli in where), name)
+
+
+#: Known CLIs, longest name first (``claude-code-acp`` before ``claude``).
+_BY_LENGTH = sorted(STATE, key=len, reverse=True)
+
+
 @dataclass(frozen=True, slots=True)
 class StatePaths:
     """Where one body's CLI keeps its state, made if missing (absolute, resolved)."""

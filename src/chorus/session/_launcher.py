@@ -51,7 +51,7 @@ from chorus.policy import (
 )
 from chorus.sandbox import active as sandbox_active
 from chorus.sandbox import layout as sandbox_layout
-from chorus.sandbox import tool_path, write_wrapper
+from chorus.sandbox import state_cli, tool_path, write_wrapper
 from chorus.session._errors import SessionError
 from chorus.session._reattach import detached_options
 from chorus.session._spares import Redirect, Spare
@@ -275,7 +275,8 @@ class BodyLauncher:
             return exe
         exe = exe or _acp_executable(body, self.config)
         policy = self.guards.policy if self.guards is not None else Policy()
-        box = sandbox_layout(policy, cwd, env, chorus_home(), cli=cli_name(body))
+        cli = state_cli(cli_name(body), exe)  # an ACP agent of the config: its CLI's state
+        box = sandbox_layout(policy, cwd, env, chorus_home(), cli=cli)
         digest = hashlib.sha256(repr((body, exe, box)).encode()).hexdigest()[:16]
         return write_wrapper(run_dir() / "sandbox" / f"{body}-{digest}.sh", tool, box, exe)
 
