@@ -38,10 +38,11 @@ pytestmark = pytest.mark.e2e
 class Recorder:
     """An ACP client that records every ``session/update`` and answers permission asks."""
 
-    def __init__(self, allow: bool = True) -> None:
+    def __init__(self, allow: bool = True, refuse: str = "keep") -> None:
         self.updates: list[Any] = []
         self.asked: list[schema.RequestPermissionRequest] = []
         self.allow = allow
+        self.refuse = refuse
         self.first_chunk = asyncio.Event()
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
@@ -53,8 +54,8 @@ class Recorder:
         self, options: list[Any], session_id: str, tool_call: Any, **_: Any
     ) -> schema.RequestPermissionResponse:
         self.asked.append(tool_call)
-        keep = "keep" in str(tool_call.raw_input)
-        chosen = "allow" if self.allow and not keep else "reject"
+        refused = self.refuse in str(tool_call.raw_input)
+        chosen = "allow" if self.allow and not refused else "reject"
         return schema.RequestPermissionResponse(
             outcome=schema.AllowedOutcome(outcome="selected", option_id=chosen)
         )
@@ -214,6 +215,32 @@ async def test_the_client_answers_permission_requests(front_home: FrontHome, bod
     audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
     assert [a["decision"] for a in audit if a["source"] == "brain"] == ["deny", "allow"]
     assert client.message().endswith("kept one, removed one")
+
+
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+async def test_the_client_is_asked_where_its_mode_asks(front_home: FrontHome, body: str) -> None:
+    """Default mode, default policy: the client is asked about the shell commands that
+    write (not about ``ls``), on every body; its reject stops the call."""
+    front_home.server.script(
+        [shell("ls"), shell("echo one > one.txt"), shell("echo two > two.txt"), text("done")]
+    )
+    client = Recorder(refuse="two")
+    async with acp.spawn_agent_process(
+        client, *front_home.chorus, "acp", "--body", body, env=front_home.env, cwd=front_home.work
+    ) as (conn, _process):
+        new = await _start(conn, front_home.work)
+        assert new.modes is not None
+        assert new.modes.current_mode_id == "default"
+        done = await asyncio.wait_for(
+            conn.prompt(session_id=new.session_id, prompt=[acp.text_block("write")]), 180
+        )
+    assert done.stop_reason == "end_turn"
+    asked = [str(call.raw_input) for call in client.asked]
+    assert len(asked) == 2
+    assert "echo one > one.txt" in asked[0]
+    assert "echo two > two.txt" in asked[1]
+    assert (front_home.work / "one.txt").read_text().strip() == "one"
+    assert not (front_home.work / "two.txt").exists()
 
 
 async def test_unknown_session_and_option_are_json_rpc_errors(front_home: FrontHome) -> None:

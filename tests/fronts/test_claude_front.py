@@ -167,6 +167,55 @@ async def test_can_use_tool_denies_one_call_and_allows_another(
     assert any("keep stays" in n for n in notes)
 
 
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+async def test_can_use_tool_is_asked_where_claude_code_asks(
+    front_home: FrontHome, body: str
+) -> None:
+    """Default mode, default policy: Claude Code asks about a shell command that writes,
+    not about ``ls``; so does ``chorus-claude`` on every body. The program's deny
+    stops the call and its message reaches the model; a call the policy denies never
+    reaches the program (its allow could not override it)."""
+    front_home.server.script(
+        [
+            shell("ls"),
+            shell("echo one > one.txt"),
+            shell("echo two > two.txt"),
+            shell("echo leak > .env"),
+            text("done"),
+        ]
+    )
+    asked: list[tuple[str, str, str]] = []
+
+    async def decide(tool: str, given: dict[str, Any], context: Any) -> Any:
+        asked.append((tool, str(given.get("command")), context.tool_use_id))
+        if "two" in str(given.get("command")):
+            return PermissionResultDeny(message="TWO-IS-OFF-LIMITS for this program")
+        return PermissionResultAllow()
+
+    options = _options(front_home, body, can_use_tool=decide)
+    async with ClaudeSDKClient(options) as client:
+        await client.query("write some files")
+        messages = [m async for m in client.receive_response()]
+    done = messages[-1]
+    assert isinstance(done, ResultMessage)
+    assert [(tool, command) for tool, command, _ in asked] == [
+        ("Bash", "echo one > one.txt"),
+        ("Bash", "echo two > two.txt"),
+    ]
+    work = front_home.work
+    assert (work / "one.txt").read_text().strip() == "one"
+    assert not (work / "two.txt").exists()
+    assert not (work / ".env").exists()
+    uses = [b for m in messages if isinstance(m, AssistantMessage) for b in m.content]
+    use_ids = [b.id for b in uses if isinstance(b, ToolUseBlock)]
+    assert [ids for _, _, ids in asked] == [i for i in use_ids if i in {a[2] for a in asked}]
+    denied = [d["tool_input"]["command"] for d in done.permission_denials or []]
+    assert denied.count("echo two > two.txt") == 1
+    audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
+    reviews = [a for a in audit if a.get("rule") == "brain_review"]
+    assert [(a["decision"], a["source"]) for a in reviews] == [("deny", "brain")]
+
+
 async def test_resume_reopens_the_chorus_session(front_home: FrontHome) -> None:
     front_home.server.script([text("noted"), text("apple")])
     first = await asyncio.wait_for(_collect("remember: apple", _options(front_home, "codex")), 120)

@@ -170,6 +170,30 @@ def test_approval_requests_reach_the_low_level_client(front_home: FrontHome) -> 
     assert [a["decision"] for a in audit if a["source"] == "brain"] == ["deny", "allow"]
 
 
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+def test_approvals_are_asked_where_codex_asks(front_home: FrontHome, body: str) -> None:
+    """``approvalPolicy: untrusted``, default policy: ``codex app-server`` asks about a
+    command unless it only reads; so does the Codex front, on every body."""
+    front_home.server.script(
+        [shell("ls"), shell("echo one > one.txt"), shell("echo two > two.txt"), text("done")]
+    )
+    asked: list[dict[str, Any]] = []
+
+    def decide(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        asked.append(params or {})
+        return {"decision": "decline" if "two" in str(params) else "accept"}
+
+    with CodexClient(_config(front_home, body), approval_handler=decide) as client:
+        client.initialize()
+        thread = client.thread_start({"cwd": str(front_home.work), "approvalPolicy": "untrusted"})
+        turn = client.turn_start(thread.thread.id, "write")
+        done = client.wait_for_turn_completed(turn.turn.id)
+    assert done.turn.status == TurnStatus.completed
+    assert [params["command"] for params in asked] == ["echo one > one.txt", "echo two > two.txt"]
+    assert (front_home.work / "one.txt").read_text().strip() == "one"
+    assert not (front_home.work / "two.txt").exists()
+
+
 def test_low_level_client_errors_keep_the_server_serving(front_home: FrontHome) -> None:
     front_home.server.script([text("still serving")])
     with CodexClient(_config(front_home, "claude")) as client:

@@ -36,6 +36,7 @@ from chorus.events import (
 )
 from chorus.fronts._front import Front
 from chorus.fronts._link import Link, LinkError, seconds_left, verdict
+from chorus.fronts._rules import ClaudeRules, Roots, claude_input, claude_tool
 from chorus.gateway import ResponseError
 
 AGENT_NAME = "chorus"
@@ -208,6 +209,25 @@ def permission_verdict(answer: schema.RequestPermissionResponse) -> JsonDict:
     return verdict(False, "the ACP client rejected the tool call")
 
 
+def always_allowed(answer: schema.RequestPermissionResponse) -> bool:
+    outcome = answer.outcome
+    return isinstance(outcome, schema.AllowedOutcome) and outcome.option_id == "allow_always"
+
+
+def rule_verdict(rules: ClaudeRules, ask: CanUseToolRequest) -> JsonDict | None:
+    """A review the session's mode settles without the client (None: ask it). The
+    modes are Claude Code's, and so is where they ask."""
+    if not ask.review:
+        return None  # Chorus's policy asks: the client answers
+    tool = claude_tool(ask.tool_name, ask.native_tool)
+    base = ask.input.get("cwd")
+    given = claude_input(tool, ask.input)
+    rule = rules.decide(tool, given, base if isinstance(base, str) else None)
+    if rule.decision == "ask":
+        return None
+    return verdict(rule.decision == "allow", rule.reason or None)
+
+
 def stop_reason(end: TurnCompleted | TurnFailed, *, cancelled: bool) -> schema.StopReason:
     """The prompt's stop reason (ACP: ``cancelled`` once the client cancelled); a
     failed turn that nobody cancelled is an error."""
@@ -259,6 +279,7 @@ def prompt_text(blocks: list[Any]) -> str:
 class _Session:
     link: Link
     stack: contextlib.AsyncExitStack
+    rules: ClaudeRules
     renderer: AcpRenderer = field(default_factory=AcpRenderer)
     cancelled: bool = False
 
@@ -316,7 +337,7 @@ class AcpFront(Front):
         self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> schema.NewSessionResponse:
         fields = {"body": self.body, "model": self.model, "cwd": cwd}
-        session = await self._open(**fields, mcp_servers=ucp_servers(mcp_servers))
+        session = await self._open(cwd, **fields, mcp_servers=ucp_servers(mcp_servers))
         return schema.NewSessionResponse(
             session_id=session.link.session_id,
             modes=modes(session.mode),
@@ -325,7 +346,7 @@ class AcpFront(Front):
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> schema.LoadSessionResponse:
         """Re-open a Chorus session; its conversation is replayed as updates first."""
-        session = await self._open(resume=session_id)
+        session = await self._open(cwd, resume=session_id)
         assert self._client is not None
         async for event in session.link.history():
             for update in session.renderer.history(event):
@@ -335,29 +356,37 @@ class AcpFront(Front):
             config_options=[model_option(session.model, str(session.link.info.get("body")))],
         )
 
-    async def _open(self, **fields: Any) -> _Session:
+    async def _open(self, folder: str, **fields: Any) -> _Session:
+        """One daemon link for one ACP session: it reviews every call the policy allows
+        (the session's mode says which the client is asked about) and takes the
+        policy's own asks."""
         stack = contextlib.AsyncExitStack()
-        box: list[Link] = []
+        box: list[_Session] = []
 
         async def ask(request: CanUseToolRequest) -> JsonDict:
-            return await self._ask(box[0].session_id, request)
+            return await self._ask(box[0], request)
 
         try:
             link = await stack.enter_async_context(Link.connect(ask))
-            box.append(link)
-            await link.open(**fields)
+            await link.open(**fields, review_calls=True)
         except (LinkError, ResponseError) as exc:
             await stack.aclose()
             raise acp.RequestError.internal_error({"message": str(exc)}) from exc
-        session = _Session(link, stack)
+        session = _Session(link, stack, ClaudeRules(Roots(folder)))
+        session.rules.mode = session.mode
+        box.append(session)
         self.sessions[link.session_id] = session
         return session
 
-    async def _ask(self, session_id: str, ask: CanUseToolRequest) -> JsonDict:
-        """Put a policy ask to the ACP client as ``session/request_permission``."""
+    async def _ask(self, session: _Session, ask: CanUseToolRequest) -> JsonDict:
+        """Put a call to the ACP client as ``session/request_permission`` where the
+        session's mode asks (every policy ask included)."""
+        settled = rule_verdict(session.rules, ask)
+        if settled is not None:
+            return settled
         assert self._client is not None
         request = self._client.request_permission(
-            session_id=session_id,
+            session_id=session.link.session_id,
             tool_call=permission_tool_call(ask),
             options=list(PERMISSION_OPTIONS),
         )
@@ -365,6 +394,9 @@ class AcpFront(Front):
             answer = await asyncio.wait_for(request, seconds_left(ask))
         except TimeoutError:
             return verdict(ask.default == "allow", "the ACP client did not answer in time")
+        if always_allowed(answer):
+            tool = claude_tool(ask.tool_name, ask.native_tool)
+            session.rules.allow_always(tool, claude_input(tool, ask.input))
         return permission_verdict(answer)
 
     def _session(self, session_id: str) -> _Session:
@@ -406,6 +438,7 @@ class AcpFront(Front):
         session = self._session(session_id)
         answer = await self._control(session, "set_permission_mode", mode=mode_id)
         session.link.info["permission_mode"] = answer.get("mode", mode_id)
+        session.rules.mode = session.mode
         return schema.SetSessionModeResponse()
 
     async def set_config_option(

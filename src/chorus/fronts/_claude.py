@@ -38,6 +38,7 @@ from chorus.events import (
 )
 from chorus.fronts._front import StdioFront, run_front, write_line
 from chorus.fronts._link import Link, LinkError, seconds_left, verdict
+from chorus.fronts._rules import ClaudeRules, claude_input, claude_tool
 from chorus.gateway import ResponseError
 
 #: The Claude Code release whose protocol this front speaks (the SDK reads it).
@@ -61,19 +62,6 @@ VALUE_FLAGS = frozenset(
     }
 )  # fmt: skip
 STREAM_JSON = "stream-json"
-#: Chorus's tool vocabulary -> Claude Code's tool names (what SDK callbacks expect).
-CLAUDE_TOOLS = {
-    "shell": "Bash",
-    "read": "Read",
-    "write": "Write",
-    "edit": "Edit",
-    "search": "Grep",
-    "glob": "Glob",
-    "web_fetch": "WebFetch",
-    "web_search": "WebSearch",
-    "todo": "TodoWrite",
-    "task": "Task",
-}
 
 
 class UsageError(Exception):
@@ -98,12 +86,17 @@ class ClaudeArgs:
     system_prompt: str | None = None
     append_system_prompt: str | None = None
     mcp_servers: JsonDict | None = None
+    #: Claude Code's permission rules (``--allowedTools``, ``--disallowedTools``) and
+    #: the folders added to the working one (``--add-dir``).
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
+    add_dirs: tuple[str, ...] = ()
 
 
 def parse_argv(argv: Sequence[str], env: dict[str, str]) -> ClaudeArgs:
     """Claude Code's flags; unknown ones are ignored (new SDKs add flags), a flag
     missing its value or a format other than stream-json raises :class:`UsageError`."""
-    values, switches, ignored = _split(list(argv))
+    values, switches, ignored, dirs = _split(list(argv))
     for name in ("--output-format", "--input-format"):
         if values.get(name, STREAM_JSON) != STREAM_JSON:
             raise UsageError(f"{name} {values[name]!r}: chorus-claude speaks only stream-json")
@@ -123,7 +116,27 @@ def parse_argv(argv: Sequence[str], env: dict[str, str]) -> ClaudeArgs:
         system_prompt=_text_flag(values, "--system-prompt"),
         append_system_prompt=_text_flag(values, "--append-system-prompt"),
         mcp_servers=mcp_config(values["--mcp-config"]) if "--mcp-config" in values else None,
+        allowed_tools=tool_rules(values.get("--allowedTools") or values.get("--allowed-tools")),
+        disallowed_tools=tool_rules(
+            values.get("--disallowedTools") or values.get("--disallowed-tools")
+        ),
+        add_dirs=tuple(dirs),
     )
+
+
+def tool_rules(raw: str | None) -> tuple[str, ...]:
+    """``--allowedTools "Read,Bash(git diff:*)"``: the rules, split at the commas (and
+    the blanks) outside parentheses."""
+    rules: list[str] = []
+    depth, current = 0, ""
+    for char in raw or "":
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and (char == "," or (char == " " and "(" not in current)):
+            rules.append(current)
+            current = ""
+        else:
+            current += char
+    return tuple(rule.strip() for rule in [*rules, current] if rule.strip())
 
 
 def _text_flag(values: dict[str, str], name: str) -> str | None:
@@ -157,10 +170,11 @@ def mcp_config(raw: str) -> JsonDict:
     return servers
 
 
-def _split(args: list[str]) -> tuple[dict[str, str], set[str], list[str]]:
+def _split(args: list[str]) -> tuple[dict[str, str], set[str], list[str], list[str]]:
     values: dict[str, str] = {}
     switches: set[str] = set()
     ignored: list[str] = []
+    dirs: list[str] = []
     while args:
         arg = args.pop(0)
         name, eq, inline = arg.partition("=")
@@ -168,13 +182,15 @@ def _split(args: list[str]) -> tuple[dict[str, str], set[str], list[str]]:
             if not eq and (not args or args[0].startswith("--")):
                 raise UsageError(f"{name} needs a value")
             values[name] = inline if eq else args.pop(0)
+            if name == "--add-dir":
+                dirs.append(values[name])
         elif arg.startswith("-"):
             switches.add(name)
             if name not in {"-v", "--version", "--verbose", "--include-partial-messages"}:
                 ignored.append(name)
         else:
             ignored.append(arg)  # a positional (prompt mode is not supported)
-    return values, switches, ignored
+    return values, switches, ignored, dirs
 
 
 # -- the codec ----------------------------------------------------------------------------
@@ -232,11 +248,27 @@ class ClaudeCodec:
         self.cwd = cwd
         self.session_id = ""
         self.model = args.model or "default"
-        self.mode = args.permission_mode or "default"
+        self.rules = ClaudeRules.of(
+            cwd,
+            args.permission_mode,
+            args.allowed_tools,
+            disallowed=args.disallowed_tools,
+            dirs=args.add_dirs,
+        )
         self.pending = 0
         self._turn: _TurnState | None = None
         self._turn_id: str | None = None
         self._interrupt_wanted = False
+        #: Calls denied without the program's callback, for the turn's result.
+        self._denials: list[JsonDict] = []
+
+    @property
+    def mode(self) -> str:
+        return self.rules.mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        self.rules.mode = value
 
     # stdin -> steps
 
@@ -280,12 +312,16 @@ class ClaudeCodec:
         return Step("write", (control_error(request_id, message),))
 
     def open_fields(self) -> JsonDict:
-        """The UCP ``initialize`` fields from the command line."""
+        """The UCP ``initialize`` fields from the command line. The front reviews every
+        call the policy allows (Claude Code's rules); the policy's own asks come to it
+        when the program has a ``can_use_tool`` callback."""
         args = self.args
         body = {
             "system_prompt": args.system_prompt,
             "append_system_prompt": args.append_system_prompt,
             "mcp_servers": args.mcp_servers,
+            "can_use_tool": self.takes_asks,
+            "review_calls": True,
         }  # for the body this initialize starts
         if args.resume:
             return {"resume": args.resume, **body}
@@ -327,30 +363,79 @@ class ClaudeCodec:
             return control_success(step.request_id, {"mode": self.mode}), status
         return (control_success(step.request_id, result),)
 
-    # permission asks
+    # permission asks: Claude Code's own rules, then the program's can_use_tool
 
-    def ask_frame(self, request_id: str, ask: CanUseToolRequest) -> JsonDict:
-        """Chorus's policy asks: a ``can_use_tool`` request to the SDK program."""
-        request: JsonDict = {
-            "subtype": "can_use_tool",
-            "tool_name": CLAUDE_TOOLS.get(ask.tool_name, ask.native_tool),
-            "input": ask.input,
-            "tool_use_id": ask.flag_id,
-            "permission_suggestions": [],
-            "description": ask.reason,
-            "decision_reason": ask.reason,
-        }
-        return {"type": "control_request", "request_id": request_id, "request": request}
+    @property
+    def takes_asks(self) -> bool:
+        """The program has a ``can_use_tool`` callback (``--permission-prompt-tool
+        stdio``); without one, Claude Code denies what it would ask about."""
+        return self.args.prompt_tool == "stdio"
 
     @staticmethod
-    def ask_answer(answer: JsonDict) -> JsonDict:
-        """The SDK's answer to ``can_use_tool``, as Chorus's verdict."""
+    def call_of(ask: CanUseToolRequest) -> tuple[str, JsonDict]:
+        """The call as Claude Code names it: its tool and its input."""
+        tool = claude_tool(ask.tool_name, ask.native_tool)
+        return tool, claude_input(tool, ask.input)
+
+    def settled(self, ask: CanUseToolRequest) -> JsonDict | None:
+        """Claude Code's answer without the program: a review its rules settle, or any
+        call it would ask about while the program has no callback (None: ask it)."""
+        tool, given = self.call_of(ask)
+        if ask.review:
+            base = ask.input.get("cwd")
+            rule = self.rules.decide(tool, given, base if isinstance(base, str) else None)
+            if rule.decision != "ask":
+                allowed = rule.decision == "allow"
+                return verdict(True) if allowed else self.denied(ask, rule.reason)
+        if not self.takes_asks:
+            message = f"Claude requested permissions to use {tool}, but you haven't granted it yet."
+            return self.denied(ask, message)
+        return None
+
+    def denied(self, ask: CanUseToolRequest, message: str) -> JsonDict:
+        """A deny, listed in the turn result's ``permission_denials``."""
+        tool, given = self.call_of(ask)
+        self._denials.append(
+            {"tool_name": tool, "tool_use_id": ask.call_id or ask.flag_id, "tool_input": given}
+        )
+        return verdict(False, message)
+
+    def ask_frame(self, request_id: str, ask: CanUseToolRequest) -> JsonDict:
+        """A ``can_use_tool`` request to the SDK program (about the call's own id)."""
+        tool, given = self.call_of(ask)
+        request: JsonDict = {
+            "subtype": "can_use_tool",
+            "tool_name": tool,
+            "input": given,
+            "tool_use_id": ask.call_id or ask.flag_id,
+            "permission_suggestions": [],
+        }
+        if isinstance(given.get("description"), str):
+            request["description"] = given["description"]
+        if not ask.review:  # Chorus's policy asks: say why
+            request |= {"description": ask.reason, "decision_reason": ask.reason}
+        return {"type": "control_request", "request_id": request_id, "request": request}
+
+    def ask_answer(self, ask: CanUseToolRequest, answer: JsonDict) -> JsonDict:
+        """The program's answer to ``can_use_tool`` as Chorus's verdict. An allow that
+        changes the input is a deny: a body runs the call it made, not another."""
         if answer.get("subtype") != "success":
-            return verdict(False, str(answer.get("error") or "the SDK refused to answer"))
+            message = str(answer.get("error") or "the SDK program refused to answer")
+            return self.denied(ask, message)
         response = answer.get("response")
         body = response if isinstance(response, dict) else {}
-        allowed = body.get("behavior") == "allow"
-        return verdict(allowed, None if allowed else str(body.get("message") or "denied"))
+        if body.get("behavior") != "allow":
+            if body.get("interrupt"):
+                self._interrupt_wanted = True
+            return self.denied(ask, str(body.get("message") or "denied by the SDK program"))
+        changed = body.get("updatedInput")
+        if isinstance(changed, dict) and changed != self.call_of(ask)[1]:
+            message = (
+                "can_use_tool changed the tool's input (updatedInput): Chorus cannot run "
+                "a call other than the one the model made, so it was denied"
+            )
+            return self.denied(ask, message)
+        return verdict(True)
 
     # events -> stdout
 
@@ -470,6 +555,7 @@ class ClaudeCodec:
     def _finish(self, end: TurnCompleted | TurnFailed, turn: _TurnState) -> list[JsonDict]:
         self.pending = max(0, self.pending - 1)
         self._turn = None
+        denials, self._denials = self._denials, []
         frames: list[JsonDict] = []
         result: JsonDict = {
             "type": "result",
@@ -479,14 +565,14 @@ class ClaudeCodec:
             "session_id": self.session_id,
             "total_cost_usd": end.cost_usd or 0.0,
             "usage": usage_json(end.usage),
-            "permission_denials": [],
+            "permission_denials": denials,
             "uuid": str(uuid.uuid4()),
         }
         if isinstance(end, TurnCompleted):
             result |= {"subtype": "success", "is_error": False, "result": end.result or ""}
             result |= {"stop_reason": end.stop_reason, "terminal_reason": "completed"}
             result["duration_ms"] = end.duration_ms or result["duration_ms"]
-            result["permission_denials"] = end.permission_denials
+            result["permission_denials"] = merged_denials(end.permission_denials, denials)
         elif turn.limit_hit:
             message = f"Reached maximum number of turns ({self.args.max_turns})"
             result |= {"subtype": "error_max_turns", "is_error": True, "errors": [message]}
@@ -530,6 +616,13 @@ class ClaudeCodec:
         }
 
 
+def merged_denials(body: list[JsonDict], front: list[JsonDict]) -> list[JsonDict]:
+    """The body's own ``permission_denials`` (a Claude body reports them) and the
+    front's, each call once."""
+    seen = {d.get("tool_use_id") for d in body}
+    return [*body, *(d for d in front if d.get("tool_use_id") not in seen)]
+
+
 def usage_json(usage: Usage | None) -> JsonDict:
     if usage is None:
         return {"input_tokens": 0, "output_tokens": 0}
@@ -560,14 +653,22 @@ class ClaudeFront(StdioFront):
         return self.codec.fatal(message)
 
     async def _ask(self, ask: CanUseToolRequest) -> JsonDict:
-        """Put a policy ask to the SDK program's ``can_use_tool`` callback."""
+        """A call Chorus's policy allowed (a review) or asks about: Claude Code's rules,
+        then the SDK program's ``can_use_tool`` callback where Claude Code asks it."""
+        settled = self.codec.settled(ask)
+        if settled is not None:
+            return settled
         request_id = f"chorus_req_{uuid.uuid4().hex[:12]}"
         frame = self.codec.ask_frame(request_id, ask)
         answer = await self.ask_client(request_id, frame, seconds_left(ask))
         if answer is None:
             write_line({"type": "control_cancel_request", "request_id": request_id})
-            return verdict(ask.default == "allow", "the SDK program did not answer in time")
-        return self.codec.ask_answer(answer)
+            message = "the SDK program did not answer in time"
+            return verdict(True) if ask.default == "allow" else self.codec.denied(ask, message)
+        said = self.codec.ask_answer(ask, answer)
+        if self.codec.take_interrupt() and self._link is not None:
+            self.spawn(self._stop_turn(self._link))
+        return said
 
     async def on_line(self, line: str) -> None:
         await self._handle(self.codec.on_line(line))
@@ -592,8 +693,7 @@ class ClaudeFront(StdioFront):
         if self._link is not None:
             return self._link
         try:
-            asks = self._ask if self.codec.args.prompt_tool == "stdio" else None
-            link = await self.stack.enter_async_context(Link.connect(asks))
+            link = await self.stack.enter_async_context(Link.connect(self._ask))
             info = await link.open(**self.codec.open_fields())
         except LinkError as exc:
             write_line(control_error(request_id, str(exc)))

@@ -510,7 +510,9 @@ class Session:
     async def _ask(self, ask: PermissionAsk) -> PermissionAnswer:
         """The body's permission callback: the running turn's gate, else the session's."""
         gate = self._gate_for(self._current)
-        return await (gate if gate is not None else self._permission)(ask)
+        answer = await (gate if gate is not None else self._permission)(ask)
+        # Fronts: a brain's review of what the policy allowed.
+        return await self.brains.review(gate, ask, answer)
 
     # -- turns ----------------------------------------------------------------------------
 
