@@ -182,6 +182,7 @@ async def test_can_use_tool_is_asked_where_claude_code_asks(
             shell("echo two > two.txt"),
             shell("echo leak > .env"),
             text("done"),
+            text("told"),  # Gemini: the denial's follow-up prompt, in the same turn
         ]
     )
     asked: list[tuple[str, str, str]] = []
@@ -198,6 +199,7 @@ async def test_can_use_tool_is_asked_where_claude_code_asks(
         messages = [m async for m in client.receive_response()]
     done = messages[-1]
     assert isinstance(done, ResultMessage)
+    assert done.result == ("told" if body == "gemini" else "done")  # the follow-up is in
     assert [(tool, command) for tool, command, _ in asked] == [
         ("Bash", "echo one > one.txt"),
         ("Bash", "echo two > two.txt"),
@@ -211,6 +213,8 @@ async def test_can_use_tool_is_asked_where_claude_code_asks(
     assert [ids for _, _, ids in asked] == [i for i in use_ids if i in {a[2] for a in asked}]
     denied = [d["tool_input"]["command"] for d in done.permission_denials or []]
     assert denied.count("echo two > two.txt") == 1
+    sent = [json.dumps(r.body) for r in front_home.server.requests]
+    assert any("TWO-IS-OFF-LIMITS for this program" in body for body in sent)
     audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
     reviews = [a for a in audit if a.get("rule") == "brain_review"]
     assert [(a["decision"], a["source"]) for a in reviews] == [("deny", "brain")]

@@ -35,7 +35,7 @@ from chorus.events import (
     TurnFailed,
 )
 from chorus.fronts._front import Front
-from chorus.fronts._link import Link, LinkError, seconds_left, verdict
+from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
 from chorus.fronts._rules import ClaudeRules, Roots, claude_input, claude_tool
 from chorus.gateway import ResponseError
 
@@ -414,7 +414,7 @@ class AcpFront(Front):
         await session.link.user(text)
         async for event in session.link.turn():
             await self._show(session_id, session, event)
-            if isinstance(event, TurnCompleted | TurnFailed):
+            if isinstance(event, TurnCompleted | TurnFailed) and is_turn_end(event):
                 reason = stop_reason(event, cancelled=session.cancelled)
                 return schema.PromptResponse(stop_reason=reason)
         raise acp.RequestError.internal_error({"message": "the Chorus session closed"})

@@ -37,7 +37,7 @@ from chorus.events import (
     Usage,
 )
 from chorus.fronts._front import StdioFront, run_front, write_line
-from chorus.fronts._link import Link, LinkError, seconds_left, verdict
+from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
 from chorus.fronts._rules import ClaudeRules, claude_input, claude_tool
 from chorus.gateway import ResponseError
 
@@ -450,7 +450,7 @@ class ClaudeCodec:
         if turn is None:
             return frames
         frames += self._render(event, turn)
-        if isinstance(event, TurnCompleted | TurnFailed):
+        if isinstance(event, TurnCompleted | TurnFailed) and is_turn_end(event):
             frames += self._close_block(turn)
             frames += self._finish(event, turn)
         return frames

@@ -33,7 +33,7 @@ from chorus.events import (
     Usage,
 )
 from chorus.fronts._front import StdioFront, run_front, write_line
-from chorus.fronts._link import Link, LinkError, seconds_left, verdict
+from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
 from chorus.fronts._rules import CodexRules, Roots, unwrap_shell
 from chorus.gateway import ResponseError
 
@@ -175,7 +175,7 @@ class CodexThread:
         if turn is None:
             return []
         frames = self._render(event, turn)
-        if isinstance(event, TurnCompleted | TurnFailed):
+        if isinstance(event, TurnCompleted | TurnFailed) and is_turn_end(event):
             frames += self._finish(event, turn)
         return frames
 
