@@ -210,6 +210,8 @@ async def test_the_client_answers_permission_requests(front_home: FrontHome, bod
     assert done.stop_reason == "end_turn"
     assert [call.kind for call in client.asked] == ["execute", "execute"]
     assert "rm -rf keep" in str(client.asked[0].raw_input)
+    starts = {u.tool_call_id for u in client.updates if u.session_update == "tool_call"}
+    assert {call.tool_call_id for call in client.asked} <= starts  # a flag: the call's own id
     assert (front_home.work / "keep" / "file.txt").exists()
     assert not (front_home.work / "junk").exists()
     audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
@@ -239,6 +241,11 @@ async def test_the_client_is_asked_where_its_mode_asks(front_home: FrontHome, bo
     assert len(asked) == 2
     assert "echo one > one.txt" in asked[0]
     assert "echo two > two.txt" in asked[1]
+    starts = {
+        u.tool_call_id: str(u.raw_input) for u in client.updates if u.session_update == "tool_call"
+    }
+    for call in client.asked:  # asked by the id of the tool call it is about
+        assert "echo" in starts[call.tool_call_id]
     assert (front_home.work / "one.txt").read_text().strip() == "one"
     assert not (front_home.work / "two.txt").exists()
 
@@ -272,6 +279,8 @@ async def test_unknown_session_and_option_are_json_rpc_errors(front_home: FrontH
         with pytest.raises(acp.RequestError) as raised:
             await conn.new_session(cwd=str(front_home.work), mcp_servers=[])
         assert "nosuch" in str(raised.value.data)
+        assert "nosuch" in str(raised.value)  # the message names the cause
+        assert raised.value.code == -32602  # the request's fault, not Chorus's
         await conn.load_session(cwd=str(front_home.work), session_id=new.session_id)
         done = await conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hi")])
         assert done.stop_reason == "end_turn"

@@ -47,6 +47,10 @@ MODE_NAMES = {
     "bypassPermissions": "Bypass permissions",
 }
 MODEL_OPTION = "model"
+#: UCP error codes of a start the request itself made fail (JSON-RPC invalid params).
+CLIENT_FAULTS = frozenset(
+    {"invalid_request", "unknown_body", "session_not_found", "policy_denied", "session_ended"}
+)
 
 #: Chorus's normalized tool name -> ACP tool kind.
 TOOL_KINDS: dict[str, schema.ToolKind] = {
@@ -189,11 +193,12 @@ ALLOWING = frozenset({"allow", "allow_always"})
 
 
 def permission_tool_call(ask: CanUseToolRequest) -> schema.ToolCallUpdate:
-    """The tool call a ``session/request_permission`` is about."""
+    """The tool call a ``session/request_permission`` is about: by its own id, the one
+    its ``tool_call`` update carries."""
     command = ask.input.get("command")
     title = str(command) if isinstance(command, str) else ask.native_tool
     return schema.ToolCallUpdate(
-        tool_call_id=ask.flag_id,
+        tool_call_id=ask.call_id or ask.flag_id,
         title=title,
         kind=TOOL_KINDS.get(ask.tool_name, "other"),
         status="pending",
@@ -240,6 +245,17 @@ def stop_reason(end: TurnCompleted | TurnFailed, *, cancelled: bool) -> schema.S
     if end.error.code == "interrupted":
         return "cancelled"
     raise acp.RequestError.internal_error({"message": end.error.message, "code": end.error.code})
+
+
+def start_error(exc: LinkError | ResponseError) -> acp.RequestError:
+    """A session that could not start, its cause in the message (an editor shows the
+    message, rarely ``data``): the daemon out of reach is an internal error, a
+    refused start (an unknown body, a folder not allowed) the request's fault."""
+    if isinstance(exc, ResponseError):
+        message = f"Chorus could not start the session: {exc.message}"
+        code = -32602 if exc.code in CLIENT_FAULTS else -32603
+        return acp.RequestError(code, message, {"message": exc.message, "code": exc.code})
+    return acp.RequestError(-32603, f"Chorus is out of reach: {exc}", {"message": str(exc)})
 
 
 def modes(current: str) -> schema.SessionModeState:
@@ -371,7 +387,7 @@ class AcpFront(Front):
             await link.open(**fields, review_calls=True)
         except (LinkError, ResponseError) as exc:
             await stack.aclose()
-            raise acp.RequestError.internal_error({"message": str(exc)}) from exc
+            raise start_error(exc) from exc
         session = _Session(link, stack, ClaudeRules(Roots(folder)))
         session.rules.mode = session.mode
         box.append(session)
