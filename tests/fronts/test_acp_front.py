@@ -91,12 +91,16 @@ async def test_session_new_mcp_servers_reach_a_claude_body(front_home: FrontHome
     script.write_text(Path(__file__).with_name("probe_mcp.py").read_text())
     front_home.server.script([text("ok")])
     probe = schema.McpServerStdio(name="probe", command=sys.executable, args=[str(script)], env=[])
+    remote = schema.HttpMcpServer(
+        name="remote", url="http://127.0.0.1:9/mcp", headers=[], type="http"
+    )
     client = Recorder()
     async with acp.spawn_agent_process(
         client, *front_home.chorus, "acp", "--body", "claude", env=front_home.env, cwd=work
     ) as (conn, _process):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-        new = await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[probe]), 120)
+        servers = [probe, remote]
+        new = await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=servers), 120)
         done = await asyncio.wait_for(
             conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hello")]), 120
         )
@@ -104,6 +108,7 @@ async def test_session_new_mcp_servers_reach_a_claude_body(front_home: FrontHome
     sent = json.dumps(front_home.server.turn_requests()[0].body)
     assert "mcp__probe__lookup_code" in sent
     assert "mcp__chorus__memory_write" in sent  # Chorus's own beside it
+    assert "MCP server 'remote' (http) not passed" in client.message()  # said, not dropped
 
 
 @pytest.mark.parametrize("body", ["claude", "codex"])

@@ -31,7 +31,7 @@ from chorus.events import CompatibilityWarning, Notice, ToolCall, TurnCompleted,
 from chorus.fronts import ClaudeCodec, parse_argv
 from chorus.fronts._claude import UsageError
 from chorus.policy import AuditLog
-from chorus.testing import shell, slow_text, text
+from chorus.testing import shell, slow_text, text, tool_call
 
 if TYPE_CHECKING:
     from conftest import FrontHome
@@ -256,6 +256,14 @@ def _probe(home: FrontHome) -> dict[str, Any]:
     return {"type": "stdio", "command": sys.executable, "args": [str(script)]}
 
 
+#: Each CLI's name for the probe server's tool (Codex: a deferred namespace).
+MCP_CALLS = {
+    "claude": tool_call("mcp__probe__lookup_code", {"name": "apple"}),
+    "gemini": tool_call("mcp_probe_lookup_code", {"name": "apple"}),
+    "codex": tool_call("lookup_code", {"name": "apple"}, namespace="mcp__probe"),
+}
+
+
 def _in_process() -> Any:
     """An in-process SDK MCP server: it lives in the program, no body can start it."""
 
@@ -294,6 +302,40 @@ async def test_system_prompt_and_mcp_servers_reach_a_gemini_body(front_home: Fro
     assert not done.is_error
     logged = await front_home.log(done.session_id)
     assert sum(isinstance(e, CompatibilityWarning) for e in logged) == 2
+
+
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+async def test_mcp_servers_reach_every_body_and_are_reported(
+    front_home: FrontHome, body: str
+) -> None:
+    """``mcp_servers=``: the stdio server reaches the body (its tool is in the model's
+    request), the others are refused with a visible warning; ``system/init`` and
+    ``get_mcp_status()`` list them all (a Claude body's own report where it has one)."""
+    (front_home.home / "policy.toml").write_text(
+        'version = 1\n[mcp]\nallowed_servers = ["probe"]\n'
+    )
+    front_home.server.script([MCP_CALLS[body], text("ok")])
+    remote = {"type": "http", "url": "http://127.0.0.1:9/mcp"}
+    servers = {"probe": _probe(front_home), "inproc": _in_process(), "remote": remote}
+    options = _options(front_home, body, mcp_servers=servers, allowed_tools=["mcp__probe"])
+    async with ClaudeSDKClient(options) as client:
+        await client.query("hello")
+        messages = [m async for m in client.receive_response()]
+        status = await client.get_mcp_status()
+    init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
+    listed = {s["name"]: s["status"] for s in init.data["mcp_servers"]}
+    assert listed["inproc"] == listed["remote"] == "failed"
+    assert listed["probe"] in {"connected", "pending"}
+    reported = {s["name"]: s for s in status["mcpServers"]}
+    assert reported["probe"]["status"] == ("connected" if body == "claude" else "pending")
+    assert "stdio" in reported["remote"]["error"]  # type: ignore[typeddict-item]
+    warnings = [m.data for m in messages if isinstance(m, SystemMessage)]
+    refused = [w["message"] for w in warnings if w.get("subtype") == "chorus_warning"]
+    assert any("'inproc' (sdk) not passed" in w for w in refused)
+    assert any("'remote' (http) not passed" in w for w in refused)
+    assert not any("mcp_status" in w for w in refused)  # the front answers it itself
+    sent = json.dumps(front_home.server.turn_requests()[1].body)
+    assert "probe code of apple: 4417" in sent  # the client's server ran, in the body
 
 
 async def test_an_appended_system_prompt_reaches_a_codex_body_quietly(

@@ -20,6 +20,7 @@ from acp import schema
 
 from chorus.events import (
     CanUseToolRequest,
+    CompatibilityWarning,
     Event,
     FileChange,
     JsonDict,
@@ -124,6 +125,8 @@ class AcpRenderer:
             case FileChange() if event.call_id:
                 location = schema.ToolCallLocation(path=event.path)
                 return [acp.update_tool_call(event.call_id, locations=[location])]
+            case CompatibilityWarning():  # what Chorus could not honour, said aloud
+                return [acp.update_agent_message_text(f"[Chorus] {event.message}\n")]
             case Plan():
                 return [
                     acp.update_plan(

@@ -38,6 +38,7 @@ from chorus.events import (
 )
 from chorus.fronts._front import StdioFront, run_front, write_line
 from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
+from chorus.fronts._mcp import McpReport
 from chorus.fronts._rules import ClaudeRules, claude_input, claude_tool
 from chorus.gateway import ResponseError
 
@@ -261,6 +262,8 @@ class ClaudeCodec:
         self._interrupt_wanted = False
         #: Calls denied without the program's callback, for the turn's result.
         self._denials: list[JsonDict] = []
+        #: The program's MCP servers (``--mcp-config``), for ``system/init`` and ``mcp_status``.
+        self.mcp = McpReport(args.mcp_servers or {})
 
     @property
     def mode(self) -> str:
@@ -334,6 +337,7 @@ class ClaudeCodec:
         self.model = str(info.get("model") or self.model)
         self.mode = str(info.get("permission_mode") or self.mode)
         body = str(info.get("body", ""))
+        self.mcp.body = body
         model = {"value": self.model, "displayName": self.model, "description": f"{body} body"}
         return control_success(
             request_id,
@@ -356,6 +360,8 @@ class ClaudeCodec:
         if step.subtype == "set_model":
             self.model = str(result.get("model") or step.fields.get("model") or self.model)
             return (control_success(step.request_id, {"model": self.model}),)
+        if step.subtype == "mcp_status":
+            return (control_success(step.request_id, self.mcp.answer()),)
         if step.subtype == "set_permission_mode":
             self.mode = str(result.get("mode") or self.mode)
             status = {"type": "system", "subtype": "status", "status": None}
@@ -468,7 +474,7 @@ class ClaudeCodec:
             "cwd": self.cwd,
             "session_id": self.session_id,
             "tools": [],
-            "mcp_servers": [],
+            "mcp_servers": self.mcp.init_entries(),
             "model": self.model,
             "permissionMode": self.mode,
             "slash_commands": [],
@@ -702,6 +708,7 @@ class ClaudeFront(StdioFront):
             write_line(control_error(request_id, exc.message))
             return None
         self._link = link
+        await self._mcp_status(link)
         write_line(self.codec.opened(request_id, info))
         self.spawn(self._pump(link))
         return link
@@ -722,9 +729,29 @@ class ClaudeFront(StdioFront):
         self._idle.clear()
         await link.user(text)
 
+    async def _mcp_status(self, link: Link) -> None:
+        """The body's own report of its MCP servers, where its CLI gives one."""
+        capabilities = link.info.get("capabilities")
+        if not isinstance(capabilities, dict) or capabilities.get("mcp_status") in {
+            None,
+            "unsupported",
+        }:
+            return  # the front reports what it handed over
+        try:
+            answer = await link.control("mcp_status")
+        except ResponseError:
+            return  # the body cannot say: the front reports what it handed over
+        servers = answer.get("mcpServers")
+        self.codec.mcp.native = servers if isinstance(servers, list) else None
+
     async def _control(self, step: Step) -> None:
         if self._link is None:
             write_line(control_error(step.request_id, "initialize first"))
+            return
+        if step.subtype == "mcp_status":
+            await self._mcp_status(self._link)
+            for frame in self.codec.answered(step, {}):
+                write_line(frame)
             return
         try:
             result = await self._link.control(step.subtype, **step.fields)

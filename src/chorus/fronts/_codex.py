@@ -22,6 +22,7 @@ from typing import Any
 
 from chorus.events import (
     CanUseToolRequest,
+    CompatibilityWarning,
     Event,
     JsonDict,
     Text,
@@ -34,6 +35,7 @@ from chorus.events import (
 )
 from chorus.fronts._front import StdioFront, run_front, write_line
 from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
+from chorus.fronts._mcp import McpReport
 from chorus.fronts._rules import CodexRules, Roots, unwrap_shell
 from chorus.gateway import ResponseError
 
@@ -153,10 +155,18 @@ def rules_of(params: JsonDict, cwd: str) -> CodexRules:
 class CodexThread:
     """One thread (a Chorus session): front turn ids and the events -> notifications."""
 
-    def __init__(self, thread_id: str, cwd: str, rules: CodexRules | None = None) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        cwd: str,
+        rules: CodexRules | None = None,
+        mcp: McpReport | None = None,
+    ) -> None:
         self.id = thread_id
         self.cwd = cwd
         self.rules = rules or CodexRules(Roots(cwd))
+        #: The client's MCP servers (``config.mcp_servers``), for ``mcpServerStatus/list``.
+        self.mcp = mcp or McpReport()
         self.waiting: deque[_Turn] = deque()
         self.current: _Turn | None = None
         self.calls: dict[str, JsonDict] = {}
@@ -171,6 +181,8 @@ class CodexThread:
         return self.current or (self.waiting[0] if self.waiting else None)
 
     def on_event(self, event: Event) -> list[JsonDict]:
+        if isinstance(event, CompatibilityWarning):  # what Chorus could not honour
+            return [notification("configWarning", {"summary": event.message, "details": None})]
         turn = self._turn_of(event)
         if turn is None:
             return []
@@ -351,6 +363,8 @@ class CodexCodec:
             return Step("write", (response(request_id, info),))
         if method in {"thread/start", "thread/resume"}:
             return Step("open", request_id=request_id, fields={"method": method, **params})
+        if method == "mcpServerStatus/list":
+            return Step("write", (response(request_id, self.mcp_status(params)),))
         thread_id = str(params.get("threadId", ""))
         if (
             method in {"turn/start", "turn/steer", "turn/interrupt"}
@@ -368,6 +382,14 @@ class CodexCodec:
             "write", (failure(request_id, METHOD_NOT_FOUND, f"unsupported method {method!r}"),)
         )
 
+    def mcp_status(self, params: JsonDict) -> JsonDict:
+        """``mcpServerStatus/list``: the client's servers of one thread, or of all."""
+        wanted = params.get("threadId")
+        threads = [t for t in self.threads.values() if wanted in (None, t.id)]
+        data = [entry for thread in threads for entry in thread.mcp.codex_list()]
+        name = params.get("serverName")
+        return {"data": [e for e in data if name in (None, e["name"])], "nextCursor": None}
+
     def open_fields(self, params: JsonDict) -> JsonDict:
         if params.get("method") == "thread/resume":
             return {"resume": params.get("threadId")}
@@ -384,7 +406,9 @@ class CodexCodec:
         """The ``thread/start`` (or ``resume``) answer and ``thread/started``."""
         thread_id = str(info["session_id"])
         cwd = str(info.get("cwd") or params.get("cwd") or self.cwd)
-        self.threads[thread_id] = CodexThread(thread_id, cwd, rules_of(params, cwd))
+        servers = instructions(params)["mcp_servers"] or {}
+        mcp = McpReport(servers, body=str(info.get("body") or "chorus"))
+        self.threads[thread_id] = CodexThread(thread_id, cwd, rules_of(params, cwd), mcp)
         now = int(time.time())
         thread = {
             "id": thread_id,
