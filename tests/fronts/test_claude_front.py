@@ -15,6 +15,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    HookMatcher,
     PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
@@ -29,7 +30,7 @@ from claude_agent_sdk import (
 
 from chorus.events import CompatibilityWarning, Notice, ToolCall, TurnCompleted, TurnFailed
 from chorus.fronts import ClaudeCodec, parse_argv
-from chorus.fronts._claude import UsageError
+from chorus.fronts._claude_argv import UsageError
 from chorus.policy import AuditLog
 from chorus.testing import shell, slow_text, text, tool_call
 
@@ -139,7 +140,12 @@ async def test_can_use_tool_denies_one_call_and_allows_another(
 ) -> None:
     front_home.asks_go_to_the_client()
     front_home.server.script(
-        [shell("rm -rf keep"), shell("rm -rf junk"), text("kept one, removed one")]
+        [
+            shell("rm -rf keep"),
+            shell("rm -rf junk"),
+            text("kept one, removed one"),
+            text("heard why"),  # Gemini: the denial's follow-up prompt, in the same turn
+        ]
     )
     asked: list[tuple[str, dict[str, Any]]] = []
 
@@ -155,7 +161,10 @@ async def test_can_use_tool_denies_one_call_and_allows_another(
         messages = [m async for m in client.receive_response()]
     done = messages[-1]
     assert isinstance(done, ResultMessage)
-    assert done.result == "kept one, removed one"
+    assert done.result == ("heard why" if body == "gemini" else "kept one, removed one")
+    assert sum(isinstance(m, ResultMessage) for m in messages) == 1
+    inits = [m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init"]
+    assert len(inits) == 1  # the follow-up is the same turn for the program
     assert [tool for tool, _ in asked] == ["Bash", "Bash"]
     assert (front_home.work / "keep" / "file.txt").exists()  # denied by the SDK callback
     assert not (front_home.work / "junk").exists()  # allowed by the SDK callback
@@ -218,6 +227,128 @@ async def test_can_use_tool_is_asked_where_claude_code_asks(
     audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
     reviews = [a for a in audit if a.get("rule") == "brain_review"]
     assert [(a["decision"], a["source"]) for a in reviews] == [("deny", "brain")]
+
+
+class HookLog:
+    """The program's hooks: what each saw, and what it answers."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    async def pre(self, given: dict[str, Any], tool_use_id: Any, _ctx: Any) -> dict[str, Any]:
+        command = str(given["tool_input"].get("command"))
+        self.seen.append(("PreToolUse", command))
+        if command == "ls":
+            return _decision("deny", "LS-DENIED by the program's hook")
+        if "three" in command:
+            return _decision("deny", "THREE-BLOCKED by the program's hook")
+        return _decision("allow", "two is fine") if "two" in command else {}
+
+    async def post(self, given: dict[str, Any], tool_use_id: Any, _ctx: Any) -> dict[str, Any]:
+        command = str(given["tool_input"].get("command"))
+        self.seen.append(("PostToolUse", command))
+        if "two" not in command:
+            return {}
+        context = {"hookEventName": "PostToolUse", "additionalContext": "POST-CONTEXT-77"}
+        return {"hookSpecificOutput": context}
+
+    async def prompt(self, given: dict[str, Any], tool_use_id: Any, _ctx: Any) -> dict[str, Any]:
+        self.seen.append(("UserPromptSubmit", given["prompt"]))
+        context = {"hookEventName": "UserPromptSubmit", "additionalContext": "PROMPT-CONTEXT-55"}
+        return {"hookSpecificOutput": context}
+
+    async def stop(self, given: dict[str, Any], tool_use_id: Any, _ctx: Any) -> dict[str, Any]:
+        self.seen.append(("Stop", str(given["stop_hook_active"])))
+        if given["stop_hook_active"]:
+            return {}
+        return {"decision": "block", "reason": "STOP-SAYS-CONTINUE-88"}
+
+
+def _decision(permission: str, reason: str) -> dict[str, Any]:
+    specific = {"hookEventName": "PreToolUse", "permissionDecision": permission}
+    return {"hookSpecificOutput": specific | {"permissionDecisionReason": reason}}
+
+
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+async def test_hooks_run_through_chorus_on_every_body(front_home: FrontHome, body: str) -> None:
+    """``PreToolUse`` decides before ``can_use_tool`` (deny, allow), ``PostToolUse``
+    sees each result, ``UserPromptSubmit`` adds context to the prompt, ``Stop`` sends
+    the turn on with its reason: one result for the program."""
+    front_home.server.script(
+        [
+            shell("ls"),
+            shell("echo one > one.txt"),
+            shell("echo two > two.txt"),
+            shell("echo three > three.txt"),
+            text("first end"),
+            *([text("told")] if body == "gemini" else []),  # the denial's follow-up
+            text("after the stop hook"),
+        ]
+    )
+    hooks = HookLog()
+    asked: list[str] = []
+
+    async def decide(tool: str, given: dict[str, Any], _context: Any) -> Any:
+        asked.append(str(given.get("command")))
+        return PermissionResultAllow()
+
+    options = _options(
+        front_home,
+        body,
+        can_use_tool=decide,
+        hooks={
+            "PreToolUse": [HookMatcher(matcher="Bash", hooks=[hooks.pre])],
+            "PostToolUse": [HookMatcher(matcher="Bash|Write", hooks=[hooks.post])],
+            "UserPromptSubmit": [HookMatcher(hooks=[hooks.prompt])],
+            "Stop": [HookMatcher(hooks=[hooks.stop])],
+        },
+    )
+    async with ClaudeSDKClient(options) as client:
+        await client.query("write three files")
+        messages = [m async for m in client.receive_response()]
+    results = [m for m in messages if isinstance(m, ResultMessage)]
+    assert len(results) == 1
+    work = front_home.work
+    assert (work / "one.txt").exists()
+    assert (work / "two.txt").exists()
+    assert not (work / "three.txt").exists()
+    assert asked == ["echo one > one.txt"]  # two: the hook allowed it; three: denied
+    pre = [command for event, command in hooks.seen if event == "PreToolUse"]
+    assert "ls" in pre  # before it ran, or (its CLI ran it unasked) when it had run
+    assert [c for c in pre if c != "ls"] == [
+        "echo one > one.txt",
+        "echo two > two.txt",
+        "echo three > three.txt",
+    ]
+    post = [command for event, command in hooks.seen if event == "PostToolUse"]
+    assert [c for c in post if c != "ls"] == ["echo one > one.txt", "echo two > two.txt"]
+    # ls: denied where the body asked Chorus, else said aloud (its CLI ran it unasked)
+    warned = [
+        m.data["message"]
+        for m in messages
+        if isinstance(m, SystemMessage) and m.subtype == "chorus_warning"
+    ]
+    told = any("LS-DENIED" in json.dumps(r.body) for r in front_home.server.requests)
+    assert told != any("PreToolUse hook denied Bash" in w for w in warned)
+    assert ("ls" in post) != told  # a call that ran has its PostToolUse
+    assert hooks.seen[0] == ("UserPromptSubmit", "write three files")
+    assert [c for e, c in hooks.seen if e == "Stop"] == ["False", "True"]
+    assert "PROMPT-CONTEXT-55" in json.dumps(front_home.server.turn_requests()[0].body)
+    sent = [json.dumps(r.body) for r in front_home.server.requests]
+    assert any("THREE-BLOCKED by the program's hook" in b for b in sent)
+    assert any("STOP-SAYS-CONTINUE-88" in b for b in sent)
+    assert any("POST-CONTEXT-77" in b for b in sent)  # steered, or with the next prompt
+    assert results[0].result == "after the stop hook"
+
+
+async def test_hooks_chorus_cannot_run_are_refused_at_initialize(front_home: FrontHome) -> None:
+    async def note(given: dict[str, Any], tool_use_id: Any, _ctx: Any) -> dict[str, Any]:
+        return {}
+
+    options = _options(front_home, "codex", hooks={"Notification": [HookMatcher(hooks=[note])]})
+    with pytest.raises(Exception, match="cannot run Notification hooks"):
+        async with ClaudeSDKClient(options) as client:
+            await client.query("hello")
 
 
 async def test_resume_reopens_the_chorus_session(front_home: FrontHome) -> None:

@@ -177,7 +177,13 @@ def test_approvals_are_asked_where_codex_asks(front_home: FrontHome, body: str) 
     """``approvalPolicy: untrusted``, default policy: ``codex app-server`` asks about a
     command unless it only reads; so does the Codex front, on every body."""
     front_home.server.script(
-        [shell("ls"), shell("echo one > one.txt"), shell("echo two > two.txt"), text("done")]
+        [
+            shell("ls"),
+            shell("echo one > one.txt"),
+            shell("echo two > two.txt"),
+            text("done"),
+            *([text("heard why")] if body == "gemini" else []),  # the denial's follow-up
+        ]
     )
     asked: list[dict[str, Any]] = []
 
@@ -191,6 +197,8 @@ def test_approvals_are_asked_where_codex_asks(front_home: FrontHome, body: str) 
         turn = client.turn_start(thread.thread.id, "write")
         done = client.wait_for_turn_completed(turn.turn.id)
     assert done.turn.status == TurnStatus.completed
+    # Gemini's denial follow-up is part of the turn: it ends after that request
+    assert len(front_home.server.turn_requests()) == (5 if body == "gemini" else 4)
     assert [params["command"] for params in asked] == ["echo one > one.txt", "echo two > two.txt"]
     assert (front_home.work / "one.txt").read_text().strip() == "one"
     assert not (front_home.work / "two.txt").exists()

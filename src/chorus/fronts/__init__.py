@@ -15,8 +15,9 @@ events) plus the thin loop of :class:`Front`.
 """
 
 from chorus.fronts._acp import AcpFront, AcpRenderer
-from chorus.fronts._claude import ClaudeArgs, ClaudeCodec, ClaudeFront, parse_argv
+from chorus.fronts._claude import ClaudeCodec, ClaudeFront
 from chorus.fronts._claude import main as claude_main
+from chorus.fronts._claude_argv import ClaudeArgs, parse_argv
 from chorus.fronts._codex import CodexArgs, CodexCodec, CodexFront, parse_codex_argv
 from chorus.fronts._codex import main as codex_main
 from chorus.fronts._front import EXIT_OK, EXIT_UNREACHABLE, Front, run_front

@@ -19,7 +19,6 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from chorus.events import (
@@ -36,7 +35,9 @@ from chorus.events import (
     TurnFailed,
     Usage,
 )
+from chorus.fronts._claude_argv import ClaudeArgs, UsageError, parse_argv
 from chorus.fronts._front import StdioFront, run_front, write_line
+from chorus.fronts._hooks import HookError, Hooks, Outcome, Permission, callback_frame
 from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
 from chorus.fronts._mcp import McpReport
 from chorus.fronts._rules import ClaudeRules, claude_input, claude_tool
@@ -44,156 +45,9 @@ from chorus.gateway import ResponseError
 
 #: The Claude Code release whose protocol this front speaks (the SDK reads it).
 CLAUDE_CODE_VERSION = "2.1.330"
-BODY_ENV = "CHORUS_BODY"
 INTERRUPTED_TEXT = "[Request interrupted by user]"
 #: SDK controls that map one to one onto UCP controls.
 UCP_CONTROLS = frozenset({"interrupt", "set_model", "set_permission_mode", "mcp_status"})
-#: Flags that take a value (``--flag value`` or ``--flag=value``); others are switches.
-VALUE_FLAGS = frozenset(
-    {
-        "--output-format", "--input-format", "--system-prompt", "--append-system-prompt",
-        "--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools",
-        "--max-turns", "--max-budget-usd", "--model", "--fallback-model", "--permission-mode",
-        "--resume", "--session-id", "--add-dir", "--mcp-config", "--setting-sources",
-        "--permission-prompt-tool", "--thinking", "--effort", "--tools", "--betas",
-        "--settings", "--plugin-dir", "--json-schema", "--max-thinking-tokens",
-        "--resume-session-at", "--agents", "--chorus-body", "--debug-file", "--task-budget",
-        "--thinking-display", "--fork-session-id", "--system-prompt-file",
-        "--append-system-prompt-file",
-    }
-)  # fmt: skip
-STREAM_JSON = "stream-json"
-
-
-class UsageError(Exception):
-    """A command line ``chorus-claude`` cannot run with (exit 2)."""
-
-
-@dataclass(frozen=True)
-class ClaudeArgs:
-    """What ``chorus-claude`` takes from Claude Code's command line."""
-
-    body: str | None = None
-    model: str | None = None
-    permission_mode: str | None = None
-    resume: str | None = None
-    partials: bool = False
-    prompt_tool: str | None = None
-    max_turns: int | None = None
-    version: bool = False
-    ignored: tuple[str, ...] = ()
-    #: The body's instructions and MCP servers (``--system-prompt``,
-    #: ``--append-system-prompt``, ``--mcp-config``), as UCP ``initialize`` takes them.
-    system_prompt: str | None = None
-    append_system_prompt: str | None = None
-    mcp_servers: JsonDict | None = None
-    #: Claude Code's permission rules (``--allowedTools``, ``--disallowedTools``) and
-    #: the folders added to the working one (``--add-dir``).
-    allowed_tools: tuple[str, ...] = ()
-    disallowed_tools: tuple[str, ...] = ()
-    add_dirs: tuple[str, ...] = ()
-
-
-def parse_argv(argv: Sequence[str], env: dict[str, str]) -> ClaudeArgs:
-    """Claude Code's flags; unknown ones are ignored (new SDKs add flags), a flag
-    missing its value or a format other than stream-json raises :class:`UsageError`."""
-    values, switches, ignored, dirs = _split(list(argv))
-    for name in ("--output-format", "--input-format"):
-        if values.get(name, STREAM_JSON) != STREAM_JSON:
-            raise UsageError(f"{name} {values[name]!r}: chorus-claude speaks only stream-json")
-    turns = values.get("--max-turns")
-    if turns is not None and not turns.isdigit():
-        raise UsageError(f"--max-turns {turns!r}: expected a whole number")
-    return ClaudeArgs(
-        body=values.get("--chorus-body") or env.get(BODY_ENV) or None,
-        model=values.get("--model"),
-        permission_mode=values.get("--permission-mode"),
-        resume=values.get("--resume"),
-        partials="--include-partial-messages" in switches,
-        prompt_tool=values.get("--permission-prompt-tool"),
-        max_turns=int(turns) if turns is not None else None,
-        version=bool({"-v", "--version"} & switches),
-        ignored=tuple(ignored),
-        system_prompt=_text_flag(values, "--system-prompt"),
-        append_system_prompt=_text_flag(values, "--append-system-prompt"),
-        mcp_servers=mcp_config(values["--mcp-config"]) if "--mcp-config" in values else None,
-        allowed_tools=tool_rules(values.get("--allowedTools") or values.get("--allowed-tools")),
-        disallowed_tools=tool_rules(
-            values.get("--disallowedTools") or values.get("--disallowed-tools")
-        ),
-        add_dirs=tuple(dirs),
-    )
-
-
-def tool_rules(raw: str | None) -> tuple[str, ...]:
-    """``--allowedTools "Read,Bash(git diff:*)"``: the rules, split at the commas (and
-    the blanks) outside parentheses."""
-    rules: list[str] = []
-    depth, current = 0, ""
-    for char in raw or "":
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth == 0 and (char == "," or (char == " " and "(" not in current)):
-            rules.append(current)
-            current = ""
-        else:
-            current += char
-    return tuple(rule.strip() for rule in [*rules, current] if rule.strip())
-
-
-def _text_flag(values: dict[str, str], name: str) -> str | None:
-    """``--NAME TEXT`` or ``--NAME-file PATH`` (an empty text is none: the SDK passes
-    ``--system-prompt ""`` when its program sets no system prompt)."""
-    path = values.get(f"{name}-file")
-    if path is None:
-        return values.get(name) or None
-    try:
-        return Path(path).read_text() or None
-    except OSError as exc:
-        raise UsageError(f"{name}-file {path!r}: {exc.strerror}") from exc
-
-
-def mcp_config(raw: str) -> JsonDict:
-    """``--mcp-config``'s servers: a JSON object ``{"mcpServers": {...}}`` given inline
-    or in a file."""
-    text = raw
-    if not raw.lstrip().startswith("{"):
-        try:
-            text = Path(raw).read_text()
-        except OSError as exc:
-            raise UsageError(f"--mcp-config {raw!r}: {exc.strerror}") from exc
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--mcp-config: not JSON ({exc})") from exc
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        raise UsageError('--mcp-config: expected {"mcpServers": {...}}')
-    return servers
-
-
-def _split(args: list[str]) -> tuple[dict[str, str], set[str], list[str], list[str]]:
-    values: dict[str, str] = {}
-    switches: set[str] = set()
-    ignored: list[str] = []
-    dirs: list[str] = []
-    while args:
-        arg = args.pop(0)
-        name, eq, inline = arg.partition("=")
-        if name in VALUE_FLAGS:
-            if not eq and (not args or args[0].startswith("--")):
-                raise UsageError(f"{name} needs a value")
-            values[name] = inline if eq else args.pop(0)
-            if name == "--add-dir":
-                dirs.append(values[name])
-        elif arg.startswith("-"):
-            switches.add(name)
-            if name not in {"-v", "--version", "--verbose", "--include-partial-messages"}:
-                ignored.append(name)
-        else:
-            ignored.append(arg)  # a positional (prompt mode is not supported)
-    return values, switches, ignored, dirs
-
-
 # -- the codec ----------------------------------------------------------------------------
 
 
@@ -248,6 +102,7 @@ class ClaudeCodec:
         self.args = args
         self.cwd = cwd
         self.session_id = ""
+        self.body = args.body or ""
         self.model = args.model or "default"
         self.rules = ClaudeRules.of(
             cwd,
@@ -264,6 +119,12 @@ class ClaudeCodec:
         self._denials: list[JsonDict] = []
         #: The program's MCP servers (``--mcp-config``), for ``system/init`` and ``mcp_status``.
         self.mcp = McpReport(args.mcp_servers or {})
+        #: The program's hooks (``initialize``) and what they need: each call's tool and
+        #: input by id (for ``PostToolUse``), the turn's last text (for ``Stop``).
+        self.hooks = Hooks()
+        self.calls: dict[str, tuple[str, JsonDict]] = {}
+        self.last_text = ""
+        self._continuing = False
 
     @property
     def mode(self) -> str:
@@ -308,6 +169,10 @@ class ClaudeCodec:
             return Step("write", (control_error(request_id, "malformed control_request"),))
         fields = {k: v for k, v in request.items() if k != "subtype"}
         if subtype == "initialize":
+            try:
+                self.hooks = Hooks.parse(request.get("hooks"))
+            except HookError as exc:
+                return Step("write", (control_error(request_id, str(exc)),))
             return Step("open", request_id=request_id, subtype=subtype)
         if subtype in UCP_CONTROLS:
             return Step("control", request_id=request_id, subtype=subtype, fields=fields)
@@ -336,7 +201,7 @@ class ClaudeCodec:
         self.session_id = str(info.get("session_id", ""))
         self.model = str(info.get("model") or self.model)
         self.mode = str(info.get("permission_mode") or self.mode)
-        body = str(info.get("body", ""))
+        body = self.body = str(info.get("body", ""))
         self.mcp.body = body
         model = {"value": self.model, "displayName": self.model, "description": f"{body} body"}
         return control_success(
@@ -383,16 +248,18 @@ class ClaudeCodec:
         tool = claude_tool(ask.tool_name, ask.native_tool)
         return tool, claude_input(tool, ask.input)
 
-    def settled(self, ask: CanUseToolRequest) -> JsonDict | None:
-        """Claude Code's answer without the program: a review its rules settle, or any
-        call it would ask about while the program has no callback (None: ask it)."""
+    def settled(self, ask: CanUseToolRequest, hook: Permission | None = None) -> JsonDict | None:
+        """Claude Code's answer without the program: a review its rules settle (a
+        ``PreToolUse`` hook's allow skips their ask, its ask skips their allow), or
+        any call it would ask about while the program has no callback (None: ask it)."""
         tool, given = self.call_of(ask)
-        if ask.review:
+        if ask.review or hook == "allow":
             base = ask.input.get("cwd")
             rule = self.rules.decide(tool, given, base if isinstance(base, str) else None)
-            if rule.decision != "ask":
-                allowed = rule.decision == "allow"
-                return verdict(True) if allowed else self.denied(ask, rule.reason)
+            if rule.decision == "deny":
+                return self.denied(ask, rule.reason)
+            if hook == "allow" or (rule.decision == "allow" and hook != "ask"):
+                return verdict(True)
         if not self.takes_asks:
             message = f"Claude requested permissions to use {tool}, but you haven't granted it yet."
             return self.denied(ask, message)
@@ -450,16 +317,44 @@ class ClaudeCodec:
             return [self.warning_frame(event)]
         frames: list[JsonDict] = []
         if event.turn_id is not None and event.turn_id != self._turn_id:
-            self._turn_id, self._turn = event.turn_id, _TurnState()
-            frames.append(self.init_frame())
+            self._turn_id = event.turn_id
+            if not (self._continuing and self._turn is not None):
+                self._turn = _TurnState()
+                frames.append(self.init_frame())
+            self._continuing = False
         turn = self._turn
         if turn is None:
             return frames
         frames += self._render(event, turn)
-        if isinstance(event, TurnCompleted | TurnFailed) and is_turn_end(event):
+        if isinstance(event, TurnCompleted | TurnFailed) and not is_turn_end(event):
+            self._continuing = True  # a follow-up prompt goes on with this turn
+        elif isinstance(event, TurnCompleted | TurnFailed):
             frames += self._close_block(turn)
             frames += self._finish(event, turn)
         return frames
+
+    def continue_turn(self) -> None:
+        """A ``Stop`` hook blocked the turn's end: the next Chorus turn (its reason as
+        the prompt) is the rest of this one for the program (one result, no init), as
+        a body's follow-up prompt is."""
+        self._continuing = True
+
+    def hook_input(self, event: str, **fields: Any) -> JsonDict:
+        """The input every hook callback gets, plus the event's own fields."""
+        base: JsonDict = {
+            "session_id": self.session_id,
+            "transcript_path": "",
+            "cwd": self.cwd,
+            "permission_mode": self.mode,
+            "hook_event_name": event,
+        }
+        return base | fields
+
+    def blocked_prompt(self, reason: str) -> JsonDict:
+        """The result of a prompt a ``UserPromptSubmit`` hook kept from the body."""
+        self.pending = max(0, self.pending - 1)
+        message = f"a UserPromptSubmit hook blocked the prompt: {reason or 'no reason given'}"
+        return self.fatal(message) | {"uuid": str(uuid.uuid4())}
 
     def warning_frame(self, warning: CompatibilityWarning) -> JsonDict:
         """What Chorus could not honour (an SDK program sees a ``SystemMessage``)."""
@@ -492,6 +387,7 @@ class ClaudeCodec:
             case TextDelta():
                 return self._delta(event, turn)
             case Text() if event.text:
+                self.last_text = event.text
                 block: JsonDict = {"type": "text", "text": event.text}
                 return [*self._close_block(turn), self._assistant([block])]
             case Thinking() if not event.delta and event.text:
@@ -500,6 +396,8 @@ class ClaudeCodec:
             case ToolCall():
                 turn.tools += 1
                 self._check_limit(turn)
+                tool = claude_tool(event.tool, event.native_tool)
+                self.calls[event.call_id] = (tool, claude_input(tool, event.input))
                 block = {
                     "type": "tool_use",
                     "id": event.call_id,
@@ -654,14 +552,25 @@ class ClaudeFront(StdioFront):
         self._link: Link | None = None
         self._idle = asyncio.Event()
         self._idle.set()
+        #: One prompt at a time, in order (a ``UserPromptSubmit`` hook runs first).
+        self._prompting = asyncio.Lock()
+        #: What hooks said when no turn ran to hear it: added to the next prompt.
+        self._untold: list[str] = []
+        self._stop_active = False
+        #: Calls put to the front before they ran (the others ran unasked).
+        self._reviewed: set[str] = set()
 
     def fatal_frame(self, message: str) -> JsonDict | None:
         return self.codec.fatal(message)
 
     async def _ask(self, ask: CanUseToolRequest) -> JsonDict:
-        """A call Chorus's policy allowed (a review) or asks about: Claude Code's rules,
-        then the SDK program's ``can_use_tool`` callback where Claude Code asks it."""
-        settled = self.codec.settled(ask)
+        """A call Chorus's policy allowed (a review) or asks about: the program's
+        ``PreToolUse`` hooks, Claude Code's rules, then the program's ``can_use_tool``
+        callback where Claude Code asks it."""
+        if ask.call_id is not None:
+            self._reviewed.add(ask.call_id)
+        final, hook = await self._pre_tool_use(ask)
+        settled = final or self.codec.settled(ask, hook)
         if settled is not None:
             return settled
         request_id = f"chorus_req_{uuid.uuid4().hex[:12]}"
@@ -672,9 +581,135 @@ class ClaudeFront(StdioFront):
             message = "the SDK program did not answer in time"
             return verdict(True) if ask.default == "allow" else self.codec.denied(ask, message)
         said = self.codec.ask_answer(ask, answer)
-        if self.codec.take_interrupt() and self._link is not None:
-            self.spawn(self._stop_turn(self._link))
+        if self.codec.take_interrupt():
+            self._interrupt()
         return said
+
+    # hooks
+
+    async def _pre_tool_use(
+        self, ask: CanUseToolRequest
+    ) -> tuple[JsonDict | None, Permission | None]:
+        """The ``PreToolUse`` hooks' deny (a final verdict) or their permission."""
+        if not self.codec.hooks.has("PreToolUse"):
+            return None, None
+        tool, given = self.codec.call_of(ask)
+        fields = {"tool_name": tool, "tool_input": given, "tool_use_id": ask.call_id or ask.flag_id}
+        out = await self._run_hooks("PreToolUse", tool, fields)
+        if out.context:
+            self.spawn(self._tell("\n".join(out.context)))
+        if out.stopped:
+            self._interrupt()
+            return self.codec.denied(ask, out.reason or "a PreToolUse hook stopped the turn"), None
+        if out.permission == "deny":
+            return self.codec.denied(ask, out.reason or "denied by a PreToolUse hook"), None
+        if out.changed_input:
+            message = "a PreToolUse hook changed the tool's input (updatedInput): denied"
+            return self.codec.denied(ask, message), None
+        return None, out.permission
+
+    async def _run_hooks(self, event: str, tool: str | None, fields: JsonDict) -> Outcome:
+        """Every callback of ``event`` (on ``tool``), at once; what they said together."""
+        given = self.codec.hook_input(event, **fields)
+        calls = self.codec.hooks.callbacks(event, tool)
+        answers = await asyncio.gather(*(self._callback(cid, t, given) for cid, t in calls))
+        outcome = Outcome()
+        for answer in answers:
+            outcome.add(answer, event)
+        return outcome
+
+    async def _callback(self, callback_id: str, timeout_s: float, given: JsonDict) -> Any:
+        """One ``hook_callback``; None when it failed or gave no answer in time."""
+        request_id = f"chorus_hook_{uuid.uuid4().hex[:12]}"
+        frame = callback_frame(request_id, callback_id, given)
+        answer = await self.ask_client(request_id, frame, timeout_s)
+        if answer is None:
+            write_line({"type": "control_cancel_request", "request_id": request_id})
+            return None
+        return answer.get("response") if answer.get("subtype") == "success" else None
+
+    def _post_tool_use(self, result: ToolResult) -> None:
+        """``PostToolUse`` (``PostToolUseFailure`` for an error) on a tool result; first
+        ``PreToolUse`` for a call the body's CLI ran without asking Chorus."""
+        event = "PostToolUseFailure" if result.is_error else "PostToolUse"
+        unasked = result.call_id not in self._reviewed and self.codec.hooks.has("PreToolUse")
+        self._reviewed.discard(result.call_id)
+        if not (unasked or self.codec.hooks.has(event)):
+            return
+        tool, given = self.codec.calls.get(result.call_id, ("", {}))
+        fields: JsonDict = {"tool_name": tool, "tool_input": given, "tool_use_id": result.call_id}
+        self.spawn(self._after_tool(event, result, fields, unasked))
+
+    async def _after_tool(
+        self, event: str, result: ToolResult, fields: JsonDict, unasked: bool
+    ) -> None:
+        tool = str(fields["tool_name"])
+        if unasked:
+            await self._late_pre_tool_use(tool, fields)
+        if not self.codec.hooks.has(event):
+            return
+        fields = fields | {("error" if result.is_error else "tool_response"): result.output}
+        out = await self._run_hooks(event, tool, fields)
+        if out.stopped:
+            self._interrupt()
+        said = [out.reason] if out.blocked and out.reason else []
+        said += out.context
+        if said:
+            await self._tell(f"[{event} hook] " + "\n".join(said))
+
+    async def _late_pre_tool_use(self, tool: str, fields: JsonDict) -> None:
+        """``PreToolUse`` for a call the body's CLI ran without asking Chorus (one its
+        own rules let through, e.g. a read-only command in the working folder): the
+        hooks still see it; a deny they give is said aloud, since the call has run."""
+        out = await self._run_hooks("PreToolUse", tool, fields)
+        if out.permission == "deny" or out.stopped:
+            message = (
+                f"a PreToolUse hook denied {tool} ({fields['tool_use_id']}), but the "
+                f"{self.codec.body} body's CLI had run it without asking Chorus"
+            )
+            write_line(
+                self.codec.warning_frame(CompatibilityWarning(control="hooks", message=message))
+            )
+
+    async def _stop_blocked(self, link: Link, event: Event) -> bool:
+        """At a turn's end, the ``Stop`` hooks: a block sends its reason as the next
+        prompt, in the same turn for the program (True: the end is not shown)."""
+        if not (isinstance(event, TurnCompleted) and is_turn_end(event)):
+            return False
+        if not self.codec.hooks.has("Stop"):
+            return False
+        fields = {
+            "stop_hook_active": self._stop_active,
+            "last_assistant_message": self.codec.last_text,
+        }
+        out = await self._run_hooks("Stop", None, fields)
+        self._stop_active = out.blocked and not out.stopped
+        if not self._stop_active:
+            return False
+        self.codec.continue_turn()
+        untold, self._untold = self._untold, []
+        await link.user("\n\n".join([out.reason or "Continue.", *untold]))
+        return True
+
+    async def _tell(self, text: str) -> None:
+        """Hand the model what a hook said: steered into the running turn where the
+        body steers natively, else with the next prompt."""
+        link = self._link
+        capabilities = link.info.get("capabilities") if link is not None else None
+        if link is None or not isinstance(capabilities, dict):
+            self._untold.append(text)
+            return
+        if capabilities.get("steer") != "native":
+            self._untold.append(text)
+            return
+        try:
+            await link.control("steer", text=text)
+        except ResponseError:  # the turn is over
+            self._untold.append(text)
+
+    def _interrupt(self) -> None:
+        if self._link is not None:
+            self.spawn(self._stop_turn(self._link))
 
     async def on_line(self, line: str) -> None:
         await self._handle(self.codec.on_line(line))
@@ -690,7 +725,11 @@ class ClaudeFront(StdioFront):
         elif step.kind == "control":
             self.spawn(self._control(step))
         elif step.kind == "user":
-            await self._user(str(step.fields["text"]))
+            if self._link is None and await self._session("") is None:
+                self.codec.pending -= 1
+                return
+            self._idle.clear()
+            self.spawn(self._user(str(step.fields["text"])))
         elif step.kind == "answer":
             self.answered(step.request_id, step.fields)
 
@@ -720,14 +759,29 @@ class ClaudeFront(StdioFront):
         await self._session(request_id)
 
     async def _user(self, text: str) -> None:
-        link = self._link
-        if link is None:
-            link = await self._session("")
-        if link is None:
-            self.codec.pending -= 1
-            return
-        self._idle.clear()
-        await link.user(text)
+        """Send one prompt (after the ones before it), as the hooks leave it."""
+        async with self._prompting:
+            prompt = await self._submitted(text)
+            if prompt is None:
+                self._settle()
+            elif self._link is not None:
+                await self._link.user(prompt)
+
+    async def _submitted(self, text: str) -> str | None:
+        """The prompt after the ``UserPromptSubmit`` hooks (None: they blocked it),
+        with what hooks said while no turn ran."""
+        untold, self._untold = self._untold, []
+        if self.codec.hooks.has("UserPromptSubmit"):
+            out = await self._run_hooks("UserPromptSubmit", None, {"prompt": text})
+            if out.blocked or out.stopped:
+                write_line(self.codec.blocked_prompt(out.reason))
+                return None
+            untold += out.context
+        return "\n\n".join([text, *untold])
+
+    def _settle(self) -> None:
+        if self.codec.pending == 0:
+            self._idle.set()
 
     async def _mcp_status(self, link: Link) -> None:
         """The body's own report of its MCP servers, where its CLI gives one."""
@@ -768,12 +822,15 @@ class ClaudeFront(StdioFront):
 
     async def _pump(self, link: Link) -> None:
         async for event in link.events():
+            if await self._stop_blocked(link, event):
+                continue
             for frame in self.codec.on_event(event):
                 write_line(frame)
+            if isinstance(event, ToolResult):
+                self._post_tool_use(event)
             if self.codec.take_interrupt():
                 self.spawn(self._stop_turn(link))
-            if self.codec.pending == 0:
-                self._idle.set()
+            self._settle()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -134,6 +134,9 @@ class _Turn:
     items: list[JsonDict] = field(default_factory=list)
     open_message: str | None = None
     chorus_turn: str | None = None
+    #: The body ended a prompt its turn goes on after (``continues``): the next
+    #: prompt's events, whatever their turn id, are this turn's.
+    continuing: bool = False
 
 
 #: ``sandboxPolicy.type`` (a turn's override) -> the sandbox mode.
@@ -187,7 +190,9 @@ class CodexThread:
         if turn is None:
             return []
         frames = self._render(event, turn)
-        if isinstance(event, TurnCompleted | TurnFailed) and is_turn_end(event):
+        if isinstance(event, TurnCompleted | TurnFailed) and not is_turn_end(event):
+            turn.continuing = True
+        elif isinstance(event, TurnCompleted | TurnFailed):
             frames += self._finish(event, turn)
         return frames
 
@@ -195,6 +200,9 @@ class CodexThread:
         if event.turn_id is None:
             return None
         if self.current is not None and self.current.chorus_turn == event.turn_id:
+            return self.current
+        if self.current is not None and self.current.continuing:
+            self.current.chorus_turn, self.current.continuing = event.turn_id, False
             return self.current
         if not self.waiting:
             return None  # a turn nobody here started (another client's)

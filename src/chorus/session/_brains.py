@@ -126,10 +126,9 @@ class BrainAsks:
         self, gate: PolicyGate | None, ask: PermissionAsk, answer: PermissionAnswer
     ) -> PermissionAnswer:
         """``answer`` (the policy's), or the first reviewer's deny of a call it allowed."""
-        if answer.decision != "allow" or not self._reviewers:
-            return answer
-        if ask.call_id is not None and ask.call_id in self._flagged:
-            self._flagged.discard(ask.call_id)
+        flagged = ask.call_id in self._flagged
+        self._flagged.discard(ask.call_id or "")
+        if answer.decision != "allow" or not self._reviewers or flagged:
             return answer
         timeout = gate.engine.policy.ask.timeout_s if gate is not None else REVIEW_TIMEOUT_S
         said = await self._reviewed(self._reviewers[0], ask, timeout)
