@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from openai_codex.generated.v2_all import McpServerStatus
 
-from chorus.fronts._mcp import McpReport
+from chorus.fronts import McpReport
 
 GIVEN = {
     "probe": {"type": "stdio", "command": "probe-server", "args": ["--stdio"]},

@@ -8,15 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from chorus.fronts._rules import (
-    ClaudeRules,
-    CodexRules,
-    Roots,
-    claude_input,
-    claude_tool,
-    shell_reach,
-    unwrap_shell,
-)
+from chorus.fronts import ClaudeRules, CodexRules, Roots
+from chorus.fronts._rules import claude_input, claude_tool, shell_reach, unwrap_shell
 
 #: Commands Claude Code asked about in ``default`` mode (the rest it ran unasked).
 ASKED_IN_DEFAULT = {

@@ -2,10 +2,12 @@
 protocol on stdio, so a Claude Agent SDK program (``cli_path``) or Zed's
 ``claude-code-acp`` (``CLAUDE_CODE_EXECUTABLE``) drives any Chorus body.
 
-Three parts: :func:`parse_argv` (the command line Claude Code accepts, sans-I/O),
-:class:`ClaudeCodec` (stdin frames -> :class:`Step` s for the loop, canonical events
--> stream-json frames, sans-I/O) and :class:`ClaudeFront` (the thin loop: stdin,
-the :class:`Link` to the daemon, stdout).
+Three parts: :func:`parse_argv` (the command line Claude Code accepts, sans-I/O,
+in ``_claude_argv``), :class:`ClaudeCodec` (stdin frames -> :class:`Step` s for the
+loop, canonical events -> stream-json frames, Claude Code's permission rules, sans-I/O)
+and :class:`ClaudeFront` (the thin loop: stdin, the :class:`Link` to the daemon,
+stdout, and the program's callbacks: ``can_use_tool`` where Claude Code would ask
+it, hooks where Claude Code would run them).
 """
 
 from __future__ import annotations
