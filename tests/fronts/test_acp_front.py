@@ -38,10 +38,11 @@ pytestmark = pytest.mark.e2e
 class Recorder:
     """An ACP client that records every ``session/update`` and answers permission asks."""
 
-    def __init__(self, allow: bool = True) -> None:
+    def __init__(self, allow: bool = True, refuse: str = "keep") -> None:
         self.updates: list[Any] = []
         self.asked: list[schema.RequestPermissionRequest] = []
         self.allow = allow
+        self.refuse = refuse
         self.first_chunk = asyncio.Event()
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
@@ -53,8 +54,8 @@ class Recorder:
         self, options: list[Any], session_id: str, tool_call: Any, **_: Any
     ) -> schema.RequestPermissionResponse:
         self.asked.append(tool_call)
-        keep = "keep" in str(tool_call.raw_input)
-        chosen = "allow" if self.allow and not keep else "reject"
+        refused = self.refuse in str(tool_call.raw_input)
+        chosen = "allow" if self.allow and not refused else "reject"
         return schema.RequestPermissionResponse(
             outcome=schema.AllowedOutcome(outcome="selected", option_id=chosen)
         )
@@ -90,12 +91,16 @@ async def test_session_new_mcp_servers_reach_a_claude_body(front_home: FrontHome
     script.write_text(Path(__file__).with_name("probe_mcp.py").read_text())
     front_home.server.script([text("ok")])
     probe = schema.McpServerStdio(name="probe", command=sys.executable, args=[str(script)], env=[])
+    remote = schema.HttpMcpServer(
+        name="remote", url="http://127.0.0.1:9/mcp", headers=[], type="http"
+    )
     client = Recorder()
     async with acp.spawn_agent_process(
         client, *front_home.chorus, "acp", "--body", "claude", env=front_home.env, cwd=work
     ) as (conn, _process):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
-        new = await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[probe]), 120)
+        servers = [probe, remote]
+        new = await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=servers), 120)
         done = await asyncio.wait_for(
             conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hello")]), 120
         )
@@ -103,6 +108,7 @@ async def test_session_new_mcp_servers_reach_a_claude_body(front_home: FrontHome
     sent = json.dumps(front_home.server.turn_requests()[0].body)
     assert "mcp__probe__lookup_code" in sent
     assert "mcp__chorus__memory_write" in sent  # Chorus's own beside it
+    assert "MCP server 'remote' (http) not passed" in client.message()  # said, not dropped
 
 
 @pytest.mark.parametrize("body", ["claude", "codex"])
@@ -209,11 +215,44 @@ async def test_the_client_answers_permission_requests(front_home: FrontHome, bod
     assert done.stop_reason == "end_turn"
     assert [call.kind for call in client.asked] == ["execute", "execute"]
     assert "rm -rf keep" in str(client.asked[0].raw_input)
+    starts = {u.tool_call_id for u in client.updates if u.session_update == "tool_call"}
+    assert {call.tool_call_id for call in client.asked} <= starts  # a flag: the call's own id
     assert (front_home.work / "keep" / "file.txt").exists()
     assert not (front_home.work / "junk").exists()
     audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
     assert [a["decision"] for a in audit if a["source"] == "brain"] == ["deny", "allow"]
     assert client.message().endswith("kept one, removed one")
+
+
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+async def test_the_client_is_asked_where_its_mode_asks(front_home: FrontHome, body: str) -> None:
+    """Default mode, default policy: the client is asked about the shell commands that
+    write (not about ``ls``), on every body; its reject stops the call."""
+    front_home.server.script(
+        [shell("ls"), shell("echo one > one.txt"), shell("echo two > two.txt"), text("done")]
+    )
+    client = Recorder(refuse="two")
+    async with acp.spawn_agent_process(
+        client, *front_home.chorus, "acp", "--body", body, env=front_home.env, cwd=front_home.work
+    ) as (conn, _process):
+        new = await _start(conn, front_home.work)
+        assert new.modes is not None
+        assert new.modes.current_mode_id == "default"
+        done = await asyncio.wait_for(
+            conn.prompt(session_id=new.session_id, prompt=[acp.text_block("write")]), 180
+        )
+    assert done.stop_reason == "end_turn"
+    asked = [str(call.raw_input) for call in client.asked]
+    assert len(asked) == 2
+    assert "echo one > one.txt" in asked[0]
+    assert "echo two > two.txt" in asked[1]
+    starts = {
+        u.tool_call_id: str(u.raw_input) for u in client.updates if u.session_update == "tool_call"
+    }
+    for call in client.asked:  # asked by the id of the tool call it is about
+        assert "echo" in starts[call.tool_call_id]
+    assert (front_home.work / "one.txt").read_text().strip() == "one"
+    assert not (front_home.work / "two.txt").exists()
 
 
 async def test_unknown_session_and_option_are_json_rpc_errors(front_home: FrontHome) -> None:
@@ -245,6 +284,8 @@ async def test_unknown_session_and_option_are_json_rpc_errors(front_home: FrontH
         with pytest.raises(acp.RequestError) as raised:
             await conn.new_session(cwd=str(front_home.work), mcp_servers=[])
         assert "nosuch" in str(raised.value.data)
+        assert "nosuch" in str(raised.value)  # the message names the cause
+        assert raised.value.code == -32602  # the request's fault, not Chorus's
         await conn.load_session(cwd=str(front_home.work), session_id=new.session_id)
         done = await conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hi")])
         assert done.stop_reason == "end_turn"

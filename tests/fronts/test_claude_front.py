@@ -15,6 +15,7 @@ from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    HookMatcher,
     PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
@@ -29,9 +30,9 @@ from claude_agent_sdk import (
 
 from chorus.events import CompatibilityWarning, Notice, ToolCall, TurnCompleted, TurnFailed
 from chorus.fronts import ClaudeCodec, parse_argv
-from chorus.fronts._claude import UsageError
+from chorus.fronts._claude_argv import UsageError
 from chorus.policy import AuditLog
-from chorus.testing import shell, slow_text, text
+from chorus.testing import shell, slow_text, text, tool_call
 
 if TYPE_CHECKING:
     from conftest import FrontHome
@@ -139,7 +140,12 @@ async def test_can_use_tool_denies_one_call_and_allows_another(
 ) -> None:
     front_home.asks_go_to_the_client()
     front_home.server.script(
-        [shell("rm -rf keep"), shell("rm -rf junk"), text("kept one, removed one")]
+        [
+            shell("rm -rf keep"),
+            shell("rm -rf junk"),
+            text("kept one, removed one"),
+            text("heard why"),  # Gemini: the denial's follow-up prompt, in the same turn
+        ]
     )
     asked: list[tuple[str, dict[str, Any]]] = []
 
@@ -155,7 +161,10 @@ async def test_can_use_tool_denies_one_call_and_allows_another(
         messages = [m async for m in client.receive_response()]
     done = messages[-1]
     assert isinstance(done, ResultMessage)
-    assert done.result == "kept one, removed one"
+    assert done.result == ("heard why" if body == "gemini" else "kept one, removed one")
+    assert sum(isinstance(m, ResultMessage) for m in messages) == 1
+    inits = [m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init"]
+    assert len(inits) == 1  # the follow-up is the same turn for the program
     assert [tool for tool, _ in asked] == ["Bash", "Bash"]
     assert (front_home.work / "keep" / "file.txt").exists()  # denied by the SDK callback
     assert not (front_home.work / "junk").exists()  # allowed by the SDK callback
@@ -165,6 +174,181 @@ async def test_can_use_tool_denies_one_call_and_allows_another(
     events = await front_home.log(done.session_id)
     notes = [e.message for e in events if isinstance(e, Notice) and e.kind == "brain"]
     assert any("keep stays" in n for n in notes)
+
+
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+async def test_can_use_tool_is_asked_where_claude_code_asks(
+    front_home: FrontHome, body: str
+) -> None:
+    """Default mode, default policy: Claude Code asks about a shell command that writes,
+    not about ``ls``; so does ``chorus-claude`` on every body. The program's deny
+    stops the call and its message reaches the model; a call the policy denies never
+    reaches the program (its allow could not override it)."""
+    front_home.server.script(
+        [
+            shell("ls"),
+            shell("echo one > one.txt"),
+            shell("echo two > two.txt"),
+            shell("echo leak > .env"),
+            text("done"),
+            text("told"),  # Gemini: the denial's follow-up prompt, in the same turn
+        ]
+    )
+    asked: list[tuple[str, str, str]] = []
+
+    async def decide(tool: str, given: dict[str, Any], context: Any) -> Any:
+        asked.append((tool, str(given.get("command")), context.tool_use_id))
+        if "two" in str(given.get("command")):
+            return PermissionResultDeny(message="TWO-IS-OFF-LIMITS for this program")
+        return PermissionResultAllow()
+
+    options = _options(front_home, body, can_use_tool=decide)
+    async with ClaudeSDKClient(options) as client:
+        await client.query("write some files")
+        messages = [m async for m in client.receive_response()]
+    done = messages[-1]
+    assert isinstance(done, ResultMessage)
+    assert done.result == ("told" if body == "gemini" else "done")  # the follow-up is in
+    assert [(tool, command) for tool, command, _ in asked] == [
+        ("Bash", "echo one > one.txt"),
+        ("Bash", "echo two > two.txt"),
+    ]
+    work = front_home.work
+    assert (work / "one.txt").read_text().strip() == "one"
+    assert not (work / "two.txt").exists()
+    assert not (work / ".env").exists()
+    uses = [b for m in messages if isinstance(m, AssistantMessage) for b in m.content]
+    use_ids = [b.id for b in uses if isinstance(b, ToolUseBlock)]
+    assert [ids for _, _, ids in asked] == [i for i in use_ids if i in {a[2] for a in asked}]
+    denied = [d["tool_input"]["command"] for d in done.permission_denials or []]
+    assert denied.count("echo two > two.txt") == 1
+    sent = [json.dumps(r.body) for r in front_home.server.requests]
+    assert any("TWO-IS-OFF-LIMITS for this program" in body for body in sent)
+    audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
+    reviews = [a for a in audit if a.get("rule") == "brain_review"]
+    assert [(a["decision"], a["source"]) for a in reviews] == [("deny", "brain")]
+
+
+class HookLog:
+    """The program's hooks: what each saw, and what it answers."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    async def pre(self, given: dict[str, Any], tool_use_id: Any, _ctx: Any) -> dict[str, Any]:
+        command = str(given["tool_input"].get("command"))
+        self.seen.append(("PreToolUse", command))
+        if command == "ls":
+            return _decision("deny", "LS-DENIED by the program's hook")
+        if "three" in command:
+            return _decision("deny", "THREE-BLOCKED by the program's hook")
+        return _decision("allow", "two is fine") if "two" in command else {}
+
+    async def post(self, given: dict[str, Any], tool_use_id: Any, _ctx: Any) -> dict[str, Any]:
+        command = str(given["tool_input"].get("command"))
+        self.seen.append(("PostToolUse", command))
+        if "two" not in command:
+            return {}
+        context = {"hookEventName": "PostToolUse", "additionalContext": "POST-CONTEXT-77"}
+        return {"hookSpecificOutput": context}
+
+    async def prompt(self, given: dict[str, Any], tool_use_id: Any, _ctx: Any) -> dict[str, Any]:
+        self.seen.append(("UserPromptSubmit", given["prompt"]))
+        context = {"hookEventName": "UserPromptSubmit", "additionalContext": "PROMPT-CONTEXT-55"}
+        return {"hookSpecificOutput": context}
+
+    async def stop(self, given: dict[str, Any], tool_use_id: Any, _ctx: Any) -> dict[str, Any]:
+        self.seen.append(("Stop", str(given["stop_hook_active"])))
+        if given["stop_hook_active"]:
+            return {}
+        return {"decision": "block", "reason": "STOP-SAYS-CONTINUE-88"}
+
+
+def _decision(permission: str, reason: str) -> dict[str, Any]:
+    specific = {"hookEventName": "PreToolUse", "permissionDecision": permission}
+    return {"hookSpecificOutput": specific | {"permissionDecisionReason": reason}}
+
+
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+async def test_hooks_run_through_chorus_on_every_body(front_home: FrontHome, body: str) -> None:
+    """``PreToolUse`` decides before ``can_use_tool`` (deny, allow), ``PostToolUse``
+    sees each result, ``UserPromptSubmit`` adds context to the prompt, ``Stop`` sends
+    the turn on with its reason: one result for the program."""
+    front_home.server.script(
+        [
+            shell("ls"),
+            shell("echo one > one.txt"),
+            shell("echo two > two.txt"),
+            shell("echo three > three.txt"),
+            text("first end"),
+            *([text("told")] if body == "gemini" else []),  # the denial's follow-up
+            text("after the stop hook"),
+        ]
+    )
+    hooks = HookLog()
+    asked: list[str] = []
+
+    async def decide(tool: str, given: dict[str, Any], _context: Any) -> Any:
+        asked.append(str(given.get("command")))
+        return PermissionResultAllow()
+
+    options = _options(
+        front_home,
+        body,
+        can_use_tool=decide,
+        hooks={
+            "PreToolUse": [HookMatcher(matcher="Bash", hooks=[hooks.pre])],
+            "PostToolUse": [HookMatcher(matcher="Bash|Write", hooks=[hooks.post])],
+            "UserPromptSubmit": [HookMatcher(hooks=[hooks.prompt])],
+            "Stop": [HookMatcher(hooks=[hooks.stop])],
+        },
+    )
+    async with ClaudeSDKClient(options) as client:
+        await client.query("write three files")
+        messages = [m async for m in client.receive_response()]
+    results = [m for m in messages if isinstance(m, ResultMessage)]
+    assert len(results) == 1
+    work = front_home.work
+    assert (work / "one.txt").exists()
+    assert (work / "two.txt").exists()
+    assert not (work / "three.txt").exists()
+    assert asked == ["echo one > one.txt"]  # two: the hook allowed it; three: denied
+    pre = [command for event, command in hooks.seen if event == "PreToolUse"]
+    assert "ls" in pre  # before it ran, or (its CLI ran it unasked) when it had run
+    assert [c for c in pre if c != "ls"] == [
+        "echo one > one.txt",
+        "echo two > two.txt",
+        "echo three > three.txt",
+    ]
+    post = [command for event, command in hooks.seen if event == "PostToolUse"]
+    assert [c for c in post if c != "ls"] == ["echo one > one.txt", "echo two > two.txt"]
+    # ls: denied where the body asked Chorus, else said aloud (its CLI ran it unasked)
+    warned = [
+        m.data["message"]
+        for m in messages
+        if isinstance(m, SystemMessage) and m.subtype == "chorus_warning"
+    ]
+    told = any("LS-DENIED" in json.dumps(r.body) for r in front_home.server.requests)
+    assert told != any("PreToolUse hook denied Bash" in w for w in warned)
+    assert ("ls" in post) != told  # a call that ran has its PostToolUse
+    assert hooks.seen[0] == ("UserPromptSubmit", "write three files")
+    assert [c for e, c in hooks.seen if e == "Stop"] == ["False", "True"]
+    assert "PROMPT-CONTEXT-55" in json.dumps(front_home.server.turn_requests()[0].body)
+    sent = [json.dumps(r.body) for r in front_home.server.requests]
+    assert any("THREE-BLOCKED by the program's hook" in b for b in sent)
+    assert any("STOP-SAYS-CONTINUE-88" in b for b in sent)
+    assert any("POST-CONTEXT-77" in b for b in sent)  # steered, or with the next prompt
+    assert results[0].result == "after the stop hook"
+
+
+async def test_hooks_chorus_cannot_run_are_refused_at_initialize(front_home: FrontHome) -> None:
+    async def note(given: dict[str, Any], tool_use_id: Any, _ctx: Any) -> dict[str, Any]:
+        return {}
+
+    options = _options(front_home, "codex", hooks={"Notification": [HookMatcher(hooks=[note])]})
+    with pytest.raises(Exception, match="cannot run Notification hooks"):
+        async with ClaudeSDKClient(options) as client:
+            await client.query("hello")
 
 
 async def test_resume_reopens_the_chorus_session(front_home: FrontHome) -> None:
@@ -201,6 +385,14 @@ def _probe(home: FrontHome) -> dict[str, Any]:
     script = home.work / "probe_mcp.py"
     script.write_text(PROBE_SERVER.read_text())
     return {"type": "stdio", "command": sys.executable, "args": [str(script)]}
+
+
+#: Each CLI's name for the probe server's tool (Codex: a deferred namespace).
+MCP_CALLS = {
+    "claude": tool_call("mcp__probe__lookup_code", {"name": "apple"}),
+    "gemini": tool_call("mcp_probe_lookup_code", {"name": "apple"}),
+    "codex": tool_call("lookup_code", {"name": "apple"}, namespace="mcp__probe"),
+}
 
 
 def _in_process() -> Any:
@@ -241,6 +433,40 @@ async def test_system_prompt_and_mcp_servers_reach_a_gemini_body(front_home: Fro
     assert not done.is_error
     logged = await front_home.log(done.session_id)
     assert sum(isinstance(e, CompatibilityWarning) for e in logged) == 2
+
+
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+async def test_mcp_servers_reach_every_body_and_are_reported(
+    front_home: FrontHome, body: str
+) -> None:
+    """``mcp_servers=``: the stdio server reaches the body (its tool is in the model's
+    request), the others are refused with a visible warning; ``system/init`` and
+    ``get_mcp_status()`` list them all (a Claude body's own report where it has one)."""
+    (front_home.home / "policy.toml").write_text(
+        'version = 1\n[mcp]\nallowed_servers = ["probe"]\n'
+    )
+    front_home.server.script([MCP_CALLS[body], text("ok")])
+    remote = {"type": "http", "url": "http://127.0.0.1:9/mcp"}
+    servers = {"probe": _probe(front_home), "inproc": _in_process(), "remote": remote}
+    options = _options(front_home, body, mcp_servers=servers, allowed_tools=["mcp__probe"])
+    async with ClaudeSDKClient(options) as client:
+        await client.query("hello")
+        messages = [m async for m in client.receive_response()]
+        status = await client.get_mcp_status()
+    init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
+    listed = {s["name"]: s["status"] for s in init.data["mcp_servers"]}
+    assert listed["inproc"] == listed["remote"] == "failed"
+    assert listed["probe"] in {"connected", "pending"}
+    reported = {s["name"]: s for s in status["mcpServers"]}
+    assert reported["probe"]["status"] == ("connected" if body == "claude" else "pending")
+    assert "stdio" in reported["remote"]["error"]  # type: ignore[typeddict-item]
+    warnings = [m.data for m in messages if isinstance(m, SystemMessage)]
+    refused = [w["message"] for w in warnings if w.get("subtype") == "chorus_warning"]
+    assert any("'inproc' (sdk) not passed" in w for w in refused)
+    assert any("'remote' (http) not passed" in w for w in refused)
+    assert not any("mcp_status" in w for w in refused)  # the front answers it itself
+    sent = json.dumps(front_home.server.turn_requests()[1].body)
+    assert "probe code of apple: 4417" in sent  # the client's server ran, in the body
 
 
 async def test_an_appended_system_prompt_reaches_a_codex_body_quietly(

@@ -14,7 +14,9 @@ import pytest
 from openai_codex import Codex, CodexConfig, InvalidParamsError, MethodNotFoundError, Sandbox
 from openai_codex.client import CodexClient
 from openai_codex.generated.v2_all import (
+    ConfigWarningNotification,
     ItemCompletedNotification,
+    ListMcpServerStatusResponse,
     ThreadStartResponse,
     TurnCompletedNotification,
     TurnStartResponse,
@@ -25,7 +27,7 @@ from chorus.events import Steer, TextDelta, ToolCall, ToolResult, TurnCompleted,
 from chorus.fronts import CodexCodec, parse_codex_argv
 from chorus.fronts._codex import CodexArgs, UsageError
 from chorus.policy import AuditLog
-from chorus.testing import shell, slow_text, text
+from chorus.testing import shell, slow_text, text, tool_call
 
 if TYPE_CHECKING:
     from conftest import FrontHome
@@ -168,6 +170,80 @@ def test_approval_requests_reach_the_low_level_client(front_home: FrontHome) -> 
     assert not (front_home.work / "junk").exists()
     audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
     assert [a["decision"] for a in audit if a["source"] == "brain"] == ["deny", "allow"]
+
+
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+def test_approvals_are_asked_where_codex_asks(front_home: FrontHome, body: str) -> None:
+    """``approvalPolicy: untrusted``, default policy: ``codex app-server`` asks about a
+    command unless it only reads; so does the Codex front, on every body."""
+    front_home.server.script(
+        [
+            shell("ls"),
+            shell("echo one > one.txt"),
+            shell("echo two > two.txt"),
+            text("done"),
+            *([text("heard why")] if body == "gemini" else []),  # the denial's follow-up
+        ]
+    )
+    asked: list[dict[str, Any]] = []
+
+    def decide(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        asked.append(params or {})
+        return {"decision": "decline" if "two" in str(params) else "accept"}
+
+    with CodexClient(_config(front_home, body), approval_handler=decide) as client:
+        client.initialize()
+        thread = client.thread_start({"cwd": str(front_home.work), "approvalPolicy": "untrusted"})
+        turn = client.turn_start(thread.thread.id, "write")
+        done = client.wait_for_turn_completed(turn.turn.id)
+    assert done.turn.status == TurnStatus.completed
+    # Gemini's denial follow-up is part of the turn: it ends after that request
+    assert len(front_home.server.turn_requests()) == (5 if body == "gemini" else 4)
+    assert [params["command"] for params in asked] == ["echo one > one.txt", "echo two > two.txt"]
+    assert (front_home.work / "one.txt").read_text().strip() == "one"
+    assert not (front_home.work / "two.txt").exists()
+
+
+def test_thread_mcp_servers_reach_the_body_and_are_listed(front_home: FrontHome) -> None:
+    """``config.mcp_servers``: the stdio server runs in a Claude body (its tool's result
+    reaches the model), a URL one is refused with a ``configWarning``, and
+    ``mcpServerStatus/list`` answers for both."""
+    work = front_home.work
+    (front_home.home / "policy.toml").write_text(
+        'version = 1\n[mcp]\nallowed_servers = ["probe"]\n'
+    )
+    script = work / "probe_mcp.py"
+    script.write_text(Path(__file__).with_name("probe_mcp.py").read_text())
+    front_home.server.script(
+        [tool_call("mcp__probe__lookup_code", {"name": "apple"}), text("looked it up")]
+    )
+    servers = {
+        "probe": {"command": sys.executable, "args": [str(script)]},
+        "remote": {"url": "http://127.0.0.1:9/mcp"},
+    }
+    with CodexClient(_config(front_home, "claude")) as client:
+        client.initialize()
+        params = {"cwd": str(work), "sandbox": "danger-full-access"}
+        thread = client.thread_start({**params, "config": {"mcp_servers": servers}})
+        turn = client.turn_start(thread.thread.id, "look it up")
+        done = client.wait_for_turn_completed(turn.turn.id)
+        listed = client.request(
+            "mcpServerStatus/list",
+            {"threadId": thread.thread.id},
+            response_model=ListMcpServerStatusResponse,
+        )
+        warnings = []
+        while not warnings:
+            note = client.next_notification()
+            if isinstance(note.payload, ConfigWarningNotification):
+                warnings.append(note.payload.summary)
+    assert done.turn.status == TurnStatus.completed
+    assert "probe code of apple: 4417" in json.dumps(front_home.server.turn_requests()[1].body)
+    status = {entry.name: entry for entry in listed.data}
+    assert set(status) == {"probe", "remote"}
+    assert status["remote"].tools_error is not None
+    assert "stdio" in status["remote"].tools_error
+    assert "'remote'" in warnings[0]
 
 
 def test_low_level_client_errors_keep_the_server_serving(front_home: FrontHome) -> None:

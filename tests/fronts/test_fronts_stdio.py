@@ -132,6 +132,7 @@ async def test_an_unreachable_daemon_is_a_json_rpc_error_for_acp(
         with pytest.raises(acp.RequestError) as raised:
             await asyncio.wait_for(conn.new_session(cwd=str(tmp_path), mcp_servers=[]), 90)
     assert "could not start" in str(raised.value.data)
+    assert "could not start" in str(raised.value)  # in the message an editor shows
 
 
 def test_bad_command_lines_exit_2(tmp_path: Path) -> None:

@@ -46,6 +46,9 @@ class InitializeRequest(_Request):
     last_seq: int | None = None
     #: The brain answers ``can_use_tool`` requests (permission asks) on this link.
     can_use_tool: bool = False
+    #: ... and reviews every call the policy allows (``can_use_tool`` requests with
+    #: ``review``): a front whose client's own CLI asks about them; its deny denies.
+    review_calls: bool = False
     #: For a body this initialize starts: a system prompt in place of the CLI's own
     #: (where the body can take one; elsewhere it is added, with a warning event) ...
     system_prompt: str | None = None
@@ -126,6 +129,10 @@ class CanUseToolRequest(_Request):
     reason: str
     default: Literal["allow", "deny"]
     expires: float
+    #: The tool call's own id (as its ``tool_call`` event has it), when the body gave one.
+    call_id: str | None = None
+    #: A review of a call the policy allowed (no flag: ``flag_id`` is the review's id).
+    review: bool = False
 
 
 class RequestBody(_Request):

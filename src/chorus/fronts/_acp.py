@@ -20,6 +20,7 @@ from acp import schema
 
 from chorus.events import (
     CanUseToolRequest,
+    CompatibilityWarning,
     Event,
     FileChange,
     JsonDict,
@@ -35,7 +36,8 @@ from chorus.events import (
     TurnFailed,
 )
 from chorus.fronts._front import Front
-from chorus.fronts._link import Link, LinkError, seconds_left, verdict
+from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
+from chorus.fronts._rules import ClaudeRules, Roots, claude_input, claude_tool
 from chorus.gateway import ResponseError
 
 AGENT_NAME = "chorus"
@@ -46,6 +48,10 @@ MODE_NAMES = {
     "bypassPermissions": "Bypass permissions",
 }
 MODEL_OPTION = "model"
+#: UCP error codes of a start the request itself made fail (JSON-RPC invalid params).
+CLIENT_FAULTS = frozenset(
+    {"invalid_request", "unknown_body", "session_not_found", "policy_denied", "session_ended"}
+)
 
 #: Chorus's normalized tool name -> ACP tool kind.
 TOOL_KINDS: dict[str, schema.ToolKind] = {
@@ -119,6 +125,8 @@ class AcpRenderer:
             case FileChange() if event.call_id:
                 location = schema.ToolCallLocation(path=event.path)
                 return [acp.update_tool_call(event.call_id, locations=[location])]
+            case CompatibilityWarning():  # what Chorus could not honour, said aloud
+                return [acp.update_agent_message_text(f"[Chorus] {event.message}\n")]
             case Plan():
                 return [
                     acp.update_plan(
@@ -188,11 +196,12 @@ ALLOWING = frozenset({"allow", "allow_always"})
 
 
 def permission_tool_call(ask: CanUseToolRequest) -> schema.ToolCallUpdate:
-    """The tool call a ``session/request_permission`` is about."""
+    """The tool call a ``session/request_permission`` is about: by its own id, the one
+    its ``tool_call`` update carries."""
     command = ask.input.get("command")
     title = str(command) if isinstance(command, str) else ask.native_tool
     return schema.ToolCallUpdate(
-        tool_call_id=ask.flag_id,
+        tool_call_id=ask.call_id or ask.flag_id,
         title=title,
         kind=TOOL_KINDS.get(ask.tool_name, "other"),
         status="pending",
@@ -208,6 +217,25 @@ def permission_verdict(answer: schema.RequestPermissionResponse) -> JsonDict:
     return verdict(False, "the ACP client rejected the tool call")
 
 
+def always_allowed(answer: schema.RequestPermissionResponse) -> bool:
+    outcome = answer.outcome
+    return isinstance(outcome, schema.AllowedOutcome) and outcome.option_id == "allow_always"
+
+
+def rule_verdict(rules: ClaudeRules, ask: CanUseToolRequest) -> JsonDict | None:
+    """A review the session's mode settles without the client (None: ask it). The
+    modes are Claude Code's, and so is where they ask."""
+    if not ask.review:
+        return None  # Chorus's policy asks: the client answers
+    tool = claude_tool(ask.tool_name, ask.native_tool)
+    base = ask.input.get("cwd")
+    given = claude_input(tool, ask.input)
+    rule = rules.decide(tool, given, base if isinstance(base, str) else None)
+    if rule.decision == "ask":
+        return None
+    return verdict(rule.decision == "allow", rule.reason or None)
+
+
 def stop_reason(end: TurnCompleted | TurnFailed, *, cancelled: bool) -> schema.StopReason:
     """The prompt's stop reason (ACP: ``cancelled`` once the client cancelled); a
     failed turn that nobody cancelled is an error."""
@@ -220,6 +248,17 @@ def stop_reason(end: TurnCompleted | TurnFailed, *, cancelled: bool) -> schema.S
     if end.error.code == "interrupted":
         return "cancelled"
     raise acp.RequestError.internal_error({"message": end.error.message, "code": end.error.code})
+
+
+def start_error(exc: LinkError | ResponseError) -> acp.RequestError:
+    """A session that could not start, its cause in the message (an editor shows the
+    message, rarely ``data``): the daemon out of reach is an internal error, a
+    refused start (an unknown body, a folder not allowed) the request's fault."""
+    if isinstance(exc, ResponseError):
+        message = f"Chorus could not start the session: {exc.message}"
+        code = -32602 if exc.code in CLIENT_FAULTS else -32603
+        return acp.RequestError(code, message, {"message": exc.message, "code": exc.code})
+    return acp.RequestError(-32603, f"Chorus is out of reach: {exc}", {"message": str(exc)})
 
 
 def modes(current: str) -> schema.SessionModeState:
@@ -259,6 +298,7 @@ def prompt_text(blocks: list[Any]) -> str:
 class _Session:
     link: Link
     stack: contextlib.AsyncExitStack
+    rules: ClaudeRules
     renderer: AcpRenderer = field(default_factory=AcpRenderer)
     cancelled: bool = False
 
@@ -316,7 +356,7 @@ class AcpFront(Front):
         self, cwd: str, mcp_servers: list[Any] | None = None, **_: Any
     ) -> schema.NewSessionResponse:
         fields = {"body": self.body, "model": self.model, "cwd": cwd}
-        session = await self._open(**fields, mcp_servers=ucp_servers(mcp_servers))
+        session = await self._open(cwd, **fields, mcp_servers=ucp_servers(mcp_servers))
         return schema.NewSessionResponse(
             session_id=session.link.session_id,
             modes=modes(session.mode),
@@ -325,7 +365,7 @@ class AcpFront(Front):
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> schema.LoadSessionResponse:
         """Re-open a Chorus session; its conversation is replayed as updates first."""
-        session = await self._open(resume=session_id)
+        session = await self._open(cwd, resume=session_id)
         assert self._client is not None
         async for event in session.link.history():
             for update in session.renderer.history(event):
@@ -335,29 +375,37 @@ class AcpFront(Front):
             config_options=[model_option(session.model, str(session.link.info.get("body")))],
         )
 
-    async def _open(self, **fields: Any) -> _Session:
+    async def _open(self, folder: str, **fields: Any) -> _Session:
+        """One daemon link for one ACP session: it reviews every call the policy allows
+        (the session's mode says which the client is asked about) and takes the
+        policy's own asks."""
         stack = contextlib.AsyncExitStack()
-        box: list[Link] = []
+        box: list[_Session] = []
 
         async def ask(request: CanUseToolRequest) -> JsonDict:
-            return await self._ask(box[0].session_id, request)
+            return await self._ask(box[0], request)
 
         try:
             link = await stack.enter_async_context(Link.connect(ask))
-            box.append(link)
-            await link.open(**fields)
+            await link.open(**fields, review_calls=True)
         except (LinkError, ResponseError) as exc:
             await stack.aclose()
-            raise acp.RequestError.internal_error({"message": str(exc)}) from exc
-        session = _Session(link, stack)
+            raise start_error(exc) from exc
+        session = _Session(link, stack, ClaudeRules(Roots(folder)))
+        session.rules.mode = session.mode
+        box.append(session)
         self.sessions[link.session_id] = session
         return session
 
-    async def _ask(self, session_id: str, ask: CanUseToolRequest) -> JsonDict:
-        """Put a policy ask to the ACP client as ``session/request_permission``."""
+    async def _ask(self, session: _Session, ask: CanUseToolRequest) -> JsonDict:
+        """Put a call to the ACP client as ``session/request_permission`` where the
+        session's mode asks (every policy ask included)."""
+        settled = rule_verdict(session.rules, ask)
+        if settled is not None:
+            return settled
         assert self._client is not None
         request = self._client.request_permission(
-            session_id=session_id,
+            session_id=session.link.session_id,
             tool_call=permission_tool_call(ask),
             options=list(PERMISSION_OPTIONS),
         )
@@ -365,6 +413,9 @@ class AcpFront(Front):
             answer = await asyncio.wait_for(request, seconds_left(ask))
         except TimeoutError:
             return verdict(ask.default == "allow", "the ACP client did not answer in time")
+        if always_allowed(answer):
+            tool = claude_tool(ask.tool_name, ask.native_tool)
+            session.rules.allow_always(tool, claude_input(tool, ask.input))
         return permission_verdict(answer)
 
     def _session(self, session_id: str) -> _Session:
@@ -382,7 +433,7 @@ class AcpFront(Front):
         await session.link.user(text)
         async for event in session.link.turn():
             await self._show(session_id, session, event)
-            if isinstance(event, TurnCompleted | TurnFailed):
+            if isinstance(event, TurnCompleted | TurnFailed) and is_turn_end(event):
                 reason = stop_reason(event, cancelled=session.cancelled)
                 return schema.PromptResponse(stop_reason=reason)
         raise acp.RequestError.internal_error({"message": "the Chorus session closed"})
@@ -406,6 +457,7 @@ class AcpFront(Front):
         session = self._session(session_id)
         answer = await self._control(session, "set_permission_mode", mode=mode_id)
         session.link.info["permission_mode"] = answer.get("mode", mode_id)
+        session.rules.mode = session.mode
         return schema.SetSessionModeResponse()
 
     async def set_config_option(

@@ -2,10 +2,12 @@
 protocol on stdio, so a Claude Agent SDK program (``cli_path``) or Zed's
 ``claude-code-acp`` (``CLAUDE_CODE_EXECUTABLE``) drives any Chorus body.
 
-Three parts: :func:`parse_argv` (the command line Claude Code accepts, sans-I/O),
-:class:`ClaudeCodec` (stdin frames -> :class:`Step` s for the loop, canonical events
--> stream-json frames, sans-I/O) and :class:`ClaudeFront` (the thin loop: stdin,
-the :class:`Link` to the daemon, stdout).
+Three parts: :func:`parse_argv` (the command line Claude Code accepts, sans-I/O,
+in ``_claude_argv``), :class:`ClaudeCodec` (stdin frames -> :class:`Step` s for the
+loop, canonical events -> stream-json frames, Claude Code's permission rules, sans-I/O)
+and :class:`ClaudeFront` (the thin loop: stdin, the :class:`Link` to the daemon,
+stdout, and the program's callbacks: ``can_use_tool`` where Claude Code would ask
+it, hooks where Claude Code would run them).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from chorus.events import (
@@ -36,147 +37,19 @@ from chorus.events import (
     TurnFailed,
     Usage,
 )
+from chorus.fronts._claude_argv import ClaudeArgs, UsageError, parse_argv
 from chorus.fronts._front import StdioFront, run_front, write_line
-from chorus.fronts._link import Link, LinkError, seconds_left, verdict
+from chorus.fronts._hooks import HookError, Hooks, Outcome, Permission, callback_frame
+from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
+from chorus.fronts._mcp import McpReport
+from chorus.fronts._rules import ClaudeRules, claude_input, claude_tool
 from chorus.gateway import ResponseError
 
 #: The Claude Code release whose protocol this front speaks (the SDK reads it).
 CLAUDE_CODE_VERSION = "2.1.330"
-BODY_ENV = "CHORUS_BODY"
 INTERRUPTED_TEXT = "[Request interrupted by user]"
 #: SDK controls that map one to one onto UCP controls.
 UCP_CONTROLS = frozenset({"interrupt", "set_model", "set_permission_mode", "mcp_status"})
-#: Flags that take a value (``--flag value`` or ``--flag=value``); others are switches.
-VALUE_FLAGS = frozenset(
-    {
-        "--output-format", "--input-format", "--system-prompt", "--append-system-prompt",
-        "--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools",
-        "--max-turns", "--max-budget-usd", "--model", "--fallback-model", "--permission-mode",
-        "--resume", "--session-id", "--add-dir", "--mcp-config", "--setting-sources",
-        "--permission-prompt-tool", "--thinking", "--effort", "--tools", "--betas",
-        "--settings", "--plugin-dir", "--json-schema", "--max-thinking-tokens",
-        "--resume-session-at", "--agents", "--chorus-body", "--debug-file", "--task-budget",
-        "--thinking-display", "--fork-session-id", "--system-prompt-file",
-        "--append-system-prompt-file",
-    }
-)  # fmt: skip
-STREAM_JSON = "stream-json"
-#: Chorus's tool vocabulary -> Claude Code's tool names (what SDK callbacks expect).
-CLAUDE_TOOLS = {
-    "shell": "Bash",
-    "read": "Read",
-    "write": "Write",
-    "edit": "Edit",
-    "search": "Grep",
-    "glob": "Glob",
-    "web_fetch": "WebFetch",
-    "web_search": "WebSearch",
-    "todo": "TodoWrite",
-    "task": "Task",
-}
-
-
-class UsageError(Exception):
-    """A command line ``chorus-claude`` cannot run with (exit 2)."""
-
-
-@dataclass(frozen=True)
-class ClaudeArgs:
-    """What ``chorus-claude`` takes from Claude Code's command line."""
-
-    body: str | None = None
-    model: str | None = None
-    permission_mode: str | None = None
-    resume: str | None = None
-    partials: bool = False
-    prompt_tool: str | None = None
-    max_turns: int | None = None
-    version: bool = False
-    ignored: tuple[str, ...] = ()
-    #: The body's instructions and MCP servers (``--system-prompt``,
-    #: ``--append-system-prompt``, ``--mcp-config``), as UCP ``initialize`` takes them.
-    system_prompt: str | None = None
-    append_system_prompt: str | None = None
-    mcp_servers: JsonDict | None = None
-
-
-def parse_argv(argv: Sequence[str], env: dict[str, str]) -> ClaudeArgs:
-    """Claude Code's flags; unknown ones are ignored (new SDKs add flags), a flag
-    missing its value or a format other than stream-json raises :class:`UsageError`."""
-    values, switches, ignored = _split(list(argv))
-    for name in ("--output-format", "--input-format"):
-        if values.get(name, STREAM_JSON) != STREAM_JSON:
-            raise UsageError(f"{name} {values[name]!r}: chorus-claude speaks only stream-json")
-    turns = values.get("--max-turns")
-    if turns is not None and not turns.isdigit():
-        raise UsageError(f"--max-turns {turns!r}: expected a whole number")
-    return ClaudeArgs(
-        body=values.get("--chorus-body") or env.get(BODY_ENV) or None,
-        model=values.get("--model"),
-        permission_mode=values.get("--permission-mode"),
-        resume=values.get("--resume"),
-        partials="--include-partial-messages" in switches,
-        prompt_tool=values.get("--permission-prompt-tool"),
-        max_turns=int(turns) if turns is not None else None,
-        version=bool({"-v", "--version"} & switches),
-        ignored=tuple(ignored),
-        system_prompt=_text_flag(values, "--system-prompt"),
-        append_system_prompt=_text_flag(values, "--append-system-prompt"),
-        mcp_servers=mcp_config(values["--mcp-config"]) if "--mcp-config" in values else None,
-    )
-
-
-def _text_flag(values: dict[str, str], name: str) -> str | None:
-    """``--NAME TEXT`` or ``--NAME-file PATH`` (an empty text is none: the SDK passes
-    ``--system-prompt ""`` when its program sets no system prompt)."""
-    path = values.get(f"{name}-file")
-    if path is None:
-        return values.get(name) or None
-    try:
-        return Path(path).read_text() or None
-    except OSError as exc:
-        raise UsageError(f"{name}-file {path!r}: {exc.strerror}") from exc
-
-
-def mcp_config(raw: str) -> JsonDict:
-    """``--mcp-config``'s servers: a JSON object ``{"mcpServers": {...}}`` given inline
-    or in a file."""
-    text = raw
-    if not raw.lstrip().startswith("{"):
-        try:
-            text = Path(raw).read_text()
-        except OSError as exc:
-            raise UsageError(f"--mcp-config {raw!r}: {exc.strerror}") from exc
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--mcp-config: not JSON ({exc})") from exc
-    servers = data.get("mcpServers") if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        raise UsageError('--mcp-config: expected {"mcpServers": {...}}')
-    return servers
-
-
-def _split(args: list[str]) -> tuple[dict[str, str], set[str], list[str]]:
-    values: dict[str, str] = {}
-    switches: set[str] = set()
-    ignored: list[str] = []
-    while args:
-        arg = args.pop(0)
-        name, eq, inline = arg.partition("=")
-        if name in VALUE_FLAGS:
-            if not eq and (not args or args[0].startswith("--")):
-                raise UsageError(f"{name} needs a value")
-            values[name] = inline if eq else args.pop(0)
-        elif arg.startswith("-"):
-            switches.add(name)
-            if name not in {"-v", "--version", "--verbose", "--include-partial-messages"}:
-                ignored.append(name)
-        else:
-            ignored.append(arg)  # a positional (prompt mode is not supported)
-    return values, switches, ignored
-
-
 # -- the codec ----------------------------------------------------------------------------
 
 
@@ -231,12 +104,37 @@ class ClaudeCodec:
         self.args = args
         self.cwd = cwd
         self.session_id = ""
+        self.body = args.body or ""
         self.model = args.model or "default"
-        self.mode = args.permission_mode or "default"
+        self.rules = ClaudeRules.of(
+            cwd,
+            args.permission_mode,
+            args.allowed_tools,
+            disallowed=args.disallowed_tools,
+            dirs=args.add_dirs,
+        )
         self.pending = 0
         self._turn: _TurnState | None = None
         self._turn_id: str | None = None
         self._interrupt_wanted = False
+        #: Calls denied without the program's callback, for the turn's result.
+        self._denials: list[JsonDict] = []
+        #: The program's MCP servers (``--mcp-config``), for ``system/init`` and ``mcp_status``.
+        self.mcp = McpReport(args.mcp_servers or {})
+        #: The program's hooks (``initialize``) and what they need: each call's tool and
+        #: input by id (for ``PostToolUse``), the turn's last text (for ``Stop``).
+        self.hooks = Hooks()
+        self.calls: dict[str, tuple[str, JsonDict]] = {}
+        self.last_text = ""
+        self._continuing = False
+
+    @property
+    def mode(self) -> str:
+        return self.rules.mode
+
+    @mode.setter
+    def mode(self, value: str) -> None:
+        self.rules.mode = value
 
     # stdin -> steps
 
@@ -273,6 +171,10 @@ class ClaudeCodec:
             return Step("write", (control_error(request_id, "malformed control_request"),))
         fields = {k: v for k, v in request.items() if k != "subtype"}
         if subtype == "initialize":
+            try:
+                self.hooks = Hooks.parse(request.get("hooks"))
+            except HookError as exc:
+                return Step("write", (control_error(request_id, str(exc)),))
             return Step("open", request_id=request_id, subtype=subtype)
         if subtype in UCP_CONTROLS:
             return Step("control", request_id=request_id, subtype=subtype, fields=fields)
@@ -280,12 +182,16 @@ class ClaudeCodec:
         return Step("write", (control_error(request_id, message),))
 
     def open_fields(self) -> JsonDict:
-        """The UCP ``initialize`` fields from the command line."""
+        """The UCP ``initialize`` fields from the command line. The front reviews every
+        call the policy allows (Claude Code's rules); the policy's own asks come to it
+        when the program has a ``can_use_tool`` callback."""
         args = self.args
         body = {
             "system_prompt": args.system_prompt,
             "append_system_prompt": args.append_system_prompt,
             "mcp_servers": args.mcp_servers,
+            "can_use_tool": self.takes_asks,
+            "review_calls": True,
         }  # for the body this initialize starts
         if args.resume:
             return {"resume": args.resume, **body}
@@ -297,7 +203,8 @@ class ClaudeCodec:
         self.session_id = str(info.get("session_id", ""))
         self.model = str(info.get("model") or self.model)
         self.mode = str(info.get("permission_mode") or self.mode)
-        body = str(info.get("body", ""))
+        body = self.body = str(info.get("body", ""))
+        self.mcp.body = body
         model = {"value": self.model, "displayName": self.model, "description": f"{body} body"}
         return control_success(
             request_id,
@@ -320,6 +227,8 @@ class ClaudeCodec:
         if step.subtype == "set_model":
             self.model = str(result.get("model") or step.fields.get("model") or self.model)
             return (control_success(step.request_id, {"model": self.model}),)
+        if step.subtype == "mcp_status":
+            return (control_success(step.request_id, self.mcp.answer()),)
         if step.subtype == "set_permission_mode":
             self.mode = str(result.get("mode") or self.mode)
             status = {"type": "system", "subtype": "status", "status": None}
@@ -327,30 +236,81 @@ class ClaudeCodec:
             return control_success(step.request_id, {"mode": self.mode}), status
         return (control_success(step.request_id, result),)
 
-    # permission asks
+    # permission asks: Claude Code's own rules, then the program's can_use_tool
 
-    def ask_frame(self, request_id: str, ask: CanUseToolRequest) -> JsonDict:
-        """Chorus's policy asks: a ``can_use_tool`` request to the SDK program."""
-        request: JsonDict = {
-            "subtype": "can_use_tool",
-            "tool_name": CLAUDE_TOOLS.get(ask.tool_name, ask.native_tool),
-            "input": ask.input,
-            "tool_use_id": ask.flag_id,
-            "permission_suggestions": [],
-            "description": ask.reason,
-            "decision_reason": ask.reason,
-        }
-        return {"type": "control_request", "request_id": request_id, "request": request}
+    @property
+    def takes_asks(self) -> bool:
+        """The program has a ``can_use_tool`` callback (``--permission-prompt-tool
+        stdio``); without one, Claude Code denies what it would ask about."""
+        return self.args.prompt_tool == "stdio"
 
     @staticmethod
-    def ask_answer(answer: JsonDict) -> JsonDict:
-        """The SDK's answer to ``can_use_tool``, as Chorus's verdict."""
+    def call_of(ask: CanUseToolRequest) -> tuple[str, JsonDict]:
+        """The call as Claude Code names it: its tool and its input."""
+        tool = claude_tool(ask.tool_name, ask.native_tool)
+        return tool, claude_input(tool, ask.input)
+
+    def settled(self, ask: CanUseToolRequest, hook: Permission | None = None) -> JsonDict | None:
+        """Claude Code's answer without the program: a review its rules settle (a
+        ``PreToolUse`` hook's allow skips their ask, its ask skips their allow), or
+        any call it would ask about while the program has no callback (None: ask it)."""
+        tool, given = self.call_of(ask)
+        if ask.review or hook == "allow":
+            base = ask.input.get("cwd")
+            rule = self.rules.decide(tool, given, base if isinstance(base, str) else None)
+            if rule.decision == "deny":
+                return self.denied(ask, rule.reason)
+            if hook == "allow" or (rule.decision == "allow" and hook != "ask"):
+                return verdict(True)
+        if not self.takes_asks:
+            message = f"Claude requested permissions to use {tool}, but you haven't granted it yet."
+            return self.denied(ask, message)
+        return None
+
+    def denied(self, ask: CanUseToolRequest, message: str) -> JsonDict:
+        """A deny, listed in the turn result's ``permission_denials``."""
+        tool, given = self.call_of(ask)
+        self._denials.append(
+            {"tool_name": tool, "tool_use_id": ask.call_id or ask.flag_id, "tool_input": given}
+        )
+        return verdict(False, message)
+
+    def ask_frame(self, request_id: str, ask: CanUseToolRequest) -> JsonDict:
+        """A ``can_use_tool`` request to the SDK program (about the call's own id)."""
+        tool, given = self.call_of(ask)
+        request: JsonDict = {
+            "subtype": "can_use_tool",
+            "tool_name": tool,
+            "input": given,
+            "tool_use_id": ask.call_id or ask.flag_id,
+            "permission_suggestions": [],
+        }
+        if isinstance(given.get("description"), str):
+            request["description"] = given["description"]
+        if not ask.review:  # Chorus's policy asks: say why
+            request |= {"description": ask.reason, "decision_reason": ask.reason}
+        return {"type": "control_request", "request_id": request_id, "request": request}
+
+    def ask_answer(self, ask: CanUseToolRequest, answer: JsonDict) -> JsonDict:
+        """The program's answer to ``can_use_tool`` as Chorus's verdict. An allow that
+        changes the input is a deny: a body runs the call it made, not another."""
         if answer.get("subtype") != "success":
-            return verdict(False, str(answer.get("error") or "the SDK refused to answer"))
+            message = str(answer.get("error") or "the SDK program refused to answer")
+            return self.denied(ask, message)
         response = answer.get("response")
         body = response if isinstance(response, dict) else {}
-        allowed = body.get("behavior") == "allow"
-        return verdict(allowed, None if allowed else str(body.get("message") or "denied"))
+        if body.get("behavior") != "allow":
+            if body.get("interrupt"):
+                self._interrupt_wanted = True
+            return self.denied(ask, str(body.get("message") or "denied by the SDK program"))
+        changed = body.get("updatedInput")
+        if isinstance(changed, dict) and changed != self.call_of(ask)[1]:
+            message = (
+                "can_use_tool changed the tool's input (updatedInput): Chorus cannot run "
+                "a call other than the one the model made, so it was denied"
+            )
+            return self.denied(ask, message)
+        return verdict(True)
 
     # events -> stdout
 
@@ -359,16 +319,44 @@ class ClaudeCodec:
             return [self.warning_frame(event)]
         frames: list[JsonDict] = []
         if event.turn_id is not None and event.turn_id != self._turn_id:
-            self._turn_id, self._turn = event.turn_id, _TurnState()
-            frames.append(self.init_frame())
+            self._turn_id = event.turn_id
+            if not (self._continuing and self._turn is not None):
+                self._turn = _TurnState()
+                frames.append(self.init_frame())
+            self._continuing = False
         turn = self._turn
         if turn is None:
             return frames
         frames += self._render(event, turn)
-        if isinstance(event, TurnCompleted | TurnFailed):
+        if isinstance(event, TurnCompleted | TurnFailed) and not is_turn_end(event):
+            self._continuing = True  # a follow-up prompt goes on with this turn
+        elif isinstance(event, TurnCompleted | TurnFailed):
             frames += self._close_block(turn)
             frames += self._finish(event, turn)
         return frames
+
+    def continue_turn(self) -> None:
+        """A ``Stop`` hook blocked the turn's end: the next Chorus turn (its reason as
+        the prompt) is the rest of this one for the program (one result, no init), as
+        a body's follow-up prompt is."""
+        self._continuing = True
+
+    def hook_input(self, event: str, **fields: Any) -> JsonDict:
+        """The input every hook callback gets, plus the event's own fields."""
+        base: JsonDict = {
+            "session_id": self.session_id,
+            "transcript_path": "",
+            "cwd": self.cwd,
+            "permission_mode": self.mode,
+            "hook_event_name": event,
+        }
+        return base | fields
+
+    def blocked_prompt(self, reason: str) -> JsonDict:
+        """The result of a prompt a ``UserPromptSubmit`` hook kept from the body."""
+        self.pending = max(0, self.pending - 1)
+        message = f"a UserPromptSubmit hook blocked the prompt: {reason or 'no reason given'}"
+        return self.fatal(message) | {"uuid": str(uuid.uuid4())}
 
     def warning_frame(self, warning: CompatibilityWarning) -> JsonDict:
         """What Chorus could not honour (an SDK program sees a ``SystemMessage``)."""
@@ -383,7 +371,7 @@ class ClaudeCodec:
             "cwd": self.cwd,
             "session_id": self.session_id,
             "tools": [],
-            "mcp_servers": [],
+            "mcp_servers": self.mcp.init_entries(),
             "model": self.model,
             "permissionMode": self.mode,
             "slash_commands": [],
@@ -401,6 +389,7 @@ class ClaudeCodec:
             case TextDelta():
                 return self._delta(event, turn)
             case Text() if event.text:
+                self.last_text = event.text
                 block: JsonDict = {"type": "text", "text": event.text}
                 return [*self._close_block(turn), self._assistant([block])]
             case Thinking() if not event.delta and event.text:
@@ -409,6 +398,8 @@ class ClaudeCodec:
             case ToolCall():
                 turn.tools += 1
                 self._check_limit(turn)
+                tool = claude_tool(event.tool, event.native_tool)
+                self.calls[event.call_id] = (tool, claude_input(tool, event.input))
                 block = {
                     "type": "tool_use",
                     "id": event.call_id,
@@ -470,6 +461,7 @@ class ClaudeCodec:
     def _finish(self, end: TurnCompleted | TurnFailed, turn: _TurnState) -> list[JsonDict]:
         self.pending = max(0, self.pending - 1)
         self._turn = None
+        denials, self._denials = self._denials, []
         frames: list[JsonDict] = []
         result: JsonDict = {
             "type": "result",
@@ -479,14 +471,14 @@ class ClaudeCodec:
             "session_id": self.session_id,
             "total_cost_usd": end.cost_usd or 0.0,
             "usage": usage_json(end.usage),
-            "permission_denials": [],
+            "permission_denials": denials,
             "uuid": str(uuid.uuid4()),
         }
         if isinstance(end, TurnCompleted):
             result |= {"subtype": "success", "is_error": False, "result": end.result or ""}
             result |= {"stop_reason": end.stop_reason, "terminal_reason": "completed"}
             result["duration_ms"] = end.duration_ms or result["duration_ms"]
-            result["permission_denials"] = end.permission_denials
+            result["permission_denials"] = merged_denials(end.permission_denials, denials)
         elif turn.limit_hit:
             message = f"Reached maximum number of turns ({self.args.max_turns})"
             result |= {"subtype": "error_max_turns", "is_error": True, "errors": [message]}
@@ -530,6 +522,13 @@ class ClaudeCodec:
         }
 
 
+def merged_denials(body: list[JsonDict], front: list[JsonDict]) -> list[JsonDict]:
+    """The body's own ``permission_denials`` (a Claude body reports them) and the
+    front's, each call once."""
+    seen = {d.get("tool_use_id") for d in body}
+    return [*body, *(d for d in front if d.get("tool_use_id") not in seen)]
+
+
 def usage_json(usage: Usage | None) -> JsonDict:
     if usage is None:
         return {"input_tokens": 0, "output_tokens": 0}
@@ -555,19 +554,164 @@ class ClaudeFront(StdioFront):
         self._link: Link | None = None
         self._idle = asyncio.Event()
         self._idle.set()
+        #: One prompt at a time, in order (a ``UserPromptSubmit`` hook runs first).
+        self._prompting = asyncio.Lock()
+        #: What hooks said when no turn ran to hear it: added to the next prompt.
+        self._untold: list[str] = []
+        self._stop_active = False
+        #: Calls put to the front before they ran (the others ran unasked).
+        self._reviewed: set[str] = set()
 
     def fatal_frame(self, message: str) -> JsonDict | None:
         return self.codec.fatal(message)
 
     async def _ask(self, ask: CanUseToolRequest) -> JsonDict:
-        """Put a policy ask to the SDK program's ``can_use_tool`` callback."""
+        """A call Chorus's policy allowed (a review) or asks about: the program's
+        ``PreToolUse`` hooks, Claude Code's rules, then the program's ``can_use_tool``
+        callback where Claude Code asks it."""
+        if ask.call_id is not None:
+            self._reviewed.add(ask.call_id)
+        final, hook = await self._pre_tool_use(ask)
+        settled = final or self.codec.settled(ask, hook)
+        if settled is not None:
+            return settled
         request_id = f"chorus_req_{uuid.uuid4().hex[:12]}"
         frame = self.codec.ask_frame(request_id, ask)
         answer = await self.ask_client(request_id, frame, seconds_left(ask))
         if answer is None:
             write_line({"type": "control_cancel_request", "request_id": request_id})
-            return verdict(ask.default == "allow", "the SDK program did not answer in time")
-        return self.codec.ask_answer(answer)
+            message = "the SDK program did not answer in time"
+            return verdict(True) if ask.default == "allow" else self.codec.denied(ask, message)
+        said = self.codec.ask_answer(ask, answer)
+        if self.codec.take_interrupt():
+            self._interrupt()
+        return said
+
+    # hooks
+
+    async def _pre_tool_use(
+        self, ask: CanUseToolRequest
+    ) -> tuple[JsonDict | None, Permission | None]:
+        """The ``PreToolUse`` hooks' deny (a final verdict) or their permission."""
+        if not self.codec.hooks.has("PreToolUse"):
+            return None, None
+        tool, given = self.codec.call_of(ask)
+        fields = {"tool_name": tool, "tool_input": given, "tool_use_id": ask.call_id or ask.flag_id}
+        out = await self._run_hooks("PreToolUse", tool, fields)
+        if out.context:
+            self.spawn(self._tell("\n".join(out.context)))
+        if out.stopped:
+            self._interrupt()
+            return self.codec.denied(ask, out.reason or "a PreToolUse hook stopped the turn"), None
+        if out.permission == "deny":
+            return self.codec.denied(ask, out.reason or "denied by a PreToolUse hook"), None
+        if out.changed_input:
+            message = "a PreToolUse hook changed the tool's input (updatedInput): denied"
+            return self.codec.denied(ask, message), None
+        return None, out.permission
+
+    async def _run_hooks(self, event: str, tool: str | None, fields: JsonDict) -> Outcome:
+        """Every callback of ``event`` (on ``tool``), at once; what they said together."""
+        given = self.codec.hook_input(event, **fields)
+        calls = self.codec.hooks.callbacks(event, tool)
+        answers = await asyncio.gather(*(self._callback(cid, t, given) for cid, t in calls))
+        outcome = Outcome()
+        for answer in answers:
+            outcome.add(answer, event)
+        return outcome
+
+    async def _callback(self, callback_id: str, timeout_s: float, given: JsonDict) -> Any:
+        """One ``hook_callback``; None when it failed or gave no answer in time."""
+        request_id = f"chorus_hook_{uuid.uuid4().hex[:12]}"
+        frame = callback_frame(request_id, callback_id, given)
+        answer = await self.ask_client(request_id, frame, timeout_s)
+        if answer is None:
+            write_line({"type": "control_cancel_request", "request_id": request_id})
+            return None
+        return answer.get("response") if answer.get("subtype") == "success" else None
+
+    def _post_tool_use(self, result: ToolResult) -> None:
+        """``PostToolUse`` (``PostToolUseFailure`` for an error) on a tool result; first
+        ``PreToolUse`` for a call the body's CLI ran without asking Chorus."""
+        event = "PostToolUseFailure" if result.is_error else "PostToolUse"
+        unasked = result.call_id not in self._reviewed and self.codec.hooks.has("PreToolUse")
+        self._reviewed.discard(result.call_id)
+        if not (unasked or self.codec.hooks.has(event)):
+            return
+        tool, given = self.codec.calls.get(result.call_id, ("", {}))
+        fields: JsonDict = {"tool_name": tool, "tool_input": given, "tool_use_id": result.call_id}
+        self.spawn(self._after_tool(event, result, fields, unasked))
+
+    async def _after_tool(
+        self, event: str, result: ToolResult, fields: JsonDict, unasked: bool
+    ) -> None:
+        tool = str(fields["tool_name"])
+        if unasked:
+            await self._late_pre_tool_use(tool, fields)
+        if not self.codec.hooks.has(event):
+            return
+        fields = fields | {("error" if result.is_error else "tool_response"): result.output}
+        out = await self._run_hooks(event, tool, fields)
+        if out.stopped:
+            self._interrupt()
+        said = [out.reason] if out.blocked and out.reason else []
+        said += out.context
+        if said:
+            await self._tell(f"[{event} hook] " + "\n".join(said))
+
+    async def _late_pre_tool_use(self, tool: str, fields: JsonDict) -> None:
+        """``PreToolUse`` for a call the body's CLI ran without asking Chorus (one its
+        own rules let through, e.g. a read-only command in the working folder): the
+        hooks still see it; a deny they give is said aloud, since the call has run."""
+        out = await self._run_hooks("PreToolUse", tool, fields)
+        if out.permission == "deny" or out.stopped:
+            message = (
+                f"a PreToolUse hook denied {tool} ({fields['tool_use_id']}), but the "
+                f"{self.codec.body} body's CLI had run it without asking Chorus"
+            )
+            write_line(
+                self.codec.warning_frame(CompatibilityWarning(control="hooks", message=message))
+            )
+
+    async def _stop_blocked(self, link: Link, event: Event) -> bool:
+        """At a turn's end, the ``Stop`` hooks: a block sends its reason as the next
+        prompt, in the same turn for the program (True: the end is not shown)."""
+        if not (isinstance(event, TurnCompleted) and is_turn_end(event)):
+            return False
+        if not self.codec.hooks.has("Stop"):
+            return False
+        fields = {
+            "stop_hook_active": self._stop_active,
+            "last_assistant_message": self.codec.last_text,
+        }
+        out = await self._run_hooks("Stop", None, fields)
+        self._stop_active = out.blocked and not out.stopped
+        if not self._stop_active:
+            return False
+        self.codec.continue_turn()
+        untold, self._untold = self._untold, []
+        await link.user("\n\n".join([out.reason or "Continue.", *untold]))
+        return True
+
+    async def _tell(self, text: str) -> None:
+        """Hand the model what a hook said: steered into the running turn where the
+        body steers natively, else with the next prompt."""
+        link = self._link
+        capabilities = link.info.get("capabilities") if link is not None else None
+        if link is None or not isinstance(capabilities, dict):
+            self._untold.append(text)
+            return
+        if capabilities.get("steer") != "native":
+            self._untold.append(text)
+            return
+        try:
+            await link.control("steer", text=text)
+        except ResponseError:  # the turn is over
+            self._untold.append(text)
+
+    def _interrupt(self) -> None:
+        if self._link is not None:
+            self.spawn(self._stop_turn(self._link))
 
     async def on_line(self, line: str) -> None:
         await self._handle(self.codec.on_line(line))
@@ -583,7 +727,11 @@ class ClaudeFront(StdioFront):
         elif step.kind == "control":
             self.spawn(self._control(step))
         elif step.kind == "user":
-            await self._user(str(step.fields["text"]))
+            if self._link is None and await self._session("") is None:
+                self.codec.pending -= 1
+                return
+            self._idle.clear()
+            self.spawn(self._user(str(step.fields["text"])))
         elif step.kind == "answer":
             self.answered(step.request_id, step.fields)
 
@@ -592,8 +740,7 @@ class ClaudeFront(StdioFront):
         if self._link is not None:
             return self._link
         try:
-            asks = self._ask if self.codec.args.prompt_tool == "stdio" else None
-            link = await self.stack.enter_async_context(Link.connect(asks))
+            link = await self.stack.enter_async_context(Link.connect(self._ask))
             info = await link.open(**self.codec.open_fields())
         except LinkError as exc:
             write_line(control_error(request_id, str(exc)))
@@ -602,6 +749,7 @@ class ClaudeFront(StdioFront):
             write_line(control_error(request_id, exc.message))
             return None
         self._link = link
+        await self._mcp_status(link)
         write_line(self.codec.opened(request_id, info))
         self.spawn(self._pump(link))
         return link
@@ -613,18 +761,53 @@ class ClaudeFront(StdioFront):
         await self._session(request_id)
 
     async def _user(self, text: str) -> None:
-        link = self._link
-        if link is None:
-            link = await self._session("")
-        if link is None:
-            self.codec.pending -= 1
-            return
-        self._idle.clear()
-        await link.user(text)
+        """Send one prompt (after the ones before it), as the hooks leave it."""
+        async with self._prompting:
+            prompt = await self._submitted(text)
+            if prompt is None:
+                self._settle()
+            elif self._link is not None:
+                await self._link.user(prompt)
+
+    async def _submitted(self, text: str) -> str | None:
+        """The prompt after the ``UserPromptSubmit`` hooks (None: they blocked it),
+        with what hooks said while no turn ran."""
+        untold, self._untold = self._untold, []
+        if self.codec.hooks.has("UserPromptSubmit"):
+            out = await self._run_hooks("UserPromptSubmit", None, {"prompt": text})
+            if out.blocked or out.stopped:
+                write_line(self.codec.blocked_prompt(out.reason))
+                return None
+            untold += out.context
+        return "\n\n".join([text, *untold])
+
+    def _settle(self) -> None:
+        if self.codec.pending == 0:
+            self._idle.set()
+
+    async def _mcp_status(self, link: Link) -> None:
+        """The body's own report of its MCP servers, where its CLI gives one."""
+        capabilities = link.info.get("capabilities")
+        if not isinstance(capabilities, dict) or capabilities.get("mcp_status") in {
+            None,
+            "unsupported",
+        }:
+            return  # the front reports what it handed over
+        try:
+            answer = await link.control("mcp_status")
+        except ResponseError:
+            return  # the body cannot say: the front reports what it handed over
+        servers = answer.get("mcpServers")
+        self.codec.mcp.native = servers if isinstance(servers, list) else None
 
     async def _control(self, step: Step) -> None:
         if self._link is None:
             write_line(control_error(step.request_id, "initialize first"))
+            return
+        if step.subtype == "mcp_status":
+            await self._mcp_status(self._link)
+            for frame in self.codec.answered(step, {}):
+                write_line(frame)
             return
         try:
             result = await self._link.control(step.subtype, **step.fields)
@@ -641,12 +824,15 @@ class ClaudeFront(StdioFront):
 
     async def _pump(self, link: Link) -> None:
         async for event in link.events():
+            if await self._stop_blocked(link, event):
+                continue
             for frame in self.codec.on_event(event):
                 write_line(frame)
+            if isinstance(event, ToolResult):
+                self._post_tool_use(event)
             if self.codec.take_interrupt():
                 self.spawn(self._stop_turn(link))
-            if self.codec.pending == 0:
-                self._idle.set()
+            self._settle()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

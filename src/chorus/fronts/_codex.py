@@ -22,6 +22,7 @@ from typing import Any
 
 from chorus.events import (
     CanUseToolRequest,
+    CompatibilityWarning,
     Event,
     JsonDict,
     Text,
@@ -33,7 +34,9 @@ from chorus.events import (
     Usage,
 )
 from chorus.fronts._front import StdioFront, run_front, write_line
-from chorus.fronts._link import Link, LinkError, seconds_left, verdict
+from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
+from chorus.fronts._mcp import McpReport
+from chorus.fronts._rules import CodexRules, Roots, unwrap_shell
 from chorus.gateway import ResponseError
 
 #: The app-server release whose protocol this front speaks (the SDK wants >= 0.151.0).
@@ -131,14 +134,42 @@ class _Turn:
     items: list[JsonDict] = field(default_factory=list)
     open_message: str | None = None
     chorus_turn: str | None = None
+    #: The body ended a prompt its turn goes on after (``continues``): the next
+    #: prompt's events, whatever their turn id, are this turn's.
+    continuing: bool = False
+
+
+#: ``sandboxPolicy.type`` (a turn's override) -> the sandbox mode.
+SANDBOX_TYPES = {v[1]: k for k, v in SANDBOXES.items()}
+
+
+def rules_of(params: JsonDict, cwd: str) -> CodexRules:
+    """Where ``codex app-server`` would ask this thread's client (``thread/start``'s
+    ``approvalPolicy``, ``approvalsReviewer`` and ``sandbox``)."""
+    approval = params.get("approvalPolicy")
+    return CodexRules(
+        Roots(cwd),
+        approval=approval if isinstance(approval, str) else "on-request",
+        sandbox=str(params.get("sandbox") or "read-only"),
+        reviewer=str(params.get("approvalsReviewer") or "user"),
+    )
 
 
 class CodexThread:
     """One thread (a Chorus session): front turn ids and the events -> notifications."""
 
-    def __init__(self, thread_id: str, cwd: str) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        cwd: str,
+        rules: CodexRules | None = None,
+        mcp: McpReport | None = None,
+    ) -> None:
         self.id = thread_id
         self.cwd = cwd
+        self.rules = rules or CodexRules(Roots(cwd))
+        #: The client's MCP servers (``config.mcp_servers``), for ``mcpServerStatus/list``.
+        self.mcp = mcp or McpReport()
         self.waiting: deque[_Turn] = deque()
         self.current: _Turn | None = None
         self.calls: dict[str, JsonDict] = {}
@@ -153,11 +184,15 @@ class CodexThread:
         return self.current or (self.waiting[0] if self.waiting else None)
 
     def on_event(self, event: Event) -> list[JsonDict]:
+        if isinstance(event, CompatibilityWarning):  # what Chorus could not honour
+            return [notification("configWarning", {"summary": event.message, "details": None})]
         turn = self._turn_of(event)
         if turn is None:
             return []
         frames = self._render(event, turn)
-        if isinstance(event, TurnCompleted | TurnFailed):
+        if isinstance(event, TurnCompleted | TurnFailed) and not is_turn_end(event):
+            turn.continuing = True
+        elif isinstance(event, TurnCompleted | TurnFailed):
             frames += self._finish(event, turn)
         return frames
 
@@ -165,6 +200,9 @@ class CodexThread:
         if event.turn_id is None:
             return None
         if self.current is not None and self.current.chorus_turn == event.turn_id:
+            return self.current
+        if self.current is not None and self.current.continuing:
+            self.current.chorus_turn, self.current.continuing = event.turn_id, False
             return self.current
         if not self.waiting:
             return None  # a turn nobody here started (another client's)
@@ -333,6 +371,8 @@ class CodexCodec:
             return Step("write", (response(request_id, info),))
         if method in {"thread/start", "thread/resume"}:
             return Step("open", request_id=request_id, fields={"method": method, **params})
+        if method == "mcpServerStatus/list":
+            return Step("write", (response(request_id, self.mcp_status(params)),))
         thread_id = str(params.get("threadId", ""))
         if (
             method in {"turn/start", "turn/steer", "turn/interrupt"}
@@ -350,6 +390,14 @@ class CodexCodec:
             "write", (failure(request_id, METHOD_NOT_FOUND, f"unsupported method {method!r}"),)
         )
 
+    def mcp_status(self, params: JsonDict) -> JsonDict:
+        """``mcpServerStatus/list``: the client's servers of one thread, or of all."""
+        wanted = params.get("threadId")
+        threads = [t for t in self.threads.values() if wanted in (None, t.id)]
+        data = [entry for thread in threads for entry in thread.mcp.codex_list()]
+        name = params.get("serverName")
+        return {"data": [e for e in data if name in (None, e["name"])], "nextCursor": None}
+
     def open_fields(self, params: JsonDict) -> JsonDict:
         if params.get("method") == "thread/resume":
             return {"resume": params.get("threadId")}
@@ -366,7 +414,9 @@ class CodexCodec:
         """The ``thread/start`` (or ``resume``) answer and ``thread/started``."""
         thread_id = str(info["session_id"])
         cwd = str(info.get("cwd") or params.get("cwd") or self.cwd)
-        self.threads[thread_id] = CodexThread(thread_id, cwd)
+        servers = instructions(params)["mcp_servers"] or {}
+        mcp = McpReport(servers, body=str(info.get("body") or "chorus"))
+        self.threads[thread_id] = CodexThread(thread_id, cwd, rules_of(params, cwd), mcp)
         now = int(time.time())
         thread = {
             "id": thread_id,
@@ -394,13 +444,23 @@ class CodexCodec:
         }
         return response(request_id, result), notification("thread/started", {"thread": thread})
 
-    @staticmethod
-    def asks_client(params: JsonDict) -> bool:
+    def asks_client(self, params: JsonDict) -> bool:
         """Whether the thread's client answers approvals: not with ``approvalPolicy
         never`` nor with ``approvalsReviewer auto_review`` (then Chorus's policy is the
         reviewer)."""
-        never = params.get("approvalPolicy") == "never"
-        return not never and params.get("approvalsReviewer") != "auto_review"
+        return rules_of(params, self.cwd).asks_client
+
+    @staticmethod
+    def settled(thread: CodexThread, ask: CanUseToolRequest) -> JsonDict | None:
+        """A review the thread's approval policy and sandbox pass without asking the
+        client (None: ask it)."""
+        if not ask.review:
+            return None  # Chorus's policy asks: the client answers
+        base = ask.input.get("cwd")
+        where = base if isinstance(base, str) else None
+        if thread.rules.needs_approval(ask.tool_name, ask.input, where):
+            return None
+        return verdict(True)
 
     @staticmethod
     def approval_request(request_id: str, thread: CodexThread, ask: CanUseToolRequest) -> JsonDict:
@@ -409,14 +469,15 @@ class CodexCodec:
         params: JsonDict = {
             "threadId": thread.id,
             "turnId": active.id if active else "",
-            "itemId": ask.flag_id,
-            "reason": ask.reason,
+            "itemId": ask.call_id or ask.flag_id,
         }
+        if not ask.review:
+            params["reason"] = ask.reason
         if ask.tool_name in EDIT_TOOLS:
             return {"id": request_id, "method": "item/fileChange/requestApproval", "params": params}
         command = ask.input.get("command")
         params |= {
-            "command": command if isinstance(command, str) else json.dumps(ask.input),
+            "command": unwrap_shell(command) if isinstance(command, str) else json.dumps(ask.input),
             "cwd": thread.cwd,
             "availableDecisions": ["accept", "decline", "cancel"],
         }
@@ -428,6 +489,7 @@ class CodexCodec:
 
     @staticmethod
     def approval_verdict(reply: JsonDict) -> JsonDict:
+        """The client's decision as Chorus's verdict."""
         result = reply.get("result")
         decision = result.get("decision") if isinstance(result, dict) else None
         if isinstance(decision, dict):  # acceptWithExecpolicyAmendment and the like
@@ -435,6 +497,15 @@ class CodexCodec:
         if decision in ACCEPTING or str(decision).startswith("accept"):
             return verdict(True)
         return verdict(False, f"the Codex client answered {decision or 'nothing'}")
+
+    @staticmethod
+    def remember(thread: CodexThread, ask: CanUseToolRequest, reply: JsonDict) -> None:
+        """``acceptForSession`` of a command: the thread runs it again without asking."""
+        result = reply.get("result")
+        command = ask.input.get("command")
+        for_session = isinstance(result, dict) and result.get("decision") == "acceptForSession"
+        if for_session and isinstance(command, str):
+            thread.rules.accepted.add(unwrap_shell(command))
 
     def turn_started(self, request_id: Any, thread: CodexThread) -> tuple[JsonDict, ...]:
         turn = thread.new_turn()
@@ -480,12 +551,18 @@ class CodexFront(StdioFront):
             self.answered(str(step.request_id), step.fields)
 
     async def _ask(self, thread_id: str, ask: CanUseToolRequest) -> JsonDict:
-        """Put a policy ask to the client as an approval request."""
+        """A call the policy allowed (a review) or asks about: an approval request to
+        the client where ``codex app-server`` would send one."""
+        thread = self.codec.threads[thread_id]
+        settled = self.codec.settled(thread, ask)
+        if settled is not None:
+            return settled
         request_id = f"chorus-{uuid.uuid4().hex[:12]}"
-        frame = self.codec.approval_request(request_id, self.codec.threads[thread_id], ask)
+        frame = self.codec.approval_request(request_id, thread, ask)
         answer = await self.ask_client(request_id, frame, seconds_left(ask))
         if answer is None:
             return verdict(ask.default == "allow", "the Codex client did not answer in time")
+        self.codec.remember(thread, ask, answer)
         return self.codec.approval_verdict(answer)
 
     async def _open(self, request_id: Any, params: JsonDict) -> None:
@@ -494,11 +571,11 @@ class CodexFront(StdioFront):
         async def ask(request: CanUseToolRequest) -> JsonDict:
             return await self._ask(box[0].session_id, request)
 
-        asks = ask if self.codec.asks_client(params) else None
+        takes = self.codec.asks_client(params)
         try:
-            link = await self.stack.enter_async_context(Link.connect(asks))
+            link = await self.stack.enter_async_context(Link.connect(ask if takes else None))
             box.append(link)
-            info = await link.open(**self.codec.open_fields(params))
+            info = await link.open(**self.codec.open_fields(params), review_calls=takes)
         except LinkError as exc:
             write_line(failure(request_id, INTERNAL_ERROR, str(exc)))
             raise

@@ -30,8 +30,15 @@ class LinkError(ChorusError):
     """The daemon could not be started or reached."""
 
 
+#: The ``terminal_reason`` the session gives a body's end that its turn goes on after
+#: (a denial's or a steer's follow-up prompt): not the turn's end.
+CONTINUES = "continues"
+
+
 def is_turn_end(event: Event) -> bool:
-    return isinstance(event, TurnCompleted | TurnFailed)
+    """``event`` ends the turn (a body's inner end, marked ``continues``, does not)."""
+    ends = isinstance(event, TurnCompleted | TurnFailed)
+    return ends and getattr(event, "terminal_reason", None) != CONTINUES
 
 
 async def ensure_daemon() -> None:

@@ -20,6 +20,7 @@ from chorus.events import (
     RequestBody,
     SuccessBody,
 )
+from chorus.permissions import PermissionAsk
 from chorus.policy import PendingFlag
 from chorus.session import BrainAnswer
 
@@ -36,11 +37,18 @@ class BrainAsker:
     async def ask(self, flag: PendingFlag) -> BrainAnswer | None:
         """Send ``flag`` as a ``can_use_tool`` request and wait for the answer (the
         caller bounds the wait); None for an error answer or a malformed one."""
+        return await self._put(_request(flag))
+
+    async def review(self, ask: PermissionAsk, expires: float) -> BrainAnswer | None:
+        """Put a call the policy allowed to the brain (``review``), like :meth:`ask`."""
+        return await self._put(_review(ask, f"r_{next(self._ids)}_{self._salt}", expires))
+
+    async def _put(self, request: RequestBody) -> BrainAnswer | None:
         request_id = f"cu_{next(self._ids)}_{self._salt}"
         future: asyncio.Future[ControlResponse] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = future
         try:
-            await self._send(ControlRequest(request_id=request_id, request=_request(flag)))
+            await self._send(ControlRequest(request_id=request_id, request=request))
             return _decision(await future)
         finally:
             self._waiting.pop(request_id, None)
@@ -64,6 +72,22 @@ def _request(flag: PendingFlag) -> RequestBody:
         reason=flag.reason,
         default=flag.default,
         expires=flag.expires,
+        call_id=ask.get("call_id"),
+    )
+    return RequestBody.model_validate(typed.model_dump())
+
+
+def _review(ask: PermissionAsk, review_id: str, expires: float) -> RequestBody:
+    typed = CanUseToolRequest(
+        tool_name=ask.tool,
+        native_tool=ask.native_tool,
+        input=dict(ask.input),
+        flag_id=review_id,
+        reason="the policy allows this call",
+        default="deny",
+        expires=expires,
+        call_id=ask.call_id,
+        review=True,
     )
     return RequestBody.model_validate(typed.model_dump())
 

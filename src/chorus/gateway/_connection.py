@@ -128,6 +128,7 @@ class UcpConnection:
         self._records = ControlRecords(services.store)
         self._asks = BrainAsker(self._send)
         self._takes_asks = False
+        self._reviews = False
 
     @property
     def session(self) -> GatewaySession | None:
@@ -411,6 +412,7 @@ class UcpConnection:
             )
             raise RequestError(GatewayCode.POLICY_DENIED, message)
         self._takes_asks = known.can_use_tool
+        self._reviews = known.review_calls
         body = known.body if known.resume else (known.body or self._cfg.default_body)
         session, resumed = await self._svc.hub.open(
             body=body,
@@ -457,6 +459,8 @@ class UcpConnection:
         self._svc.hub.attach(session)
         if self._takes_asks:
             session.brains.add(self._asks.ask)
+        if self._reviews:
+            session.brains.add_reviewer(self._asks.review)
         assert self._tg is not None
         self._forwarder = self._tg.create_task(self._forward(session.id, from_seq))
 
@@ -466,6 +470,7 @@ class UcpConnection:
             self._forwarder = None
         if self._session is not None:
             self._session.brains.remove(self._asks.ask)
+            self._session.brains.remove_reviewer(self._asks.review)
             self._svc.hub.detach(self._session)
             self._session = None
 

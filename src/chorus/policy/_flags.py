@@ -140,7 +140,12 @@ class FlagBoard:
             summary=self.redactor.redact_text(summarize(ask)),
             session_id=session_id,
             ask=self.redactor.redact_json(
-                {"native_tool": ask.native_tool, "input": ask.input, "cwd": ask.cwd}
+                {
+                    "native_tool": ask.native_tool,
+                    "input": ask.input,
+                    "cwd": ask.cwd,
+                    "call_id": ask.call_id,  # the tool call's own id (a front shows it)
+                }
             ),
         )
         if not _write_exclusive(self._flag_path(flag.id), asdict(flag)):

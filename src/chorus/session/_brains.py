@@ -13,6 +13,11 @@ answer is applied by the session's ``brain.authority``:
 Only asks reach a brain, so nothing the policy denies can be allowed by one.
 Every answer is a notice in the session's log and, when it settles the flag, an
 audit entry with ``source = brain``.
+
+A brain may also *review* the calls the policy allows (a front, whose client's own
+CLI asks about calls Chorus's policy lets through): it is asked about each one no
+flag put to a brain already, and its deny denies (logged, audited, ``source =
+brain``); its allow changes nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from chorus.permissions import PermissionAnswer, PermissionAsk
 from chorus.policy import FlagError, PendingFlag, PolicyGate
 
 log = logging.getLogger("chorus.session")
@@ -43,6 +49,10 @@ class BrainAnswer:
 Asker = Callable[[PendingFlag], Awaitable[BrainAnswer | None]]
 #: Where the session logs what a brain said.
 Note = Callable[[str], Awaitable[None]]
+#: Put a call the policy allowed to one brain (the Unix time its answer is due by).
+Reviewer = Callable[[PermissionAsk, float], Awaitable[BrainAnswer | None]]
+#: How long a review may wait when no policy says (``[ask] timeout_s``).
+REVIEW_TIMEOUT_S = 300.0
 
 
 def settles(authority: Authority, decision: Decision) -> bool:
@@ -59,6 +69,9 @@ class BrainAsks:
         self.authority = authority
         self._note = note
         self._askers: list[Asker] = []
+        self._reviewers: list[Reviewer] = []
+        #: Calls a brain was asked about through their flag (not reviewed again).
+        self._flagged: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
     def add(self, asker: Asker) -> None:
@@ -68,12 +81,22 @@ class BrainAsks:
         with contextlib.suppress(ValueError):
             self._askers.remove(asker)
 
+    def add_reviewer(self, reviewer: Reviewer) -> None:
+        self._reviewers.append(reviewer)
+
+    def remove_reviewer(self, reviewer: Reviewer) -> None:
+        with contextlib.suppress(ValueError):
+            self._reviewers.remove(reviewer)
+
     def hook(self, gate: PolicyGate) -> Callable[[PendingFlag], None]:
         """The gate's ``on_flag``: ask the first attached brain, without blocking."""
 
         def on_flag(flag: PendingFlag) -> None:
             if not self._askers:
                 return
+            call_id = (flag.ask or {}).get("call_id")
+            if isinstance(call_id, str):
+                self._flagged.add(call_id)
             task = asyncio.create_task(self._ask(self._askers[0], gate, flag))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -99,7 +122,52 @@ class BrainAsks:
         why = f": {answer.message}" if answer.message else ""
         await self._note(f"brain answered {flag.tool} ({flag.id}) {answer.decision}{why}; {how}")
 
+    async def review(
+        self, gate: PolicyGate | None, ask: PermissionAsk, answer: PermissionAnswer
+    ) -> PermissionAnswer:
+        """``answer`` (the policy's), or the first reviewer's deny of a call it allowed."""
+        flagged = ask.call_id in self._flagged
+        self._flagged.discard(ask.call_id or "")
+        if answer.decision != "allow" or not self._reviewers or flagged:
+            return answer
+        timeout = gate.engine.policy.ask.timeout_s if gate is not None else REVIEW_TIMEOUT_S
+        said = await self._reviewed(self._reviewers[0], ask, timeout)
+        if said.decision == "allow":
+            return answer
+        message = said.message or f"the brain denied this {ask.tool} call"
+        await self._note(f"brain denied {ask.tool} ({ask.call_id}) on review: {message}")
+        if gate is not None and gate.audit is not None:
+            gate.audit.append("permission_decision", _review_entry(gate, ask, message))
+        return PermissionAnswer.deny(message)
+
+    @staticmethod
+    async def _reviewed(reviewer: Reviewer, ask: PermissionAsk, wait_s: float) -> BrainAnswer:
+        """The reviewer's answer; a deny when it gives none in ``wait_s`` s."""
+        try:
+            async with asyncio.timeout(wait_s):
+                said = await reviewer(ask, time.time() + wait_s)
+        except (TimeoutError, ConnectionError) as exc:
+            log.info("no brain review of %s: %r", ask.call_id, exc)
+            said = None
+        return said or BrainAnswer("deny", "the brain reviewing this call gave no answer")
+
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _review_entry(gate: PolicyGate, ask: PermissionAsk, message: str) -> dict[str, object]:
+    return {
+        "body": ask.body,
+        "tool": ask.tool,
+        "native_tool": ask.native_tool,
+        "call_id": ask.call_id,
+        "input": ask.input,
+        "cwd": ask.cwd,
+        "mode": gate.mode,
+        "decision": "deny",
+        "source": "brain",
+        "rule": "brain_review",
+        "reason": message,
+    }

@@ -59,6 +59,7 @@ from chorus.events import (
     SessionStarted,
     Steer,
     ToolResult,
+    TurnCompleted,
     TurnFailed,
 )
 from chorus.policy import PendingFlag, PolicyGate
@@ -433,6 +434,8 @@ class Session:
                 refusal = gate.refusal(event)  # refused without the gate being asked
         if turn is not None and turn.job_id is not None:
             event = event.model_copy(update={"job_id": turn.job_id})
+        if turn is not None and isinstance(event, TurnCompleted | TurnFailed):
+            event = _inner_end_marked(event, self.body)
         self._pending.append(self._store.append_nowait(self.id, event, origin=event_origin(event)))
         if turn is not None and _ends(event, self.body):
             self._turn_over()
@@ -526,7 +529,26 @@ class Session:
     async def _ask(self, ask: PermissionAsk) -> PermissionAnswer:
         """The body's permission callback: the running turn's gate, else the session's."""
         gate = self._gate_for(self._current)
-        return await (gate if gate is not None else self._permission)(ask)
+        answer = await (gate if gate is not None else self._permission)(ask)
+        # Fronts: a brain's review of what the policy allowed, and a deny's reason told.
+        answer = await self.brains.review(gate, ask, answer)
+        await self._tell_denial(answer)
+        return answer
+
+    async def _tell_denial(self, answer: PermissionAnswer) -> None:
+        """A deny's reason on a brain's turn, steered in before the body answers its CLI
+        when that CLI's denial carries none (Codex's decline); a job's supervisor tells
+        its own turns."""
+        turn = self._current
+        if turn is None or turn.gate is not None or answer.decision != "deny":
+            return
+        if not answer.reason or self.body.tells_denials or not self.steers_natively:
+            return
+        try:
+            async with asyncio.timeout(10):
+                await self.body.steer(f"[Chorus] That tool call was denied: {answer.reason}")
+        except Exception as exc:  # the denial stands; only its reason is lost
+            log.info("could not tell the denial on session %s: %r", self.id, exc)
 
     # -- turns ----------------------------------------------------------------------------
 
@@ -703,6 +725,17 @@ def _public_state(state: State) -> str:
 
 #: How long a crashed body may take to report its end.
 _END_GRACE = 5.0
+
+
+#: The ``terminal_reason`` of a body's end the turn goes on after (a denial's or a
+#: steer's follow-up): a brain does not take it for the turn's end.
+CONTINUES = "continues"
+
+
+def _inner_end_marked(event: TurnCompleted | TurnFailed, body: Body) -> Event:
+    if not body.continues_after(event):
+        return event
+    return event.model_copy(update={"terminal_reason": CONTINUES})
 
 
 def _ends(event: Event, body: Body) -> bool:
