@@ -44,6 +44,8 @@ class Recorder:
         self.allow = allow
         self.refuse = refuse
         self.first_chunk = asyncio.Event()
+        #: Per permission request: its tool call had been shown already.
+        self.shown_first: list[bool] = []
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         self.updates.append(update)
@@ -54,6 +56,8 @@ class Recorder:
         self, options: list[Any], session_id: str, tool_call: Any, **_: Any
     ) -> schema.RequestPermissionResponse:
         self.asked.append(tool_call)
+        shown = {u.tool_call_id for u in self.updates if isinstance(u, schema.ToolCallStart)}
+        self.shown_first.append(tool_call.tool_call_id in shown)
         refused = self.refuse in str(tool_call.raw_input)
         chosen = "allow" if self.allow and not refused else "reject"
         return schema.RequestPermissionResponse(
@@ -251,6 +255,7 @@ async def test_the_client_is_asked_where_its_mode_asks(front_home: FrontHome, bo
     }
     for call in client.asked:  # asked by the id of the tool call it is about
         assert "echo" in starts[call.tool_call_id]
+    assert client.shown_first == [True, True]  # the tool call, then the question
     assert (front_home.work / "one.txt").read_text().strip() == "one"
     assert not (front_home.work / "two.txt").exists()
 

@@ -35,7 +35,7 @@ from chorus.events import (
     TurnCompleted,
     TurnFailed,
 )
-from chorus.fronts._front import Front
+from chorus.fronts._front import CallsShown, Front
 from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
 from chorus.fronts._rules import ClaudeRules, Roots, claude_input, claude_tool
 from chorus.gateway import ResponseError
@@ -300,6 +300,7 @@ class _Session:
     stack: contextlib.AsyncExitStack
     rules: ClaudeRules
     renderer: AcpRenderer = field(default_factory=AcpRenderer)
+    shown: CallsShown = field(default_factory=CallsShown)
     cancelled: bool = False
 
     @property
@@ -403,6 +404,7 @@ class AcpFront(Front):
         settled = rule_verdict(session.rules, ask)
         if settled is not None:
             return settled
+        await session.shown.after(ask.call_id)  # its tool_call update first
         assert self._client is not None
         request = self._client.request_permission(
             session_id=session.link.session_id,
@@ -442,6 +444,8 @@ class AcpFront(Front):
         assert self._client is not None
         for update in session.renderer.updates(event):
             await self._client.session_update(session_id, update)
+        if isinstance(event, ToolCall):
+            session.shown.shown(event.call_id)
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         session = self.sessions.get(session_id)

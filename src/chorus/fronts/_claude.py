@@ -38,7 +38,7 @@ from chorus.events import (
     Usage,
 )
 from chorus.fronts._claude_argv import ClaudeArgs, UsageError, parse_argv
-from chorus.fronts._front import StdioFront, run_front, write_line
+from chorus.fronts._front import CallsShown, StdioFront, run_front, write_line
 from chorus.fronts._hooks import HookError, Hooks, Outcome, Permission, callback_frame
 from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
 from chorus.fronts._mcp import McpReport
@@ -561,6 +561,7 @@ class ClaudeFront(StdioFront):
         self._stop_active = False
         #: Calls put to the front before they ran (the others ran unasked).
         self._reviewed: set[str] = set()
+        self._shown = CallsShown()
 
     def fatal_frame(self, message: str) -> JsonDict | None:
         return self.codec.fatal(message)
@@ -571,6 +572,7 @@ class ClaudeFront(StdioFront):
         callback where Claude Code asks it."""
         if ask.call_id is not None:
             self._reviewed.add(ask.call_id)
+        await self._shown.after(ask.call_id)  # the tool_use first, as Claude Code does
         final, hook = await self._pre_tool_use(ask)
         settled = final or self.codec.settled(ask, hook)
         if settled is not None:
@@ -828,6 +830,8 @@ class ClaudeFront(StdioFront):
                 continue
             for frame in self.codec.on_event(event):
                 write_line(frame)
+            if isinstance(event, ToolCall):
+                self._shown.shown(event.call_id)
             if isinstance(event, ToolResult):
                 self._post_tool_use(event)
             if self.codec.take_interrupt():

@@ -33,7 +33,7 @@ from chorus.events import (
     TurnFailed,
     Usage,
 )
-from chorus.fronts._front import StdioFront, run_front, write_line
+from chorus.fronts._front import CallsShown, StdioFront, run_front, write_line
 from chorus.fronts._link import Link, LinkError, is_turn_end, seconds_left, verdict
 from chorus.fronts._mcp import McpReport
 from chorus.fronts._rules import CodexRules, Roots, unwrap_shell
@@ -522,6 +522,7 @@ class CodexCodec:
 class _Thread:
     link: Link
     state: CodexThread
+    shown: CallsShown = field(default_factory=CallsShown)
 
 
 class CodexFront(StdioFront):
@@ -557,6 +558,8 @@ class CodexFront(StdioFront):
         settled = self.codec.settled(thread, ask)
         if settled is not None:
             return settled
+        if thread_id in self.threads:  # its item/started first, as app-server does
+            await self.threads[thread_id].shown.after(ask.call_id)
         request_id = f"chorus-{uuid.uuid4().hex[:12]}"
         frame = self.codec.approval_request(request_id, thread, ask)
         answer = await self.ask_client(request_id, frame, seconds_left(ask))
@@ -608,6 +611,8 @@ class CodexFront(StdioFront):
         async for event in thread.link.events():
             for frame in thread.state.on_event(event):
                 write_line(frame)
+            if isinstance(event, ToolCall):
+                thread.shown.shown(event.call_id)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

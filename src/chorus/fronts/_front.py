@@ -109,6 +109,30 @@ class StdioFront(Front):
             waiting.set_result(answer)
 
 
+class CallsShown:
+    """Which tool calls the client has been shown, so that a question about one comes
+    after it (as each CLI does: the call, then the permission request about it). The
+    question and the call reach a front on two paths, in either order."""
+
+    #: How long a question waits for its call to be shown (it is asked regardless).
+    PATIENCE_S = 2.0
+
+    def __init__(self) -> None:
+        self._shown: dict[str, asyncio.Event] = {}
+
+    def shown(self, call_id: str) -> None:
+        self._shown.setdefault(call_id, asyncio.Event()).set()
+
+    async def after(self, call_id: str | None) -> None:
+        """Return once ``call_id`` was shown, or after :attr:`PATIENCE_S`."""
+        if call_id is None:
+            return
+        event = self._shown.setdefault(call_id, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), self.PATIENCE_S)
+        self._shown.pop(call_id, None)
+
+
 def run_front(front: Front) -> int:
     """Run ``front`` to its end; the process's exit code."""
     try:
