@@ -27,7 +27,7 @@ def _run(home: Path, work: Path, *mode: str) -> list[object]:
             "-m",
             "chorus",
             "ask",
-            "make g.txt",
+            "remove sub",
             "--body",
             "gemini-headless",
             "--json",
@@ -43,19 +43,18 @@ def _run(home: Path, work: Path, *mode: str) -> list[object]:
     return [parse_event(line) for line in done.stdout.splitlines()]
 
 
-@pytest.mark.xfail(strict=False, reason="gemini -p has a shell now; expectation to update")
 @pytest.mark.parametrize("dangerous", [False, True])
 def test_policy_flags_govern_gemini_headless(
     dangerous: bool, chorus_home: Path, tmp_path: Path
 ) -> None:
     work = tmp_path / "work"
-    work.mkdir()
+    (work / "sub").mkdir(parents=True)
     chorus_home.mkdir(parents=True, exist_ok=True)
     policy = DEFAULT_POLICY_TOML.replace(
         "allow_dangerous = false", f"allow_dangerous = {str(dangerous).lower()}"
     )
     (chorus_home / "policy.toml").write_text(policy)
-    with ModelServer([shell("echo hi > g.txt"), text("done")]) as server:
+    with ModelServer([shell("rm -rf sub"), text("done")]) as server:
         env = offline_env("gemini", tmp_path / "gemini-home", server.url)
         lines = ["[daemon]", "notifications = false", "[gateway]", "port = 0"]
         lines += ["[agents.gemini.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
@@ -66,9 +65,9 @@ def test_policy_flags_govern_gemini_headless(
             stop_daemon()
     results = [e for e in events if isinstance(e, ToolResult)]
     assert len(results) == 1
-    if dangerous:  # --yolo: the shell ran
+    if dangerous:  # --yolo: an elevated command ran unasked
         assert not results[0].is_error
-        assert (work / "g.txt").read_text() == "hi\n"
-    else:  # fell back to acceptEdits: no shell tool, nothing written
+        assert not (work / "sub").exists()
+    else:  # fell back to acceptEdits: the elevated command asks, and -p cannot ask
         assert results[0].is_error
-        assert not (work / "g.txt").exists()
+        assert (work / "sub").is_dir()
