@@ -42,7 +42,6 @@ def test_a_daemon_killed_as_a_job_ends_leaves_a_job_whose_watch_ends(chorus: Cho
     assert seqs == list(range(1, session["last_seq"] + 1))
 
 
-@pytest.mark.xfail(strict=False, reason="reads 'unknown' under load since the merges; to fix")
 def test_a_full_disk_mid_job_fails_it_as_storage_full_once_space_is_back(
     chorus: Chorus, tiny_disk: TinyDisk, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -61,7 +60,7 @@ def test_a_full_disk_mid_job_fails_it_as_storage_full_once_space_is_back(
         # body, and the job may fail (storage_full) before space is back.
         assert chorus.client.job(job_id)["state"] in ("running", "failed")
         tiny_disk.free()
-        watched = chorus.run("watch", job_id, timeout=60)
+        watched = chorus.run("watch", job_id, timeout=180)
         assert watched.returncode == 1, watched.stdout + watched.stderr
         job = chorus.client.job(job_id)
         assert job["state"] == "failed"
@@ -70,10 +69,12 @@ def test_a_full_disk_mid_job_fails_it_as_storage_full_once_space_is_back(
         assert isinstance(ended, JobEnded)
         assert ended.error is not None
         assert ended.error.code == "storage_full"
-        # Said in daemon.log: the store's retry line, or (when the body's output file
+        # Said in daemon.log: the store's retry lines, or (when the body's output file
         # on the same disk ended the body first) the job's end as a JSON line.
+        # Lines written while the disk was full are lost with it: whichever came after.
         logged = (home / "run" / "daemon.log").read_text()
-        assert "the disk is full" in logged or '"error": "storage_full"' in logged
+        said = ("the disk is full", "stored once space was back", '"error": "storage_full"')
+        assert any(line in logged for line in said), logged[-3000:]
     finally:
         stop_daemon()
 

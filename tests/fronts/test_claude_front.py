@@ -424,7 +424,6 @@ async def test_resume_reopens_the_chorus_session(front_home: FrontHome) -> None:
     assert sum(isinstance(e, TurnCompleted) for e in events) == 2
 
 
-@pytest.mark.xfail(strict=False, reason="inner turn ends marked 'continues' vs max_turns; to fix")
 async def test_max_turns_stops_a_turn_that_needs_more(front_home: FrontHome) -> None:
     front_home.server.script([shell("echo one > one.txt"), text("never needed")])
     options = _options(front_home, "gemini", permission_mode="bypassPermissions", max_turns=1)

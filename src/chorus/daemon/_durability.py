@@ -13,12 +13,15 @@ the turn the body is still running, instead of asking the model again.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from chorus._errors import BodyCrashedError, BodyError, BodyProtocolError, BodyTimeoutError
+from chorus.config import chorus_home
 from chorus.events import ErrorCode, ErrorInfo, Event, Notice, SessionEnded, TurnFailed
 from chorus.policy import PolicyGate
 from chorus.session import (
@@ -43,7 +46,7 @@ RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 5.0)
 def error_info(exc: Exception) -> ErrorInfo:
     """The error a job fails with when running it raised ``exc`` (instead of ending
     with a failed turn): a stable code for every cause Chorus can tell apart."""
-    if isinstance(exc, StorageFullError) or _caused_by_full_disk(exc):
+    if _caused_by_full_disk(exc) or (isinstance(exc, BodyError) and _log_disk_full()):
         return ErrorInfo(
             code=ErrorCode.STORAGE_FULL,
             message=f"the event log could not be written (disk full): {exc}",
@@ -77,8 +80,25 @@ def _caused_by_full_disk(exc: BaseException) -> bool:
     while seen is not None:
         if isinstance(seen, StorageFullError):
             return True
+        if isinstance(seen, OSError) and seen.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+#: Free space under which the log's disk counts as full (a body's output file,
+#: which shares it, is then lost, and the body dies of it).
+FULL_BELOW_BYTES = 64 * 1024
+
+
+def _log_disk_full() -> bool:
+    """Whether the disk holding Chorus's home (the log, the store, each detached
+    body's output file) is full now: a body that dies then died of it."""
+    try:
+        stats = os.statvfs(chorus_home())
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < FULL_BELOW_BYTES
 
 
 async def until_stored(write: Callable[[], Awaitable[T]], what: str) -> T:
