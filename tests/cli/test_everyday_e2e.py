@@ -138,6 +138,12 @@ def test_reading_never_starts_a_daemon(chorus: Chorus) -> None:
     table = chorus.run("status").stdout
     assert "read from the log" in table
     assert "claude: healthy" in table
+    sessions = json.loads(chorus.run("sessions", "list", "--json").stdout)
+    mirror = chorus.home / "sessions" / f"{sessions[0]['id']}.jsonl"
+    started = [json.loads(line) for line in mirror.read_text().splitlines()]
+    said = [e["model"] for e in started if e["type"] == "session_started"]
+    assert said  # the model Claude said it runs, shown by sessions list
+    assert sessions[0]["model"] == said[0]
     assert not is_responding()
 
 

@@ -441,7 +441,7 @@ class Session:
             self._turn_over()
         if isinstance(event, (SessionStarted, *TERMINAL_TYPES)):
             await self._flush()
-            await self._sync_native_id()
+            await self._sync_native_id(event)
             await save_snapshot(self._store, self.id, self.body)
         if turn is not None and turn.on_event is not None:
             await turn.on_event(event)
@@ -482,10 +482,14 @@ class Session:
         if pending:
             await asyncio.gather(*pending)
 
-    async def _sync_native_id(self) -> None:
-        """Persist the body's native session id once the CLI has confirmed it."""
+    async def _sync_native_id(self, event: Event) -> None:
+        """Persist the body's native session id once the CLI has confirmed it, and
+        the model it says it runs (what ``sessions list`` shows)."""
         native = self.body.native_session_id
         fresh = await self._store.get_session(self.id)
+        model = event.model if isinstance(event, SessionStarted) else None
+        if model and model != fresh.model:
+            fresh = await self._store.update_session(self.id, model=model)
         ids = native_ids(fresh)
         if not native or ids.get(self.body_name) == native:
             return
