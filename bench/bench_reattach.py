@@ -1,5 +1,7 @@
 """kill -9 the daemon mid-turn, N times per CLI; the next daemon must re-attach to the
-body and carry the same turn on.
+body and carry the same turn on. With ``--kill body``: kill -9 the body's own launcher
+(the ``node`` process of its CLI) mid-turn instead; the daemon must end what is left of
+the body and resume the session natively, and the job must succeed.
 
 Each round runs one real job (claude, codex, gemini: each against its lane of the
 scripted model, streaming a numbered word list slowly), SIGKILLs the daemon once
@@ -12,6 +14,7 @@ repeated seq, rounds where the same CLI process (pid and start time) finished th
 turn; then the store's ``PRAGMA integrity_check``.
 
     uv run python bench/bench_reattach.py [--rounds 20] [--twice] [--clis claude,codex]
+    uv run python bench/bench_reattach.py --kill body [--clis claude,codex-exec,...]
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 
 from _common import bench_home
 
-from chorus.bodies import process_start_time
+from chorus.bodies import CLI_OF, process_start_time
 from chorus.daemon import DaemonClient, stop_daemon
 from chorus.daemon._lifecycle import read_pid
 from chorus.events import TextDelta
@@ -48,6 +51,8 @@ class Tally:
     rerun: int = 0
     seq_faults: int = 0
     same_pid: int = 0
+    left: int = 0  # --kill body: processes of the killed body's group left running
+    missed: int = 0  # --kill body: rounds where no launcher was found to kill
 
 
 def _until(check: Callable[[], bool], timeout: float) -> bool:
@@ -94,25 +99,91 @@ def _deltas(client: DaemonClient, job_id: str) -> list[str]:
     return [e.text for e in events if isinstance(e, TextDelta)]
 
 
-def _round(cli: str, n: int, server: ModelServer, work: Path, twice: bool, tally: Tally) -> None:
+def _group_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _launchers(work: Path, handle: dict[str, Any], since: float) -> list[tuple[int, int]]:
+    """(start time, pid) of the ``node`` processes of this job's body: in its process
+    group when the store names one, else working in ``work`` and started since
+    ``since`` (a one-shot body)."""
+    found = []
+    pgid = handle.get("pid")
+    floor = _ticks_at(since)
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            node = os.readlink(proc / "exe").rsplit("/", 1)[-1].startswith("node")
+            inside = Path(os.readlink(proc / "cwd")).is_relative_to(work)
+        except OSError:
+            continue
+        started = process_start_time(int(proc.name))
+        if not node or started is None:
+            continue
+        ours = _group_of(int(proc.name)) == int(pgid) if pgid else inside and int(started) >= floor
+        if ours:
+            found.append((int(started), int(proc.name)))
+    return sorted(found)
+
+
+def _ticks_at(when: float) -> int:
+    """A wall-clock time as clock ticks since boot (what /proc's start times count)."""
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    return int((uptime - (time.time() - when)) * os.sysconf("SC_CLK_TCK"))
+
+
+def _group_left(handle: dict[str, Any]) -> int:
+    """Processes still alive in the killed body's process group (an orphan would
+    hold its session: Codex's native app-server did)."""
+    pgid = handle.get("pid")
+    if not pgid:
+        return 0
+    left = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            left += int(fields[2]) == int(pgid) and fields[0] != "Z"
+    return left
+
+
+def _kill_launcher(work: Path, handle: dict[str, Any], since: float) -> bool:
+    launchers = _launchers(work, handle, since)
+    if launchers:
+        os.kill(launchers[0][1], signal.SIGKILL)
+    return bool(launchers)
+
+
+def _round(
+    body: str, n: int, server: ModelServer, work: Path, args: argparse.Namespace, tally: Tally
+) -> None:
     words = [f"r{n}w{i}" for i in range(WORDS)]
-    server.script([slow_text(" ".join(words), chunks=WORDS, delay=0.25)], lane=cli)
-    before = len(server.turn_requests(lane=cli))
-    job_id = _chorus(work, "task", f"round {n}", "--body", cli).stdout.strip()
+    lane = CLI_OF.get(body, body)
+    later = [slow_text(" ".join(words), chunks=WORDS, delay=0.05)] if args.kill == "body" else []
+    server.script([slow_text(" ".join(words), chunks=WORDS, delay=0.25), *later], lane=lane)
+    before = len(server.turn_requests(lane=lane))
+    since = time.time()
+    job_id = _chorus(work, "task", f"round {n}", "--body", body).stdout.strip()
     client = DaemonClient(autostart=False)
     _until(lambda: len(_deltas(client, job_id)) >= 4, 90)
     session_id = client.job(job_id)["session_id"]
     handle = client.session(session_id)["transport"].get("body_handle") or {}
-    _kill_daemon()
-    if twice:
+    if args.kill == "body":
+        tally.missed += not _kill_launcher(work, handle, since)
+    else:
+        _kill_daemon()
+    if args.twice:
         _chorus(work, "start")
         time.sleep(0.3)  # the new daemon has just re-attached; the turn runs on
         _kill_daemon()
     with contextlib.suppress(subprocess.TimeoutExpired):
         _chorus(work, "watch", job_id, timeout=120)
     _score(DaemonClient(), job_id, session_id, words, handle, tally)
-    tally.rerun += len(server.turn_requests(lane=cli)) - before - 1
-    stop_daemon()
+    tally.rerun += len(server.turn_requests(lane=lane)) - before - 1
+    tally.left += _group_left(handle) if args.kill == "body" else 0
+    if args.kill != "body":
+        stop_daemon()
 
 
 def _score(
@@ -159,28 +230,35 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--twice", action="store_true", help="kill again just after re-attach")
-    parser.add_argument("--clis", default="claude,codex,gemini")
+    parser.add_argument("--clis", default="claude,codex,gemini", help="bodies, by name")
+    parser.add_argument("--kill", choices=("daemon", "body"), default="daemon")
     args = parser.parse_args()
-    clis = tuple(args.clis.split(","))
+    bodies = tuple(args.clis.split(","))
+    clis = tuple(dict.fromkeys(CLI_OF.get(b, b) for b in bodies))
     tallies: dict[str, Tally] = {}
     with bench_home(clis) as (server, work, _root):
-        for cli in clis:
-            tallies[cli] = Tally()
+        for body in bodies:
+            tallies[body] = Tally()
             for n in range(args.rounds):
-                _round(cli, n, server, work, args.twice, tallies[cli])
+                _round(body, n, server, work, args, tallies[body])
         integrity = _integrity(_home())
+    _report(args, tallies)
+    print(f"PRAGMA integrity_check: {integrity}")
+
+
+def _report(args: argparse.Namespace, tallies: dict[str, Tally]) -> None:
     mode = "twice (again just after the re-attach)" if args.twice else "once"
-    print(f"kill -9 of the daemon mid-turn, {mode} per round, {args.rounds} rounds per CLI")
-    head = ("cli", "completed", "lost", "dup", "re-run", "seq", "same pid")
-    print("{:8} {:>10} {:>5} {:>5} {:>7} {:>4} {:>9}".format(*head))
-    for cli, t in tallies.items():
+    victim = "the body's launcher" if args.kill == "body" else "the daemon"
+    print(f"kill -9 of {victim} mid-turn, {mode} per round, {args.rounds} rounds per body")
+    head = ("body", "completed", "lost", "dup", "re-run", "seq", "same pid", "left", "missed")
+    print("{:16} {:>10} {:>5} {:>5} {:>7} {:>4} {:>9} {:>5} {:>6}".format(*head))
+    for body, t in tallies.items():
         done = f"{t.completed}/{args.rounds}"
         same = f"{t.same_pid}/{args.rounds}"
         print(
-            f"{cli:8} {done:>10} {t.lost:>5} {t.duplicated:>5} {t.rerun:>7}"
-            f" {t.seq_faults:>4} {same:>9}"
+            f"{body:16} {done:>10} {t.lost:>5} {t.duplicated:>5} {t.rerun:>7}"
+            f" {t.seq_faults:>4} {same:>9} {t.left:>5} {t.missed:>6}"
         )
-    print(f"PRAGMA integrity_check: {integrity}")
 
 
 if __name__ == "__main__":

@@ -142,22 +142,15 @@ NOT_SAME_TURN: dict[tuple[str, ...], tuple[str, bool | None, str]] = {
     ("gemini-headless", "write outside"): (NEXT, True, _GEMINI_OWN),
     ("gemini-headless", "write in plan mode"): (NEXT, True, _GEMINI_OWN + " (plan mode)"),
     ("claude-code-acp", "cat .env"): (NEXT, True, _SANDBOX),
+    # codex-acp's other commands are asked of Chorus (sudo, a shell write in plan
+    # mode); `cat`, which Codex knows as safe, runs unasked and the sandbox hides .env.
     ("codex-acp", "cat .env"): (NONE, False, _CODEX_ACP),
-    # In the asking modes codex-acp runs under Codex's untrusted policy: sudo is asked
-    # of Chorus, which refuses with its reason (logged); in bypassPermissions it runs
-    # unasked and the denied program's stub says why.
-    ("codex-acp", "sudo ls", "bypassPermissions"): (
-        SAME,
-        False,
-        _CODEX_ACP + "; the denied program's stub says why",
-    ),
     ("codex-acp", "sudo ls", "plan"): (
         SAME,
         None,
         "in plan mode codex-acp may ask to run it outside its sandbox (as Codex judges the "
         "stub's refusal), and Chorus refuses: logged only then",
     ),
-    ("codex-acp", "shell write in plan mode"): (NONE, False, _CODEX_ACP),
 }
 
 
