@@ -107,7 +107,7 @@ def _group_of(pid: int) -> int | None:
 
 
 def _launchers(work: Path, handle: dict[str, Any], since: float) -> list[tuple[int, int]]:
-    """(start time, pid) of the ``node`` processes of this job's body: in its process
+    """(start time, pid) of the CLI processes of this job's body: in its process
     group when the store names one, else working in ``work`` and started since
     ``since`` (a one-shot body)."""
     found = []
@@ -115,7 +115,7 @@ def _launchers(work: Path, handle: dict[str, Any], since: float) -> list[tuple[i
     floor = _ticks_at(since)
     for proc in Path("/proc").glob("[0-9]*"):
         try:
-            node = os.readlink(proc / "exe").rsplit("/", 1)[-1].startswith("node")
+            node = _is_cli(os.readlink(proc / "exe"))
             inside = Path(os.readlink(proc / "cwd")).is_relative_to(work)
         except OSError:
             continue
@@ -126,6 +126,15 @@ def _launchers(work: Path, handle: dict[str, Any], since: float) -> list[tuple[i
         if ours:
             found.append((int(started), int(proc.name)))
     return sorted(found)
+
+
+#: Programs between the daemon and a CLI (the detached wrapper, the sandbox).
+WRAPPERS = ("bwrap", "sh", "bash", "dash", "python", "sleep")
+
+
+def _is_cli(exe: str) -> bool:
+    """A CLI's own process: its ``node`` launcher or a native binary (Claude's)."""
+    return not exe.rsplit("/", 1)[-1].startswith(WRAPPERS)
 
 
 def _ticks_at(when: float) -> int:
@@ -166,7 +175,12 @@ def _round(
     since = time.time()
     job_id = _chorus(work, "task", f"round {n}", "--body", body).stdout.strip()
     client = DaemonClient(autostart=False)
-    _until(lambda: len(_deltas(client, job_id)) >= 4, 90)
+    if args.kill == "body":  # mid-turn: the model is streaming (a one-shot body
+        # may show no text before its turn ends)
+        _until(lambda: len(server.turn_requests(lane=lane)) > before, 90)
+        time.sleep(1.5)
+    else:
+        _until(lambda: len(_deltas(client, job_id)) >= 4, 90)
     session_id = client.job(job_id)["session_id"]
     handle = client.session(session_id)["transport"].get("body_handle") or {}
     if args.kill == "body":
@@ -194,7 +208,10 @@ def _score(
     handle: dict[str, Any],
     tally: Tally,
 ) -> None:
-    tally.completed += client.job(job_id)["state"] == "succeeded"
+    job = client.job(job_id)
+    tally.completed += job["state"] == "succeeded"
+    if job["state"] != "succeeded":
+        print(f"job {job_id}: {job['state']} {job.get('error')}", file=sys.stderr)
     tokens = "".join(_deltas(client, job_id)).split()
     present = set(tokens) & set(words)
     tally.lost += len(words) - len(present)
