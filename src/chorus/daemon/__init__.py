@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     )
     from chorus.daemon._lifecycle import end_bodies_left, spawn_daemon, stop_daemon
     from chorus.daemon._requests import prompt_problem
-    from chorus.daemon._supervisor import JobRequest, Supervisor
+    from chorus.daemon._supervisor import Supervisor
+    from chorus.daemon._tools import install_tools
+    from chorus.jobs import JobRequest
 
 __all__ = [
     "DaemonClient",
@@ -33,6 +35,7 @@ __all__ = [
     "NotRunningError",
     "Supervisor",
     "end_bodies_left",
+    "install_tools",
     "is_responding",
     "prompt_problem",
     "spawn_daemon",
@@ -43,7 +46,7 @@ _CLIENT = frozenset(
     {"DaemonClient", "DaemonError", "DaemonLostError", "NotRunningError", "is_responding"}
 )
 _LIFECYCLE = frozenset({"end_bodies_left", "spawn_daemon", "stop_daemon"})
-_SUPERVISOR = frozenset({"JobRequest", "Supervisor"})
+_SUPERVISOR = frozenset({"Supervisor"})
 _REQUESTS = frozenset({"prompt_problem"})
 
 
@@ -60,6 +63,14 @@ def __getattr__(name: str) -> Any:
         from chorus.daemon import _requests
 
         return getattr(_requests, name)
+    if name == "install_tools":
+        from chorus.daemon._tools import install_tools
+
+        return install_tools
+    if name == "JobRequest":
+        from chorus.jobs import JobRequest
+
+        return JobRequest
     if name in _SUPERVISOR:
         from chorus.daemon import _supervisor
 

@@ -27,10 +27,11 @@ from chorus._errors import ChorusError, UserError
 from chorus._json_input import BadJsonError, read_object
 from chorus.daemon._cluster import nodes_status
 from chorus.daemon._requests import BadJobRequestError, read_job_request
-from chorus.daemon._supervisor import JobRequest, Supervisor
+from chorus.daemon._supervisor import Supervisor
 from chorus.daemon._worktree_api import worktree_routes
 from chorus.events import JobEnded, event_to_json
 from chorus.flags import board, live_status
+from chorus.jobs import JobRequest
 from chorus.store import (
     JobRecord,
     JobState,

@@ -33,6 +33,7 @@ from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._reload import reload_routes
 from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
+from chorus.daemon._tools import install_tools
 from chorus.dashboard import login_routes
 from chorus.flags import FlagDesk
 from chorus.gateway import Gateway, load_gateway_settings
@@ -154,6 +155,7 @@ def _private_process() -> None:
 async def _app(store: Store, config: ChorusConfig, incidents: list[Incident]) -> Starlette:
     """Everything the daemon runs, wired into one app: the supervisor and its hub, the
     gateway, the routines' scheduler, memory extraction, flags and their routes."""
+    install_tools()  # the features' tools on the MCP server
     parts = _policy_parts(store)
     guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
     hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))

@@ -37,6 +37,7 @@ from chorus.dashboard._stream import job_sse, resume_seq
 from chorus.dashboard._teams import team_messages, team_views
 from chorus.dashboard._views import CostBook, job_rows
 from chorus.flags import FlagDesk, board, decide
+from chorus.jobs import JobPort, JobRequest
 from chorus.store import (
     FlagDecidedError,
     JobRecord,
@@ -46,7 +47,6 @@ from chorus.store import (
 )
 
 if TYPE_CHECKING:
-    from chorus.daemon import Supervisor
     from chorus.policy import AuditLog
     from chorus.routines import Scheduler
 
@@ -58,7 +58,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 class Dashboard:
     """What the app serves from: the daemon's parts and its own state."""
 
-    sup: Supervisor
+    sup: JobPort
     desk: FlagDesk | None
     sched: Scheduler | None = None
     auth: DashboardAuth = field(default_factory=DashboardAuth)
@@ -403,8 +403,6 @@ def _optional_text(payload: dict[str, Any], name: str) -> str | None:
 
 async def _queue(dash: Dashboard, job: JobRecord, text: str) -> dict[str, Any]:
     """A follow-up job on the job's session: it runs when the session is free."""
-    from chorus.daemon import JobRequest
-
     if not text.strip():
         raise UserError("the message is empty")
     follow = await dash.sup.submit(JobRequest(text, body=job.body, session_id=job.session_id))
