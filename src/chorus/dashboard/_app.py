@@ -39,12 +39,11 @@ from chorus.dashboard._views import CostBook, job_rows
 from chorus.flags import FlagDesk, board, decide
 from chorus.jobs import JobPort, JobRequest
 from chorus.store import (
-    FlagDecidedError,
     JobRecord,
     StoreError,
-    UnknownRecordError,
     resolve_job_id,
 )
+from chorus.web import error_response, json_error
 
 if TYPE_CHECKING:
     from chorus.policy import AuditLog
@@ -97,18 +96,12 @@ def _ago(ts: float | None) -> str:
 
 
 def _error(message: str, status: int, code: str = "bad_request") -> JSONResponse:
-    return JSONResponse({"error": message, "code": code}, status_code=status)
+    return json_error(message, code, status)
 
 
 def _fail(exc: Exception) -> JSONResponse:
-    name = type(exc).__name__
-    if isinstance(exc, UnknownRecordError):
-        return _error(str(exc), 404, name)
-    if isinstance(exc, FlagDecidedError):
-        return _error(str(exc), 409, name)
-    if isinstance(exc, UserError):
-        return _error(str(exc), 400, name)
-    return _error(str(exc), 500, name)
+    """Chorus's errors by the one table of :mod:`chorus.web`."""
+    return error_response(exc)
 
 
 def build_dashboard_app(dash: Dashboard) -> Starlette:
