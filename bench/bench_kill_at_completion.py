@@ -2,7 +2,7 @@
 that still end.
 
 Each round starts a daemon that SIGKILLs itself right after the transaction that
-moved its job to ``succeeded`` (``chorus.testing._faults kill-after-job-end``),
+moved its job to ``succeeded`` (``tests/faults.py kill-after-job-end``),
 runs one real Claude Code job against the scripted model, then ``chorus watch``
 (which starts a fresh daemon) must end with the job's JobEnded. A Chorus that
 writes the state and the JobEnded in two transactions leaves the watch waiting.
@@ -22,7 +22,10 @@ from pathlib import Path
 from _common import bench_home
 
 from chorus.daemon import stop_daemon
-from chorus.testing import start_faulty_daemon, text
+from chorus.testing import text
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests/
+from tests.faults import start_faulty_daemon
 
 
 def _round(n: int, server, work: Path, root: Path) -> tuple[bool, bool]:  # type: ignore[no-untyped-def]

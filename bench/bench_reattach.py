@@ -35,8 +35,8 @@ from typing import Any
 from _common import bench_home
 
 from chorus.bodies import CLI_OF, process_start_time
+from chorus.client._lifecycle import read_pid
 from chorus.daemon import DaemonClient, stop_daemon
-from chorus.daemon._lifecycle import read_pid
 from chorus.events import TextDelta
 from chorus.testing import ModelServer, slow_text
 

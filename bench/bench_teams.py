@@ -27,8 +27,8 @@ from typing import Any
 from _common import bench_home, summary
 
 from chorus._errors import ChorusError
+from chorus.client._lifecycle import read_pid
 from chorus.daemon import DaemonClient, spawn_daemon
-from chorus.daemon._lifecycle import read_pid
 from chorus.testing import ModelServer, slow_text, text
 
 MEMBERS = ("m1", "m2", "m3", "m4")

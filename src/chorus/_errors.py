@@ -6,6 +6,7 @@ who is to blame, so callers can decide what to do without parsing messages::
     ChorusError
     ├── UserError                  bad input from the person or the brain (exit code 2)
     │   ├── ConfigError            config.toml / policy.toml invalid
+    │   ├── NotFoundError          the request named something that does not exist (404)
     │   ├── UnknownBodyError       a body name nobody configured
     │   └── AgentNotFoundError     the agent CLI binary is missing
     ├── EventError                 a frame or event could not be decoded
@@ -38,6 +39,7 @@ __all__ = [
     "InvalidEventError",
     "LimitError",
     "LineTooLongError",
+    "NotFoundError",
     "UnknownBodyError",
     "UnsupportedControlError",
     "UserError",
@@ -52,6 +54,11 @@ class UserError(ChorusError):
     """The input was wrong; the CLI exits with code 2 and writes nothing."""
 
     exit_code = 2
+
+
+class NotFoundError(UserError):
+    """The request named a thing (a routine, a team, ...) that does not exist; over
+    HTTP a 404 (see :mod:`chorus.web`)."""
 
 
 class ConfigError(UserError):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from chorus._errors import ConfigError
-from chorus.daemon._checks import load_checked_config
+from chorus.client._checks import load_checked_config
 
 
 @pytest.mark.parametrize(

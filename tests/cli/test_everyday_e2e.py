@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from chorus.client._lifecycle import read_pid
 from chorus.daemon import is_responding
-from chorus.daemon._lifecycle import read_pid
 from chorus.testing import shell, slow_text, text, thinking
 
 if TYPE_CHECKING:

@@ -1,5 +1,6 @@
-"""The fast path of the entry point: argv parsing, its agreement with the typer
-commands, and what it imports (nothing heavy before the socket)."""
+"""The fast path of the entry point: argv parsing, the typer commands built from the
+same table (both parsers give the runner the same values), and what it imports
+(nothing heavy before the socket)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 import typer.main
+from typer.testing import CliRunner
 
 from chorus.cli import app
-from chorus.cli._fast import SPECS, parse
+from chorus.cli._fast import RUN, SPECS, parse
 from chorus.daemon import is_responding
 from chorus.testing import text
 
@@ -43,16 +45,48 @@ def test_anything_unusual_falls_through_to_typer(args: list[str]) -> None:
     assert parse(SPECS["ask"], args) is None
 
 
-@pytest.mark.parametrize("name", sorted(SPECS))
-def test_fast_specs_match_the_typer_commands(name: str) -> None:
-    sub = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
-    options = {
-        o for p in sub.params if p.param_type_name == "option" for o in p.opts + p.secondary_opts
-    }
-    args = tuple(p.name for p in sub.params if p.param_type_name == "argument")
-    spec = SPECS[name]
-    assert options == set(spec.options) | set(spec.flags)
-    assert args == spec.positionals
+#: argv of each everyday command, as both parsers must read it.
+SAME_ARGV = [
+    ["ask", "fix it", "-b", "codex", "--model=gpt-5", "--worktree", "--rounds", "2", "--json"],
+    ["ask", "plan", "--framework", "consensus", "--planners", "claude,codex", "--no-failover"],
+    ["task", "later", "--session", "abc", "--permission-mode", "plan", "--no-worktree"],
+    ["watch"],
+    ["watch", "j1", "--format", "text"],
+    ["steer", "j1", "go on", "--json"],
+    ["steer", "--team", "crew", "--member", "dev", "hello"],
+    ["jobs", "--state", "running"],
+    ["status", "--json"],
+]
+
+
+def _typer_values(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> dict[str, object]:
+    """The values the typer command hands to the runner for ``argv``."""
+    seen: dict[str, object] = {}
+
+    def runner(values: dict[str, object]) -> int:
+        seen.update(values)
+        return 0
+
+    monkeypatch.setitem(RUN, argv[0], runner)
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    return seen
+
+
+@pytest.mark.parametrize("argv", SAME_ARGV, ids=lambda argv: " ".join(argv))
+def test_both_parsers_hand_the_runner_the_same_values(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    fast = parse(SPECS[argv[0]], argv[1:])
+    assert fast is not None
+    given = {k: v for k, v in _typer_values(monkeypatch, argv).items() if v is not None}
+    assert given == fast
+
+
+def test_every_everyday_command_is_a_typer_command_of_the_table() -> None:
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    assert set(SPECS) <= set(commands)
+    assert {argv[0] for argv in SAME_ARGV} == set(SPECS)
 
 
 def _imports(chorus: Chorus, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:

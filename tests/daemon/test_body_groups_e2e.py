@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from chorus.bodies.acp import acp_agent
+from chorus.client._paths import pid_path
 from chorus.daemon import stop_daemon
-from chorus.daemon._paths import pid_path
 from chorus.testing import ModelServer, offline_env, slow_text
 
 pytestmark = pytest.mark.e2e
@@ -111,7 +111,7 @@ def test_chorus_stop_mid_turn_leaves_no_process_of_the_body(
             [sys.executable, "-m", "chorus", "stop"], capture_output=True, text=True, timeout=60
         )
         assert stopped.returncode == 0, stopped.stderr
-        from chorus.daemon._paths import log_path
+        from chorus.client._paths import log_path
 
         log = log_path().read_text(errors="replace")[-3000:] if log_path().exists() else ""
         assert _wait(lambda: not _live_groups(groups), 15), (_live_groups(groups), log)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chorus.daemon._lifecycle import read_pid
+from chorus.client._lifecycle import read_pid
 from chorus.events import JobEnded, Notice, parse_event
 from chorus.testing import shell, slow_text, text
 

@@ -14,7 +14,8 @@ import pytest
 
 from chorus.daemon import stop_daemon
 from chorus.events import JobEnded, parse_event
-from chorus.testing import slow_text, start_faulty_daemon, text
+from chorus.testing import slow_text, text
+from tests.faults import start_faulty_daemon
 
 if TYPE_CHECKING:
     from conftest import Chorus, TinyDisk

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from chorus.bodies import process_start_time
+from chorus.client._lifecycle import read_pid
 from chorus.daemon import stop_daemon
-from chorus.daemon._lifecycle import read_pid
 from chorus.events import Event, JobEnded, Notice, TextDelta, TurnCompleted
 from chorus.testing import slow_text, text
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from chorus.cli._reload_cmd import shown_keys
 from chorus.config import ChorusConfig
-from chorus.daemon._reload import agent_changes, bodies_of, is_live, shown_keys
+from chorus.daemon._reload import agent_changes, bodies_of, is_live
 
 
 def _config(**agents: dict[str, Any]) -> ChorusConfig:

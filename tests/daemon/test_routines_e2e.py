@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chorus.daemon._lifecycle import read_pid
+from chorus.client._lifecycle import read_pid
 from chorus.policy import SENSITIVE_PATHS
 from chorus.testing import error, shell, slow_text, text
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from chorus._errors import UserError
-from chorus.daemon._paths import socket_path
+from chorus.client._paths import socket_path
 from chorus.events import JobEnded, Steer, ToolCall, TurnCompleted
 from chorus.gateway import UcpClient
 from chorus.testing import ModelServer, shell, slow_text, text

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chorus.daemon._lifecycle import read_pid
+from chorus.client._lifecycle import read_pid
 from chorus.events import Notice
 from chorus.testing import shell, slow_text, text, tool_call
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from chorus.daemon._paths import pid_path
+from chorus.client._paths import pid_path
 from chorus.testing import ModelServer, shell, text, tool_call
 from tests.dashboard.conftest import DashDaemon, until
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from chorus.client._paths import socket_path
 from chorus.daemon import stop_daemon
-from chorus.daemon._paths import socket_path
 from chorus.events import CanUseToolRequest, Event, JsonDict, Notice, TurnCompleted, TurnFailed
 from chorus.gateway import UcpClient
 from chorus.policy import AuditLog

@@ -15,8 +15,8 @@ import httpx
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
+from chorus.client._paths import socket_path
 from chorus.daemon import stop_daemon
-from chorus.daemon._paths import socket_path
 from chorus.events import (
     ControlRequest,
     ControlResponse,

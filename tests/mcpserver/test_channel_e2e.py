@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from chorus.bodies import process_start_time
+from chorus.client._lifecycle import read_pid
 from chorus.daemon import DaemonClient, stop_daemon
-from chorus.daemon._lifecycle import read_pid
 from chorus.events import parse_event
 from chorus.policy import AuditLog
 from chorus.testing import ModelServer, offline_env, text, tool_call

@@ -44,8 +44,10 @@ async def test_the_tools_write_search_and_notify_within_the_session(chorus_home:
             ("notify_user", {"message": "build finished", "title": "CI"}),
         ],
     )
-    # Other packages register theirs too (e.g. schedule_routine); these are this issue's.
-    assert {"memory_search", "memory_write", "notify_user"} <= set(names)
+    # Chorus's own tools, and the features' (registered by `chorus mcp` as by the daemon).
+    own = {"memory_search", "memory_write", "notify_user"}
+    features = {"schedule_routine", "flag", "team_send", "team_inbox", "team_status"}
+    assert own | features <= set(names)
     item_id = json.loads(written)["id"]
     assert json.loads(again) == {"id": item_id, "op": "reinforce", "kind": "profile"}
     assert bad.startswith("error: unknown memory type 'opinion'")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from chorus.mcpserver import ToolContext, registered_tools
+from chorus.mcpserver import ToolContext
+from chorus.routines import MCP_TOOLS
 
 
 async def _call(**arguments: object) -> str:
-    spec = {s.name: s for s in registered_tools()}["schedule_routine"]
+    spec = {s.name: s for s in MCP_TOOLS}["schedule_routine"]
     result = await spec.factory(ToolContext(session_id="s1"))(**arguments)
     assert isinstance(result, str)
     return result

@@ -23,7 +23,8 @@ from rich.table import Table
 from chorus._errors import ChorusError, UserError
 from chorus.cli import _jobs
 from chorus.cli._app import app
-from chorus.cli._fast import HELP, SUMMARY
+from chorus.cli._everyday import register_everyday
+from chorus.cli._fast import HELP
 
 if TYPE_CHECKING:
     from chorus.config import ChorusConfig
@@ -31,140 +32,16 @@ if TYPE_CHECKING:
 console = Console()
 
 
-_BODY = typer.Option(None, "--body", "-b", help=HELP["body"])
-_MODEL = typer.Option(None, "--model", "-m", help=HELP["model"])
-_CWD = typer.Option(None, "--cwd", help=HELP["cwd"])
-_SESSION = typer.Option(None, "--session", "-s", help=HELP["session"])
-_MODE = typer.Option(None, "--permission-mode", help=HELP["mode"])
-_FORMAT = typer.Option(None, "--format", help=HELP["fmt"])
 _JSON = typer.Option(False, "--json", help=HELP["as_json"])
 
-
-def _opts(**values: Any) -> dict[str, Any]:
-    return values
-
-
-# a git worktree per job (see chorus.worktrees); thinking frameworks.
-_WORKTREE = typer.Option(
-    None,
-    "--worktree/--no-worktree",
-    help="Run in a git worktree of its own (default: [daemon] worktree).",
-)
-_BRANCH = typer.Option(
-    None, "--branch", help="The worktree's branch (default chorus/<job>-<slug>)."
-)
-_BASE = typer.Option(None, "--base", help="Start the worktree from REF (default: HEAD's branch).")
-_FRAMEWORK = typer.Option(
-    None, "--framework", help="direct|consensus|reflect|sequential|script|auto (default: direct)"
-)
-_PLANNERS = typer.Option(None, "--planners", help="consensus: bodies that plan, e.g. claude,codex")
-_REVIEWER = typer.Option(None, "--reviewer", help="reflect: the body that reviews.")
-_ROUNDS = typer.Option(None, "--rounds", help="reflect: at most this many reviews (1-5).")
-_NO_FAILOVER = typer.Option(False, "--no-failover", help=HELP["no_failover"])
-
-
-def _extra(
-    worktree: bool | None,
-    branch: str | None,
-    base: str | None,
-    framework: str | None,
-    planners: str | None,
-    reviewer: str | None,
-    rounds: int | None,
-    no_failover: bool = False,
-) -> dict[str, Any]:
-    listed = [p.strip() for p in planners.split(",") if p.strip()] if planners else None
-    request: dict[str, Any] = {"worktree": worktree, "branch": branch, "base": base}
-    request["failover"] = False if no_failover else None
-    request.update(framework=framework, planners=listed, reviewer=reviewer, rounds=rounds)
-    return {"request": {k: v for k, v in request.items() if v is not None}}
-
-
-@app.command(help=SUMMARY["ask"])
-def ask(
-    prompt: str,
-    body: str | None = _BODY,
-    model: str | None = _MODEL,
-    cwd: str | None = _CWD,
-    session: str | None = _SESSION,
-    mode: str | None = _MODE,
-    fmt: str | None = _FORMAT,
-    as_json: bool = _JSON,
-    worktree: bool | None = _WORKTREE,
-    branch: str | None = _BRANCH,
-    base: str | None = _BASE,
-    framework: str | None = _FRAMEWORK,
-    planners: str | None = _PLANNERS,
-    reviewer: str | None = _REVIEWER,
-    rounds: int | None = _ROUNDS,
-    no_failover: bool = _NO_FAILOVER,
-) -> None:
-    opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
-    opts.update(_extra(worktree, branch, base, framework, planners, reviewer, rounds, no_failover))
-    raise typer.Exit(_jobs.ask(prompt, opts, fmt, as_json))
-
-
-@app.command(help=SUMMARY["task"])
-def task(
-    prompt: str,
-    body: str | None = _BODY,
-    model: str | None = _MODEL,
-    cwd: str | None = _CWD,
-    session: str | None = _SESSION,
-    mode: str | None = _MODE,
-    as_json: bool = _JSON,
-    worktree: bool | None = _WORKTREE,
-    branch: str | None = _BRANCH,
-    base: str | None = _BASE,
-    framework: str | None = _FRAMEWORK,
-    planners: str | None = _PLANNERS,
-    reviewer: str | None = _REVIEWER,
-    rounds: int | None = _ROUNDS,
-    no_failover: bool = _NO_FAILOVER,
-) -> None:
-    opts = _opts(body=body, model=model, cwd=cwd, session=session, mode=mode)
-    opts.update(_extra(worktree, branch, base, framework, planners, reviewer, rounds, no_failover))
-    raise typer.Exit(_jobs.task(prompt, opts, as_json))
-
-
-@app.command(help=SUMMARY["steer"])
-def steer(
-    job_id: str = typer.Argument(..., help="The job (id or unique prefix); with --team: TEXT."),
-    text: str | None = typer.Argument(None, help="What to tell the running turn."),
-    team: str | None = typer.Option(None, "--team", help=HELP["team"]),
-    member: str | None = typer.Option(None, "--member", help=HELP["member"]),
-    as_json: bool = _JSON,
-) -> None:
-    if team is not None or member is not None:  # chorus steer --team T --member M TEXT
-        from chorus.cli._team_cmd import steer_member
-
-        raise typer.Exit(steer_member(team, member, job_id if text is None else text, as_json))
-    if text is None:
-        raise UserError("missing TEXT: chorus steer JOB TEXT")
-    raise typer.Exit(_jobs.steer(job_id, text, as_json))
-
-
-@app.command(help=SUMMARY["jobs"])
-def jobs(
-    state: str | None = typer.Option(None, "--state", help=HELP["state"]),
-    as_json: bool = _JSON,
-) -> None:
-    raise typer.Exit(_jobs.jobs(state, as_json))
-
-
-@app.command(help=SUMMARY["watch"])
-def watch(
-    job_id: str | None = typer.Argument(None, help="Default: the newest job."),
-    fmt: str | None = _FORMAT,
-    as_json: bool = _JSON,
-) -> None:
-    raise typer.Exit(_jobs.watch(job_id, fmt, as_json))
+# ask, task, steer, jobs, watch, status: built from the command table of ``_fast``.
+register_everyday(app)
 
 
 @app.command("log")
 def log_cmd(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Print a job's events so far, without following (never starts a daemon)."""
-    from chorus.daemon import DaemonClient, NotRunningError
+    from chorus.client import DaemonClient, NotRunningError
 
     printer = _jobs.Printer("json" if as_json else "events")
     try:
@@ -179,7 +56,7 @@ def log_cmd(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
 @app.command()
 def interrupt(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Interrupt a running job (or cancel a queued one)."""
-    from chorus.daemon import DaemonClient
+    from chorus.client import DaemonClient
 
     answer = DaemonClient().interrupt(job_id)
     typer.echo(json.dumps(answer) if as_json else answer["result"])
@@ -188,8 +65,7 @@ def interrupt(job_id: str, as_json: bool = typer.Option(False, "--json")) -> Non
 @app.command()
 def start(as_json: bool = typer.Option(False, "--json")) -> None:
     """Start the daemon for this CHORUS_HOME (it also starts by itself on first use)."""
-    from chorus.daemon import spawn_daemon
-    from chorus.daemon._checks import load_checked_config
+    from chorus.client import load_checked_config, spawn_daemon
 
     load_checked_config()  # a bad config or policy: exit 2 naming the key, not "daemon exited"
     pid = spawn_daemon()
@@ -207,7 +83,7 @@ def start(as_json: bool = typer.Option(False, "--json")) -> None:
 
 def _gateway_status() -> dict[str, Any]:
     """The daemon's ``/gateway/status`` (empty if it cannot be read)."""
-    from chorus.daemon import DaemonClient
+    from chorus.client import DaemonClient
 
     try:
         data = DaemonClient(autostart=False).call("GET", "/gateway/status")
@@ -234,7 +110,7 @@ def stop(
     With --cancel-jobs, running and queued jobs are cancelled first. Agent CLIs that
     a daemon left running (killed, or stopped with --keep-bodies) are ended too,
     unless --keep-bodies is given."""
-    from chorus.daemon import end_bodies_left, stop_daemon
+    from chorus.client import end_bodies_left, stop_daemon
     from chorus.session import keep_flag
 
     left, cancelled = _jobs_left(cancel_jobs)
@@ -264,7 +140,7 @@ def stop(
 
 def _jobs_left(cancel: bool) -> tuple[list[str], list[str]]:
     """Ids of the running and queued jobs; with ``cancel``, (still open, cancelled)."""
-    from chorus.daemon import DaemonClient, NotRunningError
+    from chorus.client import DaemonClient, NotRunningError
 
     client = DaemonClient(autostart=False)
     try:
@@ -287,13 +163,8 @@ def _open_jobs(client: Any, ids: list[str]) -> list[str]:
     return [j for j in ids if client.job(j)["state"] in ("running", "queued")]
 
 
-@app.command(help=SUMMARY["status"])
-def status(as_json: bool = _JSON) -> None:
-    raise typer.Exit(_jobs.status(as_json))
-
-
 def _client() -> Any:
-    from chorus.daemon import DaemonClient
+    from chorus.client import DaemonClient
 
     return DaemonClient()
 
@@ -353,7 +224,7 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="One JSON object."
     from chorus.agents import describe_agents
     from chorus.bodies import body_catalog
     from chorus.cli._agents_cmd import agent_json, bodies_table
-    from chorus.daemon._checks import load_checked_config
+    from chorus.client import load_checked_config
 
     config = load_checked_config()  # a bad config or policy: ConfigError, exit 2, key named
     rows = [{**agent_json(info), **_auth(info.name, config)} for info in describe_agents()]

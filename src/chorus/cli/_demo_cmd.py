@@ -38,7 +38,7 @@ def demo(
 ) -> None:
     """Run a real agent CLI offline on a small task and print the normalized events."""
     from chorus.agents import find_agent
-    from chorus.daemon import DaemonClient, stop_daemon
+    from chorus.client import DaemonClient, stop_daemon
     from chorus.testing import ModelServer, offline_env, shell, text
 
     if body not in _CLI_OF_BODY:

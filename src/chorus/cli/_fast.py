@@ -3,8 +3,9 @@ by hand, so that they reach the daemon's socket without loading typer, rich or
 pydantic. Anything this parser does not know (``--help``, a typo, another
 command) falls through to the typer app, which owns help and error messages.
 
-The option tables below mirror the typer commands in ``_daemon_cmd``; a test
-keeps the two in step.
+The tables below are the one declaration of these commands: the typer commands
+are built from them too (``_everyday``), and both parsers hand the same values to
+the same runner (:data:`RUN`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,15 @@ HELP = {
     "team": "Steer a team's member instead of a job (then TEXT is the only argument).",
     "member": "The team's member, with --team.",
     "no_failover": "On a quota error fail the job instead of moving it to another body.",
+}
+
+#: Help of positional arguments, by command (the typer commands show it).
+ARGUMENT_HELP = {
+    "steer": {
+        "job_id": "The job (id or unique prefix); with --team: TEXT.",
+        "text": "What to tell the running turn.",
+    },
+    "watch": {"job_id": "Default: the newest job."},
 }
 
 #: Each command's help, shared with the typer commands.
@@ -174,7 +184,8 @@ def _jobs() -> Any:
     return jobs
 
 
-_RUN: dict[str, Callable[[dict[str, Any]], int]] = {
+#: What each command runs, given its values by either parser.
+RUN: dict[str, Callable[[dict[str, Any]], int]] = {
     "ask": lambda v: _jobs().ask(v["prompt"], _job_opts(v), v.get("fmt"), v["as_json"]),
     "task": lambda v: _jobs().task(v["prompt"], _job_opts(v), v["as_json"]),
     "watch": lambda v: _jobs().watch(v.get("job_id"), v.get("fmt"), v["as_json"]),
@@ -213,4 +224,4 @@ def run(argv: list[str]) -> int | None:
     values = parse(SPECS[argv[0]], argv[1:])
     if values is None:
         return None
-    return _RUN[argv[0]](values)
+    return RUN[argv[0]](values)

@@ -149,7 +149,7 @@ def dashboard(
     no_open: bool = typer.Option(False, "--no-open", help="Print the URL only."),
 ) -> None:
     """Print a one-time login URL for the browser dashboard (and open it)."""
-    from chorus.daemon import DaemonClient
+    from chorus.client import DaemonClient
 
     status, raw = DaemonClient().request("POST", "/dashboard/login")
     data: dict[str, Any] = json.loads(raw or b"{}")

@@ -32,8 +32,7 @@ EXIT_OK, EXIT_FAILED = 0, 1
 
 def _socket() -> Path:
     """The daemon's socket, after making sure a daemon answers on it."""
-    from chorus.daemon import spawn_daemon
-    from chorus.daemon._paths import socket_path
+    from chorus.client import socket_path, spawn_daemon
 
     spawn_daemon()
     return socket_path()

@@ -69,8 +69,8 @@ def init(as_json: bool = typer.Option(False, "--json", help="One JSON object."))
     """Find the agent CLIs and their logins; set [router] bodies in config.toml to
     the ones that can run (a running daemon takes it at once); say what to do for
     the rest. Safe to run again: it changes nothing that is already right."""
+    from chorus.client import load_checked_config
     from chorus.config import chorus_home, load_config
-    from chorus.daemon._checks import load_checked_config
 
     load_checked_config()  # a bad config.toml or policy.toml: exit 2, nothing written
     path = chorus_home() / "config.toml"
@@ -142,7 +142,7 @@ def _todo(found: list[Found], edit: Edit) -> list[str]:
 def _daemon_needs_login(bodies: list[str]) -> dict[str, str]:
     """The routed bodies a running daemon finds no login for (its environment is
     the one it was started in, not this shell's)."""
-    from chorus.daemon import DaemonClient, NotRunningError
+    from chorus.client import DaemonClient, NotRunningError
 
     try:
         needs = DaemonClient(autostart=False).status().get("needs_login") or {}

@@ -21,7 +21,7 @@ import time
 from chorus._errors import UserError
 from chorus.cli._render import Renderer, plain_writer, rich_writer
 from chorus.cli._stdin import job_prompt
-from chorus.daemon._client import DaemonClient, NotRunningError
+from chorus.client import DaemonClient, NotRunningError
 
 #: ``typing`` is not imported at run time: it costs the fast path milliseconds.
 TYPE_CHECKING = False
@@ -190,9 +190,8 @@ def submit(prompt: str, opts: dict[str, Any]) -> dict[str, Any]:
 def _check_before_start(body: str | None, cwd: str | None, prompt: str = "") -> None:
     """The daemon's own checks, before starting it (loads the config and the bodies)."""
     from chorus.bodies import check_installed
+    from chorus.client import load_checked_config, prompt_problem
     from chorus.config import load_config
-    from chorus.daemon._checks import load_checked_config
-    from chorus.daemon._requests import prompt_problem
 
     config = load_config()
     problem = prompt_problem(prompt, config.daemon.max_prompt_bytes)
@@ -211,7 +210,7 @@ def _check_framework(request: dict[str, Any]) -> None:
         return
     from chorus.bodies import body_names
     from chorus.config import load_config
-    from chorus.daemon._frameworks import framework_options
+    from chorus.frameworks import framework_options
 
     get = request.get
     known = body_names(load_config())
@@ -302,7 +301,7 @@ def jobs(state: str | None = None, as_json: bool = False) -> int:
 
 def _stored_jobs(state: str | None) -> list[dict[str, Any]]:
     """Jobs read from the log itself while no daemon runs (loads the store, if any)."""
-    from chorus.daemon._client import chorus_home
+    from chorus.client import chorus_home
 
     if not (chorus_home() / "chorus.db").exists():
         return []

@@ -268,8 +268,10 @@ def mcp(
 ) -> None:
     """Serve Chorus's MCP tools on stdio, for use by hand (bodies reach them through
     their session's channel instead)."""
+    from chorus.daemon import install_tools
     from chorus.mcpserver import serve_stdio
 
+    install_tools()
     try:
         asyncio.run(serve_stdio(session, job))
     except KeyboardInterrupt:

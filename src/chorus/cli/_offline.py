@@ -31,8 +31,8 @@ def offline_status() -> dict[str, Any]:
     """What ``status`` can tell with no daemon, read from the config and the log: the
     configured bodies, their last known health and cooldowns, and the job counts."""
     from chorus.agents import find_login
+    from chorus.client import load_health_file
     from chorus.config import load_config
-    from chorus.daemon._cluster import load_health_file
 
     config = load_config()
     counts: dict[str, int] = {}

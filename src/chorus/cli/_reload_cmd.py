@@ -51,8 +51,7 @@ def reload_cmd(
 def send_reload(guardian: Guardian) -> dict[str, Any]:
     """Check config.toml and policy.toml, take both as the guardian's baselines (a
     person's deliberate edit) and have a running daemon apply them."""
-    from chorus.daemon import DaemonClient, NotRunningError
-    from chorus.daemon._checks import load_checked_config
+    from chorus.client import DaemonClient, NotRunningError, load_checked_config
     from chorus.integrity import RELOADED
 
     load_checked_config()  # ConfigError: exit 2, the key named, nothing accepted
@@ -67,7 +66,7 @@ def send_reload(guardian: Guardian) -> dict[str, Any]:
 
 def _take_back(guardian: Guardian) -> dict[str, str]:
     """Put back each edit the guardian put aside (a bad one: exit 2, left as it was)."""
-    from chorus.daemon._checks import load_checked_config
+    from chorus.client import load_checked_config
     from chorus.integrity import RELOADED
 
     names = [n for n in RELOADED if guardian.put_aside(n)]
@@ -87,10 +86,20 @@ def _say_put_aside(taken: dict[str, str], waiting: dict[str, str]) -> None:
         )
 
 
+def shown_keys(applied: list[str], agents: dict[str, list[str]]) -> list[str]:
+    """``applied`` for a person: a whole agent added or removed as ``agents.<name>.*``."""
+    whole = {*agents.get("added", []), *agents.get("removed", [])}
+    shown: list[str] = []
+    for key in applied:
+        parts = key.split(".")
+        item = f"agents.{parts[1]}.*" if parts[0] == "agents" and parts[1] in whole else key
+        if item not in shown:
+            shown.append(item)
+    return shown
+
+
 def _say(answer: dict[str, Any]) -> None:
     """What the daemon took, for a person."""
-    from chorus.daemon._reload import shown_keys
-
     agents = answer.get("agents", {})
     applied = shown_keys(answer["applied"], agents)
     typer.echo("policy.toml reloaded (turns that start from now on use it)")

@@ -33,7 +33,7 @@ JSON_OPT = typer.Option(False, "--json", help="Machine-readable output.")
 def _request(method: str, path: str, body: Any = None, params: dict[str, str] | None = None) -> Any:
     from urllib.parse import urlencode
 
-    from chorus.daemon import DaemonClient
+    from chorus.client import DaemonClient
 
     query = f"?{urlencode(params)}" if params else ""
     return DaemonClient().call(method, path + query, body)
@@ -103,7 +103,7 @@ def create(
 
 def _poke_daemon() -> None:
     """A running daemon picks the file up at its next tick; this makes it now."""
-    from chorus.daemon import DaemonClient, is_responding
+    from chorus.client import DaemonClient, is_responding
 
     if is_responding():
         DaemonClient(autostart=False).call("GET", "/routines")

@@ -10,7 +10,7 @@ import typer
 
 from chorus._errors import UserError
 from chorus.cli._app import app
-from chorus.daemon._service import (
+from chorus.client import (
     KINDS,
     ServiceSpec,
     ServiceToolMissingError,

@@ -15,7 +15,7 @@ import typer
 
 from chorus._errors import UserError
 from chorus.cli._app import app
-from chorus.daemon import DaemonClient
+from chorus.client import DaemonClient
 
 team_app = typer.Typer(help="Teams: several bodies on one task at once.", no_args_is_help=True)
 app.add_typer(team_app, name="team")

@@ -23,7 +23,7 @@ _JSON = typer.Option(False, "--json", help="Print JSON.")
 
 
 def _client() -> Any:
-    from chorus.daemon import DaemonClient
+    from chorus.client import DaemonClient
 
     return DaemonClient()
 

@@ -33,9 +33,11 @@ from chorus.config._home import (
     sessions_dir,
     tighten_home,
 )
+from chorus.config._memory import EXTRACTION_ENV, MemorySettings, memory_settings
 
 __all__ = [
     "DEFAULT_PORT",
+    "EXTRACTION_ENV",
     "AgentConfig",
     "BrainConfig",
     "BudgetConfig",
@@ -45,6 +47,7 @@ __all__ = [
     "FlagsConfig",
     "GatewayConfig",
     "GatewaySettings",
+    "MemorySettings",
     "MeterConfig",
     "ModelPrice",
     "RetryConfig",
@@ -58,6 +61,7 @@ __all__ = [
     "duration_seconds",
     "load_config",
     "load_gateway_settings",
+    "memory_settings",
     "private_home",
     "private_umask",
     "run_dir",

@@ -17,6 +17,7 @@ from chorus._errors import ConfigError
 from chorus.config._flags_dashboard import DashboardConfig, FlagsConfig
 from chorus.config._gateway import settings_from_tables
 from chorus.config._home import chorus_home
+from chorus.config._memory import memory_settings
 
 
 class _Strict(BaseModel):
@@ -222,7 +223,7 @@ class ChorusConfig(_Strict):
     #: ``[gateway]`` and ``[brain]``: validated by their models (``config._gateway``).
     gateway: dict[str, Any] = Field(default_factory=dict)
     brain: dict[str, Any] = Field(default_factory=dict)
-    #: ``[memory]``: validated by ``chorus.memory.MemorySettings``.
+    #: ``[memory]``: validated by :class:`MemorySettings` (``config._memory``).
     memory: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -232,8 +233,6 @@ class ChorusConfig(_Strict):
 
     @model_validator(mode="after")
     def _memory_table(self) -> ChorusConfig:
-        from chorus.memory import memory_settings  # the memory package imports this one
-
         memory_settings(self.memory)
         return self
 

@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from chorus._errors import ConfigError
+from chorus._limits import MAX_EVENT_BYTES
 from chorus.config._home import chorus_home
-from chorus.events import MAX_EVENT_BYTES
 
 #: Default TCP port of the gateway listener (loopback only unless ``host`` says otherwise).
 DEFAULT_PORT = 7719

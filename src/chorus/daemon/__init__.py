@@ -1,9 +1,9 @@
 """The daemon: durable job queue, supervisor of bodies, REST + SSE on a unix socket.
 
-Everything is loaded on first use: the client (``DaemonClient``) is stdlib only,
-so that the everyday commands reach the socket fast; the start/stop helpers load
-the config, and the supervisor, which pulls in the policy, the store and every
-body, only when asked for.
+Everything is loaded on first use. The client side (``DaemonClient``, starting and
+stopping a daemon, the request checks) lives in :mod:`chorus.client` and is named
+here too; the supervisor, which pulls in the policy, the store and every body, is
+loaded only when asked for.
 """
 
 from __future__ import annotations
@@ -14,16 +14,20 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from chorus.daemon._client import (
+    from chorus.client import (
         DaemonClient,
         DaemonError,
         DaemonLostError,
         NotRunningError,
+        end_bodies_left,
         is_responding,
+        prompt_problem,
+        spawn_daemon,
+        stop_daemon,
     )
-    from chorus.daemon._lifecycle import end_bodies_left, spawn_daemon, stop_daemon
-    from chorus.daemon._requests import prompt_problem
-    from chorus.daemon._supervisor import JobRequest, Supervisor
+    from chorus.daemon._supervisor import Supervisor
+    from chorus.daemon._tools import install_tools
+    from chorus.jobs import JobRequest
 
 __all__ = [
     "DaemonClient",
@@ -33,6 +37,7 @@ __all__ = [
     "NotRunningError",
     "Supervisor",
     "end_bodies_left",
+    "install_tools",
     "is_responding",
     "prompt_problem",
     "spawn_daemon",
@@ -40,28 +45,35 @@ __all__ = [
 ]
 
 _CLIENT = frozenset(
-    {"DaemonClient", "DaemonError", "DaemonLostError", "NotRunningError", "is_responding"}
+    {
+        "DaemonClient",
+        "DaemonError",
+        "DaemonLostError",
+        "NotRunningError",
+        "end_bodies_left",
+        "is_responding",
+        "prompt_problem",
+        "spawn_daemon",
+        "stop_daemon",
+    }
 )
-_LIFECYCLE = frozenset({"end_bodies_left", "spawn_daemon", "stop_daemon"})
-_SUPERVISOR = frozenset({"JobRequest", "Supervisor"})
-_REQUESTS = frozenset({"prompt_problem"})
 
 
 def __getattr__(name: str) -> Any:
     if name in _CLIENT:
-        from chorus.daemon import _client
+        import chorus.client
 
-        return getattr(_client, name)
-    if name in _LIFECYCLE:
-        from chorus.daemon import _lifecycle
+        return getattr(chorus.client, name)
+    if name == "install_tools":
+        from chorus.daemon._tools import install_tools
 
-        return getattr(_lifecycle, name)
-    if name in _REQUESTS:
-        from chorus.daemon import _requests
+        return install_tools
+    if name == "JobRequest":
+        from chorus.jobs import JobRequest
 
-        return getattr(_requests, name)
-    if name in _SUPERVISOR:
-        from chorus.daemon import _supervisor
+        return JobRequest
+    if name == "Supervisor":
+        from chorus.daemon._supervisor import Supervisor
 
-        return getattr(_supervisor, name)
+        return Supervisor
     raise AttributeError(f"module 'chorus.daemon' has no attribute {name!r}")

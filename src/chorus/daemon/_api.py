@@ -1,11 +1,12 @@
 """The daemon's ASGI app: REST for jobs and sessions, SSE for event streams.
 
-Errors are JSON ``{"error": message, "code": code}``: 400 for bad input (nothing
-is written), 404 for unknown ids. Event streams are ``text/event-stream`` with
-one canonical event as JSON per ``data:`` line; a job's stream ends after its
-:class:`JobEnded` event. A followed stream with nothing to say writes an SSE comment
-(``: ping``) every ``[daemon] stream_ping_s`` seconds, so a client can read without a
-timeout and still tell a quiet job from a lost daemon.
+Errors are JSON ``{"error": message, "code": code}`` by the one table of
+:mod:`chorus.web`: 400 for bad input (nothing is written), 404 for unknown ids.
+Event streams are ``text/event-stream`` with one canonical event as JSON per
+``data:`` line; a job's stream ends after its :class:`JobEnded` event. A followed
+stream with nothing to say writes an SSE comment (``: ping``) every ``[daemon]
+stream_ping_s`` seconds, so a client can read without a timeout and still tell a
+quiet job from a lost daemon.
 """
 
 from __future__ import annotations
@@ -23,23 +24,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from chorus._errors import ChorusError, UserError
-from chorus._json_input import BadJsonError, read_object
+from chorus._json_input import read_object
 from chorus.daemon._cluster import nodes_status
-from chorus.daemon._requests import BadJobRequestError, read_job_request
-from chorus.daemon._supervisor import JobRequest, Supervisor
+from chorus.daemon._requests import read_job_request
+from chorus.daemon._supervisor import Supervisor
 from chorus.daemon._worktree_api import worktree_routes
 from chorus.events import JobEnded, event_to_json
 from chorus.flags import board, live_status
+from chorus.jobs import JobRequest
 from chorus.store import (
     JobRecord,
     JobState,
     SessionRecord,
     StoreError,
-    UnknownRecordError,
     resolve_job_id,
     resolve_session_id,
 )
+from chorus.web import bad_request, guarded
 
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
 
@@ -52,20 +53,6 @@ def _job_json(job: JobRecord) -> dict[str, Any]:
 
 def _session_json(session: SessionRecord) -> dict[str, Any]:
     return asdict(session)
-
-
-def _error(message: str, code: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": message, "code": code}, status_code=status)
-
-
-def _fail(exc: Exception) -> JSONResponse:
-    """Map Chorus errors to HTTP: user errors 400, unknown records 404, others 500."""
-    name = type(exc).__name__
-    if isinstance(exc, UnknownRecordError):
-        return _error(str(exc), name, 404)
-    if isinstance(exc, UserError):
-        return _error(str(exc), name, 400)
-    return _error(str(exc), name, 500)
 
 
 async def _job(sup: Supervisor, request: Request) -> JobRecord:
@@ -105,64 +92,41 @@ def build_app(
         return JSONResponse({"stopping": True})
 
     async def create_job(request: Request) -> Response:
+        fields = await read_job_request(request, sup.config.daemon.max_prompt_bytes)
         try:
-            fields = await read_job_request(request, sup.config.daemon.max_prompt_bytes)
             req = JobRequest(**fields)
-        except BadJobRequestError as exc:
-            return _error(str(exc), exc.code, 400)
         except TypeError as exc:
-            return _error(f"bad job request: {exc}", "bad_request", 400)
-        try:
-            job = await sup.submit(req)
-        except (ChorusError, StoreError) as exc:
-            return _fail(exc)
-        return JSONResponse(_job_json(job), status_code=201)
+            return bad_request(f"bad job request: {exc}")
+        return JSONResponse(_job_json(await sup.submit(req)), status_code=201)
 
     async def list_jobs(request: Request) -> Response:
         state = request.query_params.get("state")
         try:
             wanted = JobState(state) if state else None
         except ValueError:
-            return _error(f"unknown state {state!r}", "bad_request", 400)
+            return bad_request(f"unknown state {state!r}")
         jobs = await sup.store.list_jobs(state=wanted)
         pending = await board(sup.store)  # waiting / flagged
         return JSONResponse([{**_job_json(j), "status": live_status(j, pending)} for j in jobs])
 
     async def get_job(request: Request) -> Response:
-        try:
-            job = await _job(sup, request)
-        except (ChorusError, StoreError) as exc:
-            return _fail(exc)
-        return JSONResponse(_job_json(job))
+        return JSONResponse(_job_json(await _job(sup, request)))
 
     async def interrupt(request: Request) -> Response:
-        try:
-            what = await sup.interrupt((await _job(sup, request)).id)
-        except (ChorusError, StoreError) as exc:
-            return _fail(exc)
-        return JSONResponse({"result": what})
+        return JSONResponse({"result": await sup.interrupt((await _job(sup, request)).id)})
 
     async def steer(request: Request) -> Response:
-        try:
-            text = (await read_object(request, what="the steer request")).get("text")
-        except BadJsonError as exc:
-            return _error(str(exc), exc.code, 400)
+        text = (await read_object(request, what="the steer request")).get("text")
         if not isinstance(text, str):
-            return _error("bad steer request: 'text' must be a string", "bad_request", 400)
-        try:
-            return JSONResponse(await sup.steer((await _job(sup, request)).id, text))
-        except (ChorusError, StoreError) as exc:
-            return _fail(exc)
+            return bad_request("bad steer request: 'text' must be a string")
+        return JSONResponse(await sup.steer((await _job(sup, request)).id, text))
 
     async def job_events(request: Request) -> Response:
-        try:
-            job = await _job(sup, request)
-        except (ChorusError, StoreError) as exc:
-            return _fail(exc)
+        job = await _job(sup, request)
         try:
             from_seq = int(request.query_params.get("from_seq", "1"))
         except ValueError:
-            return _error("from_seq must be a whole number", "bad_request", 400)
+            return bad_request("from_seq must be a whole number")
         follow = request.query_params.get("follow", "1") != "0"
         stream = _pinged(_job_stream(sup, job, from_seq, follow), sup.config.daemon.stream_ping_s)
         return StreamingResponse(stream, media_type="text/event-stream")
@@ -172,20 +136,14 @@ def build_app(
         return JSONResponse([_session_json(s) for s in sessions])
 
     async def get_session(request: Request) -> Response:
-        try:
-            sid = await resolve_session_id(sup.store, request.path_params["session_id"])
-            session = await sup.store.get_session(sid)
-        except (ChorusError, StoreError) as exc:
-            return _fail(exc)
+        sid = await resolve_session_id(sup.store, request.path_params["session_id"])
+        session = await sup.store.get_session(sid)
         data = _session_json(session)
         data["busy"] = sup.is_busy(session.id)
         return JSONResponse(data)
 
     async def pause(request: Request) -> Response:
-        try:
-            sid = await resolve_session_id(sup.store, request.path_params["session_id"])
-        except (ChorusError, StoreError) as exc:
-            return _fail(exc)
+        sid = await resolve_session_id(sup.store, request.path_params["session_id"])
         # Pausing never fails: no new job of the session starts, and ``busy`` says
         # whether one is still running (the caller waits for it to drain).
         paused = request.path_params["action"] == "pause"
@@ -200,16 +158,16 @@ def build_app(
         routes=[
             Route("/status", status),
             Route("/shutdown", shutdown, methods=["POST"]),
-            Route("/jobs", create_job, methods=["POST"]),
+            Route("/jobs", guarded(create_job), methods=["POST"]),
             Route("/jobs", list_jobs),
-            Route("/jobs/{job_id}", get_job),
-            Route("/jobs/{job_id}/interrupt", interrupt, methods=["POST"]),
-            Route("/jobs/{job_id}/steer", steer, methods=["POST"]),
-            Route("/jobs/{job_id}/events", job_events),
+            Route("/jobs/{job_id}", guarded(get_job)),
+            Route("/jobs/{job_id}/interrupt", guarded(interrupt), methods=["POST"]),
+            Route("/jobs/{job_id}/steer", guarded(steer), methods=["POST"]),
+            Route("/jobs/{job_id}/events", guarded(job_events)),
             Route("/sessions", list_sessions),
-            Route("/sessions/{session_id}", get_session),
-            Route("/sessions/{session_id}/{action:str}", pause, methods=["POST"]),
-            *worktree_routes(sup.store, _fail),
+            Route("/sessions/{session_id}", guarded(get_session)),
+            Route("/sessions/{session_id}/{action:str}", guarded(pause), methods=["POST"]),
+            *worktree_routes(sup.store),
             *extra_routes,
         ],
     )

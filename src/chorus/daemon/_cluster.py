@@ -16,11 +16,11 @@ import json
 import logging
 import os
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 from typing import Any
 
 from chorus._errors import LimitError
-from chorus.config import chorus_home
+from chorus.client import health_path
+from chorus.client import load_health_file as load_health_file  # the supervisor's
 from chorus.router import HealthBook
 from chorus.store import JobRecord, JobState, Store
 
@@ -149,21 +149,9 @@ async def nodes_status(store: Store, jobs: list[JobRecord]) -> list[dict[str, An
     ]
 
 
-def _health_path() -> Path:
-    return chorus_home() / "health.json"
-
-
-def load_health_file() -> list[dict[str, Any]]:
-    try:
-        data = json.loads(_health_path().read_text())
-    except (OSError, ValueError):
-        return []
-    return data if isinstance(data, list) else []
-
-
 def _save_file(book: HealthBook) -> None:
     """Persist provider health atomically (write a temp file, then rename)."""
-    path = _health_path()
+    path = health_path()
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(book.to_json()))
     os.replace(tmp, path)

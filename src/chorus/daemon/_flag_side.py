@@ -11,8 +11,7 @@ from typing import Any
 from chorus.daemon._supervisor import Supervisor
 from chorus.daemon._supervisor import _notify as notify_desktop_text
 from chorus.events import Event
-from chorus.flags import FlagDesk
-from chorus.flags._tool import install_desk
+from chorus.flags import FlagDesk, install_desk
 from chorus.policy import FlagBoard
 from chorus.routines import Scheduler
 

@@ -1,6 +1,6 @@
 """The supervisor's side of the thinking frameworks: the :class:`chorus.frameworks.Port`
-a framework job runs through (its own turns, child jobs, notes), and how a job's
-framework options are read and checked."""
+a framework job runs through (its own turns, child jobs, notes). A job's framework
+options are read and checked by :func:`chorus.frameworks.framework_options`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from chorus._errors import UserError
 from chorus.events import Event, Notice, TurnCompleted
 from chorus.frameworks import (
-    FRAMEWORKS,
     Settings,
     consensus,
     parse_vote,
@@ -24,6 +22,7 @@ from chorus.frameworks import (
     sequential,
     vote_prompt,
 )
+from chorus.frameworks import framework_options as framework_options  # the supervisor's
 from chorus.permissions import PermissionAsk
 from chorus.policy import Verdict, Vote
 from chorus.store import JobRecord
@@ -38,27 +37,6 @@ _RUNNERS = {
     "sequential": sequential,
     "script": script,
 }
-
-
-def framework_options(
-    framework: str | None,
-    planners: Sequence[str] | None,
-    reviewer: str | None,
-    rounds: int | None,
-    known: Sequence[str],
-) -> dict[str, Any]:
-    """The job options for a framework request; bad names raise :class:`UserError`."""
-    if framework in (None, "direct"):
-        return {}
-    if framework not in FRAMEWORKS:
-        raise UserError(f"unknown framework {framework!r}; use one of {', '.join(FRAMEWORKS)}")
-    for body in [*(planners or ()), *([reviewer] if reviewer else [])]:
-        if body not in known:
-            raise UserError(f"unknown body {body!r} for the framework; known: {', '.join(known)}")
-    if rounds is not None and not 1 <= rounds <= 5:
-        raise UserError("rounds must be between 1 and 5")
-    chosen = {"framework": framework, "planners": list(planners or ()), "reviewer": reviewer}
-    return {**chosen, "rounds": rounds or 1}
 
 
 class FrameworkPort:

@@ -28,8 +28,8 @@ from starlette.routing import BaseRoute, Route
 
 from chorus._errors import ChorusError
 from chorus.bodies import CLI_OF, body_names
+from chorus.client._checks import load_checked_config
 from chorus.config import ChorusConfig
-from chorus.daemon._checks import load_checked_config
 from chorus.daemon._journal import structured
 from chorus.policy import Policy, load_policy
 from chorus.router import CooldownPolicy, Router
@@ -91,18 +91,6 @@ def agent_changes(old: ChorusConfig, new: ChorusConfig) -> dict[str, list[str]]:
         "changed": sorted(n for n in before.keys() & after.keys() if before[n] != after[n]),
         "removed": sorted(before.keys() - after.keys()),
     }
-
-
-def shown_keys(applied: list[str], agents: dict[str, list[str]]) -> list[str]:
-    """``applied`` for a person: a whole agent added or removed as ``agents.<name>.*``."""
-    whole = {*agents.get("added", []), *agents.get("removed", [])}
-    shown: list[str] = []
-    for key in applied:
-        parts = key.split(".")
-        item = f"agents.{parts[1]}.*" if parts[0] == "agents" and parts[1] in whole else key
-        if item not in shown:
-            shown.append(item)
-    return shown
 
 
 def bodies_of(agents: Collection[str], known: Collection[str]) -> set[str]:

@@ -14,6 +14,7 @@ from starlette.requests import Request
 
 from chorus._errors import UserError
 from chorus._json_input import BadJsonError, parse_json, read_capped
+from chorus.client import prompt_problem
 
 #: Room for the request's other fields and JSON escaping around the prompt.
 _ENVELOPE_BYTES = 64 << 10
@@ -39,17 +40,6 @@ class BadJobRequestError(UserError):
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-def prompt_problem(prompt: str, limit: int) -> str | None:
-    """Why ``prompt`` cannot be a job's prompt (too large), or None."""
-    size = len(prompt.encode("utf-8", "surrogatepass"))
-    if size <= limit:
-        return None
-    return (
-        f"the prompt is {size:,} bytes; the limit is {limit:,} "
-        "([daemon] max_prompt_bytes in config.toml)"
-    )
 
 
 async def read_job_request(request: Request, max_prompt_bytes: int) -> dict[str, Any]:

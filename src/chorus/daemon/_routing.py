@@ -14,7 +14,8 @@ from chorus._errors import UserError
 from chorus.events import Routed
 
 if TYPE_CHECKING:
-    from chorus.daemon._supervisor import JobRequest, Supervisor
+    from chorus.daemon._supervisor import Supervisor
+    from chorus.jobs import JobRequest
 
 
 async def route_request(sup: Supervisor, req: JobRequest) -> tuple[JobRequest, Routed]:

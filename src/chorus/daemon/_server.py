@@ -17,22 +17,23 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from chorus.bodies import kill_detached_left, kill_live_groups
+from chorus.client._checks import load_checked_config
+from chorus.client._lifecycle import acquire_lock
+from chorus.client._paths import pid_path, socket_path
 from chorus.config import ChorusConfig, private_home, private_umask, tighten_home
 from chorus.context import soul
 from chorus.daemon._api import build_app
 from chorus.daemon._budget import load_today
-from chorus.daemon._checks import load_checked_config
 from chorus.daemon._cluster import RoutineLead
 from chorus.daemon._flag_side import flag_desk, flags_running
 from chorus.daemon._journal import journal
-from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
 from chorus.daemon._metering import build_meter, meter_routes, metering
 from chorus.daemon._metrics import DaemonMetrics, following
-from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._reload import reload_routes
 from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
+from chorus.daemon._tools import install_tools
 from chorus.dashboard import login_routes
 from chorus.flags import FlagDesk
 from chorus.gateway import Gateway, load_gateway_settings
@@ -154,6 +155,7 @@ def _private_process() -> None:
 async def _app(store: Store, config: ChorusConfig, incidents: list[Incident]) -> Starlette:
     """Everything the daemon runs, wired into one app: the supervisor and its hub, the
     gateway, the routines' scheduler, memory extraction, flags and their routes."""
+    install_tools()  # the features' tools on the MCP server
     parts = _policy_parts(store)
     guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
     hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))

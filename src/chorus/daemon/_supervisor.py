@@ -59,6 +59,7 @@ from chorus.events import (
     TurnCompleted,
     TurnFailed,
 )
+from chorus.jobs import JobRequest
 from chorus.permissions import PermissionAnswer, PermissionAsk
 from chorus.policy import (
     AuditLog,
@@ -109,33 +110,6 @@ BodyFactory = Callable[[str, BodyOptions], Body]
 OutcomeHook = Callable[[JobRecord, JobEnded], Awaitable[None]]
 #: Hook run on every failover: (job, handoff event) → None (audit, notifications).
 FailoverHook = Callable[[JobRecord, Handoff], Awaitable[None]]
-
-
-@dataclass(frozen=True, slots=True)
-class JobRequest:
-    """What a client asks for. ``body=None`` lets the router choose."""
-
-    prompt: str
-    body: str | None = None
-    model: str | None = None
-    cwd: str | None = None
-    session_id: str | None = None
-    #: None: the policy's own default mode.
-    permission_mode: str | None = None
-    #: A thinking framework (``chorus.frameworks``): None or "direct" is one body.
-    framework: str | None = None
-    planners: list[str] | None = None
-    reviewer: str | None = None
-    rounds: int | None = None
-    #: A routine's firing: recorded with the job in one transaction, so
-    #: it queues at most one job (FiringExistsError the second time).
-    firing: Firing | None = None
-    #: Run in a git worktree of its own (None: ``[daemon] worktree``); see chorus.worktrees.
-    worktree: bool | None = None
-    branch: str | None = None
-    base: str | None = None
-    #: False: on a quota error the job fails instead of moving to another body.
-    failover: bool | None = None
 
 
 class Supervisor:

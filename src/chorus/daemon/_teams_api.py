@@ -9,8 +9,8 @@ outcome hook, the drop-folder watcher runs for the daemon's life.
 /teams/{name}/teardown`` ``{"force"}`` · ``GET /teams/{name}/messages?member=`` ·
 ``POST /teams/{name}/inbox`` ``{"member", "job_id"?}`` (with a ``job_id``, what is
 taken waits for ``POST /teams/{name}/ack`` ``{"ids"}`` or that job's end) · ``GET
-/teams/by-session/{session_id}``. Errors: 400 bad input (nothing written), 404
-unknown team or member.
+/teams/by-session/{session_id}``. Errors by the one table of :mod:`chorus.web`:
+400 bad input (nothing written), 404 unknown team, member or record.
 """
 
 from __future__ import annotations
@@ -25,21 +25,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from chorus._errors import ChorusError, UserError
+from chorus._errors import ChorusError, NotFoundError
 from chorus._json_input import read_object
 from chorus.bodies import check_installed
 from chorus.daemon._supervisor import Supervisor
 from chorus.events import JobEnded, Notice
-from chorus.store import JobRecord, StoreError, UnknownRecordError
+from chorus.store import JobRecord
 from chorus.teams import (
     Dropped,
     Member,
     TeamError,
     TeamService,
-    UnknownTeamError,
     build,
     watch_drops,
 )
+from chorus.web import bad_request, guarded
 
 log = logging.getLogger("chorus.daemon")
 Handler = Callable[[Request], Awaitable[Response]]
@@ -80,21 +80,16 @@ class SupervisorJobs:
         await self.sup.hub.close(session_id)
 
 
-def _error(exc: Exception) -> JSONResponse:
-    status = 404 if isinstance(exc, UnknownRecordError | UnknownTeamError) else 400
-    if not isinstance(exc, UserError):
-        status = 500
-    return JSONResponse({"error": str(exc), "code": type(exc).__name__}, status_code=status)
-
-
 def _guarded(fn: Handler) -> Handler:
+    """``fn`` with errors answered by the one table (:mod:`chorus.web`); a value of
+    the wrong shape in the request (pydantic, a missing key) is a bad request."""
+    table = guarded(fn)
+
     async def handler(request: Request) -> Response:
         try:
-            return await fn(request)
-        except (ChorusError, StoreError) as exc:
-            return _error(exc)
+            return await table(request)
         except (ValueError, KeyError) as exc:
-            return JSONResponse({"error": f"bad request: {exc}", "code": "bad_request"}, 400)
+            return bad_request(f"bad request: {exc}")
 
     return handler
 
@@ -236,7 +231,7 @@ def _routes(service: TeamService) -> list[BaseRoute]:
     async def by_session(request: Request) -> Response:
         found = service.member_of(request.path_params["session_id"])
         if found is None:
-            return JSONResponse({"error": "this session is not a team member's"}, 404)
+            raise NotFoundError("this session is not a team member's")
         return JSONResponse({"team": found[0], "member": found[1]})
 
     def route(path: str, fn: Handler, method: str = "GET") -> Route:

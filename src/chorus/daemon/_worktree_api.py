@@ -4,33 +4,19 @@ writer and knows which jobs run, so ``chorus worktree ...`` goes through it.
 ``GET /worktrees`` lists them with their status; ``GET /worktrees/{job}`` is one
 (with its unmerged commits); ``GET /worktrees/{job}/diff``; ``POST
 /worktrees/{job}/merge`` ``{"squash": bool}``; ``POST /worktrees/{job}/rm``
-``{"force": bool}``; ``POST /worktrees/prune``. Errors as in :mod:`._api`.
+``{"force": bool}``; ``POST /worktrees/prune``. Errors by the table of :mod:`chorus.web`.
 """
 
 from __future__ import annotations
-
-from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from chorus import worktrees
-from chorus._errors import ChorusError
 from chorus._json_input import BadJsonError, read_object
-from chorus.store import Store, StoreError
-
-Handler = Callable[[Request], Awaitable[Response]]
-
-
-def _errors(fail: Callable[[Exception], JSONResponse], fn: Handler) -> Handler:
-    async def handler(request: Request) -> Response:
-        try:
-            return await fn(request)
-        except (ChorusError, StoreError) as exc:
-            return fail(exc)
-
-    return handler
+from chorus.store import Store
+from chorus.web import Handler, guarded
 
 
 async def _flag(request: Request, name: str) -> bool:
@@ -40,8 +26,8 @@ async def _flag(request: Request, name: str) -> bool:
     return value
 
 
-def worktree_routes(store: Store, fail: Callable[[Exception], JSONResponse]) -> list[BaseRoute]:
-    """The routes, with errors mapped by ``fail`` (the app's own mapping)."""
+def worktree_routes(store: Store) -> list[BaseRoute]:
+    """The routes, with errors answered by the one table of :mod:`chorus.web`."""
 
     async def list_all(request: Request) -> Response:
         return JSONResponse(await worktrees.list_all(store))
@@ -69,7 +55,7 @@ def worktree_routes(store: Store, fail: Callable[[Exception], JSONResponse]) -> 
         return JSONResponse(await worktrees.prune(store))
 
     def route(path: str, fn: Handler, method: str = "GET") -> Route:
-        return Route(path, _errors(fail, fn), methods=[method])
+        return Route(path, guarded(fn), methods=[method])
 
     return [
         route("/worktrees", list_all),

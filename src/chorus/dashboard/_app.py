@@ -37,16 +37,15 @@ from chorus.dashboard._stream import job_sse, resume_seq
 from chorus.dashboard._teams import team_messages, team_views
 from chorus.dashboard._views import CostBook, job_rows
 from chorus.flags import FlagDesk, board, decide
+from chorus.jobs import JobPort, JobRequest
 from chorus.store import (
-    FlagDecidedError,
     JobRecord,
     StoreError,
-    UnknownRecordError,
     resolve_job_id,
 )
+from chorus.web import error_response, json_error
 
 if TYPE_CHECKING:
-    from chorus.daemon import Supervisor
     from chorus.policy import AuditLog
     from chorus.routines import Scheduler
 
@@ -58,7 +57,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 class Dashboard:
     """What the app serves from: the daemon's parts and its own state."""
 
-    sup: Supervisor
+    sup: JobPort
     desk: FlagDesk | None
     sched: Scheduler | None = None
     auth: DashboardAuth = field(default_factory=DashboardAuth)
@@ -97,18 +96,12 @@ def _ago(ts: float | None) -> str:
 
 
 def _error(message: str, status: int, code: str = "bad_request") -> JSONResponse:
-    return JSONResponse({"error": message, "code": code}, status_code=status)
+    return json_error(message, code, status)
 
 
 def _fail(exc: Exception) -> JSONResponse:
-    name = type(exc).__name__
-    if isinstance(exc, UnknownRecordError):
-        return _error(str(exc), 404, name)
-    if isinstance(exc, FlagDecidedError):
-        return _error(str(exc), 409, name)
-    if isinstance(exc, UserError):
-        return _error(str(exc), 400, name)
-    return _error(str(exc), 500, name)
+    """Chorus's errors by the one table of :mod:`chorus.web`."""
+    return error_response(exc)
 
 
 def build_dashboard_app(dash: Dashboard) -> Starlette:
@@ -403,8 +396,6 @@ def _optional_text(payload: dict[str, Any], name: str) -> str | None:
 
 async def _queue(dash: Dashboard, job: JobRecord, text: str) -> dict[str, Any]:
     """A follow-up job on the job's session: it runs when the session is free."""
-    from chorus.daemon import JobRequest
-
     if not text.strip():
         raise UserError("the message is empty")
     follow = await dash.sup.submit(JobRequest(text, body=job.body, session_id=job.session_id))

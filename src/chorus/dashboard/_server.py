@@ -32,7 +32,7 @@ from chorus.flags import FlagDesk
 from chorus.gateway import ConnectionCaps, guarded_protocol
 
 if TYPE_CHECKING:
-    from chorus.daemon import Supervisor
+    from chorus.jobs import JobPort
     from chorus.routines import Scheduler
 
 log = logging.getLogger("chorus.dashboard")
@@ -78,7 +78,7 @@ def _bind(config: DashboardConfig) -> socket.socket | None:
 
 @contextlib.asynccontextmanager
 async def dashboard_running(
-    sup: Supervisor, desk: FlagDesk | None, sched: Scheduler | None = None
+    sup: JobPort, desk: FlagDesk | None, sched: Scheduler | None = None
 ) -> AsyncIterator[Dashboard | None]:
     """Serve the dashboard for the block's life (None: off, by ``port = 0`` or error)."""
     config = sup.config.dashboard

@@ -1,7 +1,7 @@
 """Canonical events and UCP v1 frames: typed, frozen, JSON round-trippable."""
 
+from chorus._limits import MAX_EVENT_BYTES
 from chorus.events._json import (
-    MAX_EVENT_BYTES,
     event_from_dict,
     event_json_schema,
     event_to_json,

@@ -11,10 +11,8 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from chorus._errors import EventTooLargeError, InvalidEventError
+from chorus._limits import MAX_EVENT_BYTES
 from chorus.events._model import EVENT_ADAPTER, Event
-
-#: Default cap on one serialized event or frame (1 MiB).
-MAX_EVENT_BYTES = 1 << 20
 
 T = TypeVar("T")
 

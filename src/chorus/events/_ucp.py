@@ -17,7 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from chorus.events._json import MAX_EVENT_BYTES, validate_json
+from chorus._limits import MAX_EVENT_BYTES
+from chorus.events._json import validate_json
 from chorus.events._model import Event, JsonDict
 
 UCP_VERSION = 1

@@ -19,8 +19,10 @@ from chorus.flags._board import (
     running_job_of,
 )
 from chorus.flags._desk import FlagDesk, check_flag_input, flag_event, steer_text
+from chorus.flags._tool import MCP_TOOLS, install_desk
 
 __all__ = [
+    "MCP_TOOLS",
     "BoardItem",
     "FlagDesk",
     "answer_for_session",
@@ -33,6 +35,7 @@ __all__ = [
     "flag_event",
     "from_approval",
     "from_record",
+    "install_desk",
     "live_status",
     "repl_answerer",
     "running_job_of",

@@ -14,7 +14,7 @@ from chorus._errors import UserError
 from chorus.config import load_config
 from chorus.flags._board import running_job_of
 from chorus.flags._desk import FlagDesk, check_flag_input, flag_event
-from chorus.mcpserver import ToolContext, ToolFn, register_tool
+from chorus.mcpserver import ToolContext, ToolFn, tool
 from chorus.store import ORIGIN_CHORUS, FlagRecord, open_store
 
 _DESK: list[FlagDesk] = []
@@ -27,7 +27,7 @@ def install_desk(desk: FlagDesk | None) -> None:
         _DESK.append(desk)
 
 
-@register_tool(
+@tool(
     "flag",
     "Flag a decision you are not sure about WITHOUT waiting: give the question, the "
     "options and the default you go on with now. Continue at once with the default; "
@@ -76,3 +76,7 @@ async def _raise(ctx: ToolContext, question: str, default: str, options: list[st
             event = flag_event(flag)
             await store.append(ctx.session_id, event, origin=ORIGIN_CHORUS)
     return flag
+
+
+#: This package's tools on Chorus's MCP server (the daemon registers them).
+MCP_TOOLS = (flag_tool,)

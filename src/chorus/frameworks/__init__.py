@@ -3,6 +3,7 @@ arbiter), reflect (a second vendor reviews, the first revises), sequential
 (hypothesis, test, observe), script (a throwaway script answers), and auto."""
 
 from chorus.frameworks._auto import pick
+from chorus.frameworks._options import framework_options
 from chorus.frameworks._plans import (
     Choice,
     Plan,
@@ -36,6 +37,7 @@ __all__ = [
     "Settings",
     "consensus",
     "first_json",
+    "framework_options",
     "most_in_common",
     "parse_plan",
     "parse_review",

@@ -43,7 +43,7 @@ def is_turn_end(event: Event) -> bool:
 
 async def ensure_daemon() -> None:
     """Start the daemon of this ``CHORUS_HOME`` unless one answers already."""
-    from chorus.daemon import DaemonError, spawn_daemon
+    from chorus.client import DaemonError, spawn_daemon
 
     try:
         await asyncio.to_thread(spawn_daemon)
@@ -65,7 +65,7 @@ class Link:
         """Start the daemon if needed and connect to its socket. With
         ``on_can_use_tool``, the policy's asks about this session's tool calls come
         to the front (which puts them to its client)."""
-        from chorus.daemon._paths import socket_path
+        from chorus.client import socket_path
 
         await ensure_daemon()
         async with contextlib.AsyncExitStack() as stack:

@@ -26,11 +26,12 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from chorus._errors import ChorusError, UserError
+from chorus._errors import ChorusError
 from chorus._json_input import BadJsonError, read_object
 from chorus.gateway._channel import CLOSE_NORMAL, CLOSE_POLICY, ChannelClosed
 from chorus.gateway._metrics import CONTENT_TYPE
 from chorus.gateway._policy import Transport
+from chorus.web import bad_request, error_response
 
 if TYPE_CHECKING:
     from chorus.gateway._gateway import Gateway
@@ -157,9 +158,9 @@ def local_routes(gateway: Gateway) -> list[BaseRoute]:
         try:
             url = (await read_object(request, what="the brain request")).get("url")
         except BadJsonError as exc:
-            return _json_error(str(exc), 400)
+            return error_response(exc)
         if not isinstance(url, str):
-            return _json_error("bad request: expected {'url': ...} ('url' must be a string)", 400)
+            return bad_request("bad request: expected {'url': ...} ('url' must be a string)")
         return await _guarded(lambda: gateway.brain.connect(url))
 
     async def brain_disconnect(request: Request) -> Response:
@@ -180,13 +181,8 @@ def _no_token() -> str | None:
 
 
 async def _guarded(action: Callable[[], Awaitable[dict[str, Any]]]) -> Response:
+    """The action's answer, or its error by the one table of :mod:`chorus.web`."""
     try:
         return JSONResponse(await action())
-    except UserError as exc:
-        return _json_error(str(exc), 400)
     except ChorusError as exc:
-        return _json_error(str(exc), 500)
-
-
-def _json_error(message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": message, "code": "bad_request"}, status_code=status)
+        return error_response(exc)

@@ -1,7 +1,8 @@
 """Chorus's own MCP server: the tools every body is given.
 
-Tools now: ``memory_search``, ``memory_write``, ``notify_user``. Other packages
-add theirs with :func:`register_tool` (see :mod:`chorus.mcpserver._registry`).
+Its own tools: ``memory_search``, ``memory_write``, ``notify_user``. The packages
+above declare theirs with :func:`tool` and the daemon registers them at start-up
+(:func:`register_tools`; see :mod:`chorus.mcpserver._registry`).
 
 A body reaches them through its session's channel (:func:`channel_running`: the
 daemon serves each session at its own URL over streamable HTTP, ``_channel``);
@@ -17,13 +18,13 @@ from chorus.mcpserver._listen import (
     channel_url_shape,
 )
 from chorus.mcpserver._registry import (
-    TOOL_MODULES,
     ToolContext,
     ToolFactory,
     ToolFn,
     ToolSpec,
     register_tool,
-    registered_tools,
+    register_tools,
+    tool,
 )
 from chorus.mcpserver._server import (
     JOB_ENV,
@@ -34,13 +35,13 @@ from chorus.mcpserver._server import (
     server_command,
     tool_routes,
 )
+from chorus.mcpserver._tools import registered_tools
 
 __all__ = [
     "JOB_ENV",
     "MAX_SERVED",
     "SERVER_NAME",
     "SESSION_ENV",
-    "TOOL_MODULES",
     "ChannelApp",
     "SessionRoute",
     "ToolContext",
@@ -53,8 +54,10 @@ __all__ = [
     "channel_running",
     "channel_url_shape",
     "register_tool",
+    "register_tools",
     "registered_tools",
     "serve_stdio",
     "server_command",
+    "tool",
     "tool_routes",
 ]

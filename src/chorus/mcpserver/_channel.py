@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import re
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -24,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chorus.bodies import NO_SESSION, token_channel
-from chorus.mcpserver._registry import ToolContext, registered_tools
+from chorus.mcpserver._registry import ToolContext
 from chorus.mcpserver._server import build_server
+from chorus.mcpserver._tools import registered_tools
 from chorus.policy import AuditLog
 
 Scope = MutableMapping[str, Any]
@@ -40,7 +40,6 @@ _PATH = re.compile(r"/s/([^/]+)/mcp/?")
 _ROUTE = re.compile(r"/s/([^/]+)/([a-z]+)(/.*)?", re.DOTALL)
 #: Sessions whose server is kept built (an idle one beyond is dropped, rebuilt on use).
 MAX_SERVED = 64
-_SDK = "mcp.server.mcpserver"
 
 
 @dataclass(eq=False)
@@ -157,7 +156,8 @@ class ChannelApp:
 
 
 def _warm() -> None:
-    importlib.import_module(_SDK)
+    import mcp.server.mcpserver  # noqa: F401  the SDK takes a second to import
+
     registered_tools()
 
 

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 
 from chorus.events import Notice
-from chorus.mcpserver._registry import ToolContext, ToolFn, register_tool
+from chorus.mcpserver._registry import ToolContext, ToolFn, tool
 from chorus.memory import (
     ITEM_KINDS,
     Hit,
@@ -26,7 +26,7 @@ from chorus.memory import (
 from chorus.store import ORIGIN_CHORUS, JobState, SqliteStore, Store, UnknownSessionError
 
 
-@register_tool(
+@tool(
     "memory_search",
     "Search what Chorus remembers for this person (typed memory items, MEMORY.md, "
     "daily notes). Returns JSON: a list of {ref, source, kind, text, score}.",
@@ -49,7 +49,7 @@ def _hit(hit: Hit) -> dict[str, object]:
     return out
 
 
-@register_tool(
+@tool(
     "memory_write",
     "Save something worth remembering across sessions: a lasting preference, decision, "
     f"fact, profile detail, event or procedure (kind: one of {', '.join(ITEM_KINDS)}). "
@@ -96,7 +96,7 @@ async def _writer(store: Store, ctx: ToolContext) -> dict[str, str | None]:
     return writer
 
 
-@register_tool(
+@tool(
     "notify_user",
     "Tell the person something now (a desktop notification where there is one, and "
     "a notice in the session's log). Use sparingly: for results or questions that "
@@ -126,3 +126,7 @@ async def _desktop(title: str, message: str) -> bool:
             await asyncio.wait_for(proc.wait(), 5)
         return proc.returncode == 0
     return False
+
+
+#: Chorus's own tools, always served.
+MEMORY_TOOLS = (memory_search, memory_write, notify_user)

@@ -1,35 +1,30 @@
 """The tool registry of Chorus's MCP server.
 
-A tool is registered once, at import time, as a *factory*: given the
-:class:`ToolContext` of the server (the calling session), it returns the function
-the MCP SDK exposes. The SDK builds the tool's input schema from that function's
-signature and type hints, and its description from ``description``.
+A tool is a *factory*: given the :class:`ToolContext` of the server (the calling
+session), it returns the function the MCP SDK exposes. The SDK builds the tool's
+input schema from that function's signature and type hints, and its description
+from ``description``.
 
-Packages add their tools in their own module::
+A package that owns tools declares them with :func:`tool` and exports them::
 
-    from chorus.mcpserver import ToolContext, register_tool
+    from chorus.mcpserver import ToolContext, tool
 
-    @register_tool("routine_list", "List the routines and their next run.")
+    @tool("routine_list", "List the routines and their next run.")
     def routine_list(ctx: ToolContext) -> Callable[..., Awaitable[str]]:
         async def run(limit: int = 20) -> str: ...
         return run
 
-and name that module in :data:`TOOL_MODULES` so the server imports it.
+    MCP_TOOLS = (routine_list,)
+
+and the daemon registers them at start-up (:func:`register_tools`); the registry
+never imports the packages above it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
-
-#: Modules whose import registers tools (later issues append theirs).
-TOOL_MODULES: list[str] = [
-    "chorus.mcpserver._memory_tools",
-    "chorus.routines._mcp_tools",
-    "chorus.teams._mcp_tools",
-    "chorus.flags._tool",
-]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,22 +50,35 @@ class ToolSpec:
 _TOOLS: dict[str, ToolSpec] = {}
 
 
+def tool(name: str, description: str) -> Callable[[ToolFactory], ToolSpec]:
+    """Declare a tool: the decorated factory becomes its :class:`ToolSpec`."""
+
+    def make(factory: ToolFactory) -> ToolSpec:
+        return ToolSpec(name, description, factory)
+
+    return make
+
+
+def register_tools(specs: Iterable[ToolSpec]) -> None:
+    """Serve ``specs`` from now on (again the same spec is a no-op; another tool under
+    a name already taken is an error)."""
+    for spec in specs:
+        known = _TOOLS.get(spec.name)
+        if known is not None and known.factory is not spec.factory:
+            raise ValueError(f"MCP tool {spec.name!r} is already registered")
+        _TOOLS[spec.name] = spec
+
+
 def register_tool(name: str, description: str) -> Callable[[ToolFactory], ToolFactory]:
-    """Register a tool factory under ``name`` (a second registration is an error)."""
+    """Register a tool factory under ``name`` at once (a decorator)."""
 
     def add(factory: ToolFactory) -> ToolFactory:
-        if name in _TOOLS and _TOOLS[name].factory is not factory:
-            raise ValueError(f"MCP tool {name!r} is already registered")
-        _TOOLS[name] = ToolSpec(name, description, factory)
+        register_tools([ToolSpec(name, description, factory)])
         return factory
 
     return add
 
 
-def registered_tools() -> list[ToolSpec]:
-    """Every tool, after importing :data:`TOOL_MODULES`."""
-    import importlib
-
-    for module in TOOL_MODULES:
-        importlib.import_module(module)
+def added_tools() -> list[ToolSpec]:
+    """The tools registered so far, by name."""
     return sorted(_TOOLS.values(), key=lambda spec: spec.name)

@@ -24,7 +24,8 @@ from starlette.routing import Route
 
 from chorus.bodies import MCP_SERVER_NAME, McpServer
 from chorus.config import chorus_home, load_config
-from chorus.mcpserver._registry import ToolContext, ToolFn, registered_tools
+from chorus.mcpserver._registry import ToolContext, ToolFn
+from chorus.mcpserver._tools import registered_tools
 from chorus.policy import AuditLog
 
 if TYPE_CHECKING:

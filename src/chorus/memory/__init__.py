@@ -10,6 +10,7 @@ An item a model wrote keeps who wrote it and is shown to later models as quoted
 data (:func:`item_line`); the files are read without following links.
 """
 
+from chorus.config import MemorySettings, memory_settings
 from chorus.memory._embed import Embedder, HashingEmbedder, make_embedder
 from chorus.memory._extract import (
     ONE_SHOT,
@@ -33,9 +34,7 @@ from chorus.memory._model import (
     ItemKind,
     MemoryInputError,
     MemoryItem,
-    MemorySettings,
     content_hash,
-    memory_settings,
 )
 from chorus.memory._quote import FENCE_BEGIN, FENCE_END, item_line, quoted_lines, written_by
 

@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from chorus.bodies import CLI_OF, BodyOptions, create_body
-from chorus.config import ChorusConfig
+from chorus.config import ChorusConfig, MemorySettings, memory_settings
 from chorus.events import Event, JobEnded, MemoryChanged, Text, TurnCompleted, TurnFailed
 from chorus.memory._log import record_changes
 from chorus.memory._memory import Memory
-from chorus.memory._model import ITEM_KINDS, MemoryItem, MemorySettings, memory_settings
+from chorus.memory._model import ITEM_KINDS, MemoryItem
 from chorus.memory._quote import item_line
 from chorus.store import JobRecord, Store
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
+from chorus.config import MemorySettings, memory_settings
 from chorus.events import MemoryChanged
 from chorus.memory import _rank
 from chorus.memory._embed import Embedder, dot, from_blob, make_embedder, to_blob
@@ -44,7 +45,6 @@ from chorus.memory._model import (
     Hit,
     MemoryInputError,
     MemoryItem,
-    MemorySettings,
     check_kind,
     check_text,
     content_hash,
@@ -93,8 +93,6 @@ class Memory:
     @classmethod
     def open(cls, table: dict[str, Any] | None = None) -> Memory:
         """The memory under CHORUS_HOME with the ``[memory]`` settings given."""
-        from chorus.memory._model import memory_settings
-
         return cls(settings=memory_settings(table))
 
     def close(self) -> None:

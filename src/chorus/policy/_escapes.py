@@ -199,7 +199,7 @@ _DOWNLOADS = re.compile(
 )
 _RUNS_CODE = re.compile(
     r"\bexec\b|\beval\b|subprocess|os\.system|os\.popen|\bsystem\(|child_process|spawn|"
-    r"`|\bpopen\b|runpy|__import__|compile\("
+    r"`|\bpopen\b|runpy|_{2}import_{2}|compile\("
 )
 
 

@@ -11,6 +11,7 @@ from chorus.routines._api import routine_routes
 from chorus.routines._errors import RoutineError, UnknownRoutineError
 from chorus.routines._heartbeat import HEARTBEAT, heartbeat_path, unchecked_items
 from chorus.routines._load import InvalidRoutine, Loaded, load_routines, routines_dir, workspace_dir
+from chorus.routines._mcp_tools import MCP_TOOLS
 from chorus.routines._model import Routine, parse_duration
 from chorus.routines._ops import create_routine, routine_toml, schedule_routine
 from chorus.routines._schedule import (
@@ -29,6 +30,7 @@ from chorus.routines._watch import paths_text, quote_path
 
 __all__ = [
     "HEARTBEAT",
+    "MCP_TOOLS",
     "ActiveHours",
     "At",
     "CatchUp",

@@ -2,8 +2,8 @@
 
 ``GET /routines`` · ``POST /routines`` ``{"toml", "name"}`` · ``POST
 /routines/{name}/run|enable|disable`` · ``GET /routines/{name}/history`` ·
-``DELETE /routines/{name}`` · ``POST /heartbeat/run``. Errors are JSON
-``{"error", "code"}``: 400 for bad input, 404 for an unknown routine.
+``DELETE /routines/{name}`` · ``POST /heartbeat/run``. Errors by the one table of
+:mod:`chorus.web`: 400 for bad input, 404 for an unknown routine or record.
 """
 
 from __future__ import annotations
@@ -15,21 +15,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from chorus._errors import ChorusError, UserError
 from chorus._json_input import read_object
 from chorus.config import chorus_home
 from chorus.routines._errors import RoutineError, UnknownRoutineError
 from chorus.routines._heartbeat import HEARTBEAT
 from chorus.routines._ops import create_routine, remove_routine_file
 from chorus.routines._scheduler import FireResult, Scheduler, firing_json
-from chorus.store import StoreError
-
-
-def _error(exc: Exception) -> JSONResponse:
-    status = 404 if isinstance(exc, UnknownRoutineError) else 400
-    if not isinstance(exc, UserError):
-        status = 500
-    return JSONResponse({"error": str(exc), "code": type(exc).__name__}, status_code=status)
+from chorus.web import bad_request, guarded
 
 
 def _fired(result: FireResult) -> dict[str, Any]:
@@ -46,67 +38,54 @@ def routine_routes(sched: Scheduler) -> list[BaseRoute]:
         return JSONResponse(await sched.describe())
 
     async def create(request: Request) -> Response:
-        try:
-            payload = await read_object(request, what="the routine request")
-            toml, name = payload.get("toml"), payload.get("name")
-            if not isinstance(toml, str) or not isinstance(name, str | None):
-                msg = "bad request: 'toml' must be a string (and 'name' a string or null)"
-                return JSONResponse({"error": msg, "code": "bad_request"}, 400)
-            routine = create_routine(chorus_home(), toml, name=name)
-        except ChorusError as exc:
-            return _error(exc)
+        payload = await read_object(request, what="the routine request")
+        toml, name = payload.get("toml"), payload.get("name")
+        if not isinstance(toml, str) or not isinstance(name, str | None):
+            return bad_request("bad request: 'toml' must be a string (and 'name' a string or null)")
+        routine = create_routine(chorus_home(), toml, name=name)
         sched.wake()
         return JSONResponse({"name": routine.name, "file": routine.file}, status_code=201)
 
     async def action(request: Request) -> Response:
         name, what = request.path_params["name"], request.path_params["action"]
-        try:
-            routine = sched.find(name)
-            if what == "enable" and not routine.enabled:
-                raise RoutineError(f"{routine.file}: routine.enabled is false: edit the file")
-            if what == "run":
-                return JSONResponse(_fired(await sched.run_now(name)))
-            if what in ("enable", "disable"):
-                record = await sched.store.set_routine_enabled(name, what == "enable")
-                sched.wake()
-                return JSONResponse({"name": name, "enabled": record.enabled})
-        except (ChorusError, StoreError) as exc:
-            return _error(exc)
-        return JSONResponse({"error": f"unknown action {what!r}", "code": "bad_request"}, 400)
+        routine = sched.find(name)
+        if what == "enable" and not routine.enabled:
+            raise RoutineError(f"{routine.file}: routine.enabled is false: edit the file")
+        if what == "run":
+            return JSONResponse(_fired(await sched.run_now(name)))
+        if what in ("enable", "disable"):
+            record = await sched.store.set_routine_enabled(name, what == "enable")
+            sched.wake()
+            return JSONResponse({"name": name, "enabled": record.enabled})
+        return bad_request(f"unknown action {what!r}")
 
     async def history(request: Request) -> Response:
         name = request.path_params["name"]
         try:
             limit = max(1, int(request.query_params.get("limit", "50")))
         except ValueError:
-            return JSONResponse({"error": "limit must be a number", "code": "bad_request"}, 400)
+            return bad_request("limit must be a number")
         firings = await sched.store.list_firings(name, limit=limit)
         known = {*sched.load().valid, *(bad.name for bad in sched.loaded.invalid)}
         if not firings and name not in known:
-            return _error(UnknownRoutineError(name))
+            raise UnknownRoutineError(name)
         return JSONResponse([firing_json(f) for f in firings])
 
     async def remove(request: Request) -> Response:
         name = request.path_params["name"]
-        try:
-            path = remove_routine_file(chorus_home(), name)
-        except ChorusError as exc:
-            return _error(exc)
+        path = remove_routine_file(chorus_home(), name)
         await sched.store.delete_routine(name)
         sched.wake()
         return JSONResponse({"name": name, "removed": str(path)})
 
     async def heartbeat(request: Request) -> Response:
-        try:
-            return JSONResponse(_fired(await sched.run_now(HEARTBEAT)))
-        except (ChorusError, StoreError) as exc:
-            return _error(exc)
+        return JSONResponse(_fired(await sched.run_now(HEARTBEAT)))
 
     return [
         Route("/routines", listing),
-        Route("/routines", create, methods=["POST"]),
-        Route("/routines/{name}/history", history),
-        Route("/routines/{name}/{action}", action, methods=["POST"]),
-        Route("/routines/{name}", remove, methods=["DELETE"]),
-        Route("/heartbeat/run", heartbeat, methods=["POST"]),
+        Route("/routines", guarded(create), methods=["POST"]),
+        Route("/routines/{name}/history", guarded(history)),
+        Route("/routines/{name}/{action}", guarded(action), methods=["POST"]),
+        Route("/routines/{name}", guarded(remove), methods=["DELETE"]),
+        Route("/heartbeat/run", guarded(heartbeat), methods=["POST"]),
     ]

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 
 from chorus.config import chorus_home
-from chorus.mcpserver import ToolContext, ToolFn, register_tool
+from chorus.mcpserver import ToolContext, ToolFn, tool
 from chorus.routines._errors import RoutineError
 from chorus.routines._ops import schedule_routine
 
 
-@register_tool(
+@tool(
     "schedule_routine",
     "Schedule work that starts itself later: give a name, the prompt, and one of "
     "schedule (cron, with timezone), every (e.g. '30m') or at (an ISO time). "
@@ -41,3 +41,7 @@ def schedule_routine_tool(ctx: ToolContext) -> ToolFn:
             return f"error: {exc}"
 
     return run
+
+
+#: This package's tools on Chorus's MCP server (the daemon registers them).
+MCP_TOOLS = (schedule_routine_tool,)

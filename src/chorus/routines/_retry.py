@@ -19,14 +19,11 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from chorus.config import RetryConfig, chorus_home
 from chorus.events import ErrorCode, ErrorInfo, JobEnded
+from chorus.jobs import JobPort
 from chorus.store import JobRecord, JobState, JobStateError, UnknownJobError
-
-if TYPE_CHECKING:
-    from chorus.daemon import Supervisor
 
 log = logging.getLogger("chorus.routines")
 
@@ -64,11 +61,11 @@ class PendingRetry:
 
 class RetryQueue:
     """Pending retries of failed jobs. Register :meth:`on_outcome` in
-    ``Supervisor.outcome_hooks`` and call :meth:`tick` periodically."""
+    the job port's ``outcome_hooks`` and call :meth:`tick` periodically."""
 
     def __init__(
         self,
-        sup: Supervisor,
+        sup: JobPort,
         *,
         clock: Callable[[], float] = time.time,
         path: Path | None = None,

@@ -17,13 +17,14 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from watchfiles import awatch
 
 from chorus._errors import ChorusError
 from chorus.bodies import body_names
 from chorus.config import load_config
+from chorus.jobs import JobPort, JobRequest
 from chorus.routines._errors import RoutineError, UnknownRoutineError
 from chorus.routines._heartbeat import (
     HEARTBEAT,
@@ -54,9 +55,6 @@ from chorus.store import (
     StoreError,
 )
 
-if TYPE_CHECKING:
-    from chorus.daemon import Supervisor
-
 log = logging.getLogger("chorus.routines")
 
 Clock = Callable[[], float]
@@ -84,7 +82,7 @@ class Scheduler:
 
     def __init__(
         self,
-        sup: Supervisor,
+        sup: JobPort,
         *,
         clock: Clock = time.time,
         poll_s: float = 2.0,
@@ -256,8 +254,6 @@ class Scheduler:
         return None if read_unchecked() else "nothing_to_do"
 
     async def _submit(self, routine: Routine, firing: Firing) -> FireResult:
-        from chorus.daemon import JobRequest
-
         request = JobRequest(
             prompt=self.render(routine, firing),
             body=routine.body,

@@ -28,6 +28,7 @@ from chorus.teams._config import (
 )
 from chorus.teams._drop import ingest, watch_drops
 from chorus.teams._lifecycle import STEPS, StopPort, signal_group, stop_member
+from chorus.teams._mcp_tools import MCP_TOOLS
 from chorus.teams._protocol import (
     BadDropError,
     BadPlanError,
@@ -42,6 +43,7 @@ from chorus.teams._service import RUN_TRANSITIONS, Jobs, Run, TeamService, messa
 
 __all__ = [
     "COORDINATOR",
+    "MCP_TOOLS",
     "RUN_TRANSITIONS",
     "STEPS",
     "USER",

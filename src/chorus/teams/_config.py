@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from chorus._errors import UserError
+from chorus._errors import NotFoundError, UserError
 from chorus.config import chorus_home
 
 #: Names the mailbox uses itself: no member may take them.
@@ -28,7 +28,7 @@ class TeamError(UserError):
     """A team command that cannot be done as asked (exit code 2, nothing written)."""
 
 
-class UnknownTeamError(TeamError):
+class UnknownTeamError(TeamError, NotFoundError):
     def __init__(self, name: str) -> None:
         known = ", ".join(list_teams()) or "none yet"
         super().__init__(

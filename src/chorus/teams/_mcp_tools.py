@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from chorus._errors import ChorusError
-from chorus.mcpserver import ToolContext, ToolFn, register_tool
+from chorus.mcpserver import ToolContext, ToolFn, tool
 from chorus.store import StoreError
 from chorus.teams._service import TeamService, active_service
 
@@ -33,7 +33,7 @@ async def _answer(call: Any) -> str:
         return f"error: {exc}"
 
 
-@register_tool(
+@tool(
     "team_send",
     "Send a message to another member of your team, or to 'coordinator'. kind is one of "
     "status, result, handoff, steer, task, idle, shutdown (default status). Returns how it "
@@ -50,7 +50,7 @@ def team_send(ctx: ToolContext) -> ToolFn:
     return run
 
 
-@register_tool(
+@tool(
     "team_inbox",
     "Read your new team messages (oldest first). Each is given to you once; it counts as "
     "handled when your current turn ends.",
@@ -67,7 +67,7 @@ def team_inbox(ctx: ToolContext) -> ToolFn:
     return run
 
 
-@register_tool("team_status", "Your team: each member's state and messages waiting, the run.")
+@tool("team_status", "Your team: each member's state and messages waiting, the run.")
 def team_status(ctx: ToolContext) -> ToolFn:
     async def run() -> str:
         scope = _scope(ctx)
@@ -77,3 +77,11 @@ def team_status(ctx: ToolContext) -> ToolFn:
         return await _answer(service.status(team))
 
     return run
+
+
+#: This package's tools on Chorus's MCP server (the daemon registers them).
+MCP_TOOLS = (
+    team_send,
+    team_inbox,
+    team_status,
+)

@@ -11,7 +11,6 @@ Typical use::
         assert server.turn_requests()[1].last_tool_result() is not None
 """
 
-from chorus.testing._faults import start_faulty_daemon
 from chorus.testing._offline import (
     CLIS,
     CODEX_KEY_VAR,
@@ -106,7 +105,6 @@ __all__ = [
     "run_headless",
     "shell",
     "slow_text",
-    "start_faulty_daemon",
     "text",
     "thinking",
     "tool_call",

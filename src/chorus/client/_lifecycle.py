@@ -17,9 +17,9 @@ import sys
 import time
 from pathlib import Path
 
+from chorus.client._client import DaemonError, is_responding
+from chorus.client._paths import log_path, pid_path
 from chorus.config import chorus_home
-from chorus.daemon._client import DaemonError, is_responding
-from chorus.daemon._paths import log_path, pid_path
 
 
 def acquire_lock() -> int | None:

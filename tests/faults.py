@@ -1,8 +1,9 @@
-"""A daemon that kills itself (SIGKILL) at a chosen instant, for fault-injection tests.
+"""A daemon that kills itself (SIGKILL) at a chosen instant, for fault-injection tests
+(test support, not shipped: it replaces the store the daemon opens).
 
 Run it instead of ``python -m chorus.daemon``::
 
-    python -m chorus.testing._faults kill-after-job-end
+    python tests/faults.py kill-after-job-end
 
 ``kill-after-job-end``: the instant a transaction that moved a job to a terminal
 state has committed, the process is killed with SIGKILL, before any other write
@@ -47,11 +48,12 @@ class KillAfterJobEnd:
 def start_faulty_daemon(fault: str, log: Path, *, wait: float = 30.0) -> subprocess.Popen[bytes]:
     """Start the faulty daemon for this ``CHORUS_HOME`` (output appended to ``log``) and
     wait until it answers on its socket; then the CLI uses it like any daemon."""
-    from chorus.daemon import is_responding
+    from chorus.client import is_responding
 
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "chorus.testing._faults", fault],
+            # -P: the tests/ folder is not put on sys.path (its folders are not packages)
+            [sys.executable, "-P", str(Path(__file__).resolve()), fault],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=out,
@@ -84,7 +86,7 @@ def _run(trace: KillAfterJobEnd) -> int:
 def main(argv: list[str]) -> int:
     """``kill-after-job-end`` is the one fault so far."""
     if argv != ["kill-after-job-end"]:
-        print("usage: python -m chorus.testing._faults kill-after-job-end", file=sys.stderr)
+        print("usage: python tests/faults.py kill-after-job-end", file=sys.stderr)
         return 2
     return _run(KillAfterJobEnd())
 

@@ -20,8 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from chorus.client._paths import log_path
 from chorus.config import chorus_home
-from chorus.daemon._paths import log_path
 
 KINDS = ("systemd", "launchd")
 
