@@ -164,9 +164,7 @@ def test_a_steer_typed_in_the_box_reaches_the_model(
     page.wait_for_selector("#conversation .msg.tool")
     page.fill("#steer-text", "also mention the word kestrel")
     page.click("#steer-form button[type=submit]")
-    page.wait_for_function(
-        "document.getElementById('steer-result').textContent.startsWith('sent:')"
-    )
+    page.wait_for_selector("#steer-result:has-text('sent:')")  # no eval: the CSP forbids it
     shots.take(page, "job-steered")
     _ended(page)
     said = json.dumps([r.body for r in dash.server.turn_requests()])
@@ -389,9 +387,7 @@ def test_a_worktree_job_is_reviewed_and_merged_from_its_page(
     axe(page, "worktree job")
     shots.take(page, "worktree-job")
     page.click("#merge")
-    page.wait_for_function(
-        "document.getElementById('worktree-bar').textContent.includes('merged into main')"
-    )
+    page.wait_for_selector("#worktree-bar:has-text('merged into main')")
     assert (dash.work / "notes.md").read_text() == "from the job\n"
     assert "notes.md" in _git(dash.work, "show", "--stat", "HEAD")
     until(lambda: page.locator("#merge").is_hidden())

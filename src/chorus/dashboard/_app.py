@@ -287,11 +287,11 @@ class _Pages:
             job = await _job(self.dash, request.path_params["job_id"])
         except (ChorusError, StoreError) as exc:
             return Response(str(exc), status_code=404, media_type="text/plain")
-        pending = await board(self.dash.sup.store)
-        live = await job_live(self.dash.sup.store, job.id, pending)
-        return await self.render(
-            request, "job.html", job=job, error=job.error, live=live, body_name=friendly(job.body)
-        )
+        store = self.dash.sup.store
+        live = await job_live(store, job.id, await board(store))
+        cwd = (await store.get_session(job.session_id)).cwd if job.session_id else None
+        shown = {"live": live, "body_name": friendly(job.body), "cwd": cwd or ""}
+        return await self.render(request, "job.html", job=job, error=job.error, **shown)
 
     async def flags(self, request: Request) -> Response:
         return await self.render(request, "flags.html")
@@ -394,19 +394,23 @@ class _Api:
         return StreamingResponse(body, media_type="text/event-stream", headers=headers)
 
     async def _topics(self, raw: str) -> dict[str, Snapshot]:
+        fixed: dict[str, tuple[str, Snapshot]] = {
+            "jobs": ("jobs", self._jobs_rows),
+            "board": ("board", self._board_of(all_flags=False)),
+            "board:all": ("board", self._board_of(all_flags=True)),
+            "teams": ("teams", self._teams),
+            "health": ("health", self._health),
+        }
         topics: dict[str, Snapshot] = {}
         for name in [t for t in raw.split(",") if t][:8]:
-            if name == "jobs":
-                topics[name] = self._jobs_rows
-            elif name in ("board", "board:all"):
-                topics["board"] = self._board_of(all_flags=name == "board:all")
-            elif name == "teams":
-                topics[name] = self._teams
+            if name in fixed:
+                topics[fixed[name][0]] = fixed[name][1]
             elif name.startswith("job:"):
                 job = await _job(self.dash, name[4:])
                 topics["job"] = self._job_snapshot(job.id)
             else:
-                raise UserError(f"unknown topic {name[:40]!r}: jobs, board, teams or job:<id>")
+                known = ", ".join(fixed)
+                raise UserError(f"unknown topic {name[:40]!r}: {known} or job:<id>")
         return topics
 
     async def _jobs_rows(self) -> list[dict[str, Any]]:
@@ -420,6 +424,10 @@ class _Api:
             return [item.to_json() for item in reversed(items)]
 
         return snap
+
+    async def _health(self) -> list[dict[str, Any]]:
+        rows = await _providers(self.dash)
+        return [{**row, "cooldown_s": round(row["cooldown_s"])} for row in rows]
 
     async def _teams(self) -> list[dict[str, Any]]:
         store = self.dash.sup.store

@@ -174,12 +174,19 @@ function jobsPage() {
 const BOOKKEEPING = new Set(["session_started", "status", "control_request", "control_response", "usage",
   "metered", "permission_request", "unknown", "memory", "file_change"]);
 
+let jobCwd = ""; // the session's folder: paths inside it are shown relative
+
+function shortPath(path) {
+  const base = jobCwd.replace(/\/+$/, "") + "/";
+  return jobCwd && path.startsWith(base) ? path.slice(base.length) : path;
+}
+
 function toolSummary(ev) {
   const input = ev.input || {};
   const pick = (...keys) => keys.map((k) => input[k]).find((v) => typeof v === "string" && v);
   if (ev.tool === "shell") return ["$ " + (pick("command", "cmd") || (Array.isArray(input.command) ? input.command.join(" ") : "")), "cmd"];
   const path = pick("file_path", "path", "filename", "notebook_path");
-  if (path) return [path, "path"];
+  if (path) return [shortPath(path), "path"];
   const other = pick("pattern", "query", "url", "prompt", "description") || ev.title;
   if (other) return [other, "text"];
   const pairs = Object.entries(input).slice(0, 4).map(([k, v]) => k + ": " + (typeof v === "string" ? v : JSON.stringify(v)));
@@ -198,6 +205,7 @@ class Conversation {
   }
 
   add(ev, where) {
+    if (ev.type === "session_started" && ev.cwd) jobCwd = ev.cwd;
     this.rawLine(ev, where);
     if (where === "top") return; // older events go to the raw list only
     const handler = this["on_" + ev.type];
@@ -348,14 +356,14 @@ class Conversation {
 
 // -- job page: what waits for the person, the job's state, its changes -------------------------
 
-function waitingCard(item, onDone) {
+function waitingCard(item) {
   const out = el("span", { class: "muted", role: "status" });
   const reason = el("input", { class: "reason", type: "text", placeholder: "a note for the agent (optional)", "aria-label": "A note for the agent" });
   async function send(verb, choice) {
     try {
       await post(`/api/flags/${item.id}/${verb}`, { choice: choice || null, reason: reason.value || null });
       out.textContent = verb === "approve" ? "sent: allowed" : "sent: denied";
-      onDone();
+      for (const b of card.querySelectorAll("button")) b.disabled = true;
     } catch (err) { out.textContent = "error: " + err.message; }
   }
   const buttons = item.kind === "approval"
@@ -366,12 +374,13 @@ function waitingCard(item, onDone) {
           onclick: () => send("approve", o) }, o + (o === item.default ? " (default)" : ""))),
        el("button", { class: "reject danger", type: "button", onclick: () => send("reject") }, "Reject")];
   const left = Math.max(0, item.deadline_at - Date.now() / 1000).toFixed(0);
-  return el("div", { class: "card waiting-card k-" + item.kind, "data-flag": item.id, role: "group", "aria-label": item.kind === "approval" ? "Approval" : "Flag" },
+  const card = el("div", { class: "card waiting-card k-" + item.kind, "data-flag": item.id, role: "group", "aria-label": item.kind === "approval" ? "Approval" : "Flag" },
     el("div", {}, el("strong", {}, item.kind === "approval" ? "Waiting for your approval" : "The agent flagged a choice"),
       el("span", { class: "muted" }, " · " + (item.kind === "approval" ? "default " + item.default : "goes on with " + item.default) + " in " + left + "s")),
     el("p", { class: "question" }, item.question),
     item.reason && item.kind === "approval" ? el("p", { class: "muted small" }, "Why it asks: " + item.reason) : "",
     el("div", { class: "actions" }, ...buttons, reason, out));
+  return card;
 }
 
 function jobState(data, jobId) {
@@ -382,8 +391,10 @@ function jobState(data, jobId) {
   document.getElementById("send-steer").textContent = data.finished ? "Follow up" : "Steer";
   document.getElementById("job").dataset.finished = data.finished ? "yes" : "no";
   const waiting = document.getElementById("waiting");
-  if (!waiting.contains(document.activeElement)) {
-    waiting.replaceChildren(...data.pending.map((item) => waitingCard(item, () => {})));
+  const ids = data.pending.map((item) => item.id).join(",");
+  if (waiting.dataset.ids !== ids) { // a card being typed in stays as it is
+    waiting.dataset.ids = ids;
+    waiting.replaceChildren(...data.pending.map((item) => waitingCard(item)));
   }
   const follow = document.getElementById("followups");
   follow.hidden = !data.followups.length;
@@ -447,6 +458,7 @@ function changesPane(jobId) {
 function jobPage() {
   const root = document.getElementById("job");
   const jobId = root.dataset.job;
+  jobCwd = root.dataset.cwd || "";
   const convo = new Conversation(document.getElementById("conversation"), document.getElementById("raw"));
   const changes = changesPane(jobId);
   convo.onWrite = changes.soon;
@@ -590,7 +602,27 @@ function teamsPage() {
 
 // -- providers page ----------------------------------------------------------------------------
 
-function healthPage() { live(["board"]); }
+function providerState(h) {
+  if (h.unready) return [statusChip("failed"), " cannot run: " + h.unready];
+  if (h.cooldown_s > 0) return [el("span", { class: "status s-waiting" }, "cooling down"), " ready in " + secs(h.cooldown_s)];
+  if (h.quota !== "ok") return [el("span", { class: "status s-flagged" }, h.quota)];
+  return [el("span", { class: "status s-done" }, "ready")];
+}
+
+function healthPage() {
+  onLive("health", (rows) => {
+    if (!rows.length) return;
+    document.querySelector("#health tbody").replaceChildren(...rows.map((h) =>
+      el("tr", { "data-body": h.body },
+        el("td", {}, el("strong", {}, h.name), " ", el("span", { class: "muted small" }, h.body)),
+        el("td", {}, h.accounts.join(", ")),
+        el("td", {}, h.runs ? h.ok + "/" + h.runs + " ok" : "no runs yet"),
+        el("td", {}, ...providerState(h)),
+        el("td", {}, h.spend_usd ? money(h.spend_usd) : "-"),
+        el("td", {}, h.last_error || "-"))));
+  });
+  live(["health", "board"]);
+}
 
 const PAGES = { jobs: jobsPage, job: jobPage, flags: flagsPage, routines: routinesPage, teams: teamsPage, health: healthPage };
 const openNewJob = newJob();
