@@ -144,7 +144,7 @@ def test_a_cli_job_appears_live_and_its_events_stream_in(
     shots.take(page, "job-detail")
     page.goto(f"{dash.base}/")
     page.wait_for_selector(f'{row}[data-status="done"]')
-    assert "claude" in page.inner_text(row)
+    assert "Claude Code" in page.inner_text(row)  # the agent by its name
     shots.take(page, "dashboard-jobs")
     for name in ("flags", "teams", "routines", "health", "memory", "audit"):
         page.goto(f"{dash.base}/{name}")
@@ -211,7 +211,7 @@ def test_the_stream_survives_dropped_connections_with_no_gap(
     # The server ends every stream after a second: the browser reconnects with
     # Last-Event-ID several times while the job streams.
     dash = dash_with("stream_rotate_s = 1")
-    dash.server.script([slow_text("a steady trickle of words " * 8, chunks=40, delay=0.2)])
+    dash.server.script([slow_text("a steady trickle of words " * 8, chunks=80, delay=0.2)])
     job_id = dash.run("task", "trickle", "--body", "claude").stdout.strip()
     _login(page, dash)
     page.goto(f"{dash.base}/jobs/{job_id}")
@@ -344,6 +344,8 @@ def test_an_approval_is_answered_on_the_job_page_and_the_job_goes_on(
     waiting = page.wait_for_selector("#waiting .card.k-approval", timeout=90_000)
     assert "git push origin main" in waiting.inner_text()
     page.wait_for_selector("#job-status.s-waiting")
+    asking = page.locator('.msg.tool[data-state="asking"]', has_text="git push origin main")
+    assert asking.locator(".tool-state").inner_text() == "waiting for you"
     listed = dash.run("jobs")
     assert "waiting" in listed.stdout, listed.stdout  # the CLI says the same
     axe(page, "job page with an approval")

@@ -279,6 +279,7 @@ class Conversation {
       el("details", { class: "output" }, el("summary", {}, "Output"), output));
     this.list.append(card);
     this.cards.set(ev.call_id, { card, output, state, why, tool: ev.tool, streamed: false });
+    if (lastApprovals.length) markAsking(lastApprovals);
   }
 
   setState(call, text, status) {
@@ -383,6 +384,20 @@ function waitingCard(item) {
   return card;
 }
 
+// A running tool call an approval waits on says so on its card.
+let lastApprovals = [];
+function markAsking(approvals) {
+  lastApprovals = approvals;
+  for (const card of document.querySelectorAll('.msg.tool:not([data-state]), .msg.tool[data-state="asking"]')) {
+    const said = card.querySelector(".summary").textContent.replace(/^\$ /, "");
+    const asking = approvals.some((item) => said && item.question.includes(said));
+    const state = card.querySelector(".tool-state");
+    state.textContent = asking ? "waiting for you" : "running";
+    state.className = "status tool-state s-" + (asking ? "waiting" : "running");
+    if (asking) card.dataset.state = "asking"; else delete card.dataset.state;
+  }
+}
+
 function jobState(data, jobId) {
   const badge = document.getElementById("job-status");
   badge.textContent = data.status;
@@ -396,6 +411,7 @@ function jobState(data, jobId) {
     waiting.dataset.ids = ids;
     waiting.replaceChildren(...data.pending.map((item) => waitingCard(item)));
   }
+  markAsking(data.pending.filter((item) => item.kind === "approval"));
   const follow = document.getElementById("followups");
   follow.hidden = !data.followups.length;
   follow.replaceChildren("Follow-ups in this session: ", ...data.followups.map((j) =>
