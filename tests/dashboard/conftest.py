@@ -34,7 +34,6 @@ class DashDaemon:
         return f"http://127.0.0.1:{self.port}"
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        self.start()
         return subprocess.run(
             [sys.executable, "-m", "chorus", *args],
             capture_output=True,
@@ -63,6 +62,7 @@ class DashDaemon:
         assert proc.poll() is None, (self.home / "daemon-start.log").read_text()[-2000:]
 
     def login_url(self) -> str:
+        self.start()
         done = self.run("dashboard", "--json", "--no-open")
         assert done.returncode == 0, done.stderr
         url: str = json.loads(done.stdout)["url"]

@@ -129,6 +129,7 @@ def test_a_cli_job_appears_live_and_its_events_stream_in(
     _login(page, dash)
     page.wait_for_selector("#empty:not([hidden])")  # no job yet
     dash.server.script([slow_text("counting sheep one by one " * 6, chunks=24, delay=0.25)])
+    dash.start()
     job_id = dash.run("task", "count sheep", "--body", "claude").stdout.strip()
     row = f'tr[data-job="{job_id}"]'
     page.wait_for_selector(f'{row}[data-status="running"]')  # appeared live, no reload
@@ -158,6 +159,7 @@ def test_a_steer_typed_in_the_box_reaches_the_model(
 ) -> None:
     dash = dash_with()
     dash.server.script([shell("sleep 10"), text("steered fine"), text("spare")])
+    dash.start()
     job_id = dash.run("task", "count slowly", "--body", "claude").stdout.strip()
     _login(page, dash)
     page.goto(f"{dash.base}/jobs/{job_id}")
@@ -178,6 +180,7 @@ def test_a_flag_shows_up_is_approved_and_the_job_is_told(
 ) -> None:
     dash = dash_with()
     dash.server.script([FLAG_CALL, shell("sleep 12"), text("deleted them"), text("spare")])
+    dash.start()
     job_id = dash.run("task", "tidy the logs", "--body", "claude").stdout.strip()
     _login(page, dash)
     page.goto(f"{dash.base}/flags")
@@ -212,6 +215,7 @@ def test_the_stream_survives_dropped_connections_with_no_gap(
     # Last-Event-ID several times while the job streams.
     dash = dash_with("stream_rotate_s = 1")
     dash.server.script([slow_text("a steady trickle of words " * 8, chunks=80, delay=0.2)])
+    dash.start()
     job_id = dash.run("task", "trickle", "--body", "claude").stdout.strip()
     _login(page, dash)
     page.goto(f"{dash.base}/jobs/{job_id}")

@@ -331,6 +331,7 @@ def test_a_busy_port_is_said_by_chorus_dashboard_and_status(
     dash = dash_with()
     with socket.create_server(("127.0.0.1", dash.port)) as taken:
         taken.listen()
+        dash.start()
         done = dash.run("dashboard", "--no-open")
         assert done.returncode == 2, done.stderr
         said = f"address already in use: port {dash.port}; set [dashboard] port or stop"

@@ -619,7 +619,7 @@ function teamsPage() {
 // -- providers page ----------------------------------------------------------------------------
 
 function providerState(h) {
-  if (h.unready) return [statusChip("failed"), " cannot run: " + h.unready];
+  if (h.unready) return [el("span", { class: "status s-failed" }, "cannot run"), " " + h.unready];
   if (h.cooldown_s > 0) return [el("span", { class: "status s-waiting" }, "cooling down"), " ready in " + secs(h.cooldown_s)];
   if (h.quota !== "ok") return [el("span", { class: "status s-flagged" }, h.quota)];
   return [el("span", { class: "status s-done" }, "ready")];
