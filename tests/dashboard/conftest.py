@@ -34,6 +34,8 @@ class DashDaemon:
         return f"http://127.0.0.1:{self.port}"
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        if not self.procs:  # the first command finds a daemon (later ones may find none)
+            self.start()
         return subprocess.run(
             [sys.executable, "-m", "chorus", *args],
             capture_output=True,
