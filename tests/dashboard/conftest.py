@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from chorus.daemon import DaemonClient, stop_daemon
+from chorus.daemon import DaemonClient, is_responding, stop_daemon
 from chorus.testing import ModelServer, claude_env, free_port
 
 
@@ -27,12 +27,15 @@ class DashDaemon:
     server: ModelServer
     port: int
     clients: list[httpx.Client] = field(default_factory=list)
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        if not self.procs:  # the first command finds a daemon (later ones may find none)
+            self.start()
         return subprocess.run(
             [sys.executable, "-m", "chorus", *args],
             capture_output=True,
@@ -42,7 +45,26 @@ class DashDaemon:
             env=os.environ.copy(),
         )
 
+    def start(self) -> None:
+        """Start the daemon unless it runs (the CLI's own autostart waits 20 s: too
+        short on a busy machine); the process is waited for at teardown."""
+        if is_responding():
+            return
+        log = (self.home / "daemon-start.log").open("ab")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "chorus.daemon"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+        log.close()
+        self.procs.append(proc)
+        until(lambda: is_responding(0.5) or proc.poll() is not None, timeout=120)
+        assert proc.poll() is None, (self.home / "daemon-start.log").read_text()[-2000:]
+
     def login_url(self) -> str:
+        self.start()
         done = self.run("dashboard", "--json", "--no-open")
         assert done.returncode == 0, done.stderr
         url: str = json.loads(done.stdout)["url"]
@@ -106,6 +128,9 @@ def dash_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., DashD
             for client in dash.clients:
                 client.close()
         stop_daemon()
+        for dash in made:
+            for proc in dash.procs:
+                proc.wait(timeout=60)
     assert server.errors == []
 
 

@@ -131,10 +131,10 @@ def test_every_page_renders_for_a_logged_in_browser(dash_with: Callable[..., Das
     client = dash.client()
     pages = {
         "/": "filter",
-        f"/jobs/{job_id[:10]}": "Tool log",
+        f"/jobs/{job_id[:10]}": "Raw events",
         "/flags": "Flags and approvals",
         "/routines": "Run now",  # the built-in heartbeat routine
-        "/health": "Provider health",
+        "/health": "Claude Code",
         "/memory?q=anything": "nothing found",
         "/audit": "chain verified",
     }
@@ -237,3 +237,106 @@ async def _post(team: str, mid: str, sender: str, recipient: str, body: dict) ->
     async with SqliteStore() as store:
         await store.set_team_members(team, ["alice", "coordinator"])
         await store.post_message(NewMessage(mid, team, sender, recipient, "task", body))
+
+
+def test_a_new_job_from_the_dashboard_needs_its_token_and_checks_every_field(
+    dash_with: Callable[..., DashDaemon],
+) -> None:
+    dash = dash_with()
+    client = dash.client()
+    good = {"prompt": "say hi", "body": "claude", "cwd": str(dash.work)}
+    refused = client.post("/api/jobs", json=good, headers={"Origin": dash.base})
+    assert refused.status_code == 403  # no CSRF token
+    forged = client.post(
+        "/api/jobs", json=good, headers={"Origin": "http://evil.test", "X-CSRF-Token": "x"}
+    )
+    assert forged.status_code == 403
+    bad = {
+        "unknown body": {**good, "body": "nobody"},
+        "unknown permission mode": {**good, "permission_mode": "yolo"},
+        "unknown framework": {**good, "framework": "chaos"},
+        "prompt is empty": {**good, "prompt": "   "},
+        "choose the folder": {**good, "cwd": ""},
+        "does not exist": {**good, "cwd": str(dash.work / "nope")},
+        "inside CHORUS_HOME": {**good, "cwd": str(dash.home)},
+        "'worktree' must be true or false": {**good, "worktree": "yes"},
+        "'prompt' must be a string": {**good, "prompt": ["a"]},
+    }
+    for needle, payload in bad.items():
+        answer = dash.post(client, "/api/jobs", payload)
+        assert answer.status_code == 400, (needle, answer.text)
+        assert needle in answer.json()["error"], (needle, answer.json())
+    assert dash.daemon.jobs() == []  # nothing was queued by any refused request
+    dash.server.script([text("hi from the form")])
+    made = dash.post(client, "/api/jobs", {**good, "permission_mode": "plan"})
+    assert made.status_code == 201, made.text
+    job_id = made.json()["job_id"]
+    assert made.json()["url"] == f"/jobs/{job_id}"
+    until(lambda: dash.daemon.job(job_id)["state"] == "succeeded")
+    job = dash.daemon.job(job_id)
+    assert (job["body"], job["options"]["permission_mode"]) == ("claude", "plan")
+    assert "say hi" in json.dumps([r.body for r in dash.server.turn_requests()])
+
+
+def test_every_response_forbids_framing_and_inline_script(
+    dash_with: Callable[..., DashDaemon],
+) -> None:
+    dash = dash_with()
+    client = dash.client()
+    for path in ("/", "/flags", "/api/jobs", "/static/app.js", "/nope-401"):
+        headers = client.get(path).headers
+        csp = headers["content-security-policy"]
+        assert "script-src 'self'" in csp
+        assert "frame-ancestors 'none'" in csp
+        assert headers["x-frame-options"] == "DENY"
+    anonymous = dash.new_client().get("/")
+    assert anonymous.status_code == 401
+    assert "frame-ancestors 'none'" in anonymous.headers["content-security-policy"]
+
+
+def test_an_answer_is_rendered_safe_and_a_job_without_a_worktree_cannot_be_merged(
+    dash_with: Callable[..., DashDaemon],
+) -> None:
+    dash = dash_with()
+    job_id = _finished_job(dash, "**bold** <script>alert(1)</script> [x](javascript:alert(1))")
+    client = dash.client()
+    events = client.get(f"/api/jobs/{job_id}/events?before=201").json()["events"]
+    [answer] = [e for e in events if e["type"] == "text"]
+    assert "<strong>bold</strong>" in answer["html"]
+    assert "&lt;script&gt;" in answer["html"]
+    assert "<script" not in answer["html"]
+    assert "href" not in answer["html"]
+    streamed = _sse(client, f"/api/jobs/{job_id}/stream")
+    assert [f["event"]["html"] for f in streamed if f["event"]["type"] == "text"] == [
+        answer["html"]
+    ]
+    changes = client.get(f"/api/jobs/{job_id}/changes").json()
+    assert (changes["source"], changes["files"], changes["worktree"]) == ("events", [], None)
+    for action in ("merge", "discard"):
+        path = f"/api/jobs/{job_id}/{action}"
+        assert client.post(path, json={}, headers={"Origin": dash.base}).status_code == 403
+        answered = dash.post(client, path, {})
+        assert answered.status_code in (400, 404), answered.text
+        assert job_id[:8] in answered.json()["error"] or "worktree" in answered.json()["error"]
+    topics = client.get("/api/live?topics=nonsense")
+    assert topics.status_code == 400
+    assert "unknown topic" in topics.json()["error"]
+
+
+def test_a_busy_port_is_said_by_chorus_dashboard_and_status(
+    dash_with: Callable[..., DashDaemon],
+) -> None:
+    import socket
+
+    dash = dash_with()
+    with socket.create_server(("127.0.0.1", dash.port)) as taken:
+        taken.listen()
+        dash.start()
+        done = dash.run("dashboard", "--no-open")
+        assert done.returncode == 2, done.stderr
+        said = f"address already in use: port {dash.port}; set [dashboard] port or stop"
+        assert said in done.stderr
+        status = dash.run("status")
+        assert f"dashboard: off: address already in use: port {dash.port}" in status.stdout
+        data = json.loads(dash.run("status", "--json").stdout)
+        assert data["dashboard"]["problem"].startswith("address already in use")

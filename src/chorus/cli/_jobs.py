@@ -394,6 +394,8 @@ def status_lines(data: dict[str, Any], now: float) -> list[str]:
     lines.append(f"jobs: {jobs_line}")
     lines += ["bodies:", *(f"  {line}" for line in _body_lines(data, now))]
     lines.append(f"gateway: {_gateway_line(data.get('gateway') or {})}")
+    if dash := data.get("dashboard"):  # its url, or why it does not listen
+        lines.append(f"dashboard: {dash.get('url') or 'off: ' + str(dash.get('problem'))}")
     paused = data.get("paused_sessions") or []
     lines.append("paused sessions: " + (", ".join(s[:12] for s in paused) if paused else "none"))
     flags = data.get("pending_flags") or []

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
@@ -29,13 +30,25 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chorus._errors import ChorusError, UserError
 from chorus._json_input import BadJsonError, read_object
+from chorus.dashboard import _actions
 from chorus.dashboard._auth import COOKIE, CSRF_HEADER, BrowserSession, DashboardAuth
-from chorus.dashboard._stream import job_sse, resume_seq
+from chorus.dashboard._live import Snapshot, live_sse
+from chorus.dashboard._render import code_css
+from chorus.dashboard._stream import event_data, job_sse, resume_seq
 from chorus.dashboard._teams import team_messages, team_views
-from chorus.dashboard._views import CostBook, job_rows
+from chorus.dashboard._views import (
+    CostBook,
+    friendly,
+    job_live,
+    job_rows,
+    provider_rows,
+    recent_folders,
+    spend_by_body,
+)
 from chorus.flags import FlagDesk, board, decide
 from chorus.jobs import JobPort, JobRequest
 from chorus.store import (
@@ -111,6 +124,10 @@ def build_dashboard_app(dash: Dashboard) -> Starlette:
     pages = _Pages(dash, templates)
     api = _Api(dash)
     guard = _Guard(dash, templates)
+
+    def post(path: str, handler: Handler) -> Route:
+        return Route(path, guard(handler, post=True), methods=["POST"])
+
     return Starlette(
         routes=[
             Route("/login", pages.login),
@@ -123,29 +140,65 @@ def build_dashboard_app(dash: Dashboard) -> Starlette:
             Route("/teams", guard(pages.teams)),
             Route("/api/teams/{team}/messages", guard(api.team_messages)),
             Route("/audit", guard(pages.audit_page)),
+            Route("/api/live", guard(api.live)),
             Route("/api/jobs", guard(api.jobs)),
+            post("/api/jobs", api.new_job),
             Route("/api/jobs/{job_id}/stream", guard(api.stream)),
             Route("/api/jobs/{job_id}/events", guard(api.events)),
-            Route("/api/jobs/{job_id}/steer", guard(api.steer, post=True), methods=["POST"]),
-            Route(
-                "/api/jobs/{job_id}/interrupt", guard(api.interrupt, post=True), methods=["POST"]
-            ),
+            Route("/api/jobs/{job_id}/changes", guard(api.changes)),
+            post("/api/jobs/{job_id}/merge", api.merge),
+            post("/api/jobs/{job_id}/discard", api.discard),
+            post("/api/jobs/{job_id}/steer", api.steer),
+            post("/api/jobs/{job_id}/interrupt", api.interrupt),
             Route("/api/flags", guard(api.flags)),
-            Route(
-                "/api/flags/{flag_id}/{verb:str}", guard(api.decide, post=True), methods=["POST"]
-            ),
-            Route("/api/routines/{name}/run", guard(api.run_routine, post=True), methods=["POST"]),
+            post("/api/flags/{flag_id}/{verb:str}", api.decide),
+            post("/api/routines/{name}/run", api.run_routine),
             Route("/static/{name}", guard(_static)),
-        ]
+        ],
+        middleware=[Middleware(_SecurityHeaders)],
     )
+
+
+#: Every response: scripts and styles from the dashboard itself only (an injected
+#: ``<script>`` or ``onerror=`` does not run), never framed (no clickjacked Allow).
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        b"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+
+class _SecurityHeaders:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, sending)
 
 
 #: The only files under /static (served to a logged-in browser only).
 STATIC = {"app.js": "text/javascript", "style.css": "text/css"}
+_CODE_CSS = code_css()
 
 
 async def _static(request: Request) -> Response:
     name = request.path_params["name"]
+    if name == "code.css":
+        return Response(_CODE_CSS, media_type="text/css")
     if name not in STATIC:
         return Response("not found", status_code=404, media_type="text/plain")
     return FileResponse(HERE / "static" / name, media_type=STATIC[name])
@@ -201,9 +254,10 @@ class _Pages:
         self.dash = dash
         self.templates = templates
 
-    def render(self, request: Request, name: str, **context: Any) -> Response:
+    async def render(self, request: Request, name: str, **context: Any) -> Response:
         session: BrowserSession = request.state.session
         context.update(csrf=session.csrf, page=name.removesuffix(".html"))
+        context.update(await _form_choices(self.dash))
         return self.templates.TemplateResponse(request, name, context)
 
     async def login(self, request: Request) -> Response:
@@ -219,37 +273,39 @@ class _Pages:
         return response
 
     async def jobs(self, request: Request) -> Response:
-        return self.render(request, "jobs.html")
+        return await self.render(request, "jobs.html")
 
     async def job(self, request: Request) -> Response:
         try:
             job = await _job(self.dash, request.path_params["job_id"])
         except (ChorusError, StoreError) as exc:
             return Response(str(exc), status_code=404, media_type="text/plain")
-        return self.render(request, "job.html", job=job, error=job.error)
+        store = self.dash.sup.store
+        live = await job_live(store, job.id, await board(store))
+        cwd = (await store.get_session(job.session_id)).cwd if job.session_id else None
+        shown = {"live": live, "body_name": friendly(job.body), "cwd": cwd or ""}
+        return await self.render(request, "job.html", job=job, error=job.error, **shown)
 
     async def flags(self, request: Request) -> Response:
-        return self.render(request, "flags.html")
+        return await self.render(request, "flags.html")
 
     async def routines(self, request: Request) -> Response:
         try:
             rows = await self.dash.sched.describe() if self.dash.sched else []
         except StoreError as exc:  # routines need the SQLite store for now
-            return self.render(request, "routines.html", routines=[], off=str(exc))
-        return self.render(request, "routines.html", routines=rows, off=None)
+            return await self.render(request, "routines.html", routines=[], off=str(exc))
+        return await self.render(request, "routines.html", routines=rows, off=None)
 
     async def health(self, request: Request) -> Response:
-        rows = self.dash.sup.health.to_json()
-        bodies = list(self.dash.sup.config.router.bodies)
-        return self.render(request, "health.html", rows=rows, bodies=bodies, now=time.time())
+        return await self.render(request, "health.html", rows=await _providers(self.dash))
 
     async def teams(self, request: Request) -> Response:
-        return self.render(request, "teams.html", teams=await team_views(self.dash.sup.store))
+        return await self.render(request, "teams.html", teams=await team_views(self.dash.sup.store))
 
     async def memory(self, request: Request) -> Response:
         query = request.query_params.get("q", "").strip()
         hits = _memory_hits(self.dash, query) if query else []
-        return self.render(request, "memory.html", query=query, hits=hits)
+        return await self.render(request, "memory.html", query=query, hits=hits)
 
     async def audit_page(self, request: Request) -> Response:
         from chorus.policy import AuditLog
@@ -258,7 +314,33 @@ class _Pages:
         # The walk reads the whole log and the anchor asks the store: not on the loop.
         result = await asyncio.to_thread(log.verify)
         recent = list(log.entries(since=time.time() - 86400))[-50:]
-        return self.render(request, "audit.html", result=result, recent=reversed(recent))
+        return await self.render(request, "audit.html", result=result, recent=reversed(recent))
+
+
+async def _form_choices(dash: Dashboard) -> dict[str, Any]:
+    """What the new-job form offers (on every page)."""
+    from chorus.bodies import body_names
+    from chorus.frameworks import FRAMEWORKS
+    from chorus.policy import PERMISSION_MODES
+
+    bodies = body_names(dash.sup.config)
+    return {
+        "form_bodies": [(b, friendly(b)) for b in bodies],
+        "form_modes": PERMISSION_MODES,
+        "form_frameworks": FRAMEWORKS,
+        "form_folders": await recent_folders(dash.sup.store),
+    }
+
+
+async def _providers(dash: Dashboard) -> list[dict[str, Any]]:
+    """Each body's health, friendly-named, with its spend over the last day."""
+    sup = dash.sup
+    bodies = list(sup.config.router.bodies)
+    missing = {b: why for b in bodies if (why := sup.unready(b))}
+    rows = provider_rows(sup.health.to_json(), bodies, missing, time.time())
+    assert dash.costs is not None
+    spend = await spend_by_body(sup.store, dash.costs, time.time() - 86400)
+    return [{**row, "spend_usd": spend.get(row["body"])} for row in rows]
 
 
 def _memory_hits(dash: Dashboard, query: str) -> list[dict[str, Any]]:
@@ -283,6 +365,107 @@ class _Api:
         assert self.dash.costs is not None
         rows = await job_rows(self.dash.sup.store, pending, self.dash.costs)
         return JSONResponse(rows)
+
+    async def new_job(self, request: Request) -> Response:
+        try:
+            payload = await read_object(request, what="the new job")
+            job = await _actions.new_job(self.dash.sup, payload)
+        except BadJsonError as exc:
+            return _error(str(exc), 400, exc.code)
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        return JSONResponse({"job_id": job.id, "url": f"/jobs/{job.id}"}, status_code=201)
+
+    async def live(self, request: Request) -> Response:
+        """``?topics=jobs,board,teams,job:<id>``: one stream of what the page shows."""
+        try:
+            topics = await self._topics(request.query_params.get("topics", ""))
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        body = live_sse(topics, ping_s=self.dash.ping_s)
+        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        return StreamingResponse(body, media_type="text/event-stream", headers=headers)
+
+    async def _topics(self, raw: str) -> dict[str, Snapshot]:
+        fixed: dict[str, tuple[str, Snapshot]] = {
+            "jobs": ("jobs", self._jobs_rows),
+            "board": ("board", self._board_of(all_flags=False)),
+            "board:all": ("board", self._board_of(all_flags=True)),
+            "teams": ("teams", self._teams),
+            "health": ("health", self._health),
+        }
+        topics: dict[str, Snapshot] = {}
+        for name in [t for t in raw.split(",") if t][:8]:
+            if name in fixed:
+                topics[fixed[name][0]] = fixed[name][1]
+            elif name.startswith("job:"):
+                job = await _job(self.dash, name[4:])
+                topics["job"] = self._job_snapshot(job.id)
+            else:
+                known = ", ".join(fixed)
+                raise UserError(f"unknown topic {name[:40]!r}: {known} or job:<id>")
+        return topics
+
+    async def _jobs_rows(self) -> list[dict[str, Any]]:
+        assert self.dash.costs is not None
+        store = self.dash.sup.store
+        return await job_rows(store, await board(store), self.dash.costs)
+
+    def _board_of(self, *, all_flags: bool) -> Snapshot:
+        async def snap() -> list[dict[str, Any]]:
+            items = await board(self.dash.sup.store, all_flags=all_flags)
+            return [item.to_json() for item in reversed(items)]
+
+        return snap
+
+    async def _health(self) -> list[dict[str, Any]]:
+        rows = await _providers(self.dash)
+        return [{**row, "cooldown_s": round(row["cooldown_s"])} for row in rows]
+
+    async def _teams(self) -> list[dict[str, Any]]:
+        store = self.dash.sup.store
+        views = await team_views(store)
+        for view in views:
+            view["messages"] = (await team_messages(store, view["name"]))[-200:]
+        return views
+
+    def _job_snapshot(self, job_id: str) -> Snapshot:
+        async def snap() -> dict[str, Any]:
+            store = self.dash.sup.store
+            return await job_live(store, job_id, await board(store))
+
+        return snap
+
+    async def changes(self, request: Request) -> Response:
+        try:
+            job = await _job(self.dash, request.path_params["job_id"])
+            return JSONResponse(await _actions.changes(self.dash.sup.store, job))
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+
+    async def merge(self, request: Request) -> Response:
+        try:
+            payload = await read_object(request, empty={}, what="the merge")
+            squash = payload.get("squash", False)
+            if not isinstance(squash, bool):
+                raise BadJsonError("'squash' must be true or false")
+            job = await _job(self.dash, request.path_params["job_id"])
+            done = await _actions.merge(self.dash.sup.store, job, squash)
+        except BadJsonError as exc:
+            return _error(str(exc), 400, exc.code)
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        _audit_worktree(self.dash, job.id, "merge", done)
+        return JSONResponse(done)
+
+    async def discard(self, request: Request) -> Response:
+        try:
+            job = await _job(self.dash, request.path_params["job_id"])
+            done = await _actions.discard(self.dash.sup.store, job)
+        except (ChorusError, StoreError) as exc:
+            return _fail(exc)
+        _audit_worktree(self.dash, job.id, "discard", done)
+        return JSONResponse(done)
 
     async def stream(self, request: Request) -> Response:
         try:
@@ -312,7 +495,7 @@ class _Api:
         events = await self.dash.sup.store.read_events(
             job.session_id or "", from_seq=first, limit=max(0, before - first)
         )
-        mine = [json.loads(e.model_dump_json()) for e in events if e.job_id == job.id]
+        mine = [json.loads(event_data(e)) for e in events if e.job_id == job.id]
         return JSONResponse({"events": mine, "first_seq": first})
 
     async def steer(self, request: Request) -> Response:
@@ -400,6 +583,12 @@ async def _queue(dash: Dashboard, job: JobRecord, text: str) -> dict[str, Any]:
         raise UserError("the message is empty")
     follow = await dash.sup.submit(JobRequest(text, body=job.body, session_id=job.session_id))
     return {"job_id": job.id, "how": "queued_followup", "followup_job_id": follow.id}
+
+
+def _audit_worktree(dash: Dashboard, job_id: str, action: str, done: dict[str, Any]) -> None:
+    if dash.audit is not None:
+        data = {"job": job_id, "action": action, "result": done}
+        dash.audit.append("worktree_" + action, {**data, "source": "person", "via": "dashboard"})
 
 
 def _audit(

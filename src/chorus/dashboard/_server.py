@@ -1,7 +1,9 @@
 """The dashboard's listener: a uvicorn server on ``[dashboard] host:port`` inside
-the daemon's event loop (loopback only unless ``allow_remote``). A busy port is
-logged and leaves the dashboard off; the daemon goes on. The address is written
-to ``CHORUS_HOME/run/dashboard.json`` while it listens.
+the daemon's event loop (loopback only unless ``allow_remote``). A busy port
+leaves the dashboard off; the daemon goes on. The address is written
+to ``CHORUS_HOME/run/dashboard.json`` while it listens. Why it does not listen (a
+busy port: "address already in use: port N; ...") is logged, answered to
+``chorus dashboard`` and shown by ``chorus status`` (``dashboard`` in its JSON).
 
 Connections are admitted as on the gateway's listener (the same guarded protocol):
 at most ``max_connections`` open (``max_connections_per_peer`` from one address),
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import json
 import logging
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("chorus.dashboard")
 #: The dashboard of this process, for the daemon's ``/dashboard/login`` route.
 _CURRENT: list[Dashboard] = []
+#: Why this process serves no dashboard (a busy port ...), for the same route.
+_PROBLEM: list[str] = []
 
 
 def address_path() -> Path:
@@ -62,16 +67,26 @@ class _EmbeddedServer(uvicorn.Server):
         yield
 
 
-def _bind(config: DashboardConfig) -> socket.socket | None:
+def bind_problem(exc: OSError, host: str, port: int) -> str:
+    """Why the dashboard could not listen, in words that say what to do."""
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"address already in use: port {port}; set [dashboard] port or stop the other process"
+        )
+    if exc.errno == errno.EACCES:
+        return f"permission denied to listen on port {port}; set [dashboard] port above 1023"
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+
+
+def _bind(config: DashboardConfig) -> socket.socket | str:
+    """The listening socket, or why there is none."""
     if not is_loopback(config.host) and not config.allow_remote:
-        log.error("dashboard off: host %s is not loopback (set allow_remote)", config.host)
-        return None
+        return f"host {config.host} is not loopback; set [dashboard] allow_remote to serve it"
     family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
     try:
         sock = socket.create_server((config.host, config.port), family=family, backlog=64)
     except OSError as exc:
-        log.warning("dashboard off: cannot listen on %s:%s: %s", config.host, config.port, exc)
-        return None
+        return bind_problem(exc, config.host, config.port)
     sock.setblocking(False)
     return sock
 
@@ -80,10 +95,15 @@ def _bind(config: DashboardConfig) -> socket.socket | None:
 async def dashboard_running(
     sup: JobPort, desk: FlagDesk | None, sched: Scheduler | None = None
 ) -> AsyncIterator[Dashboard | None]:
-    """Serve the dashboard for the block's life (None: off, by ``port = 0`` or error)."""
+    """Serve the dashboard for the block's life (None: off, by ``port = 0`` or error;
+    the error is logged, told by ``chorus dashboard`` and shown by ``status``)."""
     config = sup.config.dashboard
-    sock = _bind(config) if config.port else None
-    if sock is None:
+    sock = _bind(config) if config.port else "off: [dashboard] port = 0"
+    if isinstance(sock, str):
+        if config.port:
+            log.error("dashboard off: %s", sock)
+        _PROBLEM[:] = [sock]
+        sup.status_hooks.append(lambda: {"dashboard": {"url": None, "problem": _PROBLEM[-1]}})
         yield None
         return
     host, port = sock.getsockname()[:2]
@@ -92,8 +112,11 @@ async def dashboard_running(
     server = _EmbeddedServer(_uvicorn_config(build_dashboard_app(dash), config))
     task = asyncio.create_task(server.serve(sockets=[sock]), name="dashboard")
     _CURRENT.append(dash)
+    _PROBLEM.clear()
+    url = f"http://{host}:{port}/"
+    sup.status_hooks.append(lambda: {"dashboard": {"url": url, "problem": None}})
     path = address_path()
-    path.write_text(json.dumps({"host": host, "port": port, "url": f"http://{host}:{port}/"}))
+    path.write_text(json.dumps({"host": host, "port": port, "url": url}))
     try:
         yield dash
     finally:
@@ -124,7 +147,10 @@ def login_routes() -> list[Route]:
 
     async def login(request: Request) -> Response:
         if not _CURRENT:
-            msg = "the dashboard is off: set [dashboard] port (0 turns it off) and restart"
+            why = _PROBLEM[-1] if _PROBLEM else "off"
+            msg = f"the dashboard is off: {why} (then `chorus stop` and `chorus start`)"
+            if why.startswith("off"):
+                msg = "the dashboard is off: set [dashboard] port (0 turns it off) and restart"
             return JSONResponse({"error": msg, "code": "dashboard_off"}, status_code=409)
         dash = _CURRENT[-1]
         token = dash.auth.new_login()

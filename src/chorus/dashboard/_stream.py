@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator
 
-from chorus.events import Event, JobEnded, event_to_json
+from chorus.dashboard._render import markdown_html
+from chorus.events import Event, JobEnded, Text, event_to_json
 from chorus.store import JOB_TERMINAL, JobRecord, Store
 
 RETRY_MS = 500
@@ -30,8 +32,18 @@ def resume_seq(last_event_id: str | None, from_seq: str | None) -> int:
     return 1
 
 
+def event_data(event: Event) -> str:
+    """The event's JSON; a complete answer also carries its markdown rendered as
+    safe HTML (``html``), which the page shows in place of the raw text."""
+    if not isinstance(event, Text):
+        return event_to_json(event)
+    data = json.loads(event_to_json(event))
+    data["html"] = markdown_html(event.text)
+    return json.dumps(data, separators=(",", ":"))
+
+
 def frame(event: Event) -> str:
-    return f"id: {event.seq}\ndata: {event_to_json(event)}\n\n"
+    return f"id: {event.seq}\ndata: {event_data(event)}\n\n"
 
 
 async def job_sse(
