@@ -3,13 +3,6 @@ daemon running) and by the daemon when it is received."""
 
 from __future__ import annotations
 
+from chorus._limits import prompt_problem
 
-def prompt_problem(prompt: str, limit: int) -> str | None:
-    """Why ``prompt`` cannot be a job's prompt (too large), or None."""
-    size = len(prompt.encode("utf-8", "surrogatepass"))
-    if size <= limit:
-        return None
-    return (
-        f"the prompt is {size:,} bytes; the limit is {limit:,} "
-        "([daemon] max_prompt_bytes in config.toml)"
-    )
+__all__ = ["prompt_problem"]

@@ -15,7 +15,7 @@ from chorus.dashboard._render import MAX_DIFF_LINES, diff_html
 from chorus.store import JobRecord, Store, WorktreeRecord
 
 if TYPE_CHECKING:
-    from chorus.daemon import Supervisor
+    from chorus.jobs import JobPort
 
 _TEXT_FIELDS = ("prompt", "body", "cwd", "permission_mode", "framework")
 
@@ -35,11 +35,12 @@ def _choice(value: str | None, allowed: tuple[str, ...], what: str) -> str | Non
     return value
 
 
-async def new_job(sup: Supervisor, payload: dict[str, Any]) -> JobRecord:
+async def new_job(sup: JobPort, payload: dict[str, Any]) -> JobRecord:
     """Queue the job the form describes, checked as ``POST /jobs`` checks it."""
+    from chorus._limits import prompt_problem
     from chorus.bodies import body_names
-    from chorus.daemon import JobRequest, prompt_problem
     from chorus.frameworks import FRAMEWORKS
+    from chorus.jobs import JobRequest
     from chorus.policy import PERMISSION_MODES
 
     fields = {name: _text(payload, name) for name in _TEXT_FIELDS}
