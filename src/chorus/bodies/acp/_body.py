@@ -113,9 +113,9 @@ class AcpBody(Body):
         #: previous owner's writes past the offset (noted in stdout order).
         self._skip = 0
         self._sent_later: list[Sent] = []
-        #: The agent holds the mode its start arguments gave it (``quirks.mode_args``);
-        #: False once a ``session/set_mode`` put it in one of its own modes.
-        self._mode_by_args = options.permission_mode in agent.quirks.mode_args
+        #: ``session/set_mode`` requests sent: each puts the agent in one of its own
+        #: modes, out of the one its start arguments gave it (see ``_mode_by_args``).
+        self._modes_set = 0
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -174,7 +174,7 @@ class AcpBody(Body):
         for stream, line in lines:
             if stream == "stdin":
                 self.codec.note_sent(line)
-                self._mode_by_args &= '"session/set_mode"' not in line
+                self._modes_set += '"session/set_mode"' in line
             else:
                 self.codec.feed(line)
         # The session's opening may be punched out of stdout by now (discard_before).
@@ -456,7 +456,7 @@ class AcpBody(Body):
         """Switch between modes the agent holds by its start arguments (the policy
         tells them apart); raises :class:`UnsupportedControlError` once the agent left
         them for a mode of its own, which it cannot be brought back from."""
-        if not self._mode_by_args:
+        if not self._mode_by_args():
             raise self._unsupported(
                 "set_permission_mode",
                 f"{self.agent.name} cannot return to {mode!r} from {self.permission_mode!r}: "
@@ -471,7 +471,12 @@ class AcpBody(Body):
             if exc.code == METHOD_NOT_FOUND:
                 raise self._unsupported("set_permission_mode", str(exc)) from exc
             raise
-        self._mode_by_args = False
+        self._modes_set += 1
+
+    def _mode_by_args(self) -> bool:
+        """Whether the agent holds the mode its start arguments gave it."""
+        held = self.options.permission_mode in self.agent.quirks.mode_args
+        return held and self._modes_set == 0
 
     def _agent_mode(self, mode: str) -> str:
         """The agent's mode for Chorus ``mode``: a quirk's alias first (the agent may
