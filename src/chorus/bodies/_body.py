@@ -7,6 +7,15 @@ sends a prompt and yields events until the turn's terminal event
 Controls (interrupt, set_model, ...) may be called from another task while a
 turn is streaming. A control the body cannot do raises
 :class:`UnsupportedControlError`, never silence.
+
+Every body keeps its state in one :class:`~chorus.bodies._lifecycle.Lifecycle`
+(new, starting, ready, busy, ... closed), moved only along the shared table.
+:meth:`Body.start`, :meth:`Body.attach` and :meth:`Body.close` are written once,
+here: the sequence, the start's deadline and its one retry, the error mapping.
+A body fills hooks: ``_spawn`` and ``_handshake`` (start), ``_attach_spec``,
+``_rebuild`` and ``_begin_reading`` / ``_read_stdout`` (attach), ``_fresh_wire``
+(a start begun again), ``_start_failure`` (the error a failed start raises),
+``_shutdown`` and ``_stop_handlers`` (close).
 """
 
 from __future__ import annotations
