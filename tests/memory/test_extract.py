@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from chorus.config import ChorusConfig
-from chorus.events import JobEnded, Text, TextDelta
+from chorus.events import JobEnded, MemoryChanged, Text, TextDelta
 from chorus.memory import (
+    EXTRACTION_TIMEOUT_S,
     Extractions,
     Memory,
     extract_job,
@@ -20,7 +21,7 @@ from chorus.memory import (
     parse_items,
     talk_of,
 )
-from chorus.store import SqliteStore, Store
+from chorus.store import JobRecord, SqliteStore, Store
 
 
 def test_parse_items_reads_a_fenced_array_and_warns_about_bad_elements() -> None:
@@ -40,7 +41,7 @@ def test_parse_items_reads_a_fenced_array_and_warns_about_bad_elements() -> None
     assert parse_items("[not json]")[1][0].startswith("extraction reply is not valid JSON")
 
 
-async def _job_with_talk(store: Store, state: str = "succeeded") -> tuple[object, JobEnded]:
+async def _job_with_talk(store: Store, state: str = "succeeded") -> tuple[JobRecord, JobEnded]:
     session = await store.create_session("claude", state="active")
     job = await store.create_job(
         "From now on use pnpm, not npm.", body="claude", session_id=session.id
@@ -57,7 +58,7 @@ async def _job_with_talk(store: Store, state: str = "succeeded") -> tuple[object
 async def test_talk_is_the_jobs_prompt_and_final_texts_only(chorus_home: Path) -> None:
     async with SqliteStore() as store:
         job, _ = await _job_with_talk(store)
-        talk = talk_of(job, await store.read_events(job.session_id))  # type: ignore[attr-defined]
+        talk = talk_of(job, await store.read_events(job.session_id or ""))
     assert talk == "USER: From now on use pnpm, not npm.\n\nASSISTANT: Sure, pnpm from now on."
 
 
@@ -70,9 +71,11 @@ async def test_extraction_adds_dedups_and_supersedes(chorus_home: Path) -> None:
         old = mem.add("The project uses npm", "decision").item
         same = mem.add("Deploys happen on Fridays", "fact").item
     prompts: list[tuple[str, str]] = []
+    asked: list[tuple[str | None, float]] = []
 
-    async def model(body: str, prompt: str) -> str:
+    async def model(body: str, prompt: str, *, model: str | None, **limits: float) -> str:
         prompts.append((body, prompt))
+        asked.append((model, limits["timeout"]))
         return json.dumps(
             [
                 {
@@ -91,12 +94,14 @@ async def test_extraction_adds_dedups_and_supersedes(chorus_home: Path) -> None:
 
     async with SqliteStore() as store:
         job, ended = await _job_with_talk(store)
-        changes = await extract_job(job, ended, store, _config(), run=model)  # type: ignore[arg-type]
-        logged = [e for e in await store.read_events(job.session_id) if e.type == "memory"]  # type: ignore[attr-defined]
+        changes = await extract_job(job, ended, store, _config(), run=model)
+        read = await store.read_events(job.session_id or "")
+        logged = [e for e in read if isinstance(e, MemoryChanged)]
     assert [c.op for c in changes] == ["add", "supersede", "reinforce", "add"]
-    assert [e.op for e in logged] == ["add", "supersede", "reinforce", "add"]  # type: ignore[attr-defined]
+    assert [e.op for e in logged] == ["add", "supersede", "reinforce", "add"]
     body, prompt = prompts[0]
     assert body == "claude-print"  # the one-shot mode of the job's body
+    assert asked == [(None, EXTRACTION_TIMEOUT_S)]  # [memory] extraction_model: unset
     assert f"- [decision] The project uses npm (memory {old.id})" in prompt  # known, with ids
     assert "OTHER JOB TEXT" not in prompt
     with Memory() as mem:
@@ -106,7 +111,7 @@ async def test_extraction_adds_dedups_and_supersedes(chorus_home: Path) -> None:
         assert new.source_kind == "extraction"
         assert new.supersedes == old.id
         # Who wrote it: the job it was extracted from, its body and session.
-        assert (new.job_id, new.body, new.session_id) == (job.id, "claude", job.session_id)  # type: ignore[attr-defined]
+        assert (new.job_id, new.body, new.session_id) == (job.id, "claude", job.session_id)
         liked = next(i for i in mem.items() if i.kind == "preference")
         assert liked.supersedes is None  # an unknown id is not a supersede
 
@@ -125,13 +130,13 @@ async def test_when_extraction_runs(
 ) -> None:
     called: list[str] = []
 
-    async def model(body: str, prompt: str) -> str:
+    async def model(body: str, prompt: str, **_: object) -> str:
         called.append(prompt)
         return "[]"
 
     async with SqliteStore() as store:
         job, ended = await _job_with_talk(store, state)
-        await extract_job(job, ended, store, _config(**memory), run=model)  # type: ignore[arg-type]
+        await extract_job(job, ended, store, _config(**memory), run=model)
     assert bool(called) is runs
 
 
@@ -158,7 +163,7 @@ async def test_the_hook_does_not_wait_for_the_run_and_drain_does(
     monkeypatch.delenv("CHORUS_MEMORY_EXTRACTION")
     release = asyncio.Event()
 
-    async def slow_model(body: str, prompt: str) -> str:
+    async def slow_model(body: str, prompt: str, **_: object) -> str:
         await release.wait()
         return json.dumps([{"kind": "preference", "text": "The user wants pnpm"}])
 
@@ -177,7 +182,7 @@ async def test_the_hook_does_not_wait_for_the_run_and_drain_does(
 
 
 async def test_drain_cancels_a_run_that_outlasts_its_patience(chorus_home: Path) -> None:
-    async def stuck_model(body: str, prompt: str) -> str:
+    async def stuck_model(body: str, prompt: str, **_: object) -> str:
         await asyncio.Event().wait()
         return "[]"
 
@@ -193,6 +198,15 @@ async def test_a_frameworks_child_job_is_not_extracted(chorus_home: Path) -> Non
     async with SqliteStore() as store:
         job, ended = await _job_with_talk(store)
         child = replace(job, options={**job.options, "system": True})
-        runs = Extractions(store, _config(), run=None)
+        called: list[str] = []
+
+        async def model(body: str, prompt: str, **_: object) -> str:
+            called.append(prompt)
+            return "[]"
+
+        runs = Extractions(store, _config(), run=model)
         await runs.hook(child, ended)
         assert len(runs) == 0
+        await runs.hook(job, ended)  # the job itself is
+        await runs.drain()
+    assert len(called) == 1

@@ -33,6 +33,13 @@ from chorus.bodies._detached import (
 )
 from chorus.bodies._detached import start_time as process_start_time
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
+from chorus.bodies._lifecycle import TRANSITIONS as BODY_TRANSITIONS
+from chorus.bodies._lifecycle import (
+    TURN_STATES,
+    BodyState,
+    IllegalBodyTransitionError,
+)
+from chorus.bodies._lifecycle import Lifecycle as BodyLifecycle
 from chorus.bodies._registry import (
     CLI_OF,
     body_class,
@@ -64,19 +71,24 @@ def replay_codecs(
 
 
 __all__ = [
+    "BODY_TRANSITIONS",
     "CLI_OF",
     "MAX_LINE_BYTES",
     "MCP_SERVER_NAME",
     "NO_SESSION",
     "PERMISSION_MODES",
     "TERMINAL_TYPES",
+    "TURN_STATES",
     "Body",
     "BodyHandle",
     "BodyInfo",
+    "BodyLifecycle",
     "BodyOptions",
+    "BodyState",
     "Capabilities",
     "Channel",
     "DetachedTransport",
+    "IllegalBodyTransitionError",
     "LineFramer",
     "McpServer",
     "PermissionAnswer",

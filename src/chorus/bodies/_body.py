@@ -7,6 +7,15 @@ sends a prompt and yields events until the turn's terminal event
 Controls (interrupt, set_model, ...) may be called from another task while a
 turn is streaming. A control the body cannot do raises
 :class:`UnsupportedControlError`, never silence.
+
+Every body keeps its state in one :class:`~chorus.bodies._lifecycle.Lifecycle`
+(new, starting, ready, busy, ... closed), moved only along the shared table.
+:meth:`Body.start`, :meth:`Body.attach` and :meth:`Body.close` are written once,
+here: the sequence, the start's deadline and its one retry, the error mapping.
+A body fills hooks: ``_spawn`` and ``_handshake`` (start), ``_attach_spec``,
+``_rebuild`` and ``_begin_reading`` / ``_read_stdout`` (attach), ``_fresh_wire``
+(a start begun again), ``_start_failure`` (the error a failed start raises),
+``_shutdown`` and ``_stop_handlers`` (close).
 """
 
 from __future__ import annotations
@@ -16,15 +25,23 @@ import contextlib
 import os
 import signal
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Self, TypeVar
 
-from chorus._errors import UnsupportedControlError
+from chorus._errors import (
+    BodyCrashedError,
+    BodyError,
+    BodyTimeoutError,
+    UnsupportedControlError,
+    UserError,
+)
 from chorus.bodies._capabilities import Capabilities
 from chorus.bodies._detached import BodyHandle, DetachedTransport, start_transport
+from chorus.bodies._lifecycle import FINISHED, TURN_STATES, BodyState, Lifecycle
+from chorus.bodies._lifecycle import TRANSITIONS as _MOVES
 from chorus.bodies._permissions import PermissionCallback, allow_all
 from chorus.bodies._transport import AgentTransport, RawTap, SpawnSpec
 from chorus.events import (
@@ -42,6 +59,16 @@ PERMISSION_MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 Mark = tuple[int, int]
 TERMINAL_TYPES = (TurnCompleted, TurnFailed, SessionEnded)
 T = TypeVar("T")
+#: How long ``close`` gives the reader task to report the process's end.
+READER_WAIT = 10.0
+#: Wait after each of SIGTERM / SIGKILL of a turn that ignored the interrupt.
+SIGNAL_GRACE = 3.0
+#: The states in which Chorus is stopping the running turn (or the whole body).
+STOPPING = frozenset({BodyState.INTERRUPTING, BodyState.ESCALATING, BodyState.CLOSING})
+
+
+class StuckStartError(BodyTimeoutError):
+    """A start step got no answer in time while the CLI ran."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +166,8 @@ class Body(ABC):
     #: True for bodies that start their CLI to outlive this process when
     #: ``options.run_dir`` is set, and can :meth:`attach` to it again.
     detachable: ClassVar[bool] = False
+    #: What runs, in the words of a stuck start's error ("while app-server ran").
+    process_noun: ClassVar[str] = "the agent"
 
     def __init__(self, options: BodyOptions) -> None:
         self.options = options
@@ -158,10 +187,20 @@ class Body(ABC):
         #: already handed out (and stored), so they are not handed out twice.
         self._drop = 0
         self._counted: Callable[[Event], bool] = _always
-        self._closed = False
-        self._context_sent = options.resume is not None
+        self._life = Lifecycle(self.name)
+        #: The context still to put before the first prompt (see ``_with_context``).
+        self._context_pending = (
+            options.system_prompt_append
+            if self.context_in_first_prompt and options.resume is None
+            else None
+        )
         #: The running CLI process (one-shot bodies: the current turn's, if any).
         self._transport: AgentTransport | None = None
+        #: The task reading a long-lived body's stdout.
+        self._reader: asyncio.Task[None] | None = None
+        #: While starting: when the start's deadline passes, and the step it is at.
+        self._start_deadline: float | None = None
+        self._step: str | None = None
         self._history_pending: str | None = None
 
     # -- what a session needs to know ------------------------------------------------
@@ -176,13 +215,18 @@ class Body(ABC):
     def alive(self) -> bool:
         """True while the body can take a turn without being started again: its
         process runs (one-shot bodies: it is started and not closed)."""
-        if self._closed:
+        if self._life.finished:
             return False
         if not self.long_lived:
             return True
         return self._transport is not None and self._transport.running
 
-    # -- lifecycle -------------------------------------------------------------
+    # -- lifecycle: one skeleton, hooks per body ------------------------------------
+
+    @property
+    def state(self) -> BodyState:
+        """Where the body is in its lifecycle (:mod:`chorus.bodies._lifecycle`)."""
+        return self._life.state
 
     @classmethod
     async def attach(
@@ -193,18 +237,145 @@ class Body(ABC):
         turn_open: bool,
         drop: int = 0,
         counted: Callable[[Event], bool] | None = None,
-    ) -> Body:
-        """Take over a CLI another process started detached (:attr:`detachable`
-        bodies override this; the others cannot)."""
-        raise UnsupportedControlError(cls.name, "attach", "the body does not run detached")
+    ) -> Self:
+        """Take over a CLI another process started with ``options.run_dir`` (a daemon
+        killed since): the codec is rebuilt from stdout before ``handle.offset``
+        (nothing emitted), then events flow from there on, none lost or repeated.
+        ``turn_open``: a turn was running; :meth:`follow` yields its rest. Raises
+        :class:`BodyCrashedError` when that process is gone (resume natively then),
+        :class:`UnsupportedControlError` for a body that does not run detached.
+        ``drop``/``counted``: see :meth:`drop_handed_out`."""
+        if not cls.detachable:
+            raise UnsupportedControlError(cls.name, "attach", "the body does not run detached")
+        body = cls._for_attach(options)
+        body._life.to(BodyState.ATTACHING)
+        transport = await body._adopt(body._attach_spec(), handle, drop, counted)
+        body._position = (handle.offset, handle.skip)
+        body._life.to(BodyState.BUSY if body._turn_running(turn_open) else BodyState.READY)
+        await body._begin_reading(transport, handle.skip)
+        return body
 
-    @abstractmethod
+    @classmethod
+    def _for_attach(cls, options: BodyOptions) -> Self:
+        """An unstarted body of this class for :meth:`attach`."""
+        return cls(options)
+
+    def _attach_spec(self) -> SpawnSpec:
+        """How the CLI was started (its environment and folder), for :meth:`attach`."""
+        raise UnsupportedControlError(self.name, "attach", "the body does not run detached")
+
+    def _turn_running(self, turn_open: bool) -> bool:
+        """After the rebuild: whether a turn runs (the caller's word by default)."""
+        return turn_open
+
+    async def _begin_reading(self, transport: AgentTransport, skip: int = 0) -> None:
+        """Start the reader task on ``transport`` (long-lived bodies)."""
+        self._reader = asyncio.create_task(self._read_stdout(transport, skip))
+
+    async def _read_stdout(self, transport: AgentTransport, skip: int) -> None:
+        """The reader task: stdout to its end (long-lived bodies implement it)."""
+        raise NotImplementedError
+
     async def start(self) -> None:
-        """Spawn the CLI and do any handshake. Call once before :meth:`turn`."""
+        """Start the CLI (:meth:`_spawn`) and do its handshake (:meth:`_handshake`).
+        Call once before :meth:`turn`. A failed start closes what it started and
+        raises; a handshake stuck past ``options.start_timeout`` while the CLI runs
+        is given up and tried once more (nothing was prompted yet), then fails with
+        :class:`BodyTimeoutError` naming the step."""
+        self._life.to(BodyState.STARTING)
+        try:
+            try:
+                await self._launch()
+            except StuckStartError as exc:
+                await self._discard_start(exc)
+                await self._launch()
+        except BaseException as exc:
+            failure = self._start_failure(exc)
+            await self.close()
+            if failure is exc:
+                raise
+            raise failure from exc
+        if self._life.state is BodyState.STARTING:
+            self._life.to(BodyState.READY)
 
-    @abstractmethod
+    async def _launch(self) -> None:
+        await self._spawn()
+        limit = self.options.start_timeout
+        self._start_deadline = asyncio.get_running_loop().time() + limit
+        try:
+            await self._handshake()
+        except BodyTimeoutError as exc:
+            if self._step is None or isinstance(exc, StuckStartError):
+                raise
+            raise StuckStartError(
+                f"{self.name}: start step {self._step} got no answer within {limit:g}s "
+                f"while {self.process_noun} ran ([daemon] body_start_timeout_s)"
+            ) from exc
+        finally:
+            self._start_deadline = self._step = None
+
+    async def _spawn(self) -> None:  # noqa: B027 - a hook, empty by default
+        """Start the CLI (one-shot bodies: find it; their processes start per turn)."""
+
+    async def _handshake(self) -> None:
+        """Open the session on the started CLI (one-shot bodies: say there is no
+        native session to resume when none was asked for)."""
+        if self.options.resume is None:
+            await self._resumed(False, "no native session to resume")
+
+    def _start_limit(self, step: str) -> float | None:
+        """While starting: note ``step`` and return the time left to the start's
+        deadline (a timeout then means the start is stuck). None otherwise."""
+        if self._start_deadline is None:
+            return None
+        self._step = step
+        return max(0.0, self._start_deadline - asyncio.get_running_loop().time())
+
+    async def _discard_start(self, exc: StuckStartError) -> None:
+        """Give up a start stuck in its handshake: end the CLI, with no word of it
+        (the body has not started: no ``SessionEnded``), forget what it said, and
+        say that it starts once more."""
+        self._life.to(BodyState.RESPAWNING)
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+        if self._transport is not None:
+            await self._transport.close()
+        self._transport = None
+        self._fresh_wire()
+        while not self._events.empty():
+            self._events.get_nowait()
+        await self._emit(Notice(kind="warning", message=f"{exc}; starting it once more"))
+        self._life.to(BodyState.STARTING)
+
+    def _fresh_wire(self) -> None:  # noqa: B027 - a hook, empty by default
+        """Forget what a discarded process said (a new codec, a new request router)."""
+
+    def _start_failure(self, exc: BaseException) -> BaseException:
+        """The error a failed start raises (read before the body is closed)."""
+        return exc
+
     async def close(self) -> None:
         """Shut the CLI down (bounded, escalating). Idempotent."""
+        if self._life.finished:
+            return
+        self._life.to(BodyState.CLOSING)
+        try:
+            await self._shutdown()
+        finally:
+            self._life.close_done()
+
+    async def _shutdown(self) -> None:
+        """The long-lived bodies' close: stop the handlers, close stdin (then
+        SIGTERM, SIGKILL), and reap the reader, which reports the end."""
+        self._stop_handlers()
+        if self._transport is not None:
+            await self._transport.close()
+        await join_task(self._reader, READER_WAIT)
+
+    def _stop_handlers(self) -> None:  # noqa: B027 - a hook, empty by default
+        """Cancel the tasks answering the CLI's own requests (permission asks)."""
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -217,6 +388,85 @@ class Body(ABC):
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+    # -- turn states ---------------------------------------------------------------
+
+    def _begin_turn(self) -> None:
+        """Move to ``busy`` for a new turn; raises while a turn runs or once closed.
+        A body whose process has exited stays put: writing to it fails on its own."""
+        state = self._life.state
+        if state in TURN_STATES:
+            raise self._already_running()
+        if state in FINISHED:
+            raise BodyCrashedError(f"{self.name} body is {state}", exit_code=None, stderr_tail="")
+        if state is not BodyState.EXITED:
+            self._life.to(BodyState.BUSY)
+
+    def _already_running(self) -> Exception:
+        return UserError(f"a {self.name} turn is already running; steer() or interrupt() it")
+
+    def _end_turn(self) -> None:
+        self._life.end_turn()
+
+    async def _turn_ended_within(self, seconds: float) -> bool:
+        return await set_within(self._life.turn_over, seconds)
+
+    @property
+    def _stopping(self) -> bool:
+        """Chorus is stopping the turn: interrupting it, or closing the body."""
+        return self._life.state in STOPPING
+
+    async def _interrupt_turn(self, send: Callable[[float], Awaitable[object]]) -> None:
+        """The long-lived bodies' interrupt: ``send`` the native interrupt, wait up to
+        ``options.interrupt_timeout`` for the turn's end, then SIGTERM (SIGKILL) the
+        process group; the turn then ends ``interrupted`` and the session ``killed``."""
+        transport = self._transport
+        if self._life.state is not BodyState.BUSY or transport is None or not transport.running:
+            return
+        self._life.to(BodyState.INTERRUPTING)
+        loop = asyncio.get_running_loop()
+        limit = self.options.interrupt_timeout
+        deadline = loop.time() + limit
+        with contextlib.suppress(BodyError):
+            await send(limit)
+        if not await self._turn_ended_within(max(0.1, deadline - loop.time())):
+            await self._escalate(transport)
+
+    async def _escalate(self, transport: AgentTransport) -> None:
+        """The turn ignored the interrupt: SIGTERM, then SIGKILL, the process group."""
+        if self._life.state is BodyState.INTERRUPTING:
+            self._life.to(BodyState.ESCALATING)
+            await terminate_group_until(transport, self._life.turn_over, SIGNAL_GRACE)
+
+    def _end_report(
+        self, code: int | None, tail: str, killed: str, turn_id: str | None = None
+    ) -> list[Event]:
+        """How a long-lived body's process ended, as events: closed by us, killed
+        after an interrupt it ignored (``killed`` says so), or crashed; a turn it
+        held fails first."""
+        state = self._life.state
+        if state is BodyState.CLOSING:
+            ended = SessionEnded(reason="closed", exit_code=code)
+            if self._life.previous not in TURN_STATES:
+                return [ended]
+            error = ErrorInfo(code=ErrorCode.INTERRUPTED, message="the body was closed mid-turn")
+            return [TurnFailed(error=error, turn_id=turn_id), ended]
+        if state is BodyState.ESCALATING:
+            error = ErrorInfo(
+                code=ErrorCode.INTERRUPTED,
+                message=killed,
+                retryable=True,
+                native={"exit_code": code, "stderr_tail": tail[-2000:]},
+            )
+            return [
+                TurnFailed(error=error, turn_id=turn_id),
+                SessionEnded(reason="killed", exit_code=code),
+            ]
+        error = crash_error(code, tail)
+        ended = SessionEnded(reason="crashed", exit_code=code, error=error)
+        if state not in TURN_STATES:
+            return [ended]
+        return [TurnFailed(error=error, turn_id=turn_id), ended]
 
     # -- turns -------------------------------------------------------------------
 
@@ -235,10 +485,7 @@ class Body(ABC):
     def _with_context(self, prompt: str) -> str:
         """The prompt, with the context in front of a new session's first one for
         bodies that have no other channel for it."""
-        if not self.context_in_first_prompt or self._context_sent:
-            return prompt
-        self._context_sent = True
-        context = self.options.system_prompt_append
+        context, self._context_pending = self._context_pending, None
         return f"{context}\n\n---\n\n{prompt}" if context else prompt
 
     def _ends_turn(self, event: Event) -> bool:
@@ -325,7 +572,7 @@ class Body(ABC):
             self._limited(spec), handle, self.options.raw_tap
         )
         self._transport = transport
-        self._context_sent = True
+        self._context_pending = None
         return transport
 
     @property
@@ -373,15 +620,18 @@ class Body(ABC):
         --keep-bodies``): stop reading it, emit nothing more. False (and nothing done)
         for a body whose CLI cannot outlive us."""
         transport = self._transport
-        if not isinstance(transport, DetachedTransport):
+        if not isinstance(transport, DetachedTransport) or not self._can_detach():
             return False
-        self._closed = True
+        self._life.to(BodyState.DETACHED)
         reader = self._marking_task
         if reader is not None and not reader.done():
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
         await transport.detach()
         return True
+
+    def _can_detach(self) -> bool:
+        return BodyState.DETACHED in _MOVES[self._life.state]
 
     def forget_stored(self, offset: int) -> None:
         """A detached body's output before ``offset`` is in the store for good: free

@@ -161,7 +161,7 @@ async def _app(store: Store, config: ChorusConfig, incidents: list[Incident]) ->
     hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))
     sup = Supervisor(store, config, hub=hub, **parts)
     await load_today(store, sup.ledger)  # [budget]: today's spend so far
-    extractions = Extractions(store, config)  # memory from each finished job
+    extractions = Extractions(store, config, hub.launcher.ask_once)  # memory at each job's end
     _hook(sup, config, extractions)
     gateway = Gateway(store, config, guards=guards, hub=hub)
     sched = Scheduler(sup)

@@ -13,9 +13,11 @@ data (:func:`item_line`); the files are read without following links.
 from chorus.config import MemorySettings, memory_settings
 from chorus.memory._embed import Embedder, HashingEmbedder, make_embedder
 from chorus.memory._extract import (
+    EXTRACTION_TIMEOUT_S,
     ONE_SHOT,
     Extracted,
     Extractions,
+    Runner,
     apply_items,
     extract_job,
     extraction_prompt,
@@ -40,6 +42,7 @@ from chorus.memory._quote import FENCE_BEGIN, FENCE_END, item_line, quoted_lines
 
 __all__ = [
     "AGENT_SOURCES",
+    "EXTRACTION_TIMEOUT_S",
     "FENCE_BEGIN",
     "FENCE_END",
     "ITEM_KINDS",
@@ -58,6 +61,7 @@ __all__ = [
     "MemoryInputError",
     "MemoryItem",
     "MemorySettings",
+    "Runner",
     "WriteResult",
     "apply_items",
     "content_hash",

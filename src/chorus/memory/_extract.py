@@ -17,7 +17,9 @@ takes the next turn, without waiting for the extraction run (up to
 stops, for at most :data:`DRAIN_TIMEOUT_S`.
 
 The pure parts (:func:`talk_of`, :func:`extraction_prompt`, :func:`parse_items`)
-do no I/O; :func:`extract_job` runs the body and writes.
+do no I/O; :func:`extract_job` asks the model and writes. The one-shot body run
+is the session layer's (``BodyLauncher.ask_once``, handed in as the
+:class:`Runner`): this package builds no body.
 """
 
 from __future__ import annotations
@@ -25,17 +27,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import re
-import tempfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from chorus.bodies import CLI_OF, BodyOptions, create_body
 from chorus.config import ChorusConfig, MemorySettings, memory_settings
-from chorus.events import Event, JobEnded, MemoryChanged, Text, TurnCompleted, TurnFailed
+from chorus.events import Event, JobEnded, MemoryChanged, Text
 from chorus.memory._log import record_changes
 from chorus.memory._memory import Memory
 from chorus.memory._model import ITEM_KINDS, MemoryItem
@@ -153,11 +151,23 @@ def apply_items(
 
 # -- running it --------------------------------------------------------------------
 
-Runner = Callable[[str, str], Awaitable[str]]
+
+class Runner(Protocol):
+    """Runs one prompt on a fresh one-shot ``body`` (read-only, in an empty folder,
+    none of Chorus's context) and returns the model's final text."""
+
+    async def __call__(
+        self,
+        body: str,
+        prompt: str,
+        *,
+        model: str | None,
+        timeout: float,  # noqa: ASYNC109 - the run's own turn deadline
+    ) -> str: ...
 
 
 async def extract_job(
-    job: JobRecord, ended: JobEnded, store: Store, config: ChorusConfig, run: Runner | None = None
+    job: JobRecord, ended: JobEnded, store: Store, config: ChorusConfig, run: Runner
 ) -> list[MemoryChanged]:
     """Extract and write the memory items of a finished job (see the module doc)."""
     settings = memory_settings(config.memory)
@@ -169,7 +179,9 @@ async def extract_job(
     with Memory(settings=settings) as mem:
         related = [h.item for h in mem.search(talk[-2000:], limit=8) if h.item is not None]
     body = settings.extraction_body or ONE_SHOT.get(job.body or "", job.body or "claude-print")
-    reply = await (run or _runner(config, settings))(body, extraction_prompt(talk, related))
+    prompt = extraction_prompt(talk, related)
+    model, limit = settings.extraction_model, EXTRACTION_TIMEOUT_S
+    reply = await run(body, prompt, model=model, timeout=limit)
     items, warnings = parse_items(reply)
     for warning in warnings:
         log.warning("job %s: %s", job.id, warning)
@@ -193,51 +205,13 @@ def wanted(settings: MemorySettings, job: JobRecord, ended: JobEnded) -> bool:
     return ended.state == "succeeded" or (settings.extract_failed and ended.state == "failed")
 
 
-def _runner(config: ChorusConfig, settings: MemorySettings) -> Runner:
-    """Run one prompt on a one-shot body in an empty folder, read-only, with the
-    agent's configured env; return its final text."""
-
-    async def run(body_name: str, prompt: str) -> str:
-        from chorus.agents import find_agent
-
-        cli = CLI_OF.get(body_name, body_name)
-        agent = config.agents.get(cli)
-        env = {**os.environ, **(agent.env if agent else {})}
-        exe = find_agent(CLI_OF[body_name], config) if body_name in CLI_OF else None
-        with tempfile.TemporaryDirectory(prefix="chorus-extract-") as cwd:
-            options = BodyOptions(
-                cwd=Path(cwd),
-                model=settings.extraction_model,
-                permission_mode="plan",
-                env=env,
-                executable=exe,
-                turn_timeout=EXTRACTION_TIMEOUT_S,
-            )
-            async with create_body(body_name, options, config) as body:
-                return await _final_text(body.turn(prompt))
-
-    return run
-
-
-async def _final_text(events: Any) -> str:
-    texts: list[str] = []
-    async for event in events:
-        if isinstance(event, Text):
-            texts.append(event.text)
-        if isinstance(event, TurnCompleted):
-            return event.result or "\n".join(texts)
-        if isinstance(event, TurnFailed):
-            raise RuntimeError(f"extraction run failed: {event.error.message}")
-    return "\n".join(texts)
-
-
 class Extractions:
     """The extraction runs under way. :meth:`hook` is the supervisor's outcome hook: it
     starts a run in the background and returns at once; :meth:`drain` awaits the runs
     (the daemon calls it when it stops). A failed run is logged; it never changes the
     job's outcome."""
 
-    def __init__(self, store: Store, config: ChorusConfig, run: Runner | None = None) -> None:
+    def __init__(self, store: Store, config: ChorusConfig, run: Runner) -> None:
         self.store = store
         self.config = config
         self._run = run

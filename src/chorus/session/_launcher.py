@@ -15,7 +15,8 @@ import asyncio
 import hashlib
 import logging
 import os
-from collections.abc import Callable
+import tempfile
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from chorus.bodies import (
 )
 from chorus.config import ChorusConfig, chorus_home, run_dir
 from chorus.context import Brief, add_body_extras, recall_block
-from chorus.events import Notice
+from chorus.events import Event, Notice, Text, TurnCompleted, TurnFailed
 from chorus.memory import memory_settings
 from chorus.meter import point_body
 from chorus.policy import (
@@ -197,6 +198,32 @@ class BodyLauncher:
         )
         return detached_options(options, launch.body, session_id, self.config)
 
+    async def ask_once(
+        self,
+        body: str,
+        prompt: str,
+        *,
+        model: str | None,
+        timeout: float,  # noqa: ASYNC109 - the run's own turn deadline
+    ) -> str:
+        """One prompt on a fresh ``body`` outside any stored session (memory
+        extraction's run): in an empty folder, read-only (``plan``), in the body's
+        sandbox, with its configured env and none of Chorus's context. Returns the
+        model's final text; a failed turn raises :class:`SessionError`."""
+        with tempfile.TemporaryDirectory(prefix="chorus-ask-") as cwd:
+            folder = Path(cwd)
+            env = self._env(body)
+            options = BodyOptions(
+                cwd=folder,
+                model=model,
+                permission_mode="plan",
+                env=env,
+                executable=self._sandboxed(body, folder, env),
+                turn_timeout=timeout,
+            )
+            async with self._factory(body, options) as started:
+                return await _final_text(started.turn(prompt))
+
     async def recall(self, prompt: str, known: set[str]) -> tuple[str, list[str]]:
         """The "relevant memory" block for a warm body's turn (``chorus.context``)."""
         settings = memory_settings(self.config.memory)
@@ -279,6 +306,19 @@ class BodyLauncher:
         box = sandbox_layout(policy, cwd, env, chorus_home(), cli=cli)
         digest = hashlib.sha256(repr((body, exe, box)).encode()).hexdigest()[:16]
         return write_wrapper(run_dir() / "sandbox" / f"{body}-{digest}.sh", tool, box, exe)
+
+
+async def _final_text(events: AsyncIterator[Event]) -> str:
+    """The turn's result (or its texts joined); a failed turn raises."""
+    texts: list[str] = []
+    async for event in events:
+        if isinstance(event, Text):
+            texts.append(event.text)
+        elif isinstance(event, TurnCompleted):
+            return event.result or "\n".join(texts)
+        elif isinstance(event, TurnFailed):
+            raise SessionError("internal", f"one-shot run failed: {event.error.message}")
+    return "\n".join(texts)
 
 
 def _acp_executable(body: str, config: ChorusConfig) -> Path:

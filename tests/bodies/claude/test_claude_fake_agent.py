@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from chorus import BodyCrashedError, BodyTimeoutError
-from chorus.bodies import BodyOptions, PermissionAnswer, PermissionAsk
+from chorus.bodies import (
+    BodyOptions,
+    BodyState,
+    IllegalBodyTransitionError,
+    PermissionAnswer,
+    PermissionAsk,
+)
 from chorus.bodies.claude import ClaudeBody
 from chorus.events import (
     ControlRequestEvent,
@@ -194,3 +200,47 @@ async def test_unanswered_initialize_times_out_and_cleans_up(tmp_path: Path) -> 
         await body.start()
     assert body.pid is not None
     assert not Path(f"/proc/{body.pid}").exists()  # killed and reaped by start()
+
+
+def _state(body: ClaudeBody) -> BodyState:
+    """The body's state, read afresh (not narrowed by the asserts before)."""
+    return body.state
+
+
+async def test_the_body_state_follows_the_lifecycle_table(tmp_path: Path) -> None:
+    body = ClaudeBody(_options(tmp_path, "echo"))
+    assert _state(body) is BodyState.NEW
+    await body.start()
+    assert _state(body) is BodyState.READY
+    with pytest.raises(IllegalBodyTransitionError, match="ready -> starting"):
+        await body.start()  # once only; the running CLI is left alone
+    assert body.alive
+    turn = body.turn("hello")
+    first = await anext(turn)
+    assert _state(body) is BodyState.BUSY, first
+    rest = await _collect(turn)
+    assert isinstance(rest[-1], TurnCompleted)
+    assert _state(body) is BodyState.READY
+    await body.close()
+    assert _state(body) is BodyState.CLOSED
+    assert not body.alive
+    with pytest.raises(BodyCrashedError, match="claude body is closed"):
+        await anext(body.turn("after the close"))
+
+
+async def test_an_ignored_interrupt_escalates_and_the_process_end_is_final(
+    tmp_path: Path,
+) -> None:
+    options = _options(
+        tmp_path, "hang", interrupt_timeout=0.5, env={"FAKE_CLAUDE_IGNORE_TERM": "1"}
+    )
+    async with ClaudeBody(options) as body:
+        turn = body.turn("hang please")
+        await _collect(turn, until=lambda e: isinstance(e, TextDelta))
+        interrupting = asyncio.create_task(body.interrupt())
+        await asyncio.sleep(0.1)
+        assert _state(body) is BodyState.INTERRUPTING
+        await interrupting
+        assert _state(body) is BodyState.EXITED  # escalated, then the group was killed
+        assert not body.alive
+    assert _state(body) is BodyState.CLOSED

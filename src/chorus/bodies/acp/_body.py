@@ -21,9 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Self, cast
 
 from chorus._errors import (
     BodyCrashedError,
@@ -35,7 +35,6 @@ from chorus.bodies._body import (
     Body,
     BodyOptions,
     crash_error,
-    join_task,
 )
 from chorus.bodies._capabilities import Capabilities
 from chorus.bodies._control import RequestRouter
@@ -45,6 +44,7 @@ from chorus.bodies._detached import (
     replay_lines,
 )
 from chorus.bodies._inject import acp_servers
+from chorus.bodies._lifecycle import BodyState
 from chorus.bodies._permissions import PermissionAnswer, PermissionAsk, denial_notice
 from chorus.bodies._transport import AgentTransport, SpawnSpec
 from chorus.bodies.acp._codec import (
@@ -81,10 +81,6 @@ from chorus.events import (
 _EXIT_WAIT = 5.0
 
 
-class _StuckStartError(BodyTimeoutError):
-    """A start step got no answer in time while the agent ran."""
-
-
 class AcpBody(Body):
     """One ACP agent process with one session. Use ``async with`` or start/close.
 
@@ -108,92 +104,45 @@ class AcpBody(Body):
         self._router = RequestRouter[RpcReply](agent.name)
         self._handlers: dict[RpcId, asyncio.Task[None]] = {}
         self._tg: asyncio.TaskGroup | None = None
-        self._ready = asyncio.Event()
-        self._supervisor: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()  # set once the reader's task group runs
         self._watchdog: asyncio.Task[None] | None = None
-        self._turn_over = asyncio.Event()
-        self._closing = False
-        self._ended = False
         self._denials: list[str] = []  # reasons the agent has not passed to the model
         self._followups = 0  # TurnCompleted events a denial follow-up continues
-        self._cancel_sent = False  # this prompt's session/cancel came from us
         self._approved: set[Path] = set()  # paths a write was allowed for, not yet written
         #: After :meth:`attach`: events of the first line already handed out, and the
         #: previous owner's writes past the offset (noted in stdout order).
         self._skip = 0
         self._sent_later: list[Sent] = []
-        #: The agent holds the mode its start arguments gave it (``quirks.mode_args``);
-        #: False once a ``session/set_mode`` put it in one of its own modes.
-        self._mode_by_args = options.permission_mode in agent.quirks.mode_args
-        #: While starting: when the start's deadline passes, and the step it is at.
-        self._start_deadline: float | None = None
-        self._step: str | None = None
+        #: ``session/set_mode`` requests sent: each puts the agent in one of its own
+        #: modes, out of the one its start arguments gave it (see ``_mode_by_args``).
+        self._modes_set = 0
 
     # -- lifecycle -------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Spawn the agent, ``initialize``, open the session (``session/new``, or
-        ``session/load`` for ``options.resume`` where the agent supports it), apply
-        model and permission mode (:class:`SessionStarted` comes with the session).
+    def _start_failure(self, exc: BaseException) -> BaseException:
+        """An ``AcpRpcError`` of a failed start, with what the agent said on stderr."""
+        said = self._first_stderr_line() if isinstance(exc, AcpRpcError) else None
+        if not isinstance(exc, AcpRpcError) or said is None:
+            return exc
+        message = f"{exc.rpc_message}; {self.agent.name} said on stderr: {said}"
+        return AcpRpcError(exc.method, exc.code, message, exc.data)
 
-        Each step waits while the agent runs, up to ``options.start_timeout`` in all
-        (an agent that dies fails at once, with its stderr); a start stuck past it
-        is given up and tried once more (nothing was prompted yet), then fails with
-        :class:`BodyTimeoutError` naming the step."""
-        if self._transport is not None:
-            raise AcpStateError(f"{self.agent.name}: body already started")
-        try:
-            try:
-                await self._start_once()
-            except _StuckStartError as exc:
-                await self._discard_start(exc)
-                await self._start_once()
-        except AcpRpcError as exc:
-            said = self._first_stderr_line()
-            await self.close()
-            if said is None:
-                raise
-            message = f"{exc.rpc_message}; {self.agent.name} said on stderr: {said}"
-            raise AcpRpcError(exc.method, exc.code, message, exc.data) from exc
-        except BaseException:
-            await self.close()
-            raise
+    async def _spawn(self) -> None:
+        """Start the agent's process (detached, outliving us, with ``options.run_dir``)."""
+        transport = await self._start_cli(self._spawn_spec())
+        self._transport = transport
+        await self._begin_reading(transport)
 
-    async def _start_once(self) -> None:
-        self._transport = await self._started_transport()
-        self._supervisor = asyncio.create_task(self._supervise(), name=f"acp:{self.agent.name}")
+    async def _begin_reading(self, transport: AgentTransport, skip: int = 0) -> None:
+        self._skip = skip
+        self._reader = asyncio.create_task(self._supervise(), name=f"acp:{self.agent.name}")
         await self._ready.wait()
-        limit = self.options.start_timeout
-        self._start_deadline = asyncio.get_running_loop().time() + limit
-        try:
-            await self._handshake()
-        except BodyTimeoutError as exc:
-            step = self._step or "the handshake"
-            raise _StuckStartError(
-                f"{self.agent.name}: start step {step} got no answer within {limit:g}s "
-                "while the agent ran ([daemon] body_start_timeout_s)"
-            ) from exc
-        finally:
-            self._start_deadline = None
 
-    async def _discard_start(self, exc: _StuckStartError) -> None:
-        """Give up a start stuck in its handshake: end the agent, with no word of it
-        (the body has not started: no ``SessionEnded``), forget what it said, and
-        say that it starts once more."""
-        supervisor, self._supervisor = self._supervisor, None
-        if supervisor is not None:
-            supervisor.cancel()
-            await asyncio.gather(supervisor, return_exceptions=True)
-        if self._transport is not None:
-            await self._transport.close()
-        self._transport = None
+    def _fresh_wire(self) -> None:
         self.codec = AcpCodec(body=self.agent.name, quirks=self.agent.quirks)
         self._router = RequestRouter[RpcReply](self.agent.name)
         self._ready = asyncio.Event()
         self._handlers.clear()
-        while not self._events.empty():
-            self._events.get_nowait()
-        await self._emit(Notice(kind="warning", message=f"{exc}; starting it once more"))
 
     def _first_stderr_line(self) -> str | None:
         """The first line the agent wrote on stderr: why a failed start failed
@@ -204,35 +153,16 @@ class AcpBody(Body):
         said = [line for line in lines if line and not line.startswith("[")]  # log tags
         return said[0][:300] if said else None
 
-    async def _started_transport(self) -> AgentTransport:
-        """The agent's process: detached (outliving us) with ``options.run_dir``."""
-        return await self._start_cli(self._spawn_spec())
-
     @classmethod
-    def _for_attach(cls, options: BodyOptions) -> AcpBody:
+    def _for_attach(cls, options: BodyOptions) -> Self:
         raise UnsupportedControlError(cls.name, "attach", "only built-in ACP bodies re-attach")
 
-    @classmethod
-    async def attach(
-        cls,
-        options: BodyOptions,
-        handle: BodyHandle,
-        *,
-        turn_open: bool,
-        drop: int = 0,
-        counted: Callable[[Event], bool] | None = None,
-    ) -> AcpBody:
-        """Take over the agent another process started with ``options.run_dir``: the
-        codec is rebuilt from what passed before ``handle.offset`` (nothing emitted),
-        then events flow from there on. ``turn_open`` is read from the rebuilt codec
-        (a prompt without its reply) rather than trusted. Raises
-        :class:`BodyCrashedError` when that process is gone or its output was cut."""
-        body = cls._for_attach(options)
-        await body._adopt(body._spawn_spec(), handle, drop, counted)
-        body._position, body._skip = (handle.offset, handle.skip), handle.skip
-        body._supervisor = asyncio.create_task(body._supervise(), name=f"acp:{body.agent.name}")
-        await body._ready.wait()
-        return body
+    def _attach_spec(self) -> SpawnSpec:
+        return self._spawn_spec()
+
+    def _turn_running(self, turn_open: bool) -> bool:
+        """Read from the rebuilt codec (a prompt without its reply), not trusted."""
+        return self.codec.turn_request_id is not None
 
     def _rebuild(self, handle: BodyHandle) -> None:
         try:
@@ -244,7 +174,7 @@ class AcpBody(Body):
         for stream, line in lines:
             if stream == "stdin":
                 self.codec.note_sent(line)
-                self._mode_by_args &= '"session/set_mode"' not in line
+                self._modes_set += '"session/set_mode"' in line
             else:
                 self.codec.feed(line)
         # The session's opening may be punched out of stdout by now (discard_before).
@@ -271,16 +201,6 @@ class AcpBody(Body):
             **self.options.extra.get("meter_env", {}),
         }
         return SpawnSpec(argv=argv, cwd=self.options.cwd, env=env)
-
-    async def close(self) -> None:
-        """Stop the agent (stdin close, then SIGTERM/SIGKILL to its process group)
-        and end the supervisor. Idempotent; emits :class:`SessionEnded` once."""
-        if self._closed:
-            return
-        self._closed = self._closing = True
-        if self._transport is not None:
-            await self._transport.close()
-        await join_task(self._supervisor, _EXIT_WAIT * 2)
 
     async def _emit(self, event: Event) -> None:
         # The class is shared by every ACP agent: events carry the agent's name.
@@ -355,9 +275,8 @@ class AcpBody(Body):
         on a JSON-RPC error, :class:`BodyTimeoutError`, :class:`BodyCrashedError`."""
         request_id, line = request
         limit = limit if limit is not None else self.options.control_timeout
-        if self._start_deadline is not None:  # a handshake step: the start's deadline
-            limit = max(0.0, self._start_deadline - asyncio.get_running_loop().time())
-            self._step = self.codec.method_of(request_id)
+        left = self._start_limit(self.codec.method_of(request_id))  # a handshake step
+        limit = left if left is not None else limit
 
         async def send() -> None:
             await self._write(line)
@@ -387,16 +306,22 @@ class AcpBody(Body):
     # -- turns ---------------------------------------------------------------------------
 
     async def _send_prompt(self, prompt: str) -> None:
-        request_id, line = self.codec.prompt(prompt)
-        self._turn_over.clear()
-        self._cancel_sent = False
-        self._watchdog = self._spawn(self._watch_turn(request_id))
+        self._begin_turn()
+        try:
+            request_id, line = self.codec.prompt(prompt)
+        except BaseException:
+            self._end_turn()
+            raise
+        self._watchdog = self._task(self._watch_turn(request_id))
         try:
             await self._write(line)
         except BodyCrashedError as exc:
             failed = self.codec.expire_turn(crash_error(exc.exit_code, exc.stderr_tail))
             if failed is not None:
                 await self._finish_turn(failed)
+
+    def _already_running(self) -> Exception:
+        return AcpStateError(f"{self.agent.name}: a turn is already running")
 
     async def _watch_turn(self, request_id: int) -> None:
         """The prompt's deadline: cancel at ``turn_timeout``, give up after
@@ -413,7 +338,7 @@ class AcpBody(Body):
         past that, end it here with ``fallback`` (a late reply is then ignored)."""
         await self._cancel_turn(reason)
         try:
-            await asyncio.wait_for(self._turn_over.wait(), self.options.interrupt_timeout)
+            await asyncio.wait_for(self._life.turn_over.wait(), self.options.interrupt_timeout)
         except TimeoutError:
             failed = self.codec.expire_turn(fallback)
             if failed is not None:
@@ -422,16 +347,17 @@ class AcpBody(Body):
     async def _finish_turn(self, event: TurnCompleted | TurnFailed) -> None:
         event = self._ended_by_denial(event)
         self._approved.clear()  # an allowed write not made in its turn is asked again
-        follow_up = bool(self._denials) and isinstance(event, TurnCompleted) and not self._closing
+        closing = self._life.state is BodyState.CLOSING
+        follow_up = bool(self._denials) and isinstance(event, TurnCompleted) and not closing
         if follow_up:
             self._followups += 1
+        self._end_turn()
         await self._emit(event)
-        self._turn_over.set()
         watchdog, self._watchdog = self._watchdog, None
         if watchdog is not None and watchdog is not asyncio.current_task():
             watchdog.cancel()
         if follow_up:
-            self._spawn(self._tell_denials())
+            self._task(self._tell_denials())
         elif isinstance(event, TurnFailed):
             self._denials.clear()
 
@@ -444,8 +370,7 @@ class AcpBody(Body):
             isinstance(event, TurnFailed)
             and event.terminal_reason == "cancelled"
             and self._denials
-            and not self._cancel_sent
-            and not self._closing
+            and self._life.state is BodyState.BUSY  # no cancel of ours, no close
         ):
             return event
         kept = event.model_dump(exclude={"type", "error", "terminal_reason"})
@@ -483,7 +408,8 @@ class AcpBody(Body):
         )
 
     async def _cancel_turn(self, reason: str) -> None:
-        self._cancel_sent = True
+        if self._life.state is BodyState.BUSY:
+            self._life.to(BodyState.INTERRUPTING)
         for line, events in self.codec.cancel_permissions(reason):
             for event in events:
                 await self._emit(event)
@@ -530,7 +456,7 @@ class AcpBody(Body):
         """Switch between modes the agent holds by its start arguments (the policy
         tells them apart); raises :class:`UnsupportedControlError` once the agent left
         them for a mode of its own, which it cannot be brought back from."""
-        if not self._mode_by_args:
+        if not self._mode_by_args():
             raise self._unsupported(
                 "set_permission_mode",
                 f"{self.agent.name} cannot return to {mode!r} from {self.permission_mode!r}: "
@@ -545,7 +471,12 @@ class AcpBody(Body):
             if exc.code == METHOD_NOT_FOUND:
                 raise self._unsupported("set_permission_mode", str(exc)) from exc
             raise
-        self._mode_by_args = False
+        self._modes_set += 1
+
+    def _mode_by_args(self) -> bool:
+        """Whether the agent holds the mode its start arguments gave it."""
+        held = self.options.permission_mode in self.agent.quirks.mode_args
+        return held and self._modes_set == 0
 
     def _agent_mode(self, mode: str) -> str:
         """The agent's mode for Chorus ``mode``: a quirk's alias first (the agent may
@@ -560,7 +491,7 @@ class AcpBody(Body):
 
     # -- the reader and the agent's requests -----------------------------------------------
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    def _task(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         if self._tg is None:
             coro.close()
             raise AcpStateError(f"{self.agent.name}: body not running")
@@ -595,11 +526,11 @@ class AcpBody(Body):
         if isinstance(item, RpcReply):
             self._router.resolve(item.request_id, item)
         elif isinstance(item, PermissionRequested):
-            self._handlers[item.request_id] = self._spawn(self._serve_permission(item))
+            self._handlers[item.request_id] = self._task(self._serve_permission(item))
         elif isinstance(item, FileReadRequested | FileWriteRequested):
-            self._spawn(self._serve_fs(item))
+            self._task(self._serve_fs(item))
         elif isinstance(item, Outgoing):
-            self._spawn(self._send(item.line))
+            self._task(self._send(item.line))
         elif isinstance(item, TurnCompleted | TurnFailed):
             await self._finish_turn(item)
         else:
@@ -691,7 +622,7 @@ class AcpBody(Body):
         crashed = BodyCrashedError(
             f"{self.agent.name} exited with code {code}", exit_code=code, stderr_tail=tail
         )
-        if self._closing:
+        if self._life.state is BodyState.CLOSING:
             await self._end(crashed, None, "closed", code)
         else:
             await self._end(crashed, crash_error(code, tail), "crashed", code)
@@ -707,9 +638,9 @@ class AcpBody(Body):
         failed = self.codec.expire_turn(turn_error)
         if failed is not None:
             await self._finish_turn(failed)
-        if not self._ended:
-            self._ended = True
+        if self._life.state not in (BodyState.EXITED, BodyState.CLOSED):
             await self._emit(SessionEnded(reason=reason, exit_code=code, error=error))
+            self._life.exited()
 
     @property
     def exit_code(self) -> int | None:

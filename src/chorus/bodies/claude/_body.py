@@ -17,31 +17,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from chorus._errors import (
     BodyCrashedError,
-    BodyTimeoutError,
     UnsupportedControlError,
     UserError,
 )
-from chorus.bodies._body import (
-    Body,
-    BodyOptions,
-    crash_error,
-    join_task,
-    set_within,
-    terminate_group_until,
-)
+from chorus.bodies._body import READER_WAIT, Body, BodyOptions, join_task
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
 from chorus.bodies._detached import BodyHandle, stdout_before
 from chorus.bodies._inject import claude_args
+from chorus.bodies._lifecycle import BodyState
 from chorus.bodies._permissions import PermissionAnswer
-from chorus.bodies._transport import AgentTransport
+from chorus.bodies._transport import AgentTransport, SpawnSpec
 from chorus.bodies.claude._codec import BODY_NAME, CANCEL_SUBTYPE, ClaudeCodec, StdinLine
-from chorus.bodies.claude._errors import ControlRequestError, control_payload
+from chorus.bodies.claude._errors import control_payload
 from chorus.bodies.claude._spawn import BIDI_FLAGS, executable, session_flags, spawn_spec
 from chorus.events import (
     CompatibilityWarning,
@@ -54,7 +46,6 @@ from chorus.events import (
     Notice,
     PermissionDecision,
     PermissionRequest,
-    SessionEnded,
     StatusChanged,
     Steer,
     TurnCompleted,
@@ -64,8 +55,7 @@ from chorus.events import (
 #: How long the first ``initialize`` may take (a cold 381 MB binary; the SDK allows 60 s).
 #: ``options.extra["initialize_timeout"]`` overrides it.
 INITIALIZE_TIMEOUT = 60.0
-#: Wait after SIGTERM / SIGKILL of an interrupted turn before giving up on it.
-_SIGNAL_GRACE = 3.0
+_KILLED = "the CLI did not end the turn after interrupt; process group killed"
 
 _Router = RequestRouter[ControlResponseEvent]
 
@@ -104,47 +94,38 @@ class ClaudeBody(Body):
         self.init_info: JsonDict = {}
         self._codec = ClaudeCodec()
         self._router = _Router(self.name)
-        self._runner: asyncio.Task[None] | None = None
         self._tg: asyncio.TaskGroup | None = None
         self._asks: dict[str, asyncio.Task[None]] = {}
-        self._turn_open = False
-        self._turn_done = asyncio.Event()
         self._interrupt_lock = asyncio.Lock()
-        self._escalated = False
-        self._timed_out = False
-        self._closing = False
-        self._resuming = False
-        self._resume_failed = False
+        #: Why Chorus stops the running turn when not asked to (its deadline passed).
+        self._stop: ErrorInfo | None = None
+        #: The session ``--resume`` asked for, until the CLI confirms or refuses it.
+        self._resume_asked: str | None = None
         self._steers_unread = 0  # steered messages no model call has taken yet
         self._followups = 0  # TurnCompleted events that a steer's follow-up turn continues
 
-    # -- lifecycle -------------------------------------------------------------------
+    # -- lifecycle hooks (the sequence is :class:`Body`'s) -----------------------------
 
-    async def start(self) -> None:
-        """Spawn the CLI and complete ``initialize``. Raises :class:`BodyCrashedError`
-        or :class:`BodyTimeoutError` (after closing what it started) on failure."""
-        if self._transport is not None:
-            raise RuntimeError("ClaudeBody.start() called twice")
-        try:
-            await self._start_process(self.options.resume)
-        except BaseException:
-            await self.close()
-            raise
+    async def _spawn(self) -> None:
+        await self._spawn_cli(self.options.resume)
 
-    async def _start_process(self, resume: str | None) -> None:
-        await self._spawn(resume)
+    async def _handshake(self) -> None:
+        """``initialize``; a ``--resume`` the CLI refused starts a fresh session, once,
+        visibly (the process exits: the start goes on with a new one)."""
+        resume = self.options.resume
         try:
-            self.init_info = await self._control(
-                "initialize", timeout=self._init_timeout(), hooks=None
-            )
+            self.init_info = await self._initialize()
         except BodyCrashedError:
-            await self._join_runner()
-            if not (resume and self._resume_failed):
+            await join_task(self._reader, READER_WAIT)
+            if not (resume and self._life.state is BodyState.RESPAWNING):
                 raise
             await self._fresh_after_failed_resume(resume)
             await self._resumed(False, f"Claude session {resume} was not found")
             return
         await self._resumed(resume is not None, "no native session to resume")
+
+    async def _initialize(self) -> JsonDict:
+        return await self._control("initialize", timeout=self._init_timeout(), hooks=None)
 
     async def _fresh_after_failed_resume(self, resume: str) -> None:
         """``--resume`` named no session the CLI knows: start a new one, once, visibly."""
@@ -156,10 +137,14 @@ class ClaudeBody(Body):
         )
         if self._transport is not None:
             await self._transport.close()  # already exited; this reaps it
+        self._fresh_wire()
+        self._life.to(BodyState.STARTING)
+        await self._spawn_cli(None)
+        self.init_info = await self._initialize()
+
+    def _fresh_wire(self) -> None:
         self._codec = ClaudeCodec()
         self._router = _Router(self.name)
-        await self._spawn(None)
-        self.init_info = await self._control("initialize", timeout=self._init_timeout(), hooks=None)
 
     def _init_timeout(self) -> float:
         configured = self.options.extra.get("initialize_timeout")
@@ -170,21 +155,17 @@ class ClaudeBody(Body):
     async def _emit(self, event: Event) -> None:
         if event.native_session_id is None and self.native_session_id is not None:
             event = event.model_copy(update={"native_session_id": self.native_session_id})
-        if self._timed_out and isinstance(event, TurnFailed):
-            event = event.model_copy(update={"error": self._timeout_error(event.error)})
+        if isinstance(event, TurnFailed):
+            event = event.model_copy(update={"error": self._stopped_error(event.error)})
         await super()._emit(event)
 
-    def _timeout_error(self, cause: ErrorInfo) -> ErrorInfo:
-        if cause.code is not ErrorCode.INTERRUPTED:
+    def _stopped_error(self, cause: ErrorInfo) -> ErrorInfo:
+        """An interrupted turn's error, or why Chorus stopped it (its deadline)."""
+        if self._stop is None or cause.code is not ErrorCode.INTERRUPTED:
             return cause
-        return ErrorInfo(
-            code=ErrorCode.TIMEOUT,
-            message=f"turn exceeded {self.options.turn_timeout:g}s and was interrupted",
-            retryable=True,
-            native=cause.native,
-        )
+        return self._stop.model_copy(update={"native": cause.native})
 
-    async def _spawn(self, resume: str | None) -> None:
+    async def _spawn_cli(self, resume: str | None) -> None:
         argv = [str(executable(self.options)), *BIDI_FLAGS]
         argv += session_flags(
             model=self.options.model, permission_mode=self.permission_mode, resume=resume
@@ -192,36 +173,11 @@ class ClaudeBody(Body):
         argv += [*claude_args(self.options), *self.options.extra_args]
         transport = await self._start_cli(spawn_spec(self.options, argv))
         self._transport = transport
-        self._resuming, self._resume_failed = resume is not None, False
-        self._runner = asyncio.create_task(self._run(transport, self._codec, self._router))
+        self._resume_asked = resume
+        await self._begin_reading(transport)
 
-    @classmethod
-    async def attach(
-        cls,
-        options: BodyOptions,
-        handle: BodyHandle,
-        *,
-        turn_open: bool,
-        drop: int = 0,
-        counted: Callable[[Event], bool] | None = None,
-    ) -> ClaudeBody:
-        """Take over a Claude CLI that another process started with ``options.run_dir``
-        (a daemon killed since): the codec state is rebuilt from stdout before
-        ``handle.offset`` (nothing emitted), then events flow from there on, none
-        lost or repeated. ``turn_open``: a turn was running; :meth:`follow` yields
-        its rest. Raises :class:`BodyCrashedError` when that process is gone (resume
-        natively then). ``drop``/``counted``: see :meth:`Body.drop_handed_out`."""
-        body = cls(options)
-        spec = spawn_spec(options, [str(executable(options))])
-        transport = await body._adopt(spec, handle, drop, counted)
-        body._position = (handle.offset, handle.skip)
-        body._turn_open = turn_open
-        if turn_open:
-            body._turn_done.clear()
-        body._runner = asyncio.create_task(
-            body._run(transport, body._codec, body._router, handle.skip)
-        )
-        return body
+    def _attach_spec(self) -> SpawnSpec:
+        return spawn_spec(self.options, [str(executable(self.options))])
 
     def _rebuild(self, handle: BodyHandle) -> None:
         """Feed the codec what it read before ``handle.offset``, emitting nothing."""
@@ -234,29 +190,18 @@ class ClaudeBody(Body):
         for line in seen:
             for event in self._codec.feed(line):
                 self._observe(event, self._codec)
-        self._turn_open = False
 
-    async def close(self) -> None:
-        """Close stdin, then escalate (SIGTERM, SIGKILL); emits ``SessionEnded``. Idempotent."""
-        if self._closed:
-            return
-        self._closed = self._closing = True
+    def _stop_handlers(self) -> None:
         for task in list(self._asks.values()):
             task.cancel()
-        if self._transport is not None:
-            await self._transport.close()
-        await self._join_runner()
-
-    async def _join_runner(self) -> None:
-        await join_task(self._runner, 10.0)
 
     # -- the runner: stdout -> events ---------------------------------------------------
 
-    async def _run(
-        self, transport: AgentTransport, codec: ClaudeCodec, router: _Router, skip: int = 0
-    ) -> None:
+    async def _read_stdout(self, transport: AgentTransport, skip: int) -> None:
         """Read stdout to its end; ``skip``: events of the first line already handed out
-        (after :meth:`attach`). Detached, each event is marked with its stdout position."""
+        (after :meth:`attach`). Detached, each event is marked with its stdout position.
+        The codec and router are this process's (a fresh start replaces them)."""
+        codec, router = self._codec, self._router
         async with asyncio.TaskGroup() as tg:
             self._tg = tg
             async for event in self._marked(transport, codec.feed, skip):
@@ -273,9 +218,9 @@ class ClaudeBody(Body):
             self._asks[event.request_id] = self._tg.create_task(self._ask(event, codec))
         elif isinstance(event, ControlRequestEvent):
             await self._cli_request(event, codec)
-        elif self._resuming and codec.is_resume_failure(event):
-            # Not a turn: start() turns this into a fresh session and a Notice.
-            self._resume_failed = True
+        elif self._resume_asked and codec.is_resume_failure(event):
+            # Not a turn: the start goes on with a fresh session and a Notice.
+            self._life.to(BodyState.RESPAWNING)
         else:
             self._observe(event, codec)
             await self._emit(event)
@@ -283,7 +228,7 @@ class ClaudeBody(Body):
     def _observe(self, event: Event, codec: ClaudeCodec) -> None:
         if codec.session_id is not None:
             self.native_session_id = codec.session_id
-            self._resuming = False
+            self._resume_asked = None
         if codec.model is not None:
             self.model = codec.model
         if isinstance(event, StatusChanged) and event.state == "requesting":
@@ -303,10 +248,6 @@ class ClaudeBody(Body):
             return False
         return super()._ends_turn(event)
 
-    def _end_turn(self) -> None:
-        self._turn_open = False
-        self._turn_done.set()
-
     async def _process_ended(self, transport: AgentTransport, router: _Router) -> None:
         """Stdout closed: wake control waiters, stop handlers, report how it ended."""
         code = await transport.wait(5.0)
@@ -314,30 +255,11 @@ class ClaudeBody(Body):
         router.fail_all(BodyCrashedError("agent process ended", exit_code=code, stderr_tail=tail))
         for task in list(self._asks.values()):
             task.cancel()
-        if self._resume_failed:
-            return
-        for event in self._end_events(code, tail):
+        if self._life.state is BodyState.RESPAWNING:
+            return  # a refused resume: the start goes on with a new process
+        for event in self._end_report(code, tail, _KILLED):
             await self._emit(event)
-        self._end_turn()
-
-    def _end_events(self, code: int | None, tail: str) -> list[Event]:
-        if self._closing:
-            ended = SessionEnded(reason="closed", exit_code=code)
-            if not self._turn_open:
-                return [ended]
-            error = ErrorInfo(code=ErrorCode.INTERRUPTED, message="the body was closed mid-turn")
-            return [TurnFailed(error=error), ended]
-        if self._escalated:
-            error = ErrorInfo(
-                code=ErrorCode.INTERRUPTED,
-                message="the CLI did not end the turn after interrupt; process group killed",
-                retryable=True,
-                native={"exit_code": code, "stderr_tail": tail[-2000:]},
-            )
-            return [TurnFailed(error=error), SessionEnded(reason="killed", exit_code=code)]
-        error = crash_error(code, tail)
-        ended = SessionEnded(reason="crashed", exit_code=code, error=error)
-        return [TurnFailed(error=error), ended] if self._turn_open else [ended]
+        self._life.exited()
 
     # -- requests from the CLI ------------------------------------------------------------
 
@@ -419,8 +341,8 @@ class ClaudeBody(Body):
             raise
 
     async def _send_prompt(self, prompt: str) -> None:
-        self._turn_open, self._escalated, self._timed_out = True, False, False
-        self._turn_done.clear()
+        self._begin_turn()
+        self._stop = None
         try:
             await self._write(self._codec.user_message(prompt))
         except BodyCrashedError:
@@ -438,7 +360,7 @@ class ClaudeBody(Body):
         instead; :meth:`turn` then yields both and ends after the second
         ``TurnCompleted``. Raises :class:`UserError` between turns.
         """
-        if not self._turn_open:
+        if not self._life.in_turn:
             raise UserError("no Claude turn is running to steer")
         self._steers_unread += 1
         await self._emit(Steer(text=text))
@@ -446,9 +368,11 @@ class ClaudeBody(Body):
 
     async def _watch_turn(self) -> None:
         """Interrupt a turn that outlives ``options.turn_timeout``; it then fails as timeout."""
-        if await self._turn_ended_within(self.options.turn_timeout):
+        limit = self.options.turn_timeout
+        if await self._turn_ended_within(limit):
             return
-        self._timed_out = True
+        message = f"turn exceeded {limit:g}s and was interrupted"
+        self._stop = ErrorInfo(code=ErrorCode.TIMEOUT, message=message, retryable=True)
         await self.interrupt()
 
     async def interrupt(self) -> None:
@@ -459,22 +383,10 @@ class ClaudeBody(Body):
         turn ends with ``TurnFailed(interrupted)`` plus ``SessionEnded("killed")``.
         """
         async with self._interrupt_lock:
-            if not self._turn_open or self._transport is None or not self._transport.running:
-                return
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + self.options.interrupt_timeout
-            with contextlib.suppress(BodyTimeoutError, ControlRequestError, BodyCrashedError):
-                await self._control("interrupt", timeout=self.options.interrupt_timeout)
-            if await self._turn_ended_within(max(0.1, deadline - loop.time())):
-                return
-            await self._escalate(self._transport)
+            await self._interrupt_turn(self._send_interrupt)
 
-    async def _escalate(self, transport: AgentTransport) -> None:
-        self._escalated = True
-        await terminate_group_until(transport, self._turn_done, _SIGNAL_GRACE)
-
-    async def _turn_ended_within(self, seconds: float) -> bool:
-        return await set_within(self._turn_done, seconds)
+    async def _send_interrupt(self, limit: float) -> None:
+        await self._control("interrupt", timeout=limit)
 
     async def set_model(self, model: str | None) -> None:
         """Switch model for the next API call (``None``: the CLI's default)."""

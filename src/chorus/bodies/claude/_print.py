@@ -24,6 +24,7 @@ from chorus.bodies._body import (
 )
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._inject import claude_args
+from chorus.bodies._lifecycle import BodyState
 from chorus.bodies._transport import ProcessTransport
 from chorus.bodies.claude._codec import ClaudeCodec
 from chorus.bodies.claude._spawn import PRINT_FLAGS, executable, session_flags, spawn_spec
@@ -68,19 +69,13 @@ class ClaudePrintBody(Body):
         self._resume = options.resume
         self._codec = ClaudeCodec()
         self._runner: asyncio.Task[None] | None = None
-        self._interrupted = False
 
-    async def start(self) -> None:
+    async def _spawn(self) -> None:
         """Check that the CLI exists; processes start per turn."""
         executable(self.options)
-        if self.options.resume is None:
-            await self._resumed(False, "no native session to resume")
 
-    async def close(self) -> None:
-        """Stop a running turn (bounded) and emit ``SessionEnded``. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
+    async def _shutdown(self) -> None:
+        """Stop a running turn (bounded) and emit ``SessionEnded``."""
         await self.interrupt()
         if self._runner is not None:
             await self._runner  # surfaces a failure of the last turn's reader
@@ -88,10 +83,22 @@ class ClaudePrintBody(Body):
 
     async def _send_prompt(self, prompt: str) -> None:
         await self._previous_turn_exited()
-        self._interrupted = False
+        self._begin_turn()
         resume = self.native_session_id or self._resume
-        transport = await self._spawn(prompt, resume)
-        self._runner = asyncio.create_task(self._finish_turn(transport, prompt, resume))
+        try:
+            transport = await self._spawn_turn(prompt, resume)
+        except BaseException:
+            self._end_turn()
+            raise
+        self._runner = asyncio.create_task(self._whole_turn(transport, prompt, resume))
+
+    async def _whole_turn(
+        self, transport: ProcessTransport, prompt: str, resume: str | None
+    ) -> None:
+        try:
+            await self._finish_turn(transport, prompt, resume)
+        finally:
+            self._end_turn()
 
     async def _previous_turn_exited(self) -> None:
         """The last turn's process exits just after its result; wait for it, bounded."""
@@ -117,7 +124,7 @@ class ClaudePrintBody(Body):
             *self.options.extra_args,
         ]
 
-    async def _spawn(self, prompt: str, resume: str | None) -> ProcessTransport:
+    async def _spawn_turn(self, prompt: str, resume: str | None) -> ProcessTransport:
         """Start the turn's process and write the prompt to its stdin (``claude -p``
         reads the prompt from stdin when none is given; argv is capped at 128 KiB)."""
         spec = spawn_spec(self.options, self._argv(resume))
@@ -133,12 +140,12 @@ class ClaudePrintBody(Body):
         """Read the turn's process to its end; retry once fresh if the resume was refused."""
         ended, resume_failed = await self._pump(transport, resume is not None)
         code = await transport.close()
-        if resume_failed and not self._interrupted:
+        if resume_failed and not self._stopping:
             await self._emit(_fallback_notice(resume))
             await self._resumed(False, f"Claude session {resume} was not found")
             prompt = self._with_history(prompt)
             self._resume = None
-            await self._finish_turn(await self._spawn(prompt, None), prompt, None)
+            await self._finish_turn(await self._spawn_turn(prompt, None), prompt, None)
         elif not ended:
             await self._emit(TurnFailed(error=self._no_result_error(code, transport)))
 
@@ -160,7 +167,7 @@ class ClaudePrintBody(Body):
         await self._emit(event)
 
     def _no_result_error(self, code: int | None, transport: ProcessTransport) -> ErrorInfo:
-        if self._interrupted:
+        if self._stopping:
             return ErrorInfo(code=ErrorCode.INTERRUPTED, message="turn interrupted", retryable=True)
         return crash_error(code, transport.stderr_tail)
 
@@ -169,7 +176,8 @@ class ClaudePrintBody(Body):
         runner, transport = self._runner, self._transport
         if runner is None or runner.done() or transport is None:
             return
-        self._interrupted = True
+        if self._life.state is BodyState.BUSY:
+            self._life.to(BodyState.INTERRUPTING)
         await interrupt_group(runner, transport, self.options.interrupt_timeout)
 
     async def set_model(self, model: str | None) -> None:

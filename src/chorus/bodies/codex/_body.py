@@ -29,20 +29,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from chorus._errors import BodyCrashedError, BodyTimeoutError, UserError
+from chorus._errors import BodyCrashedError, UserError
 from chorus.agents import find_agent
 from chorus.bodies._body import (
     Body,
     BodyOptions,
-    crash_error,
     interrupt_group,
-    join_task,
-    set_within,
-    terminate_group_until,
     wait_task,
 )
 from chorus.bodies._capabilities import Capabilities, Support
@@ -53,6 +48,7 @@ from chorus.bodies._detached import (
     replay_lines,
 )
 from chorus.bodies._inject import codex_args
+from chorus.bodies._lifecycle import BodyState
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import AgentTransport, ProcessTransport, SpawnSpec
 from chorus.bodies.codex._codec import (
@@ -69,7 +65,6 @@ from chorus.bodies.codex._policy import BODY_NAME, MODE_POLICIES, mode_policy
 from chorus.bodies.codex._rollout import RolloutTail, codex_home
 from chorus.events import (
     ErrorCode,
-    ErrorInfo,
     Event,
     JsonDict,
     Notice,
@@ -89,12 +84,7 @@ OFFLINE_FLAGS: tuple[str, ...] = (
 APP_SERVER_ARGS: tuple[str, ...] = ("app-server", *OFFLINE_FLAGS)
 EXEC_ARGS: tuple[str, ...] = ("--json", "--skip-git-repo-check", *OFFLINE_FLAGS)
 
-#: Wait after each of SIGTERM / SIGKILL of a turn that ignored the interrupt.
-_SIGNAL_GRACE = 3.0
-
-
-class _StuckStartError(BodyTimeoutError):
-    """A start step got no answer in time while app-server ran."""
+_KILLED = "codex did not end the turn after turn/interrupt; process group killed"
 
 
 def codex_executable(options: BodyOptions) -> Path:
@@ -120,6 +110,7 @@ class CodexBody(Body):
 
     name: ClassVar[str] = BODY_NAME
     detachable: ClassVar[bool] = True
+    process_noun: ClassVar[str] = "app-server"
     capabilities: ClassVar[Capabilities] = Capabilities(
         interrupt=Support.NATIVE,
         set_model=Support.NATIVE,
@@ -142,18 +133,13 @@ class CodexBody(Body):
         self._codec = AppServerCodec()
         # The policy's roots besides cwd: also on argv, from the launcher.
         self._codec.writable_roots = tuple(options.extra.get("allowed_roots", ()))
-        self._runner: asyncio.Task[None] | None = None
         self._tg: asyncio.TaskGroup | None = None
         self._approvals: set[asyncio.Task[None]] = set()
         self._router = RequestRouter[RpcResponse](self.name)
-        self._turn_open = False
-        self._turn_done = asyncio.Event()
         self._start_lock = asyncio.Lock()  # held while turn/start is in flight
         self._interrupt_lock = asyncio.Lock()
         self._next_model: str | None = None
         self._next_mode: str | None = None
-        self._escalated = False
-        self._closing = False
         #: After :meth:`attach`: the previous owner's writes past the offset.
         self._sent_later: list[Sent] = []
 
@@ -164,87 +150,42 @@ class CodexBody(Body):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Spawn app-server, ``initialize``, open the thread. On failure closes what it
-        started and raises (:class:`BodyCrashedError`, :class:`BodyTimeoutError`,
-        :class:`CodexRequestError` e.g. for an unknown ``resume`` thread).
-
-        Each step waits while app-server runs, up to ``options.start_timeout`` in all
-        (one that dies fails at once, with its stderr); a start stuck past it is given
-        up and tried once more (nothing was prompted yet), then fails naming the step."""
-        if self._transport is not None:
-            raise RuntimeError("CodexBody.start() called twice")
-        try:
-            try:
-                await self._start_once()
-            except _StuckStartError as exc:
-                await self._discard_start(exc)
-                await self._start_once()
-        except BaseException:
-            await self.close()
-            raise
-
-    async def _start_once(self) -> None:
-        await self._spawn()
-        deadline = asyncio.get_running_loop().time() + self.options.start_timeout
-        await self._start_request(self._codec.initialize(), deadline)
+    async def _handshake(self) -> None:
+        """``initialize``, then open the thread; each step waits while app-server runs,
+        up to ``options.start_timeout`` in all (:meth:`Body.start` says the rest)."""
+        await self._start_request(self._codec.initialize())
         await self._write(self._codec.initialized())
-        await self._open_thread(deadline)
+        await self._open_thread()
 
-    async def _start_request(self, request: Request, deadline: float) -> JsonDict:
-        """A request of the start: it waits while app-server runs, up to ``deadline``."""
-        left = max(0.0, deadline - asyncio.get_running_loop().time())
-        try:
-            return await self._request(request, timeout=left)
-        except BodyTimeoutError as exc:
-            limit = self.options.start_timeout
-            raise _StuckStartError(
-                f"codex: start step {request.method} got no answer within {limit:g}s "
-                "while app-server ran ([daemon] body_start_timeout_s)"
-            ) from exc
+    async def _start_request(self, request: Request) -> JsonDict:
+        """A request of the start: it waits while app-server runs, up to the deadline."""
+        return await self._request(request, timeout=self._start_limit(request.method))
 
-    async def _discard_start(self, exc: _StuckStartError) -> None:
-        """Give up a start stuck in its handshake: end app-server, with no word of it
-        (the body has not started: no ``SessionEnded``), forget what it said, and say
-        that it starts once more."""
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            runner.cancel()
-            await asyncio.gather(runner, return_exceptions=True)
-        if self._transport is not None:
-            await self._transport.close()
-        self._transport = None
+    def _fresh_wire(self) -> None:
         writable_roots = self._codec.writable_roots
         self._codec = AppServerCodec()
         self._codec.writable_roots = writable_roots
         self._router = RequestRouter[RpcResponse](self.name)
-        while not self._events.empty():
-            self._events.get_nowait()
-        await self._emit(Notice(kind="warning", message=f"{exc}; starting it once more"))
 
-    async def _open_thread(self, deadline: float) -> None:
+    async def _open_thread(self) -> None:
         """``thread/start``, or resume / fork ``options.resume``; a resume of a thread Codex
         does not know starts a new thread once, with a ``resume_fallback`` Notice."""
         cwd, mode, model = str(self.options.cwd), self.permission_mode, self.options.model
         resume = self.options.resume
         if resume is None:
-            await self._start_request(
-                self._codec.thread_start(cwd=cwd, mode=mode, model=model), deadline
-            )
+            await self._start_request(self._codec.thread_start(cwd=cwd, mode=mode, model=model))
             await self._resumed(False, "no native session to resume")
             return
         fork = bool(self.options.extra.get("fork"))
         opener = self._codec.thread_fork if fork else self._codec.thread_resume
         try:
-            await self._start_request(opener(resume, cwd=cwd, mode=mode, model=model), deadline)
+            await self._start_request(opener(resume, cwd=cwd, mode=mode, model=model))
         except CodexRequestError as exc:
             if exc.error_code != ErrorCode.SESSION_NOT_FOUND:
                 raise
             message = f"Codex thread {resume} was not found; started a new thread"
             await self._emit(Notice(message=message, kind="resume_fallback"))
-            await self._start_request(
-                self._codec.thread_start(cwd=cwd, mode=mode, model=model), deadline
-            )
+            await self._start_request(self._codec.thread_start(cwd=cwd, mode=mode, model=model))
             await self._resumed(False, f"Codex thread {resume} was not found")
             return
         await self._resumed(True)
@@ -255,31 +196,11 @@ class CodexBody(Body):
         spec = SpawnSpec(argv=argv, cwd=self.options.cwd, env=self.options.child_env())
         transport = await self._start_cli(spec)
         self._transport = transport
-        self._runner = asyncio.create_task(self._run(transport))
+        await self._begin_reading(transport)
 
-    @classmethod
-    async def attach(
-        cls,
-        options: BodyOptions,
-        handle: BodyHandle,
-        *,
-        turn_open: bool,
-        drop: int = 0,
-        counted: Callable[[Event], bool] | None = None,
-    ) -> CodexBody:
-        """Take over an app-server another process started with ``options.run_dir``:
-        the codec is rebuilt from what passed before ``handle.offset`` (our requests
-        and its answers, nothing emitted), then events flow from there on. Raises
-        :class:`BodyCrashedError` when that process is gone or its output was cut."""
-        body = cls(options)
-        spec = SpawnSpec([str(codex_executable(options))], options.cwd, options.child_env())
-        transport = await body._adopt(spec, handle, drop, counted)
-        body._position = (handle.offset, handle.skip)
-        body._turn_open = turn_open
-        if turn_open:
-            body._turn_done.clear()
-        body._runner = asyncio.create_task(body._run(transport, handle.skip))
-        return body
+    def _attach_spec(self) -> SpawnSpec:
+        options = self.options
+        return SpawnSpec([str(codex_executable(options))], options.cwd, options.child_env())
 
     def _rebuild(self, handle: BodyHandle) -> None:
         """Replay what passed before the offset into the codec; the lines the previous
@@ -302,20 +223,9 @@ class CodexBody(Body):
         self._codec.thread_id = self._codec.thread_id or self.options.resume
         self.native_session_id = self._codec.thread_id
 
-    async def close(self) -> None:
-        """Close stdin (app-server exits 0), escalating if needed; emits ``SessionEnded``.
-        Idempotent and bounded."""
-        if self._closed:
-            return
-        self._closed = self._closing = True
+    def _stop_handlers(self) -> None:
         for task in list(self._approvals):
             task.cancel()
-        if self._transport is not None:
-            await self._transport.close()
-        await self._join_runner()
-
-    async def _join_runner(self) -> None:
-        await join_task(self._runner, 10.0)
 
     async def _emit(self, event: Event) -> None:
         if event.native_session_id is None and self.native_session_id is not None:
@@ -324,7 +234,7 @@ class CodexBody(Body):
 
     # -- the runner: stdout -> events --------------------------------------------------
 
-    async def _run(self, transport: AgentTransport, skip: int = 0) -> None:
+    async def _read_stdout(self, transport: AgentTransport, skip: int) -> None:
         async with asyncio.TaskGroup() as tg:
             self._tg = tg
             decode, before = self._codec.receive_line, self._note_sent_before
@@ -359,10 +269,6 @@ class CodexBody(Body):
         if isinstance(event, TurnCompleted | TurnFailed):
             self._end_turn()
 
-    def _end_turn(self) -> None:
-        self._turn_open = False
-        self._turn_done.set()
-
     async def _process_ended(self, transport: AgentTransport) -> None:
         """Stdout closed: fail waiters, stop approval handlers, report how it ended."""
         code = await transport.wait(5.0)
@@ -371,32 +277,9 @@ class CodexBody(Body):
         self._router.fail_all(crashed)
         for task in list(self._approvals):
             task.cancel()
-        for event in self._end_events(code, tail):
+        for event in self._end_report(code, tail, _KILLED, self._codec.turn_id):
             await self._emit(event)
-        self._end_turn()
-
-    def _end_events(self, code: int | None, tail: str) -> list[Event]:
-        turn = self._codec.turn_id
-        if self._closing:
-            ended = SessionEnded(reason="closed", exit_code=code)
-            if not self._turn_open:
-                return [ended]
-            error = ErrorInfo(code=ErrorCode.INTERRUPTED, message="the body was closed mid-turn")
-            return [TurnFailed(error=error, turn_id=turn), ended]
-        if self._escalated:
-            error = ErrorInfo(
-                code=ErrorCode.INTERRUPTED,
-                message="codex did not end the turn after turn/interrupt; process group killed",
-                retryable=True,
-                native={"exit_code": code, "stderr_tail": tail[-2000:]},
-            )
-            return [
-                TurnFailed(error=error, turn_id=turn),
-                SessionEnded(reason="killed", exit_code=code),
-            ]
-        error = crash_error(code, tail)
-        ended = SessionEnded(reason="crashed", exit_code=code, error=error)
-        return [TurnFailed(error=error, turn_id=turn), ended] if self._turn_open else [ended]
+        self._life.exited()
 
     # -- approvals ------------------------------------------------------------------------
 
@@ -445,11 +328,8 @@ class CodexBody(Body):
     # -- turns and controls ------------------------------------------------------------------
 
     async def _send_prompt(self, prompt: str) -> None:
-        if self._turn_open:
-            raise UserError("a Codex turn is already running; steer() or interrupt() it")
+        self._begin_turn()
         async with self._start_lock:
-            self._turn_open, self._escalated = True, False
-            self._turn_done.clear()
             request = self._codec.turn_start(prompt, model=self._next_model, mode=self._next_mode)
             self._next_model = self._next_mode = None
             try:
@@ -457,6 +337,9 @@ class CodexBody(Body):
             except BaseException:
                 self._end_turn()
                 raise
+
+    def _already_running(self) -> Exception:
+        return UserError("a Codex turn is already running; steer() or interrupt() it")
 
     async def steer(self, text: str) -> None:
         """Add ``text`` to the running turn (``turn/steer``); a :class:`Steer` event follows.
@@ -483,25 +366,12 @@ class CodexBody(Body):
         async with self._interrupt_lock:
             async with self._start_lock:
                 pass
-            transport = self._transport
-            if not self._turn_open or transport is None or not transport.running:
-                return
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + self.options.interrupt_timeout
-            request = self._codec.turn_interrupt()
-            if request is not None:
-                with contextlib.suppress(BodyTimeoutError, CodexRequestError, BodyCrashedError):
-                    await self._request(request, timeout=self.options.interrupt_timeout)
-            if await self._turn_ended_within(max(0.1, deadline - loop.time())):
-                return
-            await self._escalate(transport)
+            await self._interrupt_turn(self._send_interrupt)
 
-    async def _escalate(self, transport: AgentTransport) -> None:
-        self._escalated = True
-        await terminate_group_until(transport, self._turn_done, _SIGNAL_GRACE)
-
-    async def _turn_ended_within(self, seconds: float) -> bool:
-        return await set_within(self._turn_done, seconds)
+    async def _send_interrupt(self, limit: float) -> None:
+        request = self._codec.turn_interrupt()
+        if request is not None:
+            await self._request(request, timeout=limit)
 
     async def set_model(self, model: str | None) -> None:
         """Use ``model`` from the next ``turn/start`` on (``None``: the thread's first model)."""
@@ -555,13 +425,10 @@ class CodexExecBody(Body):
         self._executable: Path | None = None
         self._transport: ProcessTransport | None = None
         self._run_task: asyncio.Task[None] | None = None
-        self._interrupted = False
 
-    async def start(self) -> None:
+    async def _spawn(self) -> None:
         """Find the executable (nothing runs until the first turn)."""
         self._executable = codex_executable(self.options)
-        if self.options.resume is None:
-            await self._resumed(False, "no native session to resume")
 
     def argv(self) -> list[str]:
         """The command line of the next run (``exec`` or ``exec resume <thread>``)."""
@@ -582,15 +449,24 @@ class CodexExecBody(Body):
         return [*argv, "--", *([thread] if thread else []), "-"]
 
     async def _send_prompt(self, prompt: str) -> None:
-        if self._closed:
-            raise BodyCrashedError("Codex exec body is closed", exit_code=None, stderr_tail="")
         await self._finish_previous()
-        self._run_task = asyncio.create_task(self._run(await self._spawn(prompt), prompt))
+        self._begin_turn()
+        try:
+            transport = await self._spawn_turn(prompt)
+        except BaseException:
+            self._end_turn()
+            raise
+        self._run_task = asyncio.create_task(self._whole_turn(transport, prompt))
 
-    async def _spawn(self, prompt: str) -> ProcessTransport:
+    async def _whole_turn(self, transport: ProcessTransport, prompt: str) -> None:
+        try:
+            await self._run(transport, prompt)
+        finally:
+            self._end_turn()
+
+    async def _spawn_turn(self, prompt: str) -> ProcessTransport:
         self._codec.begin_run(model=self.model, permission_mode=self.permission_mode)
         self._rollout.mark(self._codec.thread_id)  # (wording)
-        self._interrupted = False
         spec = SpawnSpec(argv=self.argv(), cwd=self.options.cwd, env=self.options.child_env())
         transport = ProcessTransport(spec, tap=self._rollout.wrap(self.options.raw_tap))
         await transport.start()
@@ -622,20 +498,20 @@ class CodexExecBody(Body):
             return
         self.native_session_id = self._codec.thread_id
         drained = self._rollout.rest(self._codec)  # (wording) before finish: it reports the rest
-        finish = self._codec.finish(code, transport.stderr_tail, interrupted=self._interrupted)
+        finish = self._codec.finish(code, transport.stderr_tail, interrupted=self._stopping)
         for event in [*drained, *finish]:
             await self._emit(event)
 
     def _thread_lost(self, code: int | None, stderr_tail: str) -> bool:
         """``exec resume`` of a thread Codex no longer has (rc 1, nothing on stdout)."""
         lost = code == 1 and "no rollout found for thread id" in stderr_tail
-        return lost and self._codec.thread_id is not None and not self._interrupted
+        return lost and self._codec.thread_id is not None and not self._stopping
 
     async def _fresh_spawn(self, prompt: str) -> ProcessTransport:
         """Heal a lost thread: a new one, with the session rebuilt from Chorus's log."""
         thread, self._codec.thread_id = self._codec.thread_id, None
         await self._resumed(False, f"Codex thread {thread} was not found")
-        return await self._spawn(self._with_history(prompt))
+        return await self._spawn_turn(self._with_history(prompt))
 
     async def _emit(self, event: Event) -> None:
         if isinstance(event, SessionStarted):
@@ -648,7 +524,8 @@ class CodexExecBody(Body):
         task, transport = self._run_task, self._transport
         if task is None or task.done() or transport is None or self._codec.terminal_seen:
             return
-        self._interrupted = True
+        if self._life.state is BodyState.BUSY:
+            self._life.to(BodyState.INTERRUPTING)
         await interrupt_group(task, transport, self.options.interrupt_timeout)
 
     async def set_model(self, model: str | None) -> None:
@@ -659,12 +536,9 @@ class CodexExecBody(Body):
         """Run the next turn with this mode's sandbox flags."""
         self.permission_mode = _validate_mode(mode)
 
-    async def close(self) -> None:
-        """Stop any running process; emits ``SessionEnded``. Idempotent."""
-        if self._closed:
-            return
+    async def _shutdown(self) -> None:
+        """Stop any running process; emits ``SessionEnded``."""
         await self.interrupt()
-        self._closed = True
         if self._transport is not None:
             await self._transport.close()
         if self._run_task is not None:

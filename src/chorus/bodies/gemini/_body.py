@@ -20,13 +20,14 @@ import contextlib
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from chorus._errors import BodyCrashedError
 from chorus.agents import find_agent
 from chorus.bodies._body import PERMISSION_MODES, Body, BodyOptions
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._inject import gemini_env
+from chorus.bodies._lifecycle import BodyState
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
 from chorus.bodies.acp import GEMINI_ACP_CAPABILITIES, AcpAgent, AcpBody, acp_agent
 from chorus.bodies.gemini._codec import GeminiStreamCodec
@@ -77,7 +78,7 @@ class GeminiAcpBody(AcpBody):
         super().__init__(options, agent or acp_agent("gemini"))
 
     @classmethod
-    def _for_attach(cls, options: BodyOptions) -> AcpBody:
+    def _for_attach(cls, options: BodyOptions) -> Self:
         return cls(options)
 
     async def start(self) -> None:
@@ -127,35 +128,30 @@ class GeminiBody(Body):
         run = self._run
         return run.transport.pid if run is not None and not run.done.is_set() else None
 
-    async def start(self) -> None:
+    async def _spawn(self) -> None:
         """Find the CLI and warn about settings; no process is started until a turn."""
         self._executable = self.options.executable or find_agent("gemini")
         await _settings_notices(self, self.options)
-        if self.options.resume is None:
-            await self._resumed(False, "no native session to resume")
 
-    async def close(self) -> None:
-        """Stop a running turn (process group signalled), then emit :class:`SessionEnded`.
-        Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
+    async def _shutdown(self) -> None:
+        """Stop a running turn (process group signalled), then emit :class:`SessionEnded`."""
         await self._stop(ErrorInfo(code=ErrorCode.INTERRUPTED, message="body closed"))
         await self._emit(SessionEnded(reason="closed", native_session_id=self.native_session_id))
 
     # -- turns -----------------------------------------------------------------------
 
     async def _send_prompt(self, prompt: str) -> None:
-        if self._executable is None or self._closed:
+        if self._executable is None or self._life.finished:
             raise RunInProgressError("gemini: body not started (or closed)")
         previous = self._run
         if previous is not None and not self.codec.turn_done:
             raise RunInProgressError("gemini: a turn is already running")
         if previous is not None:
             await self._reap(previous)
-        await self._spawn(prompt)
+        self._begin_turn()
+        await self._spawn_run(prompt)
 
-    async def _spawn(self, prompt: str) -> None:
+    async def _spawn_run(self, prompt: str) -> None:
         self.codec.start_turn()
         spec = SpawnSpec(
             argv=self._argv(),
@@ -170,7 +166,7 @@ class GeminiBody(Body):
             # Without --prompt, gemini reads the prompt from stdin to end-of-file.
             await run.transport.send_input(prompt)
         except BodyCrashedError as exc:
-            run.done.set()
+            self._run_over(run)
             await self._emit_all(self.codec.finish(None, str(exc)))
             return
         run.task = asyncio.create_task(self._pump(run), name="gemini-run")
@@ -212,7 +208,13 @@ class GeminiBody(Body):
             else:
                 await self._emit_all(self.codec.finish(code, stderr, stopped=run.stopped))
         finally:
-            run.done.set()
+            self._run_over(run)
+
+    def _run_over(self, run: _Run) -> None:
+        """``run``'s process is gone; the turn ends with it (not with a run it healed)."""
+        run.done.set()
+        if self._run is run:
+            self._end_turn()
 
     def _session_lost(self, code: int | None, stderr: str, run: _Run) -> bool:
         """``--resume`` of a session Gemini no longer has (exit 42, before any output)."""
@@ -223,7 +225,7 @@ class GeminiBody(Body):
         """Run the turn again in a new session, rebuilt from Chorus's log."""
         session, self._resumable = self._resumable, None
         await self._resumed(False, f"Gemini session {session} was not found")
-        await self._spawn(self._with_history(run.prompt))
+        await self._spawn_run(self._with_history(run.prompt))
 
     def _note(self, events: list[Event]) -> list[Event]:
         self.native_session_id = self.codec.session_id
@@ -251,6 +253,8 @@ class GeminiBody(Body):
         run = self._run
         if run is None or run.done.is_set():
             return
+        if self._life.state is BodyState.BUSY:
+            self._life.to(BodyState.INTERRUPTING)
         if not self.codec.turn_done:
             run.stopped = run.stopped or reason
         run.transport.signal_group(signal.SIGTERM)
