@@ -8,7 +8,6 @@ per control) and the program it runs, flagged when that program is missing.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +15,7 @@ from typing import Any, Literal
 from chorus._errors import AgentNotFoundError
 from chorus.agents import find_agent
 from chorus.bodies._capabilities import Capabilities, Support
-from chorus.bodies._registry import _BUILTIN, CLI_OF, body_class
+from chorus.bodies._registry import _BUILTIN, CLI_OF, acp_module, body_class
 from chorus.config import ChorusConfig, load_config
 
 #: When a body's model learns the policy's rule and reason for a refused call.
@@ -78,7 +77,7 @@ def body_catalog(config: ChorusConfig | None = None) -> list[BodyInfo]:
     """Every body Chorus knows with this config, built-in bodies first."""
     config = config if config is not None else load_config()
     rows = [_builtin(name, config) for name in _BUILTIN]
-    acp: Any = importlib.import_module("chorus.bodies.acp")
+    acp: Any = acp_module()
     for name, agent in acp.acp_agents(config).items():
         if name not in _BUILTIN:
             rows.append(_acp(name, agent))

@@ -8,20 +8,48 @@ adds, changes and removes ACP agents at once.
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from chorus._errors import ConfigError, UnknownBodyError
 from chorus.bodies._body import Body, BodyOptions
 from chorus.config import ChorusConfig, load_config
 
-_BUILTIN: dict[str, tuple[str, str]] = {
-    "claude": ("chorus.bodies.claude", "ClaudeBody"),
-    "claude-print": ("chorus.bodies.claude", "ClaudePrintBody"),
-    "codex": ("chorus.bodies.codex", "CodexBody"),
-    "codex-exec": ("chorus.bodies.codex", "CodexExecBody"),
-    "gemini": ("chorus.bodies.gemini", "GeminiAcpBody"),
-    "gemini-headless": ("chorus.bodies.gemini", "GeminiBody"),
+
+def _claude(attr: str) -> type[Body]:
+    from chorus.bodies import claude
+
+    return getattr(claude, attr)  # type: ignore[no-any-return]
+
+
+def _codex(attr: str) -> type[Body]:
+    from chorus.bodies import codex
+
+    return getattr(codex, attr)  # type: ignore[no-any-return]
+
+
+def _gemini(attr: str) -> type[Body]:
+    from chorus.bodies import gemini
+
+    return getattr(gemini, attr)  # type: ignore[no-any-return]
+
+
+def acp_module() -> ModuleType:
+    """The ACP bodies' package, imported when first needed (the ACP SDK is heavy)."""
+    from chorus.bodies import acp
+
+    return acp
+
+
+#: Each built-in body: (its package's loader, the class's name in it).
+_BUILTIN: dict[str, tuple[Callable[[str], type[Body]], str]] = {
+    "claude": (_claude, "ClaudeBody"),
+    "claude-print": (_claude, "ClaudePrintBody"),
+    "codex": (_codex, "CodexBody"),
+    "codex-exec": (_codex, "CodexExecBody"),
+    "gemini": (_gemini, "GeminiAcpBody"),
+    "gemini-headless": (_gemini, "GeminiBody"),
 }
 #: The binary each built-in body runs (for lookup and env from ``[agents.<cli>]``).
 CLI_OF: dict[str, str] = {
@@ -36,7 +64,7 @@ CLI_OF: dict[str, str] = {
 
 def _acp_names(config: ChorusConfig) -> list[str]:
     """ACP agents (built-in entries such as codex-acp, and config entries)."""
-    acp: Any = importlib.import_module("chorus.bodies.acp")
+    acp: Any = acp_module()
     _check_no_shadowing(config, acp.BUILTIN_AGENTS)
     return [n for n in acp.acp_agents(config) if n not in _BUILTIN]
 
@@ -74,11 +102,10 @@ def body_class(name: str, config: ChorusConfig | None = None) -> type[Body]:
     """The class for ``name``; :class:`UnknownBodyError` if nobody knows it."""
     config = config or load_config()
     if name in _BUILTIN:
-        module, attr = _BUILTIN[name]
-        cls: Any = getattr(importlib.import_module(module), attr)
-        return cls  # type: ignore[no-any-return]
+        load, attr = _BUILTIN[name]
+        return load(attr)
     if name in _acp_names(config):
-        acp: Any = importlib.import_module("chorus.bodies.acp")
+        acp: Any = acp_module()
         return acp.AcpBody  # type: ignore[no-any-return]
     raise _unknown(name, config)
 
@@ -89,7 +116,7 @@ def create_body(name: str, options: BodyOptions, config: ChorusConfig | None = N
     cls = body_class(name, config)
     if name in _BUILTIN:
         return cls(options)
-    acp: Any = importlib.import_module("chorus.bodies.acp")
+    acp: Any = acp_module()
     return acp.open_acp_body(name, options, config=config)  # type: ignore[no-any-return]
 
 
@@ -104,5 +131,5 @@ def check_installed(name: str, config: ChorusConfig | None = None) -> None:
         return
     if name not in _acp_names(config):
         raise _unknown(name, config)
-    acp: Any = importlib.import_module("chorus.bodies.acp")
+    acp: Any = acp_module()
     acp.acp_agent(name, config).executable()
