@@ -34,6 +34,7 @@ from chorus.daemon._paths import log_path, pid_path, socket_path
 from chorus.daemon._reload import reload_routes
 from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
+from chorus.daemon._warmup import warm_up
 from chorus.dashboard import login_routes
 from chorus.flags import FlagDesk
 from chorus.gateway import Gateway, load_gateway_settings
@@ -144,7 +145,7 @@ async def serve() -> int:
         return 2
     await repair_store(store)
     app = await _app(store, config, incidents)
-    await _serve_app(app, lock, ready)
+    await _serve_app(app, lock, ready, config)
     return 0
 
 
@@ -164,19 +165,25 @@ def _output_to_log() -> int | None:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn's server, which says on the starter's pipe when it serves."""
+    """uvicorn's server, which says on the starter's pipe when it serves, then warms
+    up what the first job needs (``_warmup``)."""
 
-    def __init__(self, config: uvicorn.Config, ready: int | None) -> None:
+    def __init__(self, config: uvicorn.Config, ready: int | None, chorus: ChorusConfig) -> None:
         super().__init__(config)
         self._ready = ready
+        self._chorus = chorus
+        self._warming: asyncio.Task[None] | None = None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
-        if self.started and self._ready is not None:
+        if not self.started:
+            return
+        if self._ready is not None:
             with contextlib.suppress(OSError):  # the starter gave up waiting
                 os.write(self._ready, READY)
             os.close(self._ready)
             self._ready = None
+        self._warming = asyncio.create_task(warm_up(self._chorus), name="warm-up")
 
 
 def _private_process() -> None:
@@ -230,7 +237,7 @@ def _routes(sup: Supervisor, gateway: Gateway, sched: Scheduler) -> list[BaseRou
     return routes + login_routes()  # chorus dashboard's one-time login URL
 
 
-async def _serve_app(app: Starlette, lock: int, ready: int | None) -> None:
+async def _serve_app(app: Starlette, lock: int, ready: int | None, config: ChorusConfig) -> None:
     """Serve ``app`` on the private socket until a signal; then clean up every body
     left, the socket, the pid file and the lock."""
     listener = _bind_private_socket()
@@ -247,6 +254,7 @@ async def _serve_app(app: Starlette, lock: int, ready: int | None) -> None:
                 timeout_graceful_shutdown=3,
             ),
             ready,
+            config,
         )
         pid_path().write_text(str(os.getpid()))
         _keep_signals_for_cleanup()
