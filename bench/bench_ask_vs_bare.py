@@ -105,13 +105,42 @@ def _chorus(cli: str, server: ModelServer, work: Path) -> dict[str, float]:
     return {"cold": cold, "first": first, "warm": warm}
 
 
-def _wait_for_spare(cli: str, timeout: float = 90) -> None:
+def _wait_for_spare(cli: str, timeout: float = 90) -> int:
+    """The waiting spare's process id."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if any(s["body"] == cli for s in DaemonClient().status().get("spare_bodies", [])):
-            return
+        for spare in DaemonClient().status().get("spare_bodies", []):
+            if spare["body"] == cli:
+                return int(spare["pid"])
         time.sleep(0.05)
     raise AssertionError(f"no spare {cli} body after {timeout:.0f}s")
+
+
+def _tree_rss_mb(root: int) -> float:
+    """RSS of ``root`` and every process below it (the CLI, its sandbox, its helpers)."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(stat.parent.name)] = int(fields[1])
+    tree, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        tree.add(pid)
+        todo += [child for child, up in parent.items() if up == pid and child not in tree]
+    return sum(_rss_mb(pid) for pid in tree)
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def _median(samples: list[float]) -> float:
@@ -146,7 +175,8 @@ def _body_rounds(
     for n in range(rounds):
         bare = _bare(cli, root, server, work, n)
         if name == "spares":
-            _wait_for_spare(cli)
+            time.sleep(1.0)  # let the spare settle after its boot
+            samples.setdefault("spare_mb", []).append(_tree_rss_mb(_wait_for_spare(cli)))
         ours = _chorus(cli, server, work)
         for key in ("cold", "first", "warm"):
             samples.setdefault(f"bare_{key}", []).append(bare[key])
@@ -163,7 +193,10 @@ def _print(name: str, result: dict[str, Any]) -> None:
             f"{r[k] / r['bare_' + k]:.2f}x ({r[k]:.2f}/{r['bare_' + k]:.2f}s)"
             for k in ("cold", "first", "warm")
         ]
-        print(f"{cli:7} {cells[0]:>22} {cells[1]:>22} {cells[2]:>22} {r['first_job']:>9.2f}s")
+        spare = f"  spare {r['spare_mb']:.0f} MB" if "spare_mb" in r else ""
+        print(
+            f"{cli:7} {cells[0]:>22} {cells[1]:>22} {cells[2]:>22} {r['first_job']:>9.2f}s{spare}"
+        )
 
 
 def main() -> None:
