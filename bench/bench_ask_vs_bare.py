@@ -1,19 +1,27 @@
 """`chorus ask` against the bare CLI on the same scripted scenario, side by side.
 
-Three figures per body, each round on the same one-tool scenario (a shell
-command, then an answer), with the daemon already running as in everyday use:
+One run measures both configurations, each in a fresh ``CHORUS_HOME`` started with
+``chorus start`` (timed): the default (no spares) and ``[daemon] spare_bodies =
+true``. Per body (claude, codex, gemini), each round on the same one-tool scenario
+(a shell command, then an answer), with the daemon already running as in everyday
+use:
 
-* cold: `chorus ask` on a new session / the bare CLI's one-shot run;
+* cold: `chorus ask` on a new session / the bare CLI's one-shot run
+  (`claude -p`, `codex exec`, `gemini -p`, pointed at the same server the same way
+  the tests point them);
+* first text: the time from the command's start to the answer's text on its
+  stdout, for the same two commands;
 * warm: a follow-up `chorus ask --session S` on the live session / the bare CLI's
-  own follow-up (`--resume <id>`; Codex: `exec resume <id>`);
-* client start: `chorus ask --help` (the thin client's path, no daemon call), in ms,
-  and the client's round trip: `chorus jobs --json` against the running daemon
-  (process start, the fast path's imports, one request on the socket), in ms.
+  own follow-up (`--resume <id>`; Codex: `exec resume <id>`).
 
-`--spares` turns on `[daemon] spare_bodies` (a pre-started CLI per body and cwd),
-which is what takes the CLI's boot out of the cold figure.
+Before the rounds, one unmeasured `chorus ask` per body loads its code in the daemon
+and (with spares) primes the first spare; its time is printed as "first job".
+Then `chorus status --json` and `chorus jobs --json` latency (process start, one
+request on the socket), in ms. Targets: cold <= 1.05x, first text <= 1.05x, warm
+<= 0.6x, status/jobs <= 100 ms; with a spare, cold <= 0.5x.
 
-    uv run python bench/bench_ask_vs_bare.py [--body claude,codex,gemini] [--rounds N] [--spares]
+    uv run python bench/bench_ask_vs_bare.py [--body claude,codex,gemini] [--rounds N]
+        [--configs default,spares]
 """
 
 from __future__ import annotations
@@ -27,22 +35,37 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import bench_home, summary
+from _common import bench_home
 
 from chorus.agents import find_agent
-from chorus.daemon import DaemonClient, spawn_daemon
+from chorus.daemon import DaemonClient
 from chorus.testing import ModelServer, headless_argv, offline_env, shell, text
 
-SCENARIO = [shell("echo hi > out.txt"), text("done")]
+ANSWER = "bench-answer-7f3a"
+SCENARIO = [shell("echo hi > out.txt"), text(ANSWER)]
 CHORUS = str(Path(sys.executable).with_name("chorus"))
+CONFIGS = {"default": "", "spares": "spare_bodies = true"}
 
 
-def _timed(argv: list[str], **kw: Any) -> tuple[float, str]:
+def _timed(argv: list[str], **kw: Any) -> tuple[float, float, str]:
+    """(seconds to the end, seconds to the answer's text on stdout, stdout)."""
     started = time.perf_counter()
-    done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, **kw)
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw
+    )
+    assert proc.stdout is not None
+    first, lines = float("nan"), []
+    for raw in proc.stdout:
+        line = raw.decode(errors="replace")
+        if ANSWER in line and first != first:  # the first line that carries the text
+            first = time.perf_counter() - started
+        lines.append(line)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    code = proc.wait()
     elapsed = time.perf_counter() - started
-    assert done.returncode == 0, done.stdout[-500:] + done.stderr[-500:]
-    return elapsed, done.stdout
+    out = "".join(lines)
+    assert code == 0, out[-500:] + err[-800:]
+    return elapsed, first, out
 
 
 def _native_id(cli: str, stdout: str) -> str:
@@ -62,95 +85,134 @@ def _resume_argv(cli: str, argv: list[str], native: str) -> list[str]:
     return [*argv, "--resume", native]
 
 
-def _bare(cli: str, root: Path, server: ModelServer, work: Path, n: int) -> tuple[float, float]:
-    """(one-shot run, its own follow-up by native resume)."""
+def _bare(cli: str, root: Path, server: ModelServer, work: Path, n: int) -> dict[str, float]:
+    """The one-shot run and its own follow-up by native resume."""
     server.script(SCENARIO * 2, lane="bare")
     env = offline_env(cli, root / f"{cli}-bare-{n}", server.lane_url("bare"))  # type: ignore[arg-type]
     argv = headless_argv(cli, find_agent(cli), "make out.txt")  # type: ignore[arg-type]
-    cold, out = _timed(argv, cwd=work, env=env)
-    warm, _ = _timed(_resume_argv(cli, argv, _native_id(cli, out)), cwd=work, env=env)
-    return cold, warm
+    cold, first, out = _timed(argv, cwd=work, env=env)
+    warm, _, _ = _timed(_resume_argv(cli, argv, _native_id(cli, out)), cwd=work, env=env)
+    return {"cold": cold, "first": first, "warm": warm}
 
 
-def _chorus(cli: str, server: ModelServer, work: Path) -> tuple[float, float]:
-    """(`chorus ask` on a new session, a follow-up on the same live session)."""
+def _chorus(cli: str, server: ModelServer, work: Path) -> dict[str, float]:
+    """`chorus ask` on a new session, then a follow-up on the same live session."""
     server.script(SCENARIO * 2, lane=cli)
     base = [CHORUS, "ask", "make out.txt", "--json"]
-    cold, out = _timed([*base, "--body", cli], cwd=work, env=os.environ.copy())
+    cold, first, out = _timed([*base, "--body", cli], cwd=work, env=os.environ.copy())
     session = json.loads(out.splitlines()[-1])["session_id"]
-    warm, _ = _timed([*base, "--session", session], cwd=work, env=os.environ.copy())
-    return cold, warm
+    warm, _, _ = _timed([*base, "--session", session], cwd=work, env=os.environ.copy())
+    return {"cold": cold, "first": first, "warm": warm}
 
 
-def _client_start(rounds: int) -> tuple[list[float], list[float], list[float]]:
-    """(``chorus ask --help``, bare ``python -c pass``, typer's ``chorus doctor --help``),
-    interleaved so that machine load weighs on all three alike."""
-    fast: list[float] = []
-    python: list[float] = []
-    typer_path: list[float] = []
-    for _ in range(rounds):
-        fast.append(_timed([CHORUS, "ask", "--help"])[0])
-        python.append(_timed([sys.executable, "-c", "pass"])[0])
-        typer_path.append(_timed([CHORUS, "doctor", "--help"])[0])
-    return fast, python, typer_path
-
-
-def _round_trip(rounds: int) -> list[float]:
-    with bench_home(()) as (_server, work, _root):
-        spawn_daemon()
-        return [_timed([CHORUS, "jobs", "--json"], cwd=work)[0] for _ in range(rounds)]
-
-
-def _wait_for_spare(cli: str, timeout: float = 60) -> None:
+def _wait_for_spare(cli: str, timeout: float = 90) -> int:
+    """The waiting spare's process id."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if any(s["body"] == cli for s in DaemonClient().status().get("spare_bodies", [])):
-            return
-        time.sleep(0.1)
+        for spare in DaemonClient().status().get("spare_bodies", []):
+            if spare["body"] == cli:
+                return int(spare["pid"])
+        time.sleep(0.05)
+    raise AssertionError(f"no spare {cli} body after {timeout:.0f}s")
+
+
+def _tree_rss_mb(root: int) -> float:
+    """RSS of ``root`` and every process below it (the CLI, its sandbox, its helpers)."""
+    parent: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(stat.parent.name)] = int(fields[1])
+    tree, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        tree.add(pid)
+        todo += [child for child, up in parent.items() if up == pid and child not in tree]
+    return sum(_rss_mb(pid) for pid in tree)
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def _median(samples: list[float]) -> float:
     return sorted(samples)[len(samples) // 2]
 
 
-def _bench(cli: str, rounds: int, spares: bool) -> dict[str, list[float]]:
-    extra = "spare_bodies = true" if spares else ""
-    out: dict[str, list[float]] = {"bare": [], "bare_warm": [], "cold": [], "warm": []}
-    with bench_home((cli,), extra=extra) as (server, work, root):
-        spawn_daemon()
-        for n in range(rounds):
-            bare, bare_warm = _bare(cli, root, server, work, n)
-            if spares:
-                _wait_for_spare(cli)
-            cold, warm = _chorus(cli, server, work)
-            for key, value in zip(out, (bare, bare_warm, cold, warm), strict=True):
-                out[key].append(value)
-    return out
+def _client_latency(work: Path, rounds: int) -> dict[str, float]:
+    """Median seconds of `chorus status --json` and `chorus jobs --json`."""
+    out: dict[str, list[float]] = {"status": [], "jobs": []}
+    for _ in range(rounds):
+        for name in out:
+            out[name].append(_timed([CHORUS, name, "--json"], cwd=work)[0])
+    return {name: _median(samples) for name, samples in out.items()}
+
+
+def _config_run(name: str, clis: list[str], rounds: int) -> dict[str, Any]:
+    """Everything measured in one fresh home with configuration ``name``."""
+    result: dict[str, Any] = {"bodies": {}}
+    with bench_home(tuple(clis), extra=CONFIGS[name]) as (server, work, root):
+        result["start"] = _timed([CHORUS, "start"], cwd=work)[0]
+        for cli in clis:
+            result["bodies"][cli] = _body_rounds(name, cli, rounds, server, work, root)
+        result |= _client_latency(work, max(rounds, 5) * 2)
+    return result
+
+
+def _body_rounds(
+    name: str, cli: str, rounds: int, server: ModelServer, work: Path, root: Path
+) -> dict[str, Any]:
+    samples: dict[str, list[float]] = {}
+    first_job = _chorus(cli, server, work)["cold"]  # loads the body's code (and a spare)
+    for n in range(rounds):
+        bare = _bare(cli, root, server, work, n)
+        if name == "spares":
+            time.sleep(1.0)  # let the spare settle after its boot
+            samples.setdefault("spare_mb", []).append(_tree_rss_mb(_wait_for_spare(cli)))
+        ours = _chorus(cli, server, work)
+        for key in ("cold", "first", "warm"):
+            samples.setdefault(f"bare_{key}", []).append(bare[key])
+            samples.setdefault(key, []).append(ours[key])
+    return {"first_job": first_job, **{k: _median(v) for k, v in samples.items()}}
+
+
+def _print(name: str, result: dict[str, Any]) -> None:
+    print(f"\n[{name}] chorus start {result['start'] * 1000:.0f} ms;", end=" ")
+    print(f"chorus status {result['status'] * 1000:.0f} ms; jobs {result['jobs'] * 1000:.0f} ms")
+    print(f"{'body':7} {'cold':>22} {'first text':>22} {'warm':>22} {'first job':>10}")
+    for cli, r in result["bodies"].items():
+        cells = [
+            f"{r[k] / r['bare_' + k]:.2f}x ({r[k]:.2f}/{r['bare_' + k]:.2f}s)"
+            for k in ("cold", "first", "warm")
+        ]
+        spare = f"  spare {r['spare_mb']:.0f} MB" if "spare_mb" in r else ""
+        print(
+            f"{cli:7} {cells[0]:>22} {cells[1]:>22} {cells[2]:>22} {r['first_job']:>9.2f}s{spare}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--body", default="claude,codex,gemini")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--spares", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--configs", default="default,spares")
     args = parser.parse_args()
-    start, python, typer_path = _client_start(max(args.rounds, 5))
-    print(
-        f"client start (chorus ask --help): median {_median(start) * 1000:.0f} ms"
-        f"  [python -c pass: {_median(python) * 1000:.0f} ms;"
-        f" a typer command's --help: {_median(typer_path) * 1000:.0f} ms]"
-    )
-    trip = _round_trip(max(args.rounds, 5) * 2)
-    print(f"client round trip (chorus jobs --json): median {_median(trip) * 1000:.0f} ms")
-    header = f"{'body':8} {'cold / bare':>12} {'warm / bare resume':>20}"
-    print(f"{header}   (medians; spares={args.spares})")
-    for cli in args.body.split(","):
-        r = _bench(cli, args.rounds, args.spares)
-        cold = _median(r["cold"]) / _median(r["bare"])
-        warm = _median(r["warm"]) / _median(r["bare_warm"])
-        print(f"{cli:8} {cold:>11.2f}x {warm:>19.2f}x")
-        for key, samples in r.items():
-            print(f"    {key:10} {summary(samples)}")
+    load = os.getloadavg()[0]
+    print(f"ratios are chorus / bare (medians of {args.rounds}); load average {load:.2f}")
+    results = {}
+    for name in args.configs.split(","):
+        results[name] = _config_run(name, args.body.split(","), args.rounds)
+        _print(name, results[name])
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
+    print(json.dumps(results))
 
 
 if __name__ == "__main__":

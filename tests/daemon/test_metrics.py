@@ -12,6 +12,7 @@ from chorus.events import (
     JobEnded,
     Notice,
     PermissionDecision,
+    SessionEnded,
     SessionStarted,
     TurnCompleted,
     Usage,
@@ -46,3 +47,16 @@ def test_each_event_counts_where_it_belongs() -> None:
     assert value("chorus_body_crashes_total", body="claude") == 1
     assert value("chorus_failovers_total", from_body="codex", to_body="claude") == 1
     assert value("chorus_jobs_total", body="claude", state="failed") == 1
+
+
+def test_a_session_that_ends_is_forgotten_so_thousands_of_them_keep_nothing() -> None:
+    registry = CollectorRegistry()
+    metrics = DaemonMetrics(registry)
+    for n in range(2000):
+        metrics.observe(SessionStarted(session_id=f"s{n}", body="codex", model="gpt-x"))
+        metrics.observe(TurnCompleted(session_id=f"s{n}", body="codex"))
+        metrics.observe(SessionEnded(session_id=f"s{n}", body="codex", reason="closed"))
+    assert metrics._models == {}
+    assert (
+        registry.get_sample_value("chorus_turns_total", {"body": "codex", "model": "gpt-x"}) == 2000
+    )

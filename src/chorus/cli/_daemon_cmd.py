@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from chorus._errors import ChorusError, UserError
+from chorus._errors import UserError
 from chorus.cli import _jobs
 from chorus.cli._app import app
 from chorus.cli._everyday import register_everyday
@@ -63,33 +63,9 @@ def interrupt(job_id: str, as_json: bool = typer.Option(False, "--json")) -> Non
 
 
 @app.command()
-def start(as_json: bool = typer.Option(False, "--json")) -> None:
+def start(as_json: bool = _JSON) -> None:
     """Start the daemon for this CHORUS_HOME (it also starts by itself on first use)."""
-    from chorus.client import load_checked_config, spawn_daemon
-
-    load_checked_config()  # a bad config or policy: exit 2 naming the key, not "daemon exited"
-    pid = spawn_daemon()
-    gateway = _gateway_status()
-    if as_json:
-        tcp = {"gateway_tcp": gateway.get("tcp"), "gateway_tcp_error": gateway.get("tcp_error")}
-        typer.echo(json.dumps({"pid": pid, **tcp}))
-        return
-    typer.echo(f"daemon running (pid {pid})")
-    if gateway.get("tcp_error"):  # the unix socket works; remote brains cannot connect
-        err = Console(stderr=True)
-        err.print(f"[yellow]warning:[/yellow] the TCP gateway is off: {gateway['tcp_error']}")
-        err.print("change [gateway] port in config.toml (or set tcp = false), then chorus stop")
-
-
-def _gateway_status() -> dict[str, Any]:
-    """The daemon's ``/gateway/status`` (empty if it cannot be read)."""
-    from chorus.client import DaemonClient
-
-    try:
-        data = DaemonClient(autostart=False).call("GET", "/gateway/status")
-    except ChorusError:
-        return {}
-    return data if isinstance(data, dict) else {}
+    raise typer.Exit(_jobs.start(as_json))
 
 
 @app.command()

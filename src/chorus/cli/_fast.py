@@ -86,6 +86,7 @@ SUMMARY = {
     "Natively where the body can, else emulated. Unknown job: exit 2, nothing written.",
     "jobs": "List jobs, oldest first (reads the log; never starts a daemon).",
     "status": "Daemon state, job counts, every configured body's health, the gateway.",
+    "start": "Start the daemon for this CHORUS_HOME (it also starts by itself on first use).",
 }
 
 
@@ -113,6 +114,7 @@ SPECS: dict[str, Spec] = {
     "steer": Spec(("job_id", "text"), 1, {"--team": "team", "--member": "member"}),
     "jobs": Spec((), 0, {"--state": "state"}),
     "status": Spec((), 0),
+    "start": Spec((), 0),
 }
 
 
@@ -192,6 +194,7 @@ RUN: dict[str, Callable[[dict[str, Any]], int]] = {
     "steer": lambda v: _steer(v),
     "jobs": lambda v: _jobs().jobs(v.get("state"), v["as_json"]),
     "status": lambda v: _jobs().status(v["as_json"]),
+    "start": lambda v: _jobs().start(v["as_json"]),
 }
 
 

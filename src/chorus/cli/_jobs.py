@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from chorus._errors import UserError
+from chorus._errors import ChorusError, UserError
 from chorus.cli._render import Renderer, plain_writer, rich_writer
 from chorus.cli._stdin import job_prompt
 from chorus.client import DaemonClient, NotRunningError
@@ -353,6 +353,30 @@ def job_table(rows: list[dict[str, Any]], width: int) -> str:
         prompt = prompt if len(prompt) <= room else prompt[: room - 1] + "…"
         lines.append(" ".join(c.ljust(s) for c, s in zip(cell, sizes, strict=True)) + " " + prompt)
     return "\n".join(lines)
+
+
+def start(as_json: bool = False) -> int:
+    """Start the daemon and return once it serves (the daemon checks the config and
+    policy itself: a bad one exits 2 naming the key, nothing started)."""
+    from chorus.client._lifecycle import spawn_daemon
+
+    pid = spawn_daemon()
+    try:
+        gateway = DaemonClient(autostart=False).call("GET", "/gateway/status")
+    except ChorusError:
+        gateway = {}
+    gateway = gateway if isinstance(gateway, dict) else {}
+    if as_json:
+        tcp = {"gateway_tcp": gateway.get("tcp"), "gateway_tcp_error": gateway.get("tcp_error")}
+        print(json.dumps({"pid": pid, **tcp}))
+        return EXIT_OK
+    print(f"daemon running (pid {pid})")
+    if gateway.get("tcp_error"):  # the unix socket works; remote brains cannot connect
+        sys.stderr.write(
+            f"warning: the TCP gateway is off: {gateway['tcp_error']}\n"
+            "change [gateway] port in config.toml (or set tcp = false), then chorus stop\n"
+        )
+    return EXIT_OK
 
 
 def status(as_json: bool = False) -> int:

@@ -277,10 +277,8 @@ def _sse_data(resp: http.client.HTTPResponse, idle: float) -> Iterator[str]:
 
 
 def start_daemon() -> None:
-    """Start the daemon (the slow path: checks the config first, so that a bad one
-    exits 2 with the key at fault instead of "the daemon exited")."""
-    from chorus.client._checks import load_checked_config
+    """Start the daemon (it checks the config itself: a bad one raises
+    ``ConfigError`` naming the key at fault, exit 2, instead of "the daemon exited")."""
     from chorus.client._lifecycle import spawn_daemon
 
-    load_checked_config()
     spawn_daemon()

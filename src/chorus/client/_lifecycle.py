@@ -11,15 +11,20 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from chorus.client._client import DaemonError, is_responding
-from chorus.client._paths import log_path, pid_path
-from chorus.config import chorus_home
+from chorus._errors import ConfigError
+from chorus.client._client import DaemonError, chorus_home, is_responding
+
+#: Set in the environment of a daemon that :func:`spawn_daemon` starts: its output is
+#: a pipe back to the starter until it writes :data:`READY` there (see ``_server``).
+SPAWNED_ENV = "CHORUS_DAEMON_SPAWNED"
+READY = b"chorus daemon: ready\n"
 
 
 def acquire_lock() -> int | None:
@@ -42,7 +47,7 @@ def acquire_lock() -> int | None:
 
 def read_pid() -> int | None:
     try:
-        return int(pid_path().read_text().strip())
+        return int((chorus_home() / "run" / "daemon.pid").read_text().strip())
     except (OSError, ValueError):
         return None
 
@@ -50,28 +55,73 @@ def read_pid() -> int | None:
 def spawn_daemon(*, wait: float = 20.0) -> int:
     """Start a detached daemon for this ``CHORUS_HOME`` and wait until it answers.
 
-    Idempotent: returns the running daemon's pid if one already answers.
-    """
+    Idempotent: returns the running daemon's pid if one already answers. The daemon
+    says it is ready on a pipe (no polling): until then its output comes back here,
+    so a config it refuses raises :class:`ConfigError` with its message (exit 2)."""
     if is_responding():
         return read_pid() or 0
-    log = log_path().open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "chorus.daemon"],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-        close_fds=True,
-    )
-    log.close()
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "chorus.daemon"],
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=write_end,
+            start_new_session=True,
+            close_fds=True,
+            env={**os.environ, SPAWNED_ENV: "1"},
+        )
+    finally:
+        os.close(write_end)
     deadline = time.monotonic() + wait
+    said = _read_until_ready(read_end, deadline)
+    if said.endswith(READY):
+        return proc.pid
+    return _not_ready(proc, said.decode(errors="replace").strip(), deadline)
+
+
+def _read_until_ready(fd: int, deadline: float) -> bytes:
+    """What the daemon wrote on its pipe until it said :data:`READY`, closed it (it
+    exited, or another daemon holds the home) or ``deadline`` came."""
+    said = b""
+    try:
+        while not said.endswith(READY):
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(fd, 65536) if ready else b""
+            if not chunk:
+                return said
+            said += chunk
+        return said
+    finally:
+        os.close(fd)
+
+
+def _not_ready(proc: subprocess.Popen[bytes], said: str, deadline: float) -> int:
+    """The daemon went without saying it was ready: a config it refused (exit 2), the
+    home's lock held by a daemon still starting (exit 0: wait for that one), a crash."""
+    try:
+        code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        raise DaemonError(f"the daemon did not get ready in time; see {_log()}") from None
+    if code == 2 and said:
+        raise ConfigError(said.removeprefix("chorus daemon: "))
+    if code == 0:
+        return _await_other(deadline)
+    tail = f": {said[-1000:]}" if said else ""
+    raise DaemonError(f"daemon exited with code {code}{tail}; see {_log()}")
+
+
+def _await_other(deadline: float) -> int:
+    """Another daemon holds this home's lock: wait for it to answer."""
     while time.monotonic() < deadline:
         if is_responding(0.5):
-            return proc.pid
-        if proc.poll() is not None and not is_responding(0.5):
-            raise DaemonError(f"daemon exited with code {proc.returncode}; see {log_path()}")
+            return read_pid() or 0
         time.sleep(0.05)
-    raise DaemonError(f"daemon did not answer within {wait:.0f}s; see {log_path()}")
+    raise DaemonError(f"the daemon did not answer in time; see {_log()}")
+
+
+def _log() -> Path:
+    return chorus_home() / "run" / "daemon.log"
 
 
 def stop_daemon(*, wait: float = 15.0) -> bool:

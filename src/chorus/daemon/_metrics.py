@@ -25,6 +25,7 @@ from chorus.events import (
     JobEnded,
     Notice,
     PermissionDecision,
+    SessionEnded,
     SessionStarted,
     TurnCompleted,
     UsageUpdate,
@@ -71,6 +72,8 @@ class DaemonMetrics:
                 self._models[event.session_id] = event.model
             case TurnCompleted():
                 self._turn(body, self._models.get(event.session_id, "default"), event)
+            case SessionEnded():  # its body is gone: a restart announces its model again
+                self._models.pop(event.session_id, None)
             case JobEnded():
                 self.jobs.labels(body, event.state).inc()
                 if event.error is not None and event.error.code == ErrorCode.BODY_CRASHED:

@@ -16,10 +16,11 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
+from chorus._errors import ConfigError
 from chorus.bodies import kill_detached_left, kill_live_groups
 from chorus.client._checks import load_checked_config
-from chorus.client._lifecycle import acquire_lock
-from chorus.client._paths import pid_path, socket_path
+from chorus.client._lifecycle import READY, SPAWNED_ENV, acquire_lock
+from chorus.client._paths import log_path, pid_path, socket_path
 from chorus.config import ChorusConfig, private_home, private_umask, tighten_home
 from chorus.context import soul
 from chorus.daemon._api import build_app
@@ -34,6 +35,7 @@ from chorus.daemon._reload import reload_routes
 from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
 from chorus.daemon._tools import install_tools
+from chorus.daemon._warmup import warm_up
 from chorus.dashboard import login_routes
 from chorus.flags import FlagDesk
 from chorus.gateway import Gateway, load_gateway_settings
@@ -118,17 +120,23 @@ def _policy_parts(store: Store) -> dict[str, Any]:
 
 
 async def serve() -> int:
-    """Run until SIGTERM/SIGINT. Returns the process exit code."""
+    """Run until SIGTERM/SIGINT. Returns the process exit code: 2 for a config or
+    policy it refuses (said on stderr, nothing started)."""
+    try:
+        config = load_checked_config()
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     lock = acquire_lock()
     if lock is None:
         print("chorus daemon: another daemon already runs for this CHORUS_HOME", file=sys.stderr)
         return 0
+    ready = _output_to_log()
     _private_process()
-    # before anything is read; SOUL.md made first, so its default is baselined;
-    # the config and policy as started are trusted.
+    # SOUL.md made first, so its default is baselined; the config and policy as
+    # started (checked above, as `chorus start` always did before) are trusted.
     soul()
     incidents = Guardian().check(trusted=("config.toml", "policy.toml"))
-    config = load_checked_config()
     store = open_store(config)  # [store] url: SQLite in CHORUS_HOME or a shared PostgreSQL
     try:
         await store.start()
@@ -138,8 +146,45 @@ async def serve() -> int:
         return 2
     await repair_store(store)
     app = await _app(store, config, incidents)
-    await _serve_app(app, lock)
+    await _serve_app(app, lock, ready, config)
     return 0
+
+
+def _output_to_log() -> int | None:
+    """Started by ``spawn_daemon``: move stdout and stderr from the starter's pipe to
+    ``run/daemon.log``; return the pipe, to say :data:`READY` on. None otherwise."""
+    if os.environ.pop(SPAWNED_ENV, None) is None:
+        return None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pipe = os.dup(1)  # not inheritable: no body holds the starter's pipe open
+    log = os.open(log_path(), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    for fd in (1, 2):
+        os.dup2(log, fd)
+    os.close(log)
+    return pipe
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, which says on the starter's pipe when it serves, then warms
+    up what the first job needs (``_warmup``)."""
+
+    def __init__(self, config: uvicorn.Config, ready: int | None, chorus: ChorusConfig) -> None:
+        super().__init__(config)
+        self._ready = ready
+        self._chorus = chorus
+        self._warming: asyncio.Task[None] | None = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if not self.started:
+            return
+        if self._ready is not None:
+            with contextlib.suppress(OSError):  # the starter gave up waiting
+                os.write(self._ready, READY)
+            os.close(self._ready)
+            self._ready = None
+        self._warming = asyncio.create_task(warm_up(self._chorus), name="warm-up")
 
 
 def _private_process() -> None:
@@ -194,13 +239,13 @@ def _routes(sup: Supervisor, gateway: Gateway, sched: Scheduler) -> list[BaseRou
     return routes + login_routes()  # chorus dashboard's one-time login URL
 
 
-async def _serve_app(app: Starlette, lock: int) -> None:
+async def _serve_app(app: Starlette, lock: int, ready: int | None, config: ChorusConfig) -> None:
     """Serve ``app`` on the private socket until a signal; then clean up every body
     left, the socket, the pid file and the lock."""
     listener = _bind_private_socket()
     try:
         # uvicorn's own ``uds=`` would chmod the socket 0666; hand it our 0600 one.
-        server = uvicorn.Server(
+        server = _Server(
             uvicorn.Config(
                 app,
                 fd=listener.fileno(),
@@ -209,7 +254,9 @@ async def _serve_app(app: Starlette, lock: int) -> None:
                 # A streaming `chorus ask` must not hold the shutdown past
                 # `chorus stop`'s patience (it SIGKILLs after 15 s, orphaning bodies).
                 timeout_graceful_shutdown=3,
-            )
+            ),
+            ready,
+            config,
         )
         pid_path().write_text(str(os.getpid()))
         _keep_signals_for_cleanup()

@@ -29,7 +29,6 @@ from starlette.responses import (
     StreamingResponse,
 )
 from starlette.routing import Route
-from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chorus._errors import ChorusError, UserError
@@ -59,6 +58,8 @@ from chorus.store import (
 from chorus.web import error_response, json_error
 
 if TYPE_CHECKING:
+    from starlette.templating import Jinja2Templates
+
     from chorus.policy import AuditLog
     from chorus.routines import Scheduler
 
@@ -91,7 +92,22 @@ class Dashboard:
             self.origins.add(f"http://{shown}:{port}")
 
 
-def _templates() -> Jinja2Templates:
+class _Templates:
+    """The pages' Jinja2 templates, loaded on the first page (jinja2 costs the
+    daemon's start)."""
+
+    def __init__(self) -> None:
+        self._loaded: Jinja2Templates | None = None
+
+    def TemplateResponse(self, *args: Any, **kwargs: Any) -> Response:  # noqa: N802
+        if self._loaded is None:
+            self._loaded = _load_templates()
+        return self._loaded.TemplateResponse(*args, **kwargs)
+
+
+def _load_templates() -> Jinja2Templates:
+    from starlette.templating import Jinja2Templates
+
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.filters["ago"] = _ago
     templates.env.filters["tojson_attr"] = lambda v: json.dumps(v)
@@ -119,7 +135,7 @@ def _fail(exc: Exception) -> JSONResponse:
 
 def build_dashboard_app(dash: Dashboard) -> Starlette:
     """The app; ``dash.allow_address`` must be called once the port is known."""
-    templates = _templates()
+    templates = _Templates()
     dash.costs = dash.costs or CostBook(dash.sup.store)
     pages = _Pages(dash, templates)
     api = _Api(dash)
@@ -213,7 +229,7 @@ def _host_ok(dash: Dashboard, request: Request) -> bool:
 class _Guard:
     """Wrap a handler in the dashboard's checks (see the module's docstring)."""
 
-    def __init__(self, dash: Dashboard, templates: Jinja2Templates) -> None:
+    def __init__(self, dash: Dashboard, templates: _Templates) -> None:
         self.dash = dash
         self.templates = templates
 
@@ -250,7 +266,7 @@ class _Guard:
 
 
 class _Pages:
-    def __init__(self, dash: Dashboard, templates: Jinja2Templates) -> None:
+    def __init__(self, dash: Dashboard, templates: _Templates) -> None:
         self.dash = dash
         self.templates = templates
 

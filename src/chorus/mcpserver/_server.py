@@ -17,7 +17,6 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -29,6 +28,7 @@ from chorus.mcpserver._tools import registered_tools
 from chorus.policy import AuditLog
 
 if TYPE_CHECKING:
+    import httpx
     from mcp.server.mcpserver import MCPServer
 
 SERVER_NAME = MCP_SERVER_NAME
@@ -110,11 +110,16 @@ def _socket() -> str:
 
 
 def _daemon_client() -> httpx.AsyncClient:
+    """(httpx is imported here: the daemon, which serves the tools, never needs it.)"""
+    import httpx
+
     transport = httpx.AsyncHTTPTransport(uds=_socket())
     return httpx.AsyncClient(transport=transport, base_url="http://chorus", timeout=60.0)
 
 
 async def _daemon_answers() -> bool:
+    import httpx
+
     try:
         async with _daemon_client() as client:
             return (await client.get("/status")).status_code == 200
@@ -127,6 +132,8 @@ def _proxied(name: str, fn: ToolFn, ctx: ToolContext) -> ToolFn:
 
     @functools.wraps(fn)
     async def call(**kwargs: Any) -> str:
+        import httpx
+
         body = {"session_id": ctx.session_id, "job_id": ctx.job_id, "arguments": kwargs}
         try:
             async with _daemon_client() as client:

@@ -23,10 +23,9 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-import httpx
 
 from chorus.events import Metered
 from chorus.meter._point import Target, resolve
@@ -34,6 +33,9 @@ from chorus.meter._prices import PriceTable, price_table
 from chorus.meter._quota import QuotaBook, windows_from
 from chorus.meter._replies import Reply, budget_reply, too_large_reply, unreachable_reply
 from chorus.meter._usage import UsageReader
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("chorus.meter")
 
@@ -83,7 +85,10 @@ class NullSink:
 
 def new_client() -> httpx.AsyncClient:
     """The upstream client: no timeout on reads (a model may think for minutes; the
-    CLI keeps its own), no redirects followed, none of httpx's own default headers."""
+    CLI keeps its own), no redirects followed, none of httpx's own default headers.
+    (httpx is imported here, on the first model request: it costs the daemon's start.)"""
+    import httpx
+
     timeout = httpx.Timeout(connect=30.0, read=None, write=60.0, pool=None)
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
     # No Nagle: a request's headers and body leave at once, not 40 ms apart.
@@ -104,7 +109,12 @@ class MeterApp:
     prices: PriceTable = field(default_factory=price_table)
     quotas: QuotaBook = field(default_factory=QuotaBook)
     max_request_bytes: int = MAX_REQUEST_BYTES
-    client: httpx.AsyncClient = field(default_factory=new_client)
+    client: httpx.AsyncClient | None = None  # made on the first request
+
+    def upstream(self) -> httpx.AsyncClient:
+        if self.client is None:
+            self.client = new_client()
+        return self.client
 
     async def __call__(
         self, channel: str, rest: str, scope: Scope, receive: Receive, send: Send
@@ -123,7 +133,8 @@ class MeterApp:
         await _Exchange(self, channel, target, scope).run(body, receive, send)
 
     async def close(self) -> None:
-        await self.client.aclose()
+        if self.client is not None:
+            await self.client.aclose()
 
 
 @dataclass(eq=False)
@@ -139,14 +150,16 @@ class _Exchange:
     cut: bool = False
 
     async def run(self, body: bytes, receive: Receive, send: Send) -> None:
-        request = self.meter.client.build_request(
+        import httpx  # loaded by upstream()
+
+        request = self.meter.upstream().build_request(
             str(self.scope.get("method", "GET")),
             self._url(),
             headers=_request_headers(self.scope),
             content=body,
         )
         try:
-            response = await self.meter.client.send(request, stream=True)
+            response = await self.meter.upstream().send(request, stream=True)
         except httpx.HTTPError as exc:
             why = str(exc) or type(exc).__name__
             await _answer(send, unreachable_reply(self.target.api, self.target.upstream, why))
@@ -195,6 +208,8 @@ class _Exchange:
     async def _pump(self, response: httpx.Response, reader: UsageReader, send: Send) -> bool:
         """Every chunk to the client as it comes; a JSON answer's last chunk only once
         its usage is recorded. False when the upstream broke off."""
+        import httpx  # loaded by upstream()
+
         streamed = reader.streaming
         held = b""
         try:

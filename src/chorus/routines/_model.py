@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from chorus.config import ChorusConfig
@@ -260,6 +259,8 @@ class _Checker:
         if kind == "cron":
             assert spec.schedule is not None
             assert tz is not None
+            from croniter import croniter  # here: it costs the daemon's start
+
             if not croniter.is_valid(spec.schedule):
                 raise self.fail("schedule", f"bad cron expression {spec.schedule!r}")
             return Cron(spec.schedule, tz)

@@ -19,8 +19,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
-
 CatchUpPolicy = Literal["skip_missed", "run_latest_once", "enqueue_missed"]
 ConcurrencyPolicy = Literal["skip_if_active", "coalesce_if_active", "always_enqueue"]
 Admission = Literal["enqueue", "skip", "coalesce"]
@@ -87,6 +85,8 @@ def next_fire(schedule: Schedule, after: float, *, anchor: float) -> float | Non
 
 
 def _cron_next(cron: Cron, after: float) -> float:
+    from croniter import croniter  # here: it costs the daemon's start
+
     it = croniter(cron.expr, instant_to_wall(after, cron.tz) - _DST_MARGIN)
     while True:
         fire = wall_to_instant(it.get_next(datetime), cron.tz)
@@ -120,6 +120,8 @@ def _every_due(
 
 
 def _cron_due(cron: Cron, after: float, now: float, *, limit: int) -> tuple[list[float], bool]:
+    from croniter import croniter
+
     it = croniter(cron.expr, instant_to_wall(now, cron.tz) + _DST_MARGIN)
     found: list[float] = []
     while True:

@@ -19,6 +19,7 @@ import functools
 import logging
 import os
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -79,7 +80,9 @@ class SessionHub:
         self._permission = permission
         self._live: dict[str, Session] = {}
         self._drivers: dict[str, asyncio.Task[None]] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        # a session's lock lives while someone holds or awaits it (not one per session
+        # ever seen: a long-running daemon would keep them all)
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._starting = 0
         self._tg: asyncio.TaskGroup | None = None
         self._ready = asyncio.Event()

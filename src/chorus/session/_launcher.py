@@ -132,6 +132,9 @@ class Launch:
     brief: Brief = field(default_factory=Brief)
 
 
+_NOTICED_KEPT = 1024
+
+
 class BodyLauncher:
     """Builds options and bodies. ``factory`` replaces :func:`create_body` in tests."""
 
@@ -147,7 +150,9 @@ class BodyLauncher:
         self.store = store
         self.guards = guards
         self._factory = factory or (lambda name, opts: create_body(name, opts, self.config))
-        self._noticed: set[tuple[str, str, str]] = set()  # (session, job, notice) logged
+        #: (session, job, notice) logged, the latest :data:`_NOTICED_KEPT` (a job's
+        #: notices come together at its start; the set must not grow for ever)
+        self._noticed: dict[tuple[str, str, str], None] = {}
 
     def create(self, record: SessionRecord, launch: Launch) -> Body:
         """A new, unstarted body for ``record`` (the caller starts and owns it)."""
@@ -271,7 +276,9 @@ class BodyLauncher:
         prints it), once per job."""
         key = (gate.session_id or "", gate.job_id or "", message)
         if gate.session_id and key not in self._noticed:
-            self._noticed.add(key)
+            self._noticed[key] = None
+            if len(self._noticed) > _NOTICED_KEPT:
+                del self._noticed[next(iter(self._noticed))]
             notice = Notice(message=message, kind="policy", job_id=gate.job_id)
             # Chorus's own: replay compares only what a codec decodes.
             self.store.append_nowait(gate.session_id, notice, origin=ORIGIN_CHORUS)

@@ -10,20 +10,8 @@ from a registry of built-in entries (``gemini``, ``claude-code-acp``,
             ...
 """
 
-from chorus.bodies.acp._body import AcpBody, open_acp_body
-from chorus.bodies.acp._codec import (
-    AcpCodec,
-    FileReadRequested,
-    FileWriteRequested,
-    Inbound,
-    Outgoing,
-    PermissionRequested,
-    RpcId,
-    RpcReply,
-    SessionState,
-    choose_option,
-    prompt_usage,
-)
+from typing import TYPE_CHECKING, Any
+
 from chorus.bodies.acp._errors import (
     AcpRpcError,
     AcpStateError,
@@ -46,6 +34,55 @@ from chorus.bodies.acp._registry import (
     acp_agent,
     acp_agents,
 )
+
+if TYPE_CHECKING:
+    from chorus.bodies.acp._body import AcpBody, open_acp_body
+    from chorus.bodies.acp._codec import (
+        AcpCodec,
+        FileReadRequested,
+        FileWriteRequested,
+        Inbound,
+        Outgoing,
+        PermissionRequested,
+        RpcId,
+        RpcReply,
+        SessionState,
+        choose_option,
+        prompt_usage,
+    )
+
+#: The codec and the body load the ``acp`` package's schema (hundreds of pydantic
+#: models: a second of start-up); the registry above does not, so listing agents,
+#: checking a config and starting the daemon never pay for it. Loaded on first use.
+_LAZY = {
+    "AcpBody": "_body",
+    "open_acp_body": "_body",
+    **dict.fromkeys(
+        (
+            "AcpCodec",
+            "FileReadRequested",
+            "FileWriteRequested",
+            "Inbound",
+            "Outgoing",
+            "PermissionRequested",
+            "RpcId",
+            "RpcReply",
+            "SessionState",
+            "choose_option",
+            "prompt_usage",
+        ),
+        "_codec",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+
 
 __all__ = [
     "ACP_CAPABILITIES",
