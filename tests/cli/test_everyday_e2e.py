@@ -84,8 +84,8 @@ def test_a_job_silent_longer_than_the_idle_limit_still_ends_well(
     with (chorus.home / "config.toml").open("a") as f:
         f.write("")
     _set_ping(chorus, 0.3)
-    monkeypatch.setenv("CHORUS_STREAM_IDLE_S", "1.5")
-    chorus.server.script([slow_text("after the silence", chunks=1, delay=4.0)])
+    monkeypatch.setenv("CHORUS_STREAM_IDLE_S", "3")  # a loaded machine delays pings
+    chorus.server.script([slow_text("after the silence", chunks=1, delay=6.0)])
     result = chorus.run("ask", "think long", "--body", "claude")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "after the silence\n"

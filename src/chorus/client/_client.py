@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 #: How long an event stream may stay silent (no event, no ping) before the
 #: client gives the daemon up. The daemon pings every ``[daemon] stream_ping_s``.
 DEFAULT_STREAM_IDLE_S = 60.0
+#: The longest wait for an event stream's headers (a busy daemon answers well within).
+HEADERS_WAIT_S = 15.0
 STREAM_IDLE_ENV = "CHORUS_STREAM_IDLE_S"
 
 
@@ -200,7 +202,9 @@ class DaemonClient:
         conn = self._open(self.timeout)
         try:
             conn.request("GET", _path(_job_path(job_id, "/events"), params))
-            resp = conn.getresponse()
+            wait = max(idle, HEADERS_WAIT_S)  # a stopped daemon sends no headers either
+            conn.sock.settimeout(wait)
+            resp = _stream_response(conn, wait)
             if resp.status != 200:
                 decode(resp.status, resp.read())
             conn.sock.settimeout(idle)
@@ -256,6 +260,16 @@ class DaemonClient:
 
     def shutdown(self) -> None:
         self.call("POST", "/shutdown")
+
+
+def _stream_response(conn: _UnixConnection, idle: float) -> http.client.HTTPResponse:
+    try:
+        return conn.getresponse()
+    except TimeoutError as exc:
+        raise DaemonLostError(
+            f"lost the daemon: no answer for {idle:g}s; the job may go on"
+            " (see `chorus jobs`, `chorus watch JOB`)"
+        ) from exc
 
 
 def _sse_data(resp: http.client.HTTPResponse, idle: float) -> Iterator[str]:
