@@ -56,6 +56,7 @@ SAME_ARGV = [
     ["steer", "--team", "crew", "--member", "dev", "hello"],
     ["jobs", "--state", "running"],
     ["status", "--json"],
+    ["start", "--json"],
 ]
 
 

@@ -63,12 +63,6 @@ def interrupt(job_id: str, as_json: bool = typer.Option(False, "--json")) -> Non
 
 
 @app.command()
-def start(as_json: bool = _JSON) -> None:
-    """Start the daemon for this CHORUS_HOME (it also starts by itself on first use)."""
-    raise typer.Exit(_jobs.start(as_json))
-
-
-@app.command()
 def stop(
     cancel_jobs: bool = typer.Option(
         False, "--cancel-jobs", help="Cancel running and queued jobs instead of keeping them."
