@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,19 +14,12 @@ import pytest
 from chorus.daemon._lifecycle import read_pid
 from chorus.events import JobEnded, Notice, parse_event
 from chorus.testing import shell, slow_text, text
+from tests._wait import until
 
 if TYPE_CHECKING:
     from conftest import Chorus
 
 pytestmark = pytest.mark.e2e
-
-
-def _until(check: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
 
 
 def test_ask_runs_a_tool_and_streams_events(chorus: Chorus) -> None:
@@ -68,7 +60,7 @@ def test_task_returns_at_once_then_watch_follows_to_the_end(chorus: Chorus) -> N
 def test_second_job_of_a_session_waits_behind_the_first(chorus: Chorus) -> None:
     chorus.server.script([slow_text("first job", chunks=8, delay=0.25), text("second job")])
     first = chorus.run("task", "one", "--body", "claude").stdout.strip()
-    _until(lambda: chorus.client.job(first)["session_id"] is not None)
+    until(lambda: chorus.client.job(first)["session_id"] is not None)
     session = chorus.client.job(first)["session_id"]
     second = chorus.run("task", "two", "--session", session).stdout.strip()
     assert chorus.run("watch", second).returncode == 0
@@ -109,8 +101,8 @@ def test_body_killed_mid_job_is_resumed_and_the_job_completes(chorus: Chorus) ->
         [slow_text("interrupted by a crash " * 5, chunks=40, delay=0.25), text("recovered")]
     )
     job_id = chorus.run("task", "survive", "--body", "claude").stdout.strip()
-    _until(lambda: chorus.client.job(job_id)["state"] == "running")
-    _until(lambda: "pgid" in _session(chorus, job_id)["transport"])
+    until(lambda: chorus.client.job(job_id)["state"] == "running")
+    until(lambda: "pgid" in _session(chorus, job_id)["transport"])
     _streaming(chorus)
     os.killpg(_body_pgid(chorus, job_id), signal.SIGKILL)
     watched = chorus.run("watch", job_id)

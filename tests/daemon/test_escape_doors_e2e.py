@@ -28,6 +28,7 @@ from chorus.daemon import DaemonClient, stop_daemon
 from chorus.policy import AuditLog
 from chorus.teams import inbox_dir
 from chorus.testing import ModelServer, free_port, offline_env, shell, text
+from tests._wait import until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.escape]
 
@@ -282,8 +283,8 @@ def test_links_pipes_and_folders_dropped_in_an_inbox_are_refused_unread(
     os.replace(plain, inbox / "plain.txt")  # after the pipe: a hung reader would miss it
     rejected = inbox / "rejected"
     names = ("token.txt", "config.json", "pipe.txt", "folder")
-    _until(lambda: all((rejected / f"{n}.reason").exists() for n in names))
-    _until(lambda: not (inbox / "plain.txt").exists())
+    until(lambda: all((rejected / f"{n}.reason").exists() for n in names))
+    until(lambda: not (inbox / "plain.txt").exists())
     messages = doors.run("team", "messages", "t", "--json")
     assert messages.returncode == 0, messages.stderr
     texts = [m["body"].get("text", "") for m in json.loads(messages.stdout)]
@@ -298,14 +299,6 @@ def test_links_pipes_and_folders_dropped_in_an_inbox_are_refused_unread(
     assert (rejected / "folder" / "inside.txt").read_text() == "in a folder"
     assert _status_s() is not None
     escape_tally("doors", "-", "-", held=True)
-
-
-def _until(check: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 # -- a routine's prompt ------------------------------------------------------------------
@@ -343,7 +336,7 @@ def test_a_file_name_a_body_wrote_cannot_steer_a_routines_prompt(
     done = doors.run("ask", "write the notes", "--body", body, "--json")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert (watched / HOSTILE).exists()  # the body did write it
-    _until(lambda: _routine_prompt(doors) is not None, timeout=60)
+    until(lambda: _routine_prompt(doors) is not None, timeout=60)
     prompt = _routine_prompt(doors) or ""
     quoted = json.dumps(str(watched / HOSTILE))  # the same escapes, for this name
     assert quoted in prompt

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from chorus.daemon._paths import socket_path
 from chorus.events import JobEnded, Steer, ToolCall, TurnCompleted
 from chorus.gateway import UcpClient
 from chorus.testing import ModelServer, shell, slow_text, text
+from tests._wait import until
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -33,14 +33,6 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
-
-
-def _until(check: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 def _said(server: ModelServer, lane: str) -> str:
@@ -72,7 +64,7 @@ def test_an_idle_body_is_closed_and_the_next_job_resumes_natively(
     first = chorus.ask("remember the code word", "--body", "claude")
     record = chorus.session_of(first)
     pid = record["transport"]["pgid"]
-    _until(lambda: not _alive(pid), timeout=30)  # closed by the idle reaper
+    until(lambda: not _alive(pid), timeout=30)  # closed by the idle reaper
     second = chorus.ask("which word?", "--session", record["id"])
     assert second[-1].state == "succeeded"
     again = chorus.session_of(second)
@@ -93,7 +85,7 @@ def test_a_steer_reaches_the_model_of_the_running_turn(
     chorus = daemon_with()
     chorus.server.script([shell("sleep 4"), text("steered fine"), text("spare")], lane=body)
     job_id = chorus.run("task", "count slowly", "--body", body).stdout.strip()
-    _until(lambda: any(isinstance(e, ToolCall) for e in _job_events(chorus, job_id)))
+    until(lambda: any(isinstance(e, ToolCall) for e in _job_events(chorus, job_id)))
     answer = chorus.steer(job_id, "also mention the word kestrel")
     assert answer["how"] in ("native", "emulated")
     watched = chorus.run("watch", job_id)
@@ -110,7 +102,7 @@ def test_a_steer_on_a_queued_job_joins_its_prompt(daemon_with: Callable[..., Dae
         [slow_text("first " * 40, chunks=40, delay=0.25), text("ok")], lane="claude"
     )
     first = chorus.run("task", "one", "--body", "claude").stdout.strip()
-    _until(lambda: chorus.client.job(first)["session_id"] is not None)
+    until(lambda: chorus.client.job(first)["session_id"] is not None)
     session = chorus.client.job(first)["session_id"]
     second = chorus.run("task", "two", "--session", session).stdout.strip()
     assert chorus.steer(second, "and say plover")["how"] == "added_to_prompt"
@@ -222,7 +214,7 @@ def test_a_new_session_takes_the_spare_body_with_a_fresh_conversation(
     chorus.server.script([text("first session: grebe"), text("second session")], lane="claude")
     first = chorus.ask("say a bird", "--body", "claude")
     first_pid = chorus.session_of(first)["transport"]["pgid"]
-    _until(lambda: bool(chorus.client.status()["spare_bodies"]))
+    until(lambda: bool(chorus.client.status()["spare_bodies"]))
     spare = chorus.client.status()["spare_bodies"][0]
     assert spare["body"] == "claude"
     assert spare["pid"] != first_pid

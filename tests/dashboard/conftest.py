@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,9 @@ import pytest
 
 from chorus.daemon import DaemonClient, stop_daemon
 from chorus.testing import ModelServer, claude_env, free_port
+from tests._wait import until
+
+__all__ = ["DashDaemon", "dash_with", "until", "write_config"]
 
 
 @dataclass
@@ -107,11 +109,3 @@ def dash_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., DashD
                 client.close()
         stop_daemon()
     assert server.errors == []
-
-
-def until(check: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)

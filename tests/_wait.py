@@ -1,0 +1,30 @@
+"""Waiting on a real condition instead of a fixed sleep: ``until(check)`` polls
+``check`` (every 50 ms) and fails the test when it stays false past ``timeout``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+__all__ = ["until", "until_async"]
+
+#: How often a condition is asked again: short, so a test waits little past the moment.
+INTERVAL = 0.05
+
+
+def until(check: Callable[[], bool], timeout: float = 60, interval: float = INTERVAL) -> None:
+    """Return as soon as ``check()`` is true; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met in {timeout:g} s")
+        time.sleep(interval)
+
+
+async def until_async(check: Callable[[], bool], seconds: float = 10) -> None:
+    """``until`` for a test's event loop (the loop runs on while it waits); a
+    ``TimeoutError`` after ``seconds``."""
+    async with asyncio.timeout(seconds):
+        while not check():  # noqa: ASYNC110 (the condition gives no event to wait on)
+            await asyncio.sleep(INTERVAL)
