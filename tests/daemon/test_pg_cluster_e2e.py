@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -19,30 +16,9 @@ import pytest
 from chorus.events import JobEnded, parse_event
 from chorus.testing import ModelServer, claude_env, slow_text, text
 from tests._wait import until
-from tests.daemon.conftest import write_config
+from tests.daemon.conftest import Node, write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
-
-
-@dataclass
-class Node:
-    """One daemon's home; ``run`` drives the real chorus CLI against it."""
-
-    home: Path
-    work: Path
-
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "chorus", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**os.environ, "CHORUS_HOME": str(self.home)},
-            cwd=self.work,
-        )
-
-    def pid(self) -> int:
-        return int((self.home / "run" / "daemon.pid").read_text())
 
 
 @pytest.fixture

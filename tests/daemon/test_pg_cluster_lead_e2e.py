@@ -6,14 +6,10 @@ host (the two daemons pose as two hosts)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,35 +18,11 @@ import pytest
 
 from chorus.testing import ModelServer, claude_env, error, slow_text, text
 from tests._wait import until
-from tests.daemon.conftest import write_config
+from tests.daemon.conftest import Node, write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
 ROUTINE = '[routine]\nevery = "3s"\nmodel_preference = "claude"\n[routine.task]\nprompt = "tick"\n'
-
-
-@dataclass
-class Node:
-    home: Path
-    work: Path
-
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "chorus", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**os.environ, "CHORUS_HOME": str(self.home)},
-            cwd=self.work,
-        )
-
-    def json(self, *args: str) -> Any:
-        done = self.run(*args, "--json")
-        assert done.returncode == 0, done.stdout + done.stderr
-        return json.loads(done.stdout)
-
-    def pid(self) -> int:
-        return int((self.home / "run" / "daemon.pid").read_text())
 
 
 Start = Callable[..., list[Node]]

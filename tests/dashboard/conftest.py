@@ -4,9 +4,7 @@ with the dashboard on a free loopback port, and a logged-in HTTP client."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +16,9 @@ import pytest
 from chorus.daemon import DaemonClient, stop_daemon
 from chorus.testing import ModelServer, claude_env, free_port
 from tests._wait import until
+from tests.daemon.conftest import run_chorus
 
-__all__ = ["DashDaemon", "dash_with", "until", "write_config"]
+__all__ = ["DashDaemon", "csrf_of", "dash_with", "login_url", "until", "write_config"]
 
 
 @dataclass
@@ -35,20 +34,10 @@ class DashDaemon:
         return f"http://127.0.0.1:{self.port}"
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "chorus", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=self.work,
-            env=os.environ.copy(),
-        )
+        return run_chorus(self.work, *args, timeout=timeout)
 
     def login_url(self) -> str:
-        done = self.run("dashboard", "--json", "--no-open")
-        assert done.returncode == 0, done.stderr
-        url: str = json.loads(done.stdout)["url"]
-        return url
+        return login_url(self.work)
 
     def new_client(self, **options: Any) -> httpx.Client:
         """A client of the dashboard, closed at teardown (not logged in)."""
@@ -64,10 +53,7 @@ class DashDaemon:
         return client
 
     def csrf(self, client: httpx.Client) -> str:
-        page = client.get("/").text
-        marker = 'name="csrf" content="'
-        start = page.index(marker) + len(marker)
-        return page[start : page.index('"', start)]
+        return csrf_of(client)
 
     def post(self, client: httpx.Client, path: str, body: Any) -> httpx.Response:
         headers = {"Origin": self.base, "X-CSRF-Token": self.csrf(client)}
@@ -76,6 +62,22 @@ class DashDaemon:
     @property
     def daemon(self) -> DaemonClient:
         return DaemonClient()
+
+
+def login_url(work: Path) -> str:
+    """A one-time login URL of this CHORUS_HOME's dashboard (``chorus dashboard``)."""
+    done = run_chorus(work, "dashboard", "--json", "--no-open")
+    assert done.returncode == 0, done.stderr
+    url: str = json.loads(done.stdout)["url"]
+    return url
+
+
+def csrf_of(client: httpx.Client) -> str:
+    """The CSRF token of the dashboard's page, as a logged-in ``client`` gets it."""
+    page = client.get("/").text
+    marker = 'name="csrf" content="'
+    start = page.index(marker) + len(marker)
+    return page[start : page.index('"', start)]
 
 
 def write_config(home: Path, env: dict[str, str], port: int, extra: list[str]) -> None:
