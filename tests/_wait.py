@@ -7,10 +7,13 @@ import asyncio
 import time
 from collections.abc import Callable
 
-__all__ = ["until", "until_async"]
+__all__ = ["CLI_INTERVAL", "INTERVAL", "until", "until_async"]
 
 #: How often a condition is asked again: short, so a test waits little past the moment.
 INTERVAL = 0.05
+#: How often a condition that runs the ``chorus`` CLI is asked again: each run is a
+#: Python start (about half a second of CPU), which the tests running beside it need.
+CLI_INTERVAL = 0.5
 
 
 def until(check: Callable[[], bool], timeout: float = 60, interval: float = INTERVAL) -> None:

@@ -16,7 +16,8 @@ import pytest
 from chorus.daemon._lifecycle import read_pid
 from chorus.policy import SENSITIVE_PATHS
 from chorus.testing import error, shell, slow_text, text
-from tests._wait import until
+from tests._procs import alive
+from tests._wait import CLI_INTERVAL, until
 
 if TYPE_CHECKING:
     from conftest import Chorus
@@ -120,7 +121,11 @@ def test_a_burst_of_file_writes_fires_one_run_after_the_debounce(chorus: Chorus)
         (watched / f"note-{i % 3}.md").write_text(f"version {i}\n")
         (watched / ".git" / "index").write_text(f"noise {i}\n")
         time.sleep(0.2)
-    until(lambda: bool(_json(chorus, "routine", "history", "onchange")), timeout=30)
+    until(
+        lambda: bool(_json(chorus, "routine", "history", "onchange")),
+        timeout=30,
+        interval=CLI_INTERVAL,
+    )
     assert time.monotonic() - started >= 1.2 + 1.5  # fired only after the quiet period
     time.sleep(4)  # nothing more comes of the same burst
     (firing,) = _json(chorus, "routine", "history", "onchange")
@@ -203,11 +208,15 @@ def test_daemon_killed_right_after_a_firing_never_fires_it_again(chorus: Chorus)
     )
     assert chorus.run("routine", "create", "--file", str(spec)).returncode == 0
     assert chorus.run("start").returncode == 0
-    until(lambda: bool(_json(chorus, "routine", "history", "oneshot")), timeout=30)
+    until(
+        lambda: bool(_json(chorus, "routine", "history", "oneshot")),
+        timeout=30,
+        interval=CLI_INTERVAL,
+    )
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    time.sleep(0.5)
+    until(lambda: not alive(pid), 10)
     assert chorus.run("start").returncode == 0
     assert read_pid() != pid
     time.sleep(5)  # a few ticks of the new daemon
@@ -228,13 +237,20 @@ def test_daemon_down_over_a_firing_catches_up_exactly_once(chorus: Chorus) -> No
     )
     assert chorus.run("routine", "create", "--file", str(spec)).returncode == 0
     assert chorus.run("start").returncode == 0
-    until(lambda: any(r["name"] == "missed" for r in _json(chorus, "routine", "list")))
+    until(
+        lambda: any(r["name"] == "missed" for r in _json(chorus, "routine", "list")),
+        interval=CLI_INTERVAL,
+    )
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)  # down before the firing time ...
     time.sleep(max(0.0, at.timestamp() - time.time()) + 2)
     assert chorus.run("start").returncode == 0  # ... and back after it
-    until(lambda: bool(_json(chorus, "routine", "history", "missed")), timeout=30)
+    until(
+        lambda: bool(_json(chorus, "routine", "history", "missed")),
+        timeout=30,
+        interval=CLI_INTERVAL,
+    )
     time.sleep(4)
     (firing,) = _json(chorus, "routine", "history", "missed")
     assert firing["outcome"] == "queued"  # run_latest_once, inside the grace window
