@@ -1,5 +1,5 @@
 """Waiting on a real condition instead of a fixed sleep: ``until(check)`` polls
-``check`` (every 50 ms) and fails the test when it stays false past ``timeout``."""
+``check`` (every 100 ms) and fails the test when it stays false past ``timeout``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from collections.abc import Callable
 
 __all__ = ["CLI_INTERVAL", "INTERVAL", "until", "until_async"]
 
-#: How often a condition is asked again: short, so a test waits little past the moment.
-INTERVAL = 0.05
+#: How often a condition is asked again: soon enough that a test waits little past the
+#: moment, seldom enough that asking (a request the daemon serves) costs little CPU.
+INTERVAL = 0.1
 #: How often a condition that runs the ``chorus`` CLI is asked again: each run is a
 #: Python start (about half a second of CPU), which the tests running beside it need.
 CLI_INTERVAL = 0.5

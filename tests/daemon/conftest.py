@@ -167,6 +167,46 @@ def daemon_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., Dae
     assert server.errors == []
 
 
+@pytest.fixture(scope="module")
+def module_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One home, scripted server and daemon (started by the first ``chorus`` call) for
+    a whole test module; stopped after its last test. Use ``shared_daemon``."""
+    root = tmp_path_factory.mktemp("module-daemon")
+    home, work = root / "chorus-home", root / "work"
+    work.mkdir()
+    with ModelServer() as server, pytest.MonkeyPatch.context() as env:
+        env.setenv("CHORUS_HOME", str(home))
+        env.setenv("CHORUS_MEMORY_EXTRACTION", "0")
+        three_bodies_config(home, root, server, [])
+        yield Daemon(home, work, server)
+        stop_daemon()
+    assert server.errors == []
+
+
+@pytest.fixture
+def shared_daemon(module_daemon: Daemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Daemon:
+    """The module's daemon (as ``daemon_with()`` makes, without extra lines), for a test
+    that only submits jobs and reads its own: the test's ``chorus`` calls use the
+    module's CHORUS_HOME, in a work folder of the test's own. A test that stops,
+    kills or reconfigures its daemon, or reads the server's or the daemon's whole
+    history, takes ``daemon_with`` (a daemon of its own)."""
+    monkeypatch.setenv("CHORUS_HOME", str(module_daemon.home))
+    work = tmp_path / "work"
+    work.mkdir()
+    return Daemon(module_daemon.home, work, module_daemon.server)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests of a module that share its daemon run on one xdist worker (with
+    ``--dist loadgroup``), so the module starts one daemon, not one per worker."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if "shared_daemon" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(f"daemon-{item.path.stem}"))
+
+
 @dataclass
 class TinyDisk:
     """A real, small filesystem (tmpfs) that a test can fill up and free again."""

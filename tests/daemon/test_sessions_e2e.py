@@ -41,9 +41,9 @@ def _said(server: ModelServer, lane: str) -> str:
 
 @pytest.mark.parametrize("body", BODIES)
 def test_two_asks_in_one_session_share_one_process_and_its_history(
-    daemon_with: Callable[..., Daemon], body: str
+    shared_daemon: Daemon, body: str
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.server.script([text("the code word is heron"), text("it was heron")], lane=body)
     first = chorus.ask("remember the code word", "--body", body)
     pid = chorus.session_of(first)["transport"]["pgid"]
@@ -79,10 +79,8 @@ def _job_events(chorus: Daemon, job_id: str) -> list[Any]:
 
 
 @pytest.mark.parametrize("body", BODIES)
-def test_a_steer_reaches_the_model_of_the_running_turn(
-    daemon_with: Callable[..., Daemon], body: str
-) -> None:
-    chorus = daemon_with()
+def test_a_steer_reaches_the_model_of_the_running_turn(shared_daemon: Daemon, body: str) -> None:
+    chorus = shared_daemon
     chorus.server.script([shell("sleep 4"), text("steered fine"), text("spare")], lane=body)
     job_id = chorus.run("task", "count slowly", "--body", body).stdout.strip()
     until(lambda: any(isinstance(e, ToolCall) for e in _job_events(chorus, job_id)))
@@ -96,8 +94,8 @@ def test_a_steer_reaches_the_model_of_the_running_turn(
     assert steers[0].native == (answer["how"] == "native")
 
 
-def test_a_steer_on_a_queued_job_joins_its_prompt(daemon_with: Callable[..., Daemon]) -> None:
-    chorus = daemon_with()
+def test_a_steer_on_a_queued_job_joins_its_prompt(shared_daemon: Daemon) -> None:
+    chorus = shared_daemon
     chorus.server.script(
         [slow_text("first " * 40, chunks=40, delay=0.25), text("ok")], lane="claude"
     )
@@ -113,8 +111,8 @@ def test_a_steer_on_a_queued_job_joins_its_prompt(daemon_with: Callable[..., Dae
     assert any(isinstance(e, Steer) for e in _job_events(chorus, second))
 
 
-def test_a_steer_on_a_finished_job_becomes_a_follow_up(daemon_with: Callable[..., Daemon]) -> None:
-    chorus = daemon_with()
+def test_a_steer_on_a_finished_job_becomes_a_follow_up(shared_daemon: Daemon) -> None:
+    chorus = shared_daemon
     chorus.server.script([text("done"), text("followed up")], lane="claude")
     events = chorus.ask("first", "--body", "claude")
     answer = chorus.steer(events[-1].job_id, "now say goodbye")
@@ -127,9 +125,9 @@ def test_a_steer_on_a_finished_job_becomes_a_follow_up(daemon_with: Callable[...
 
 
 def test_a_steer_on_an_unknown_job_is_refused_and_writes_nothing(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.run("start")
     before = chorus.client.jobs()
     with pytest.raises(UserError, match="unknown job 'no-such-job'"):
@@ -147,9 +145,9 @@ async def _brain_turn(cwd: Path) -> tuple[str, int]:
 
 
 def test_a_brain_and_a_cli_job_share_one_session_and_one_process(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.server.script([text("noted: lapwing"), text("it was lapwing")], lane="claude")
     assert chorus.run("start").returncode == 0
     session_id, pid = asyncio.run(_brain_turn(chorus.work))
@@ -180,9 +178,9 @@ async def _race(session_id: str, last_seq: int, chorus: Daemon) -> tuple[list[st
 
 
 def test_a_brain_and_a_cli_job_racing_on_one_session_are_serialized(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     replies = [slow_text(f"reply {i}", chunks=4, delay=0.1) for i in range(3)]
     chorus.server.script([text("ready"), *replies], lane="claude")
     first = chorus.ask("get ready", "--body", "claude")
