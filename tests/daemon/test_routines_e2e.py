@@ -209,10 +209,8 @@ def test_daemon_killed_right_after_a_firing_never_fires_it_again(chorus: Chorus)
     assert chorus.run("routine", "create", "--file", str(spec)).returncode == 0
     assert chorus.run("start").returncode == 0
     until(
-        lambda: bool(_json(chorus, "routine", "history", "oneshot")),
-        timeout=30,
-        interval=CLI_INTERVAL,
-    )
+        lambda: bool(_json(chorus, "routine", "history", "oneshot")), timeout=30
+    )  # asked often: the kill must come right after the firing
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.e2e
 
+#: How often a check that runs the CLI asks while a turn streams (it must see the turn
+#: running before the stream ends): the CLI's own run is most of the wait.
+RACING = 0.2
 SEC = "SECURITY-RESULT: no secret in the repository"
 PERF = "PERF-RESULT: the loop in app.py is quadratic"
 
@@ -104,7 +107,7 @@ def test_a_claude_and_a_codex_member_work_at_once_and_the_coordinator_merges(
     # both members run at the same time, as `team status` shows
     until(lambda: _states(chorus) | {"coordinator": "-"} == {
         "coordinator": "-", "perf": "running", "security": "running"
-    }, interval=CLI_INTERVAL)  # fmt: skip
+    }, interval=RACING)  # fmt: skip
     out, err = run.communicate(timeout=240)
     assert run.returncode == 0, out[-2000:] + err[-3000:]
     assert "REPORT written to report.md" in out
@@ -243,7 +246,7 @@ def test_teardown_refuses_while_a_member_runs_and_force_stops_it_by_steps(
     run = _popen(
         chorus, "team", "run", "long", "x", "--cwd", str(chorus.work), "--assign", "busy=wait"
     )
-    until(lambda: _states_of(chorus, "long").get("busy") == "running", interval=CLI_INTERVAL)
+    until(lambda: _states_of(chorus, "long").get("busy") == "running", interval=RACING)
     until(lambda: len(chorus.server.turn_requests(lane="claude")) >= 1)
 
     steered = chorus.run("steer", "--team", "long", "--member", "busy", "STEER-TEXT", "--json")
@@ -289,7 +292,7 @@ def test_a_daemon_killed_mid_turn_loses_no_message_and_posts_the_result_once(
     run = _popen(
         chorus, "team", "run", "crash", "x", "--cwd", str(chorus.work), "--assign", "m=survive"
     )
-    until(lambda: _states_of(chorus, "crash").get("m") == "running", interval=CLI_INTERVAL)
+    until(lambda: _states_of(chorus, "crash").get("m") == "running", interval=RACING)
     until(lambda: len(chorus.server.turn_requests(lane="claude")) >= 1)
     [task] = _json(chorus, "team", "messages", "crash", "m")
     assert task["state"] == "delivered"
@@ -330,7 +333,7 @@ def test_a_message_for_a_busy_member_that_cannot_steer_waits_for_its_turn_bounda
     run = _popen(
         chorus, "team", "run", "gem", "x", "--cwd", str(chorus.work), "--assign", "g=part one"
     )
-    until(lambda: _states_of(chorus, "gem").get("g") == "running", interval=CLI_INTERVAL)
+    until(lambda: _states_of(chorus, "gem").get("g") == "running", interval=RACING)
     until(lambda: len(server.turn_requests(lane="gemini")) >= 1)
     sent = _json(chorus, "team", "send", "gem", "g", "LATE-NOTE")
     assert sent["how"].startswith("waiting: delivered at the end of the member's turn")
