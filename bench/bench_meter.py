@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import socket
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 import httpx
 
@@ -27,22 +29,20 @@ from chorus.mcpserver import channel_running
 from chorus.meter import MeterApp, meter_url
 from chorus.testing import ModelServer
 
-REQUESTS = {
-    "anthropic": (
-        "/v1/messages",
-        {
-            "model": "claude-sonnet-4-5",
-            "max_tokens": 64,
-            "stream": True,
-            "messages": [{"role": "user", "content": "hi"}],
-        },
-    ),
-    "openai": ("/v1/responses", {"model": "gpt-5", "stream": True, "input": "hi"}),
-    "gemini": (
-        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
-        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
-    ),
-}
+
+def _streams() -> ModuleType:
+    """``tests/meter/_streams.py`` (the tests are not an installed package)."""
+    path = Path(__file__).parents[1] / "tests" / "meter" / "_streams.py"
+    spec = importlib.util.spec_from_file_location("meter_streams", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: The streamed request of each API, shared with the meter's tests.
+REQUESTS = _streams().STREAMED
 
 
 def percentile(ordered: list[float], q: float) -> float:

@@ -25,6 +25,7 @@ from chorus.bodies._detached import (
     start_time,
     stdout_before,
 )
+from tests._procs import alive
 
 PY = sys.executable
 ECHO = "import sys\nfor l in sys.stdin: print('got ' + l.strip(), flush=True)"
@@ -174,20 +175,13 @@ LAUNCHER = (
 )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 async def _gone(pid: int, within: float = 5.0) -> bool:
     deadline = time.monotonic() + within
     for _ in range(int(within / 0.05)):
-        if not _alive(pid) or time.monotonic() > deadline:
+        if not alive(pid) or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.05)
-    return not _alive(pid)
+    return not alive(pid)
 
 
 async def test_what_a_dead_cli_left_in_its_group_is_ended_before_its_end_is_read(

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
@@ -17,19 +16,12 @@ import pytest
 from chorus.client._lifecycle import read_pid
 from chorus.daemon import is_responding
 from chorus.testing import shell, slow_text, text, thinking
+from tests._wait import until
 
 if TYPE_CHECKING:
     from conftest import Chorus
 
 pytestmark = pytest.mark.e2e
-
-
-def _until(check: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
 
 
 def test_piped_ask_prints_only_the_final_answer(chorus: Chorus) -> None:
@@ -151,12 +143,12 @@ def test_stop_says_what_is_left_and_can_cancel(chorus: Chorus) -> None:
     long = slow_text("long " * 40, chunks=40, delay=0.25)
     chorus.server.script([long, long])
     first = chorus.run("task", "long", "--body", "claude").stdout.strip()
-    _until(lambda: chorus.client.job(first)["state"] == "running")
+    until(lambda: chorus.client.job(first)["state"] == "running")
     stopped = chorus.run("stop")
     assert "left unfinished" in stopped.stdout
     assert first[:12] in stopped.stdout
     chorus.run("start")
-    _until(lambda: chorus.client.job(first)["state"] == "running")
+    until(lambda: chorus.client.job(first)["state"] == "running")
     cancelled = json.loads(chorus.run("stop", "--cancel-jobs", "--json").stdout)
     assert cancelled["cancelled"] == [first]
     assert cancelled["left"] == []

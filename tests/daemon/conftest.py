@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -20,6 +20,43 @@ from chorus.events import parse_event
 from chorus.testing import Cli, ModelServer, claude_env, offline_env
 
 
+def run_chorus(
+    cwd: Path, *args: str, timeout: float = 120, home: Path | None = None, **options: Any
+) -> subprocess.CompletedProcess[str]:
+    """The real ``chorus`` CLI run in ``cwd`` with this test's environment (its
+    CHORUS_HOME, or ``home``): its output as text. ``options`` go to ``subprocess.run``."""
+    env = os.environ.copy() if home is None else {**os.environ, "CHORUS_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "chorus", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=env,
+        **options,
+    )
+
+
+@dataclass
+class Node:
+    """One daemon's home of several (a cluster); ``run`` drives the real chorus CLI
+    against it."""
+
+    home: Path
+    work: Path
+
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        return run_chorus(self.work, *args, timeout=timeout, home=self.home)
+
+    def json(self, *args: str) -> Any:
+        done = self.run(*args, "--json")
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json.loads(done.stdout)
+
+    def pid(self) -> int:
+        return int((self.home / "run" / "daemon.pid").read_text())
+
+
 @dataclass
 class Chorus:
     home: Path
@@ -28,14 +65,7 @@ class Chorus:
 
     def run(self, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
         """Run the real ``chorus`` CLI in a subprocess (it autostarts the daemon)."""
-        return subprocess.run(
-            [sys.executable, "-m", "chorus", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=os.environ.copy(),
-            cwd=self.work,
-        )
+        return run_chorus(self.work, *args, timeout=timeout)
 
     def popen(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
@@ -87,14 +117,7 @@ class Daemon:
     server: ModelServer
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "chorus", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=self.work,
-            env=os.environ.copy(),
-        )
+        return run_chorus(self.work, *args, timeout=timeout)
 
     def ask(self, *args: str) -> list[Any]:
         done = self.run("ask", *args, "--json")
@@ -112,9 +135,14 @@ class Daemon:
         return self.client.steer(job_id, text)
 
 
-def _config(home: Path, tmp: Path, server: ModelServer, extra: list[str]) -> None:
+def three_bodies_config(
+    home: Path, tmp: Path, server: ModelServer, extra: list[str], dashboard: Sequence[str] = ()
+) -> None:
+    """``home/config.toml``: ``extra`` lines in ``[daemon]``, the gateway on a free
+    port, ``[dashboard]`` with ``dashboard`` lines (else a free port), and the three
+    CLIs on their lanes of ``server`` (their homes under ``tmp``)."""
     lines = ["[daemon]", "notifications = false", *extra, "[gateway]", "port = 0"]
-    lines += ["[dashboard]", "port = 0"]
+    lines += ["[dashboard]", *(dashboard or ["port = 0"])]
     for cli in BODIES:
         env = offline_env(cli, tmp / f"{cli}-home", server.lane_url(cli))
         lines += [f"[agents.{cli}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
@@ -131,12 +159,52 @@ def daemon_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., Dae
         work.mkdir()
 
         def make(*extra: str) -> Daemon:
-            _config(chorus_home, tmp_path, server, list(extra))
+            three_bodies_config(chorus_home, tmp_path, server, list(extra))
             return Daemon(chorus_home, work, server)
 
         yield make
         stop_daemon()
     assert server.errors == []
+
+
+@pytest.fixture(scope="module")
+def module_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    """One home, scripted server and daemon (started by the first ``chorus`` call) for
+    a whole test module; stopped after its last test. Use ``shared_daemon``."""
+    root = tmp_path_factory.mktemp("module-daemon")
+    home, work = root / "chorus-home", root / "work"
+    work.mkdir()
+    with ModelServer() as server, pytest.MonkeyPatch.context() as env:
+        env.setenv("CHORUS_HOME", str(home))
+        env.setenv("CHORUS_MEMORY_EXTRACTION", "0")
+        three_bodies_config(home, root, server, [])
+        yield Daemon(home, work, server)
+        stop_daemon()
+    assert server.errors == []
+
+
+@pytest.fixture
+def shared_daemon(module_daemon: Daemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Daemon:
+    """The module's daemon (as ``daemon_with()`` makes, without extra lines), for a test
+    that only submits jobs and reads its own: the test's ``chorus`` calls use the
+    module's CHORUS_HOME, in a work folder of the test's own. A test that stops,
+    kills or reconfigures its daemon, or reads the server's or the daemon's whole
+    history, takes ``daemon_with`` (a daemon of its own)."""
+    monkeypatch.setenv("CHORUS_HOME", str(module_daemon.home))
+    work = tmp_path / "work"
+    work.mkdir()
+    return Daemon(module_daemon.home, work, module_daemon.server)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests of a module that share its daemon run on one xdist worker (with
+    ``--dist loadgroup``), so the module starts one daemon, not one per worker."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if "shared_daemon" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(f"daemon-{item.path.stem}"))
 
 
 @dataclass

@@ -17,25 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chorus.bodies import process_start_time
-from chorus.client._lifecycle import read_pid
 from chorus.daemon import stop_daemon
 from chorus.events import Event, Notice, TextDelta
 from chorus.testing import slow_text, text
+from tests._procs import group, kill_daemon, same_process, started_at
+from tests._wait import until
 
 if TYPE_CHECKING:
     from conftest import Daemon
 
 pytestmark = pytest.mark.e2e
 WORDS = " ".join(f"w{i}" for i in range(40))
-
-
-def _until(check: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -54,36 +46,12 @@ def _handle(chorus: Daemon, job_id: str) -> dict[str, Any]:
     return dict(session["transport"]["body_handle"])
 
 
-def _group(pgid: int) -> list[tuple[int, str]]:
-    """Live (not zombie) processes of process group ``pgid``: (pid, command line)."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            out.append((int(stat.parent.name), cmdline))
-    return out
-
-
-def _started(pid: int) -> str | None:
-    """A live process's start time (clock ticks since boot), None when it is gone or
-    a zombie: with the pid, it names one process."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return None if fields[0] == "Z" else fields[19]
-
-
 def _node_launcher(pgid: int) -> int:
     """The ``node`` process that runs Codex's JavaScript launcher, in ``pgid``."""
-    for pid, _ in _group(pgid):
+    for pid, _ in group(pgid):
         if os.path.basename(os.readlink(f"/proc/{pid}/exe")).startswith("node"):
             return pid
-    raise AssertionError(f"no node launcher in group {pgid}: {_group(pgid)}")
+    raise AssertionError(f"no node launcher in group {pgid}: {group(pgid)}")
 
 
 def test_codex_launcher_killed_mid_turn_leaves_no_app_server_and_resumes(
@@ -95,25 +63,25 @@ def test_codex_launcher_killed_mid_turn_leaves_no_app_server_and_resumes(
         lane="codex",
     )
     job_id = chorus.run("task", "survive", "--body", "codex").stdout.strip()
-    _until(lambda: sum(isinstance(e, TextDelta) for e in _events(chorus, job_id)) >= 3)
+    until(lambda: sum(isinstance(e, TextDelta) for e in _events(chorus, job_id)) >= 3)
     first = _handle(chorus, job_id)
-    group = int(first["pid"])
-    natives = [(pid, _started(pid)) for pid, cmd in _group(group) if "app-server" in cmd]
-    os.kill(_node_launcher(group), signal.SIGKILL)
+    pgid = int(first["pid"])
+    natives = [(pid, started_at(pid)) for pid, cmd in group(pgid) if "app-server" in cmd]
+    os.kill(_node_launcher(pgid), signal.SIGKILL)
     watched = chorus.run("watch", job_id, timeout=180)
     assert watched.returncode == 0, watched.stdout[-3000:] + watched.stderr[-3000:]
     assert chorus.client.job(job_id)["state"] == "succeeded"
     assert "resumed after the kill" in watched.stdout
     notes = [e.message for e in _events(chorus, job_id) if isinstance(e, Notice)]
     assert any("body crashed; resuming natively" in n for n in notes), notes
-    assert _group(group) == []  # nothing of the killed body is left
+    assert group(pgid) == []  # nothing of the killed body is left
     assert natives
     # Gone, a zombie, or the pid reused by another process (pid_max may be small).
-    assert not any(_started(pid) == started for pid, started in natives)
+    assert not any(started_at(pid) == started for pid, started in natives)
     now = _handle(chorus, job_id)
-    assert int(now["pid"]) != group  # a new app-server resumed the thread
+    assert int(now["pid"]) != pgid  # a new app-server resumed the thread
     assert chorus.run("stop").returncode == 0
-    _until(lambda: _group(int(now["pid"])) == [], 15)
+    until(lambda: group(int(now["pid"])) == [], 15)
 
 
 def _start_slow_job(chorus: Daemon, *later: Any) -> tuple[str, dict[str, Any]]:
@@ -121,40 +89,20 @@ def _start_slow_job(chorus: Daemon, *later: Any) -> tuple[str, dict[str, Any]]:
     stored handle of its body."""
     chorus.server.script([slow_text(WORDS, chunks=40, delay=0.25), *later], lane="claude")
     job_id = chorus.run("task", "survive", "--body", "claude").stdout.strip()
-    _until(lambda: sum(isinstance(e, TextDelta) for e in _events(chorus, job_id)) >= 3)
+    until(lambda: sum(isinstance(e, TextDelta) for e in _events(chorus, job_id)) >= 3)
     return job_id, _handle(chorus, job_id)
-
-
-def _kill_daemon() -> None:
-    pid = read_pid()
-    assert pid is not None
-    os.kill(pid, signal.SIGKILL)
-    _until(lambda: not _alive(pid), 10)
-
-
-def _alive(pid: int) -> bool:
-    """The process runs (not gone, not a zombie left for its parent to reap)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _same_process(handle: dict[str, Any]) -> bool:
-    return bool(process_start_time(int(handle["pid"])) == handle["started"])
 
 
 def test_chorus_stop_with_no_daemon_ends_the_bodies_a_killed_daemon_left(chorus: Daemon) -> None:
     _, handle = _start_slow_job(chorus)
-    _kill_daemon()
+    kill_daemon()
     time.sleep(1.0)
-    assert _same_process(handle)  # the body waits to be re-attached (by design)
+    assert same_process(handle)  # the body waits to be re-attached (by design)
     stopped = chorus.run("stop")
     assert stopped.returncode == 0, stopped.stderr
     assert "no daemon was running" in stopped.stdout
     assert "ended 1 agent CLI(s) a daemon had left running" in stopped.stdout
-    _until(lambda: _group(int(handle["pid"])) == [], 10)
+    until(lambda: group(int(handle["pid"])) == [], 10)
     assert chorus.run("stop").stdout.strip() == "no daemon was running"  # nothing twice
 
 
@@ -170,9 +118,9 @@ def test_a_body_left_with_no_daemon_ends_itself_and_its_job_resumes(
 ) -> None:
     chorus = short_orphans
     job_id, handle = _start_slow_job(chorus, text("resumed after the orphan ended"))
-    _kill_daemon()
-    assert _same_process(handle)
-    _until(lambda: _group(int(handle["pid"])) == [], 30)  # 3 s with no daemon, then ended
+    kill_daemon()
+    assert same_process(handle)
+    until(lambda: group(int(handle["pid"])) == [], 30)  # 3 s with no daemon, then ended
     said = (Path(handle["run_dir"]) / "stderr").read_text()
     assert "no owner for 3s; the body was ended" in said
     watched = chorus.run("watch", job_id, timeout=180)  # a new daemon: the body is gone

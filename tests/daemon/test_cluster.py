@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Callable
 
 import psycopg
 import pytest
 
 from chorus.daemon._cluster import RoutineLead
 from chorus.store import PostgresStore, Redactor, SqliteStore
+from tests._wait import until_async
 
 
 def _lead(store: PostgresStore | SqliteStore, name: str, seen: Counter[str]) -> RoutineLead:
@@ -27,14 +27,6 @@ def _lead(store: PostgresStore | SqliteStore, name: str, seen: Counter[str]) -> 
     return RoutineLead(store, run, follow=follow, check_s=0.1)
 
 
-async def _until(check: Callable[[], bool]) -> None:
-    for _ in range(200):  # 10 s
-        if check():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
-
-
 @pytest.mark.postgres
 async def test_one_node_runs_the_routines_and_the_other_takes_over(pg_url: str) -> None:
     seen: Counter[str] = Counter()
@@ -42,9 +34,9 @@ async def test_one_node_runs_the_routines_and_the_other_takes_over(pg_url: str) 
     async with a, PostgresStore(pg_url, redactor=Redactor()) as b:
         lead_a, lead_b = _lead(a, "a", seen), _lead(b, "b", seen)
         task_a = asyncio.create_task(lead_a.serve())
-        await _until(lambda: seen["a runs"] > 0)
+        await until_async(lambda: seen["a runs"] > 0)
         task_b = asyncio.create_task(lead_b.serve())
-        await _until(lambda: seen["b follows"] >= 3)
+        await until_async(lambda: seen["b follows"] >= 3)
         assert (lead_a.leading, lead_b.leading, seen["b runs"]) == (True, False, 0)
 
         def cut() -> None:  # the leader's lock connection dies (as with kill -9)
@@ -56,7 +48,7 @@ async def test_one_node_runs_the_routines_and_the_other_takes_over(pg_url: str) 
                 )
 
         await asyncio.to_thread(cut)
-        await _until(lambda: lead_b.leading and not lead_a.leading)
+        await until_async(lambda: lead_b.leading and not lead_a.leading)
         runs_a = seen["a runs"]
         await asyncio.sleep(0.5)
         assert seen["a runs"] == runs_a, "the old leader stopped running the routines"
@@ -72,7 +64,7 @@ async def test_a_store_of_one_daemon_always_runs_the_routines() -> None:
     async with SqliteStore(redactor=Redactor()) as store:
         lead = _lead(store, "only", seen)
         task = asyncio.create_task(lead.serve())
-        await _until(lambda: seen["only runs"] >= 3)
+        await until_async(lambda: seen["only runs"] >= 3)
         assert lead.status() == {"routines_leader": True}
         assert seen["only follows"] == 0
         task.cancel()

@@ -6,28 +6,21 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from chorus.client._lifecycle import read_pid
-from chorus.events import JobEnded, Notice, parse_event
+from chorus.events import JobEnded, Notice, TextDelta, parse_event
 from chorus.testing import shell, slow_text, text
+from tests._procs import alive
+from tests._wait import until
 
 if TYPE_CHECKING:
     from conftest import Chorus
 
 pytestmark = pytest.mark.e2e
-
-
-def _until(check: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
 
 
 def test_ask_runs_a_tool_and_streams_events(chorus: Chorus) -> None:
@@ -68,7 +61,7 @@ def test_task_returns_at_once_then_watch_follows_to_the_end(chorus: Chorus) -> N
 def test_second_job_of_a_session_waits_behind_the_first(chorus: Chorus) -> None:
     chorus.server.script([slow_text("first job", chunks=8, delay=0.25), text("second job")])
     first = chorus.run("task", "one", "--body", "claude").stdout.strip()
-    _until(lambda: chorus.client.job(first)["session_id"] is not None)
+    until(lambda: chorus.client.job(first)["session_id"] is not None)
     session = chorus.client.job(first)["session_id"]
     second = chorus.run("task", "two", "--session", session).stdout.strip()
     assert chorus.run("watch", second).returncode == 0
@@ -83,17 +76,19 @@ def test_second_job_of_a_session_waits_behind_the_first(chorus: Chorus) -> None:
 def test_interrupt_ends_a_running_job_as_cancelled(chorus: Chorus) -> None:
     chorus.server.script([slow_text("never finished " * 10, chunks=40, delay=0.25)])
     job_id = chorus.run("task", "long", "--body", "claude").stdout.strip()
-    _streaming(chorus)
+    _streaming(chorus, job_id)
     assert chorus.run("interrupt", job_id).stdout.strip() == "interrupted"
     watched = chorus.run("watch", job_id, timeout=30)
     assert watched.returncode == 3
     assert chorus.client.job(job_id)["state"] == "cancelled"
 
 
-def _streaming(chorus: Chorus) -> None:
-    """Wait until the model is streaming its first (slow) turn, then a little more."""
+def _streaming(chorus: Chorus, job_id: str) -> None:
+    """Wait until the model is streaming the job's first (slow) turn and some of its
+    text is stored."""
     chorus.server.wait_for(lambda reqs: any(r.kind == "turn" for r in reqs), timeout=60)
-    time.sleep(1.0)
+    events = lambda: chorus.client.events(job_id, follow=False)  # noqa: E731
+    until(lambda: sum(isinstance(e, TextDelta) for e in events()) >= 2)
 
 
 def _session(chorus: Chorus, job_id: str) -> dict[str, Any]:
@@ -109,9 +104,9 @@ def test_body_killed_mid_job_is_resumed_and_the_job_completes(chorus: Chorus) ->
         [slow_text("interrupted by a crash " * 5, chunks=40, delay=0.25), text("recovered")]
     )
     job_id = chorus.run("task", "survive", "--body", "claude").stdout.strip()
-    _until(lambda: chorus.client.job(job_id)["state"] == "running")
-    _until(lambda: "pgid" in _session(chorus, job_id)["transport"])
-    _streaming(chorus)
+    until(lambda: chorus.client.job(job_id)["state"] == "running")
+    until(lambda: "pgid" in _session(chorus, job_id)["transport"])
+    _streaming(chorus, job_id)
     os.killpg(_body_pgid(chorus, job_id), signal.SIGKILL)
     watched = chorus.run("watch", job_id)
     assert watched.returncode == 0, watched.stdout
@@ -127,13 +122,13 @@ def test_daemon_killed_mid_job_loses_nothing_and_the_job_completes(chorus: Choru
         [slow_text("cut off by the daemon dying " * 5, chunks=40, delay=0.25), text("back")]
     )
     job_id = chorus.run("task", "survive the daemon", "--body", "claude").stdout.strip()
-    _streaming(chorus)
+    _streaming(chorus, job_id)
     before = [e.seq for e in chorus.client.events(job_id, follow=False)]
     assert before, "some events were acknowledged before the crash"
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    time.sleep(0.5)
+    until(lambda: not alive(pid), 10)
     watched = chorus.run("watch", job_id)  # autostarts a new daemon
     assert watched.returncode == 0, watched.stdout + watched.stderr
     assert read_pid() != pid

@@ -9,7 +9,6 @@ stderr as one line (stdout keeps only the answer)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -29,9 +28,9 @@ def _policy_notices(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_ask_json_shows_the_downgrade_notice_as_the_jobs_event(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.server.script([text("hello")], lane="claude")
     done = chorus.run(
         "ask", "hi", "--body", "claude-print", "--permission-mode", "bypassPermissions", "--json"
@@ -48,9 +47,9 @@ def test_ask_json_shows_the_downgrade_notice_as_the_jobs_event(
 
 
 def test_plain_ask_prints_the_notice_on_stderr_once(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.server.script([text("plain answer")], lane="claude")
     done = chorus.run(
         "ask", "hi", "--body", "claude-print", "--permission-mode", "bypassPermissions"
@@ -63,10 +62,10 @@ def test_plain_ask_prints_the_notice_on_stderr_once(
 
 
 def test_each_job_of_a_continued_session_gets_its_own_notice(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
     """The second job on the same session runs downgraded too, and says so."""
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.server.script([text("one"), text("two")], lane="claude")
     mode = ("--body", "claude-print", "--permission-mode", "bypassPermissions", "--json")
     first = [json.loads(line) for line in chorus.run("ask", "one", *mode).stdout.splitlines()]
@@ -81,10 +80,10 @@ def test_each_job_of_a_continued_session_gets_its_own_notice(
 
 
 def test_a_mode_the_body_honours_brings_no_notice(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
     """The control: acceptEdits is what claude-print can do, so nothing is said."""
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.server.script([text("fine")], lane="claude")
     done = chorus.run(
         "ask", "hi", "--body", "claude-print", "--permission-mode", "acceptEdits", "--json"

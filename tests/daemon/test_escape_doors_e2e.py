@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,10 @@ import pytest
 from chorus.daemon import DaemonClient, stop_daemon
 from chorus.policy import AuditLog
 from chorus.teams import inbox_dir
-from chorus.testing import ModelServer, free_port, offline_env, shell, text
+from chorus.testing import free_port, shell, text
+from tests._wait import until
+from tests.daemon.conftest import Daemon, run_chorus, three_bodies_config
+from tests.dashboard.conftest import csrf_of, login_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.escape]
 
@@ -36,53 +39,27 @@ BYPASS = 'version = 1\nmode = "bypassPermissions"\n'
 
 
 @dataclass
-class Doors:
-    home: Path
-    work: Path
-    server: ModelServer
+class Doors(Daemon):
+    """A daemon of the three bodies whose dashboard is on a port of its own."""
+
     port: int = 0
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "chorus", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=self.work,
-            env=os.environ.copy(),
-        )
-
     def start(self, *dashboard: str, files: int | None = None, policy: str = "") -> None:
         """(Re)start the daemon with these ``[dashboard]`` lines; ``files`` caps its open
         files (the limit a flood would exhaust)."""
         stop_daemon()
         self.port = free_port()
-        self._config(list(dashboard))
+        lines = [f"port = {self.port}", *dashboard]
+        three_bodies_config(self.home, self.home.parent, self.server, [], lines)
         if policy:
             (self.home / "policy.toml").write_text(policy)
         limit = None if files is None else _file_limit(files)
-        done = subprocess.run(
-            [sys.executable, "-m", "chorus", "start"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=self.work,
-            preexec_fn=limit,
-        )
+        done = run_chorus(self.work, "start", preexec_fn=limit)
         assert done.returncode == 0, done.stderr
-
-    def _config(self, dashboard: list[str]) -> None:
-        lines = ["[daemon]", "notifications = false", "[gateway]", "port = 0"]
-        lines += ["[dashboard]", f"port = {self.port}", *dashboard]
-        for cli in BODIES:
-            env = offline_env(cli, self.home.parent / f"{cli}-home", self.server.lane_url(cli))
-            lines += [f"[agents.{cli}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
-        self.home.mkdir(parents=True, exist_ok=True)
-        (self.home / "config.toml").write_text("\n".join(lines) + "\n")
 
     def pid(self) -> int:
         return int((self.home / "run" / "daemon.pid").read_text().split()[0])
@@ -97,12 +74,8 @@ class Doors:
 
     def login(self, client: httpx.Client) -> str:
         """Log ``client`` in to the dashboard; its CSRF token."""
-        done = self.run("dashboard", "--json", "--no-open")
-        assert done.returncode == 0, done.stderr
-        assert client.get(json.loads(done.stdout)["url"]).status_code == 303
-        page = client.get("/").text
-        start = page.index('name="csrf" content="') + len('name="csrf" content="')
-        return page[start : page.index('"', start)]
+        assert client.get(login_url(self.work)).status_code == 303
+        return csrf_of(client)
 
 
 def _file_limit(files: int) -> Callable[[], None]:
@@ -113,13 +86,10 @@ def _file_limit(files: int) -> Callable[[], None]:
 
 
 @pytest.fixture
-def doors(chorus_home: Path, tmp_path: Path) -> Iterator[Doors]:
-    work = tmp_path / "work"
-    work.mkdir()
-    with ModelServer() as server:
-        yield Doors(chorus_home, work, server)
-        stop_daemon()
-    assert server.errors == []
+def doors(daemon_with: Callable[..., Daemon]) -> Doors:
+    """The daemon's home and server (stopped at teardown); not started yet."""
+    daemon = daemon_with()
+    return Doors(daemon.home, daemon.work, daemon.server)
 
 
 def _status_s(timeout: float = 5.0) -> float | None:
@@ -282,8 +252,8 @@ def test_links_pipes_and_folders_dropped_in_an_inbox_are_refused_unread(
     os.replace(plain, inbox / "plain.txt")  # after the pipe: a hung reader would miss it
     rejected = inbox / "rejected"
     names = ("token.txt", "config.json", "pipe.txt", "folder")
-    _until(lambda: all((rejected / f"{n}.reason").exists() for n in names))
-    _until(lambda: not (inbox / "plain.txt").exists())
+    until(lambda: all((rejected / f"{n}.reason").exists() for n in names))
+    until(lambda: not (inbox / "plain.txt").exists())
     messages = doors.run("team", "messages", "t", "--json")
     assert messages.returncode == 0, messages.stderr
     texts = [m["body"].get("text", "") for m in json.loads(messages.stdout)]
@@ -298,14 +268,6 @@ def test_links_pipes_and_folders_dropped_in_an_inbox_are_refused_unread(
     assert (rejected / "folder" / "inside.txt").read_text() == "in a folder"
     assert _status_s() is not None
     escape_tally("doors", "-", "-", held=True)
-
-
-def _until(check: Callable[[], bool], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 # -- a routine's prompt ------------------------------------------------------------------
@@ -343,7 +305,7 @@ def test_a_file_name_a_body_wrote_cannot_steer_a_routines_prompt(
     done = doors.run("ask", "write the notes", "--body", body, "--json")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert (watched / HOSTILE).exists()  # the body did write it
-    _until(lambda: _routine_prompt(doors) is not None, timeout=60)
+    until(lambda: _routine_prompt(doors) is not None, timeout=60)
     prompt = _routine_prompt(doors) or ""
     quoted = json.dumps(str(watched / HOSTILE))  # the same escapes, for this name
     assert quoted in prompt

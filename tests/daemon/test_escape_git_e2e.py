@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +25,7 @@ import pytest
 
 from chorus.events import Worktree
 from chorus.testing import shell, text
+from tests._repo import git, make_repo
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -35,22 +35,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.escape]
 TOKEN = "gw-token-" + uuid.uuid4().hex
 SANDBOX_OFF = ("[sandbox]", 'mode = "off"')
 HOOKS = "pre-commit commit-msg post-commit post-checkout post-merge reference-transaction"
-
-
-def git(cwd: Path, *args: str, check: bool = True) -> str:
-    """Plain git (the control, and the test's own setup)."""
-    done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True)
-    assert done.returncode == 0 or not check, done.stderr
-    return done.stdout.strip()
-
-
-def make_repo(path: Path) -> None:
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.name", "Tester")
-    git(path, "config", "user.email", "tester@example.com")
-    (path / "README").write_text("hello\n")
-    git(path, "add", "README")
-    git(path, "commit", "-q", "-m", "first")
 
 
 def with_token(chorus: Daemon) -> Path:

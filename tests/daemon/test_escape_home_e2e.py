@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 from chorus.daemon import stop_daemon
 from chorus.sandbox import bwrap_path
 from chorus.testing import shell, text
+from tests._repo import git, make_repo
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -154,21 +154,6 @@ def _control(chorus: Daemon, body: str, targets: list[Path], daemon_home: Path) 
     assert landed == targets, landed
     assert KEY in seen
     return True
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
-def make_repo(path: Path) -> None:
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.name", "Tester")
-    git(path, "config", "user.email", "tester@example.com")
-    (path / "README").write_text("hello\n")
-    git(path, "add", "README")
-    git(path, "commit", "-q", "-m", "first")
 
 
 PLANTED = "plant-script-ran"

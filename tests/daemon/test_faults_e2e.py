@@ -56,7 +56,11 @@ def test_a_full_disk_mid_job_fails_it_as_storage_full_once_space_is_back(
         chorus.server.wait_for(lambda reqs: any(r.kind == "turn" for r in reqs), timeout=60)
         time.sleep(1.0)
         tiny_disk.fill()
-        time.sleep(10.0)  # the turn ends meanwhile; nothing more can be stored
+        # The turn ends meanwhile (its last chunk sent, then a moment for the CLI to
+        # take it); nothing more can be stored.
+        ended = lambda reqs: any(r.kind == "turn" and r.finished for r in reqs)  # noqa: E731
+        chorus.server.wait_for(ended, timeout=60)
+        time.sleep(2.0)
         # The body's output file shares the disk: its lost output ends the
         # body, and the job may fail (storage_full) before space is back.
         assert chorus.client.job(job_id)["state"] in ("running", "failed")

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -18,30 +15,10 @@ import pytest
 
 from chorus.events import JobEnded, parse_event
 from chorus.testing import ModelServer, claude_env, slow_text, text
-from tests.daemon.conftest import write_config
+from tests._wait import until
+from tests.daemon.conftest import Node, write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
-
-
-@dataclass
-class Node:
-    """One daemon's home; ``run`` drives the real chorus CLI against it."""
-
-    home: Path
-    work: Path
-
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "chorus", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**os.environ, "CHORUS_HOME": str(self.home)},
-            cwd=self.work,
-        )
-
-    def pid(self) -> int:
-        return int((self.home / "run" / "daemon.pid").read_text())
 
 
 @pytest.fixture
@@ -91,14 +68,6 @@ def _session_seqs(url: str, job_id: str) -> list[int]:
     return [row[0] for row in rows]
 
 
-def _until(check: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
-
-
 def _watch(node: Node, job_id: str) -> list[int]:
     """Follow the job on ``node`` with ``chorus watch`` to its end, then return the
     seqs of its events as ``chorus log --json`` prints them there."""
@@ -117,7 +86,7 @@ def test_two_daemons_share_the_queue_and_survive_a_kill_9(
     (a, b), server, url = cluster
     server.script([text(f"answer {i}") for i in range(4)])
     ids = [a.run("task", f"question {i}", "--body", "claude").stdout.strip() for i in range(4)]
-    _until(lambda: all(_jobs(url)[j][0] == "succeeded" for j in ids), timeout=180)
+    until(lambda: all(_jobs(url)[j][0] == "succeeded" for j in ids), timeout=180)
     nodes = {_jobs(url)[j][1] for j in ids}
     assert len(nodes) == 2, f"both daemons should have run some jobs: {nodes}"
     for job_id in ids:  # every daemon shows every job, whoever ran it
@@ -127,7 +96,7 @@ def test_two_daemons_share_the_queue_and_survive_a_kill_9(
     before = len(server.turn_requests())
     job_id = b.run("task", "survive a dead node", "--body", "claude").stdout.strip()
     server.wait_for(lambda reqs: sum(r.kind == "turn" for r in reqs) > before, timeout=60)
-    _until(lambda: _jobs(url)[job_id][0] == "running")
+    until(lambda: _jobs(url)[job_id][0] == "running")
     time.sleep(1.0)
     holder_id = _jobs(url)[job_id][1]
     holder, other = (a, b) if holder_id == _node_of(url, a) else (b, a)

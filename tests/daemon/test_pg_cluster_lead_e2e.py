@@ -6,14 +6,10 @@ host (the two daemons pose as two hosts)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,35 +17,12 @@ import psycopg
 import pytest
 
 from chorus.testing import ModelServer, claude_env, error, slow_text, text
-from tests.daemon.conftest import write_config
+from tests._wait import until
+from tests.daemon.conftest import Node, write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 
 ROUTINE = '[routine]\nevery = "3s"\nmodel_preference = "claude"\n[routine.task]\nprompt = "tick"\n'
-
-
-@dataclass
-class Node:
-    home: Path
-    work: Path
-
-    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "chorus", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**os.environ, "CHORUS_HOME": str(self.home)},
-            cwd=self.work,
-        )
-
-    def json(self, *args: str) -> Any:
-        done = self.run(*args, "--json")
-        assert done.returncode == 0, done.stdout + done.stderr
-        return json.loads(done.stdout)
-
-    def pid(self) -> int:
-        return int((self.home / "run" / "daemon.pid").read_text())
 
 
 Start = Callable[..., list[Node]]
@@ -92,14 +65,6 @@ def _rows(url: str, query: str) -> list[tuple[Any, ...]]:
         return conn.execute(query.encode()).fetchall()
 
 
-def _until(check: Callable[[], bool], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.2)
-
-
 def _firings(url: str) -> list[tuple[Any, ...]]:
     """(scheduled_for, job id, node that fired it) of every queued firing of ``tick``."""
     return _rows(
@@ -120,7 +85,7 @@ def test_a_routine_fires_once_from_the_leader_and_the_other_node_takes_over(
 ) -> None:
     make, _server, url = start
     a, b = make(["same-host", "same-host"], routine=True)
-    _until(lambda: len(_firings(url)) >= 3)
+    until(lambda: len(_firings(url)) >= 3, timeout=90)
     leaders = [n for n in (a, b) if _leads(n)]
     assert len(leaders) == 1, "exactly one node leads the routines"
     leader = leaders[0]
@@ -138,9 +103,9 @@ def test_a_routine_fires_once_from_the_leader_and_the_other_node_takes_over(
     assert f"{leader_id} on same-host" in status.stdout
 
     os.kill(leader.pid(), signal.SIGKILL)  # its lock connection dies with it
-    _until(lambda: _leads(follower), timeout=60)
+    until(lambda: _leads(follower), timeout=60)
     follower_id = follower.json("status")["node"]["id"]
-    _until(lambda: any(by == follower_id for _, _, by in _firings(url)), timeout=60)
+    until(lambda: any(by == follower_id for _, _, by in _firings(url)), timeout=60)
     after = _firings(url)
     assert len({at for at, _, _ in after}) == len(after)  # still once per scheduled time
     listed = follower.json("jobs")
@@ -159,7 +124,7 @@ def test_a_host_local_job_runs_only_on_its_host(start: tuple[Start, ModelServer,
     ids = [a.run("task", f"question {i}", "--body", "claude").stdout.strip() for i in range(3)]
     b_job = b.run("task", "question from b", "--body", "claude").stdout.strip()
     states = "SELECT state FROM jobs"
-    _until(lambda: [s for (s,) in _rows(url, states)] == ["succeeded"] * 4, timeout=240)
+    until(lambda: [s for (s,) in _rows(url, states)] == ["succeeded"] * 4, timeout=240)
     rows = {r["id"]: r for r in a.json("jobs")}
     a_id, b_id = a.json("status")["node"]["id"], b.json("status")["node"]["id"]
     for job_id in ids:  # host-b's daemon idles meanwhile, but never takes host-a's jobs
@@ -182,13 +147,14 @@ def test_one_nodes_quota_cooldown_is_seen_by_the_other(
     assert [h for h in b.json("status")["health"] if h["quota_state"] != "ok"] == []
     server.script([error("quota", times=None)])
     job_id = a.run("task", "spend the quota", "--body", "claude").stdout.strip()
-    _until(lambda: _rows(url, f"SELECT state FROM jobs WHERE id = '{job_id}'") == [("failed",)])
+    failed = [("failed",)]
+    until(lambda: _rows(url, f"SELECT state FROM jobs WHERE id = '{job_id}'") == failed, 90)
 
     def cooling(node: Node) -> list[dict[str, Any]]:
         health = node.json("status")["health"]
         return [h for h in health if h["quota_state"] == "exhausted"]
 
-    _until(lambda: bool(cooling(b)), timeout=30)  # b re-reads the shared health
+    until(lambda: bool(cooling(b)), timeout=30)  # b re-reads the shared health
     (seen,) = cooling(b)
     assert seen["key"].startswith("claude@")
     assert seen["cooldown_until"] > time.time() + 500
@@ -214,7 +180,7 @@ def test_a_frozen_node_stops_the_job_another_node_took_over(
     other_id = other.json("status")["node"]["id"]
     os.kill(holder.pid(), signal.SIGSTOP)
     try:
-        _until(
+        until(
             lambda: (
                 _rows(url, f"SELECT node, attempts FROM jobs WHERE id = '{job_id}'")
                 == [(other_id, 2)]
@@ -223,8 +189,9 @@ def test_a_frozen_node_stops_the_job_another_node_took_over(
         )
     finally:
         os.kill(holder.pid(), signal.SIGCONT)
-    _until(lambda: _rows(url, f"SELECT state FROM jobs WHERE id = '{job_id}'") == [("succeeded",)])
-    _until(lambda: job_id not in holder.json("status")["running_jobs"], timeout=30)
+    succeeded = [("succeeded",)]
+    until(lambda: _rows(url, f"SELECT state FROM jobs WHERE id = '{job_id}'") == succeeded, 90)
+    until(lambda: job_id not in holder.json("status")["running_jobs"], timeout=30)
     ended = _rows(
         url,
         "SELECT seq FROM events WHERE type = 'job_ended'"

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from chorus.config import load_config
 from chorus.daemon import JobRequest, Supervisor
 from chorus.daemon._cluster import StoreDownError
 from chorus.testing import ModelServer, PostgresCluster, claude_env, slow_text
+from tests._wait import until
 from tests.daemon.conftest import write_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
@@ -52,14 +53,6 @@ def _chorus(home: Path, work: Path, *args: str) -> subprocess.CompletedProcess[s
     )
 
 
-def _until(check: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.2)
-
-
 def _status(home: Path, work: Path) -> dict[str, Any]:
     done = _chorus(home, work, "status", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -85,7 +78,7 @@ def test_a_job_runs_through_a_database_outage_and_loses_nothing(
             server.wait_for(lambda reqs: any(r.kind == "turn" for r in reqs), timeout=60)
             time.sleep(1.0)
             own_cluster.stop_server()
-            _until(lambda: _status(home, work)["store_outage"] is not None, timeout=30)
+            until(lambda: _status(home, work)["store_outage"] is not None, timeout=30)
             status = _status(home, work)
             assert status["accepting_jobs"] is True  # within the bound: still taking jobs
             assert status["running_jobs"] == [job_id]  # the job runs on meanwhile
@@ -93,8 +86,8 @@ def test_a_job_runs_through_a_database_outage_and_loses_nothing(
             assert "store: the database has been unreachable" in text, text
             time.sleep(4.0)  # longer than the lease: nobody could take the job over
             own_cluster.start_server()
-            _until(lambda: _status(home, work)["store_outage"] is None, timeout=90)
-            _until(lambda: _job(url, job_id)[0] == "succeeded", timeout=120)
+            until(lambda: _status(home, work)["store_outage"] is None, timeout=90)
+            until(lambda: _job(url, job_id)[0] == "succeeded", timeout=120)
         finally:
             _chorus(home, work, "stop")
     state, attempts, result = _job(url, job_id)

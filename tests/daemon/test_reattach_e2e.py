@@ -5,22 +5,21 @@ request for it, and the session's log has no seq gap and no duplicate."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chorus.bodies import process_start_time
 from chorus.client._lifecycle import read_pid
 from chorus.daemon import stop_daemon
 from chorus.events import Event, JobEnded, Notice, TextDelta, TurnCompleted
 from chorus.testing import slow_text, text
+from tests._procs import alive, end_bodies_left, kill_daemon, same_process
+from tests._wait import until
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -30,14 +29,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.e2e
 WORDS = " ".join(f"w{i}" for i in range(40))
 LONG = " ".join(f"w{i}" for i in range(100))
-
-
-def _until(check: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
 
 
 def _session(chorus: Chorus, job_id: str) -> dict[str, Any]:
@@ -57,15 +48,7 @@ def chorus(daemon_with: Callable[..., Daemon]) -> Iterator[Daemon]:
     daemon = daemon_with()
     yield daemon
     stop_daemon()
-    _end_bodies_left(daemon.home)  # a failed test may leave detached bodies running
-
-
-def _end_bodies_left(home: Path) -> None:
-    for pid_file in (home / "run" / "bodies").glob("*/pid"):
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            left = json.loads(pid_file.read_text())
-            if process_start_time(int(left["pid"])) == left["started"]:
-                os.killpg(int(left["pid"]), signal.SIGKILL)
+    end_bodies_left(daemon.home)  # a failed test may leave detached bodies running
 
 
 def _start_slow_job(
@@ -76,25 +59,9 @@ def _start_slow_job(
     chunks = len(words.split())
     chorus.server.script([slow_text(words, chunks=chunks, delay=0.25), *later], lane=body)
     job_id = chorus.run("task", "survive", "--body", body).stdout.strip()
-    _until(lambda: _deltas(chorus, job_id) >= 3)
+    until(lambda: _deltas(chorus, job_id) >= 3)
     handle = _session(chorus, job_id)["transport"]["body_handle"]
     return job_id, handle
-
-
-def _alive(pid: int) -> bool:
-    """The process runs (not gone, not a zombie left for its parent to reap)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _kill_daemon() -> None:
-    pid = read_pid()
-    assert pid is not None
-    os.kill(pid, signal.SIGKILL)
-    _until(lambda: not _alive(pid), 10)
 
 
 def _check_log(chorus: Chorus, job_id: str) -> list[Event]:
@@ -108,17 +75,13 @@ def _check_log(chorus: Chorus, job_id: str) -> list[Event]:
     return every
 
 
-def _same_process(handle: dict[str, Any]) -> bool:
-    return bool(process_start_time(int(handle["pid"])) == handle["started"])
-
-
 @pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
 def test_daemon_killed_mid_turn_the_same_cli_finishes_the_same_turn(
     chorus: Chorus, body: str
 ) -> None:
     job_id, handle = _start_slow_job(chorus, body=body)
-    _kill_daemon()
-    assert _same_process(handle)  # the body outlived its daemon
+    kill_daemon()
+    assert same_process(handle)  # the body outlived its daemon
     watched = chorus.run("watch", job_id)  # autostarts a new daemon, which re-attaches
     assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
     assert chorus.client.job(job_id)["state"] == "succeeded"
@@ -130,30 +93,30 @@ def test_daemon_killed_mid_turn_the_same_cli_finishes_the_same_turn(
     assert done[0].result == WORDS
     assert sum(isinstance(e, JobEnded) for e in events) == 1
     assert len(chorus.server.turn_requests(lane=body)) == 1  # the turn was not run again
-    assert _same_process(handle)  # the very CLI process, still warm for the next job
+    assert same_process(handle)  # the very CLI process, still warm for the next job
     assert _session(chorus, job_id)["transport"]["pgid"] == handle["pid"]
 
 
 def test_daemon_killed_twice_in_a_row_still_loses_and_repeats_nothing(chorus: Chorus) -> None:
     job_id, handle = _start_slow_job(chorus, words=LONG)
-    _kill_daemon()
+    kill_daemon()
     assert chorus.run("start").returncode == 0
     seen = _deltas(chorus, job_id)
-    _until(lambda: _deltas(chorus, job_id) >= seen + 3)  # the new daemon follows the turn
-    _kill_daemon()
+    until(lambda: _deltas(chorus, job_id) >= seen + 3)  # the new daemon follows the turn
+    kill_daemon()
     watched = chorus.run("watch", job_id)
     assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
     events = _check_log(chorus, job_id)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == LONG
     assert len(chorus.server.turn_requests(lane="claude")) == 1
-    assert _same_process(handle)
+    assert same_process(handle)
 
 
 def test_body_that_died_while_the_daemon_was_down_is_resumed_natively(chorus: Chorus) -> None:
     job_id, handle = _start_slow_job(chorus, text("resumed natively"))
-    _kill_daemon()
+    kill_daemon()
     os.killpg(int(handle["pid"]), signal.SIGKILL)
-    _until(lambda: not _same_process(handle), 10)
+    until(lambda: not same_process(handle), 10)
     watched = chorus.run("watch", job_id)
     assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
     events = _check_log(chorus, job_id)
@@ -176,7 +139,7 @@ def test_output_file_cut_under_the_daemon_is_a_crash_resumed_natively(chorus: Ch
     assert "after the cut" in watched.stdout
     crashed = [e for e in events if getattr(e, "error", None) is not None]
     assert any("output file was truncated" in str(e.model_dump()) for e in crashed)
-    assert not _same_process(handle)  # the unreadable body was ended
+    assert not same_process(handle)  # the unreadable body was ended
 
 
 def test_stop_keep_bodies_leaves_them_running_and_the_next_start_reattaches(
@@ -187,16 +150,16 @@ def test_stop_keep_bodies_leaves_them_running_and_the_next_start_reattaches(
     assert daemon is not None
     stopped = chorus.run("stop", "--keep-bodies")
     assert stopped.returncode == 0, stopped.stderr
-    assert not _alive(daemon)  # the daemon is gone
-    assert _same_process(handle)  # a graceful stop left the CLI running
+    assert not alive(daemon)  # the daemon is gone
+    assert same_process(handle)  # a graceful stop left the CLI running
     watched = chorus.run("watch", job_id)
     assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
     events = _check_log(chorus, job_id)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == LONG
     assert len(chorus.server.turn_requests(lane="claude")) == 1
-    assert _same_process(handle)
+    assert same_process(handle)
     assert chorus.run("stop").returncode == 0  # a plain stop closes bodies again
-    _until(lambda: not _same_process(handle), 5)  # (init reaps the killed wrapper)
+    until(lambda: not same_process(handle), 5)  # (init reaps the killed wrapper)
     assert not Path(handle["run_dir"]).exists()  # and removes their files
 
 
@@ -210,16 +173,16 @@ def test_output_is_freed_once_stored_and_a_reattach_reads_past_the_hole(chorus: 
     session_id = chorus.client.jobs()[0]["session_id"]
     handle = chorus.client.session(session_id)["transport"]["body_handle"]
     out = Path(handle["run_dir"]) / "stdout"
-    _until(lambda: out.stat().st_blocks * 512 < out.stat().st_size - 4096, 10)
+    until(lambda: out.stat().st_blocks * 512 < out.stat().st_size - 4096, 10)
     job_id = chorus.run("task", "two", "--session", session_id).stdout.strip()
-    _until(lambda: _deltas(chorus, job_id) >= 3)
-    _kill_daemon()
+    until(lambda: _deltas(chorus, job_id) >= 3)
+    kill_daemon()
     watched = chorus.run("watch", job_id)
     assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
     events = [e for e in _check_log(chorus, job_id) if e.job_id == job_id]
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == WORDS
     assert len(chorus.server.turn_requests(lane="claude")) == 2  # one per job, none again
-    assert _same_process(handle)
+    assert same_process(handle)
 
 
 def test_a_warm_body_between_jobs_outlives_the_daemon_and_takes_the_next_job(
@@ -230,11 +193,11 @@ def test_a_warm_body_between_jobs_outlives_the_daemon_and_takes_the_next_job(
     assert first.returncode == 0, first.stderr
     session_id = chorus.client.jobs()[0]["session_id"]
     handle = chorus.client.session(session_id)["transport"]["body_handle"]
-    _kill_daemon()  # nothing runs: the body waits warm for its next job
+    kill_daemon()  # nothing runs: the body waits warm for its next job
     second = chorus.run("ask", "two", "--session", session_id, "--json")
     assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
     assert "second" in second.stdout
-    assert _same_process(handle)  # the same CLI process took the follow-up
+    assert same_process(handle)  # the same CLI process took the follow-up
     assert chorus.client.session(session_id)["transport"]["pgid"] == handle["pid"]
     assert len(chorus.server.turn_requests(lane="claude")) == 2
     last = chorus.server.turn_requests(lane="claude")[-1]

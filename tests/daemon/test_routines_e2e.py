@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,19 +16,13 @@ import pytest
 from chorus.client._lifecycle import read_pid
 from chorus.policy import SENSITIVE_PATHS
 from chorus.testing import error, shell, slow_text, text
+from tests._procs import alive
+from tests._wait import CLI_INTERVAL, until
 
 if TYPE_CHECKING:
     from conftest import Chorus
 
 pytestmark = pytest.mark.e2e
-
-
-def _until(check: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
 
 
 def _json(chorus: Chorus, *args: str) -> Any:
@@ -63,7 +56,7 @@ def test_routine_run_queues_a_job_that_completes_and_shows_in_history(chorus: Ch
     run = chorus.run("routine", "run", "nightly")
     assert run.returncode == 0, run.stderr
     job_id = run.stdout.strip()
-    _until(lambda: _done(chorus, job_id))
+    until(lambda: _done(chorus, job_id))
     job = chorus.client.job(job_id)
     assert job["state"] == "succeeded"
     assert job["options"]["routine"] == "nightly"
@@ -128,13 +121,17 @@ def test_a_burst_of_file_writes_fires_one_run_after_the_debounce(chorus: Chorus)
         (watched / f"note-{i % 3}.md").write_text(f"version {i}\n")
         (watched / ".git" / "index").write_text(f"noise {i}\n")
         time.sleep(0.2)
-    _until(lambda: bool(_json(chorus, "routine", "history", "onchange")), timeout=30)
+    until(
+        lambda: bool(_json(chorus, "routine", "history", "onchange")),
+        timeout=30,
+        interval=CLI_INTERVAL,
+    )
     assert time.monotonic() - started >= 1.2 + 1.5  # fired only after the quiet period
     time.sleep(4)  # nothing more comes of the same burst
     (firing,) = _json(chorus, "routine", "history", "onchange")
     paths = firing["detail"]["paths"]
     assert sorted(Path(p).name for p in paths) == ["note-0.md", "note-1.md", "note-2.md"]
-    _until(lambda: _done(chorus, firing["job_id"]))
+    until(lambda: _done(chorus, firing["job_id"]))
     job = chorus.client.job(firing["job_id"])
     assert job["state"] == "succeeded"
     assert str(watched / "note-2.md") in job["prompt"]
@@ -188,7 +185,7 @@ def test_heartbeat_runs_one_job_and_the_daemon_ticks_what_it_did(chorus: Chorus)
     fired = _json(chorus, "heartbeat", "run")
     assert fired["outcome"] == "queued"
     job_id = fired["job"]["id"]
-    _until(lambda: _done(chorus, job_id))
+    until(lambda: _done(chorus, job_id))
     assert chorus.client.job(job_id)["state"] == "succeeded", chorus.client.job(job_id)["error"]
     result = chorus.server.turn_requests()[1].last_tool_result()
     assert result is not None
@@ -211,18 +208,20 @@ def test_daemon_killed_right_after_a_firing_never_fires_it_again(chorus: Chorus)
     )
     assert chorus.run("routine", "create", "--file", str(spec)).returncode == 0
     assert chorus.run("start").returncode == 0
-    _until(lambda: bool(_json(chorus, "routine", "history", "oneshot")), timeout=30)
+    until(
+        lambda: bool(_json(chorus, "routine", "history", "oneshot")), timeout=30
+    )  # asked often: the kill must come right after the firing
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    time.sleep(0.5)
+    until(lambda: not alive(pid), 10)
     assert chorus.run("start").returncode == 0
     assert read_pid() != pid
     time.sleep(5)  # a few ticks of the new daemon
     (firing,) = _json(chorus, "routine", "history", "oneshot")
     jobs = [j for j in chorus.client.jobs() if j["options"].get("routine") == "oneshot"]
     assert [j["id"] for j in jobs] == [firing["job_id"]]
-    _until(lambda: _done(chorus, firing["job_id"]))
+    until(lambda: _done(chorus, firing["job_id"]))
     assert chorus.client.job(firing["job_id"])["state"] == "succeeded"
 
 
@@ -236,17 +235,24 @@ def test_daemon_down_over_a_firing_catches_up_exactly_once(chorus: Chorus) -> No
     )
     assert chorus.run("routine", "create", "--file", str(spec)).returncode == 0
     assert chorus.run("start").returncode == 0
-    _until(lambda: any(r["name"] == "missed" for r in _json(chorus, "routine", "list")))
+    until(
+        lambda: any(r["name"] == "missed" for r in _json(chorus, "routine", "list")),
+        interval=CLI_INTERVAL,
+    )
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)  # down before the firing time ...
     time.sleep(max(0.0, at.timestamp() - time.time()) + 2)
     assert chorus.run("start").returncode == 0  # ... and back after it
-    _until(lambda: bool(_json(chorus, "routine", "history", "missed")), timeout=30)
+    until(
+        lambda: bool(_json(chorus, "routine", "history", "missed")),
+        timeout=30,
+        interval=CLI_INTERVAL,
+    )
     time.sleep(4)
     (firing,) = _json(chorus, "routine", "history", "missed")
     assert firing["outcome"] == "queued"  # run_latest_once, inside the grace window
-    _until(lambda: _done(chorus, firing["job_id"]))
+    until(lambda: _done(chorus, firing["job_id"]))
     assert chorus.client.job(firing["job_id"])["state"] == "succeeded"
 
 
@@ -255,12 +261,12 @@ def test_a_job_failing_on_an_overloaded_api_is_retried_and_completes(chorus: Cho
         config.write("[retry]\nbase_s = 10.0\nmax_retries = 2\n")
     chorus.server.script([error("overloaded"), text("second time lucky")])
     job_id = chorus.run("task", "flaky upstream", "--body", "claude").stdout.strip()
-    _until(lambda: chorus.client.job(job_id)["state"] == "failed")
+    until(lambda: chorus.client.job(job_id)["state"] == "failed")
     # the outcome hook runs just after the job is marked failed
-    _until(lambda: chorus.client.status()["pending_retries"] == 1, timeout=5)
+    until(lambda: chorus.client.status()["pending_retries"] == 1, timeout=5)
     status = chorus.run("status")
     assert "pending retries: 1" in status.stdout, status.stdout
-    _until(lambda: chorus.client.job(job_id)["state"] == "succeeded")
+    until(lambda: chorus.client.job(job_id)["state"] == "succeeded")
     job = chorus.client.job(job_id)
     assert job["attempts"] == 2
     assert job["result"] == {"text": "second time lucky"}
@@ -294,7 +300,7 @@ def test_a_routine_job_over_its_timeout_is_interrupted(chorus: Chorus) -> None:
     )
     assert chorus.run("routine", "create", "--file", str(spec)).returncode == 0
     job_id = chorus.run("routine", "run", "bounded").stdout.strip()
-    _until(lambda: _done(chorus, job_id), timeout=45)
+    until(lambda: _done(chorus, job_id), timeout=45)
     job = chorus.client.job(job_id)
     assert job["state"] == "cancelled"
     assert job["ended_at"] - job["started_at"] < 20  # the model would stream for 30 s

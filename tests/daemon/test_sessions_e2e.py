@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from chorus.client._paths import socket_path
 from chorus.events import JobEnded, Steer, ToolCall, TurnCompleted
 from chorus.gateway import UcpClient
 from chorus.testing import ModelServer, shell, slow_text, text
+from tests._wait import until
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -35,23 +35,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _until(check: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
-
-
 def _said(server: ModelServer, lane: str) -> str:
     return json.dumps([r.body for r in server.turn_requests(lane=lane)])
 
 
 @pytest.mark.parametrize("body", BODIES)
 def test_two_asks_in_one_session_share_one_process_and_its_history(
-    daemon_with: Callable[..., Daemon], body: str
+    shared_daemon: Daemon, body: str
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.server.script([text("the code word is heron"), text("it was heron")], lane=body)
     first = chorus.ask("remember the code word", "--body", body)
     pid = chorus.session_of(first)["transport"]["pgid"]
@@ -72,7 +64,7 @@ def test_an_idle_body_is_closed_and_the_next_job_resumes_natively(
     first = chorus.ask("remember the code word", "--body", "claude")
     record = chorus.session_of(first)
     pid = record["transport"]["pgid"]
-    _until(lambda: not _alive(pid), timeout=30)  # closed by the idle reaper
+    until(lambda: not _alive(pid), timeout=30)  # closed by the idle reaper
     second = chorus.ask("which word?", "--session", record["id"])
     assert second[-1].state == "succeeded"
     again = chorus.session_of(second)
@@ -87,13 +79,11 @@ def _job_events(chorus: Daemon, job_id: str) -> list[Any]:
 
 
 @pytest.mark.parametrize("body", BODIES)
-def test_a_steer_reaches_the_model_of_the_running_turn(
-    daemon_with: Callable[..., Daemon], body: str
-) -> None:
-    chorus = daemon_with()
+def test_a_steer_reaches_the_model_of_the_running_turn(shared_daemon: Daemon, body: str) -> None:
+    chorus = shared_daemon
     chorus.server.script([shell("sleep 4"), text("steered fine"), text("spare")], lane=body)
     job_id = chorus.run("task", "count slowly", "--body", body).stdout.strip()
-    _until(lambda: any(isinstance(e, ToolCall) for e in _job_events(chorus, job_id)))
+    until(lambda: any(isinstance(e, ToolCall) for e in _job_events(chorus, job_id)))
     answer = chorus.steer(job_id, "also mention the word kestrel")
     assert answer["how"] in ("native", "emulated")
     watched = chorus.run("watch", job_id)
@@ -104,13 +94,13 @@ def test_a_steer_reaches_the_model_of_the_running_turn(
     assert steers[0].native == (answer["how"] == "native")
 
 
-def test_a_steer_on_a_queued_job_joins_its_prompt(daemon_with: Callable[..., Daemon]) -> None:
-    chorus = daemon_with()
+def test_a_steer_on_a_queued_job_joins_its_prompt(shared_daemon: Daemon) -> None:
+    chorus = shared_daemon
     chorus.server.script(
         [slow_text("first " * 40, chunks=40, delay=0.25), text("ok")], lane="claude"
     )
     first = chorus.run("task", "one", "--body", "claude").stdout.strip()
-    _until(lambda: chorus.client.job(first)["session_id"] is not None)
+    until(lambda: chorus.client.job(first)["session_id"] is not None)
     session = chorus.client.job(first)["session_id"]
     second = chorus.run("task", "two", "--session", session).stdout.strip()
     assert chorus.steer(second, "and say plover")["how"] == "added_to_prompt"
@@ -121,8 +111,8 @@ def test_a_steer_on_a_queued_job_joins_its_prompt(daemon_with: Callable[..., Dae
     assert any(isinstance(e, Steer) for e in _job_events(chorus, second))
 
 
-def test_a_steer_on_a_finished_job_becomes_a_follow_up(daemon_with: Callable[..., Daemon]) -> None:
-    chorus = daemon_with()
+def test_a_steer_on_a_finished_job_becomes_a_follow_up(shared_daemon: Daemon) -> None:
+    chorus = shared_daemon
     chorus.server.script([text("done"), text("followed up")], lane="claude")
     events = chorus.ask("first", "--body", "claude")
     answer = chorus.steer(events[-1].job_id, "now say goodbye")
@@ -135,9 +125,9 @@ def test_a_steer_on_a_finished_job_becomes_a_follow_up(daemon_with: Callable[...
 
 
 def test_a_steer_on_an_unknown_job_is_refused_and_writes_nothing(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.run("start")
     before = chorus.client.jobs()
     with pytest.raises(UserError, match="unknown job 'no-such-job'"):
@@ -155,9 +145,9 @@ async def _brain_turn(cwd: Path) -> tuple[str, int]:
 
 
 def test_a_brain_and_a_cli_job_share_one_session_and_one_process(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.server.script([text("noted: lapwing"), text("it was lapwing")], lane="claude")
     assert chorus.run("start").returncode == 0
     session_id, pid = asyncio.run(_brain_turn(chorus.work))
@@ -188,9 +178,9 @@ async def _race(session_id: str, last_seq: int, chorus: Daemon) -> tuple[list[st
 
 
 def test_a_brain_and_a_cli_job_racing_on_one_session_are_serialized(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     replies = [slow_text(f"reply {i}", chunks=4, delay=0.1) for i in range(3)]
     chorus.server.script([text("ready"), *replies], lane="claude")
     first = chorus.ask("get ready", "--body", "claude")
@@ -222,7 +212,7 @@ def test_a_new_session_takes_the_spare_body_with_a_fresh_conversation(
     chorus.server.script([text("first session: grebe"), text("second session")], lane="claude")
     first = chorus.ask("say a bird", "--body", "claude")
     first_pid = chorus.session_of(first)["transport"]["pgid"]
-    _until(lambda: bool(chorus.client.status()["spare_bodies"]))
+    until(lambda: bool(chorus.client.status()["spare_bodies"]))
     spare = chorus.client.status()["spare_bodies"][0]
     assert spare["body"] == "claude"
     assert spare["pid"] != first_pid

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,12 +19,17 @@ import pytest
 from chorus.client._lifecycle import read_pid
 from chorus.events import Notice
 from chorus.testing import shell, slow_text, text, tool_call
+from tests._procs import alive
+from tests._wait import CLI_INTERVAL, until
 
 if TYPE_CHECKING:
     from conftest import Daemon
 
 pytestmark = pytest.mark.e2e
 
+#: How often a check that runs the CLI asks while a turn streams (it must see the turn
+#: running before the stream ends): the CLI's own run is most of the wait.
+RACING = 0.2
 SEC = "SECURITY-RESULT: no secret in the repository"
 PERF = "PERF-RESULT: the loop in app.py is quadratic"
 
@@ -34,13 +38,6 @@ def _json(chorus: Daemon, *args: str) -> Any:
     done = chorus.run(*args, "--json")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return json.loads(done.stdout)
-
-
-def _wait(check: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
 
 
 def _states(chorus: Daemon) -> dict[str, str]:
@@ -93,8 +90,10 @@ def test_a_claude_and_a_codex_member_work_at_once_and_the_coordinator_merges(
     # a message dropped into perf's folder by `mv` is picked up by the watcher
     _drop(chorus, "perf", "note.json", json.dumps({"text": "look at app.py first"}), tmp_path)
     inbox = _drop(chorus, "perf", "bad.json", "{not json", tmp_path)
-    _wait(lambda: len(_json(chorus, "team", "messages", "audit", "perf")) == 1)
-    _wait(lambda: (inbox / "rejected" / "bad.json.reason").exists())
+    until(
+        lambda: len(_json(chorus, "team", "messages", "audit", "perf")) == 1, interval=CLI_INTERVAL
+    )
+    until(lambda: (inbox / "rejected" / "bad.json.reason").exists())
     assert "not valid JSON" in (inbox / "rejected" / "bad.json.reason").read_text()
     assert not (inbox / "note.json").exists()
 
@@ -106,9 +105,9 @@ def test_a_claude_and_a_codex_member_work_at_once_and_the_coordinator_merges(
         "--assign", "perf=find the slow loop",
     )  # fmt: skip
     # both members run at the same time, as `team status` shows
-    _wait(lambda: _states(chorus) | {"coordinator": "-"} == {
+    until(lambda: _states(chorus) | {"coordinator": "-"} == {
         "coordinator": "-", "perf": "running", "security": "running"
-    })  # fmt: skip
+    }, interval=RACING)  # fmt: skip
     out, err = run.communicate(timeout=240)
     assert run.returncode == 0, out[-2000:] + err[-3000:]
     assert "REPORT written to report.md" in out
@@ -247,8 +246,8 @@ def test_teardown_refuses_while_a_member_runs_and_force_stops_it_by_steps(
     run = _popen(
         chorus, "team", "run", "long", "x", "--cwd", str(chorus.work), "--assign", "busy=wait"
     )
-    _wait(lambda: _states_of(chorus, "long").get("busy") == "running")
-    _wait(lambda: len(chorus.server.turn_requests(lane="claude")) >= 1)
+    until(lambda: _states_of(chorus, "long").get("busy") == "running", interval=RACING)
+    until(lambda: len(chorus.server.turn_requests(lane="claude")) >= 1)
 
     steered = chorus.run("steer", "--team", "long", "--member", "busy", "STEER-TEXT", "--json")
     assert steered.returncode == 0, steered.stderr
@@ -293,17 +292,21 @@ def test_a_daemon_killed_mid_turn_loses_no_message_and_posts_the_result_once(
     run = _popen(
         chorus, "team", "run", "crash", "x", "--cwd", str(chorus.work), "--assign", "m=survive"
     )
-    _wait(lambda: _states_of(chorus, "crash").get("m") == "running")
-    _wait(lambda: len(chorus.server.turn_requests(lane="claude")) >= 1)
+    until(lambda: _states_of(chorus, "crash").get("m") == "running", interval=RACING)
+    until(lambda: len(chorus.server.turn_requests(lane="claude")) >= 1)
     [task] = _json(chorus, "team", "messages", "crash", "m")
     assert task["state"] == "delivered"
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     run.communicate(timeout=60)  # the run's driver died with the daemon
-    time.sleep(0.5)
+    until(lambda: not alive(pid), 10)
     assert chorus.run("start").returncode == 0
-    _wait(lambda: _states_of(chorus, "crash").get("m") == "succeeded", timeout=120)
+    until(
+        lambda: _states_of(chorus, "crash").get("m") == "succeeded",
+        timeout=120,
+        interval=CLI_INTERVAL,
+    )
     [task] = _json(chorus, "team", "messages", "crash", "m")
     assert task["state"] == "acked"  # carried by the re-attached turn, acked at its end
     # The restarted daemon re-attached to the running CLI: the turn was not
@@ -330,8 +333,8 @@ def test_a_message_for_a_busy_member_that_cannot_steer_waits_for_its_turn_bounda
     run = _popen(
         chorus, "team", "run", "gem", "x", "--cwd", str(chorus.work), "--assign", "g=part one"
     )
-    _wait(lambda: _states_of(chorus, "gem").get("g") == "running")
-    _wait(lambda: len(server.turn_requests(lane="gemini")) >= 1)
+    until(lambda: _states_of(chorus, "gem").get("g") == "running", interval=RACING)
+    until(lambda: len(server.turn_requests(lane="gemini")) >= 1)
     sent = _json(chorus, "team", "send", "gem", "g", "LATE-NOTE")
     assert sent["how"].startswith("waiting: delivered at the end of the member's turn")
     out, err = run.communicate(timeout=240)

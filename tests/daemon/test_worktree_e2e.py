@@ -8,8 +8,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +16,8 @@ import pytest
 from chorus.daemon import stop_daemon
 from chorus.events import Handoff, JobEnded, Worktree, parse_event
 from chorus.testing import ModelServer, error, offline_env, shell, slow_text, text
+from tests._repo import git, make_repo
+from tests._wait import until
 
 if TYPE_CHECKING:
     from conftest import Chorus
@@ -43,29 +43,6 @@ def allow_barrier(chorus: Chorus) -> Path:
         f'version = 1\n[filesystem]\nallowed_paths = ["{{cwd}}", "{barrier}"]\n'
     )
     return barrier
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
-def make_repo(path: Path) -> None:
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.name", "Tester")
-    git(path, "config", "user.email", "tester@example.com")
-    (path / "README").write_text("hello\n")
-    git(path, "add", "README")
-    git(path, "commit", "-q", "-m", "first")
-
-
-def _until(check: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.1)
 
 
 def _worktrees(chorus: Chorus) -> dict[str, dict[str, Any]]:
@@ -172,7 +149,7 @@ def test_a_queued_job_whose_worktree_was_deleted_refuses_to_start(chorus: Chorus
     config.write_text(config.read_text().replace("[daemon]\n", "[daemon]\nmax_parallel_jobs = 1\n"))
     chorus.server.script([slow_text("holding the only slot " * 10, chunks=200, delay=0.25)])
     blocker = chorus.run("task", "hold the slot", "--body", "claude").stdout.strip()
-    _until(lambda: chorus.client.job(blocker)["state"] == "running")
+    until(lambda: chorus.client.job(blocker)["state"] == "running")
     queued = chorus.run("task", "never runs", "--body", "claude", "--worktree")
     assert queued.returncode == 0, queued.stderr
     job_id = queued.stdout.strip()

@@ -4,10 +4,8 @@ with the dashboard on a free loopback port, and a logged-in HTTP client."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +16,10 @@ import pytest
 
 from chorus.daemon import DaemonClient, is_responding, stop_daemon
 from chorus.testing import ModelServer, claude_env, free_port
+from tests._wait import until
+from tests.daemon.conftest import run_chorus
+
+__all__ = ["DashDaemon", "csrf_of", "dash_with", "login_url", "until", "write_config"]
 
 
 @dataclass
@@ -36,14 +38,7 @@ class DashDaemon:
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         if not self.procs:  # the first command finds a daemon (later ones may find none)
             self.start()
-        return subprocess.run(
-            [sys.executable, "-m", "chorus", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=self.work,
-            env=os.environ.copy(),
-        )
+        return run_chorus(self.work, *args, timeout=timeout)
 
     def start(self) -> None:
         """Start the daemon unless it runs (the CLI's own autostart waits 20 s: too
@@ -65,10 +60,7 @@ class DashDaemon:
 
     def login_url(self) -> str:
         self.start()
-        done = self.run("dashboard", "--json", "--no-open")
-        assert done.returncode == 0, done.stderr
-        url: str = json.loads(done.stdout)["url"]
-        return url
+        return login_url(self.work)
 
     def new_client(self, **options: Any) -> httpx.Client:
         """A client of the dashboard, closed at teardown (not logged in)."""
@@ -84,10 +76,7 @@ class DashDaemon:
         return client
 
     def csrf(self, client: httpx.Client) -> str:
-        page = client.get("/").text
-        marker = 'name="csrf" content="'
-        start = page.index(marker) + len(marker)
-        return page[start : page.index('"', start)]
+        return csrf_of(client)
 
     def post(self, client: httpx.Client, path: str, body: Any) -> httpx.Response:
         headers = {"Origin": self.base, "X-CSRF-Token": self.csrf(client)}
@@ -96,6 +85,22 @@ class DashDaemon:
     @property
     def daemon(self) -> DaemonClient:
         return DaemonClient()
+
+
+def login_url(work: Path) -> str:
+    """A one-time login URL of this CHORUS_HOME's dashboard (``chorus dashboard``)."""
+    done = run_chorus(work, "dashboard", "--json", "--no-open")
+    assert done.returncode == 0, done.stderr
+    url: str = json.loads(done.stdout)["url"]
+    return url
+
+
+def csrf_of(client: httpx.Client) -> str:
+    """The CSRF token of the dashboard's page, as a logged-in ``client`` gets it."""
+    page = client.get("/").text
+    marker = 'name="csrf" content="'
+    start = page.index(marker) + len(marker)
+    return page[start : page.index('"', start)]
 
 
 def write_config(home: Path, env: dict[str, str], port: int, extra: list[str]) -> None:
@@ -132,11 +137,3 @@ def dash_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., DashD
             for proc in dash.procs:
                 proc.wait(timeout=60)
     assert server.errors == []
-
-
-def until(check: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)

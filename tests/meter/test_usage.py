@@ -12,29 +12,12 @@ import pytest
 from chorus.meter import SseSplitter, UsageReader, read_usage
 from chorus.testing import ModelServer
 from chorus.testing._scenario import Reply, Text, Thinking
-
-BODIES = {
-    "anthropic": (
-        "/v1/messages",
-        {
-            "model": "claude-sonnet-4-5",
-            "max_tokens": 9,
-            "stream": True,
-            "messages": [{"role": "user", "content": "hi"}],
-        },
-    ),
-    "openai": ("/v1/responses", {"model": "gpt-5.5", "stream": True, "input": "hi"}),
-    "gemini": (
-        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
-        {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
-    ),
-}
-MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5.5", "gemini": "gemini-2.5-flash"}
+from tests.meter._streams import MODELS, STREAMED
 
 
 def _recorded(api: str) -> tuple[bytes, str]:
     """One streamed answer of the scripted server: its raw bytes and content type."""
-    path, body = BODIES[api]
+    path, body = STREAMED[api]
     reply = Reply(blocks=(Thinking(text="hmm"), Text(text="hello there", chunks=3)))
     with ModelServer([reply]) as server:
         resp = httpx.post(server.url + path, json=body)

@@ -12,12 +12,7 @@ import pytest
 from chorus.policy import Policy
 from chorus.sandbox import bwrap_path, layout, write_wrapper
 from chorus.sandbox._git import git_paths
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+from tests._repo import git, make_repo
 
 
 @pytest.fixture
@@ -25,12 +20,7 @@ def worktree(tmp_path: Path) -> Path:
     """A repository with one commit in ``repo``, and a worktree of it in ``wt``."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.name", "Tester")
-    git(repo, "config", "user.email", "tester@example.com")
-    (repo / "README").write_text("hello\n")
-    git(repo, "add", "README")
-    git(repo, "commit", "-q", "-m", "first")
+    make_repo(repo)
     git(repo, "worktree", "add", "-q", "-b", "job", str(tmp_path / "wt"))
     return tmp_path / "wt"
 

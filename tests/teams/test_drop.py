@@ -9,19 +9,13 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 from chorus.teams import Dropped, Member, TeamConfig, inbox_dir, ingest, watch_drops
 from chorus.teams._config import save_team
+from tests._wait import until_async
 
 TEAM = TeamConfig(name="t", members={"perf": Member(body="codex")})
-
-
-async def _until(check: Callable[[], bool]) -> None:
-    async with asyncio.timeout(10):
-        while not check():  # noqa: ASYNC110 (the watcher gives no event to wait on)
-            await asyncio.sleep(0.05)
 
 
 def _atomic(folder: Path, name: str, data: str, tmp: Path) -> Path:
@@ -42,16 +36,16 @@ async def test_dropped_files_are_posted_once_and_bad_ones_rejected(tmp_path: Pat
 
     stop = asyncio.Event()
     watcher = asyncio.create_task(watch_drops(post, stop))
-    await _until(lambda: len(got) == 1)
+    await until_async(lambda: len(got) == 1)
     assert not early.exists()
     _atomic(inbox, "m.json", '{"text": "from mv", "kind": "steer"}', tmp_path)
     _atomic(inbox, "bad.json", "{", tmp_path)
     (inbox / "half.tmp").write_text("being written")
-    await _until(lambda: len(got) == 2 and (inbox / "rejected" / "bad.json.reason").exists())
+    await until_async(lambda: len(got) == 2 and (inbox / "rejected" / "bad.json.reason").exists())
     stray = inbox.parent / "ghost"
     stray.mkdir()
     _atomic(stray, "x.txt", "to nobody", tmp_path)
-    await _until(lambda: (stray / "rejected" / "x.txt.reason").exists())
+    await until_async(lambda: (stray / "rejected" / "x.txt.reason").exists())
     stop.set()
     await asyncio.wait_for(watcher, 10)
     assert [(t, m, d.kind, d.text) for t, m, d in got] == [
@@ -88,7 +82,7 @@ async def _ingest_all(tmp_path: Path) -> list[Dropped]:
 
     stop = asyncio.Event()
     watcher = asyncio.create_task(watch_drops(post, stop))
-    await _until(lambda: not (inbox_dir("t", "perf") / "last.txt").exists())
+    await until_async(lambda: not (inbox_dir("t", "perf") / "last.txt").exists())
     stop.set()
     await asyncio.wait_for(watcher, 10)
     return got

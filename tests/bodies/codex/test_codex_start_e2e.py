@@ -17,6 +17,7 @@ from chorus.bodies import BodyOptions
 from chorus.bodies.codex import CodexBody
 from chorus.events import Event, Notice, TurnCompleted
 from chorus.testing import ModelServer, OfflineCli, Scenario, text
+from tests._procs import alive
 
 pytestmark = pytest.mark.e2e
 
@@ -29,14 +30,6 @@ def _stuck_first(cli: OfflineCli, folder: Path, *, every_time: bool = False) -> 
     fake.write_text(f'#!/bin/sh\n{once}\nexec "{cli.executable}" "$@"\n')
     fake.chmod(0o755)
     return fake
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 async def test_a_start_stuck_once_is_tried_again_and_the_body_works(
@@ -64,7 +57,7 @@ async def test_a_start_stuck_once_is_tried_again_and_the_body_works(
     assert events[-1].result == "started on the second try"
     stuck = [int(p) for p in (tmp_path / "stuck").read_text().split()]
     assert len(stuck) == 1
-    assert not _alive(stuck[0])  # the stuck try was ended, not left behind
+    assert not alive(stuck[0])  # the stuck try was ended, not left behind
 
 
 async def test_a_start_stuck_every_time_fails_after_one_more_try_naming_the_step(
@@ -80,4 +73,4 @@ async def test_a_start_stuck_every_time_fails_after_one_more_try_naming_the_step
     assert time.monotonic() - began < 20
     stuck = [int(p) for p in (tmp_path / "stuck").read_text().split()]
     assert len(stuck) == 2  # one try more, not more
-    assert not any(_alive(pid) for pid in stuck)
+    assert not any(alive(pid) for pid in stuck)
