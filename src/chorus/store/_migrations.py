@@ -1,18 +1,23 @@
-"""Numbered schema migrations for the SQLite store.
+"""Numbered schema migrations: the SQLite schema, and the one runner of both backends.
 
-``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``. Each runs in
-its own ``BEGIN IMMEDIATE`` transaction together with the ``schema_version``
-row that records it, so a crash leaves the database at one version or the next,
-never in between. Never edit a released migration: append a new one.
+``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1`` (the PostgreSQL
+list is :mod:`chorus.store._pg_migrations`). Each runs in its own transaction
+together with the ``schema_version`` row that records it, so a crash leaves the
+database at one version or the next, never in between. Never edit a released
+migration: append a new one.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from chorus.store._errors import SchemaVersionError
+from chorus.store._query import Query, Stmt, one, run
+
+if TYPE_CHECKING:
+    from chorus.store._db import Db
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,47 +226,52 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
+SQLITE_MIGRATIONS = MIGRATIONS
 LATEST_VERSION = len(MIGRATIONS)
 
 
-def current_version(conn: sqlite3.Connection) -> int:
-    """The schema version recorded in ``conn`` (0 for an empty database)."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_version ("
-        "version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at REAL NOT NULL)"
-    )
-    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
-    return int(row[0])
+# -- the runner (both backends) --------------------------------------------------------------
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Apply pending migrations to ``conn`` (autocommit mode); return the version.
+def migrate(db: Db) -> int:
+    """Apply ``db``'s pending migrations (``db`` in autocommit mode); return the version.
 
     Safe when several processes open the same database: the version is re-read
-    under the write lock before each step. Raises :class:`SchemaVersionError`
-    when the database is newer than :data:`LATEST_VERSION`.
+    under the write lock (SQLite) or the migration lock (PostgreSQL) before each
+    step. Raises :class:`SchemaVersionError` when the database is newer than this code.
     """
     while True:
-        conn.execute("BEGIN IMMEDIATE")
+        db.begin()
         try:
-            version = current_version(conn)
-            if version >= LATEST_VERSION:
-                conn.execute("COMMIT")
-                if version > LATEST_VERSION:
-                    raise SchemaVersionError(version, LATEST_VERSION)
+            db.lock_schema()
+            version = run(db, current_version())
+            if version >= len(db.schema):
+                db.commit()
+                if version > len(db.schema):
+                    raise SchemaVersionError(version, len(db.schema))
                 return version
-            _apply(conn, version + 1, MIGRATIONS[version])
-            conn.execute("COMMIT")
+            run(db, _apply(version + 1, db.schema[version]))
+            db.commit()
         except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            db.rollback()
             raise
 
 
-def _apply(conn: sqlite3.Connection, version: int, migration: Migration) -> None:
+def current_version() -> Query[int]:
+    """The schema version recorded in the database (0 for an empty one)."""
+    yield Stmt(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
+        " description TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)",
+        literal=True,
+    )
+    row = yield from one("SELECT COALESCE(MAX(version), 0) FROM schema_version")
+    return int(row[0])
+
+
+def _apply(version: int, migration: Migration) -> Query[None]:
     for statement in migration.statements:
-        conn.execute(statement)
-    conn.execute(
+        yield Stmt(statement, literal=True)
+    yield Stmt(
         "INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
         (version, migration.description, time.time()),
     )

@@ -19,9 +19,11 @@ from typing import Any
 import psycopg
 
 from chorus._errors import UserError
+from chorus.store._db import SqliteDb
 from chorus.store._errors import StoreError
 from chorus.store._migrations import LATEST_VERSION as SQLITE_VERSION
 from chorus.store._migrations import current_version
+from chorus.store._query import run
 
 #: table -> columns copied (the same names on both sides).
 _TABLES: dict[str, tuple[str, ...]] = {
@@ -115,7 +117,7 @@ def copy_sqlite_to_postgres(source: Path, conn: psycopg.Connection[Any]) -> dict
 
 
 def _check_versions(lite: sqlite3.Connection) -> None:
-    found = current_version(lite) if _has_table(lite, "schema_version") else 0
+    found = run(SqliteDb(lite), current_version()) if _has_table(lite, "schema_version") else 0
     if found != SQLITE_VERSION:
         raise StoreError(
             f"the SQLite database is at schema version {found}, this Chorus copies version"

@@ -1,10 +1,10 @@
 """Numbered schema migrations for the PostgreSQL store.
 
-Same rules as the SQLite ones (:mod:`chorus.store._migrations`): ``MIGRATIONS[i]``
-takes the schema from version ``i`` to ``i + 1``, each in its own transaction
-with the ``schema_version`` row that records it; never edit a released one.
-Several daemons may start at once against one database: a transaction-scoped
-advisory lock makes them migrate one after the other.
+Same rules and the same runner as the SQLite ones (:mod:`chorus.store._migrations`):
+``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``, each in its own
+transaction with the ``schema_version`` row that records it; never edit a released
+one. Several daemons may start at once against one database: a transaction-scoped
+advisory lock (:data:`MIGRATION_LOCK`) makes them migrate one after the other.
 
 Differences from SQLite, on purpose:
 
@@ -17,11 +17,6 @@ Differences from SQLite, on purpose:
 
 from __future__ import annotations
 
-import time
-
-import psycopg
-
-from chorus.store._errors import SchemaVersionError
 from chorus.store._migrations import (
     AUDIT_ANCHOR_MIGRATION,
     FLAGS_MIGRATION,
@@ -188,40 +183,5 @@ MIGRATIONS: tuple[Migration, ...] = (
     AUDIT_ANCHOR_MIGRATION,
 )
 
+PG_MIGRATIONS = MIGRATIONS
 LATEST_VERSION = len(MIGRATIONS)
-
-
-async def migrate(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> int:
-    """Apply pending migrations (``conn`` in autocommit mode); return the version.
-    Raises :class:`SchemaVersionError` when the database is newer than this code."""
-    while True:
-        async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            version = await _current_version(conn)
-            if version > LATEST_VERSION:
-                raise SchemaVersionError(version, LATEST_VERSION)
-            if version == LATEST_VERSION:
-                return version
-            await _apply(conn, version + 1, MIGRATIONS[version])
-
-
-async def _current_version(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> int:
-    await conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
-        " description TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
-    )
-    cur = await conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version")
-    row = await cur.fetchone()
-    assert row is not None
-    return int(str(row[0]))
-
-
-async def _apply(
-    conn: psycopg.AsyncConnection[tuple[object, ...]], version: int, migration: Migration
-) -> None:
-    for statement in migration.statements:
-        await conn.execute(statement.encode())
-    await conn.execute(
-        "INSERT INTO schema_version (version, description, applied_at) VALUES (%s, %s, %s)",
-        (version, migration.description, time.time()),
-    )
