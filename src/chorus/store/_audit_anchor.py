@@ -19,6 +19,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,7 +27,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from chorus.config import ChorusConfig, load_config
-from chorus.store._db import SqliteDb, connect_pg
+from chorus.store._db import Db, SqliteDb, connect_pg
 from chorus.store._errors import StoreError
 from chorus.store._migrations import migrate
 from chorus.store._postgres import CONNECT_TIMEOUT_S, redact_url
@@ -104,11 +105,7 @@ class SqliteAnchorCell(AnchorCell):
     def _run(self, fn: QueryFn[T]) -> T:
         with self._lock:
             try:
-                db = self._connect()
-                try:
-                    return run(db, fn())
-                finally:
-                    db.close()
+                return _once(self._connect, fn)
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.path}: the audit anchor: {exc}") from exc
 
@@ -134,13 +131,18 @@ class PgAnchorCell(AnchorCell):
 
     def _run(self, fn: QueryFn[T]) -> T:
         try:
-            db = connect_pg(self.url, timeout_s=CONNECT_TIMEOUT_S, name="chorus-audit")
-            try:
-                return run(db, fn())
-            finally:
-                db.close()
+            return _once(lambda: connect_pg(self.url, timeout_s=CONNECT_TIMEOUT_S), fn)
         except psycopg.Error as exc:
             raise StoreError(f"{redact_url(self.url)}: the audit anchor: {exc}") from exc
+
+
+def _once(connect: Callable[[], Db], fn: QueryFn[T]) -> T:
+    """Run the query ``fn()`` on a connection of its own, closed after."""
+    db = connect()
+    try:
+        return run(db, fn())
+    finally:
+        db.close()
 
 
 def audit_anchor_cell(config: ChorusConfig | None = None) -> AnchorCell:

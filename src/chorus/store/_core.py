@@ -58,14 +58,13 @@ class SqlStore(
 
     def __init__(
         self,
-        *,
         redactor: Redactor | None,
         mirror_dir: Path | None,
-        max_queue: int,
-        max_batch: int,
-        max_event_bytes: int,
+        limits: tuple[int, int, int],
         readers: int,
     ) -> None:
+        """``limits``: the writer's ``max_queue``, ``max_batch`` and ``max_event_bytes``."""
+        max_queue, max_batch, max_event_bytes = limits
         self.redactor = redactor or Redactor.from_config()
         self.max_event_bytes = max_event_bytes
         self.mirror: JsonlMirror | None = None

@@ -15,9 +15,13 @@ from typing import TYPE_CHECKING
 
 from chorus.store._errors import SchemaVersionError
 from chorus.store._query import Query, Stmt, one, run
+from chorus.store._schema import CORE, MAILBOX, ROUTINES, SQLITE_SPELLING, WORKTREES, spell
 
 if TYPE_CHECKING:
     from chorus.store._db import Db
+
+
+_SPELLING = SQLITE_SPELLING
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,140 +90,18 @@ AUDIT_ANCHOR_MIGRATION = Migration(
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(
-        "sessions, events, raw lines, control requests, jobs",
-        (
-            """CREATE TABLE sessions (
-                id TEXT PRIMARY KEY,
-                body TEXT NOT NULL,
-                model TEXT,
-                cwd TEXT,
-                native_session_id TEXT,
-                transport TEXT NOT NULL DEFAULT '{}',
-                state TEXT NOT NULL,
-                created_at REAL NOT NULL,
-                updated_at REAL NOT NULL
-            )""",
-            "CREATE INDEX sessions_by_created ON sessions(created_at)",
-            """CREATE TABLE events (
-                session_id TEXT NOT NULL REFERENCES sessions(id),
-                seq INTEGER NOT NULL CHECK (seq >= 1),
-                ts REAL NOT NULL,
-                type TEXT NOT NULL,
-                origin TEXT NOT NULL,
-                payload TEXT NOT NULL,
-                UNIQUE (session_id, seq)
-            )""",
-            """CREATE TABLE raw_lines (
-                session_id TEXT NOT NULL REFERENCES sessions(id),
-                n INTEGER NOT NULL CHECK (n >= 1),
-                stream TEXT NOT NULL CHECK (stream IN ('stdout', 'stderr', 'stdin')),
-                line TEXT NOT NULL,
-                ts REAL NOT NULL,
-                UNIQUE (session_id, n)
-            )""",
-            """CREATE TABLE control_requests (
-                session_id TEXT NOT NULL REFERENCES sessions(id),
-                request_id TEXT NOT NULL,
-                subtype TEXT NOT NULL,
-                payload TEXT NOT NULL,
-                status TEXT NOT NULL,
-                response TEXT,
-                requested_at REAL NOT NULL,
-                responded_at REAL,
-                PRIMARY KEY (session_id, request_id)
-            )""",
-            """CREATE TABLE jobs (
-                id TEXT PRIMARY KEY,
-                session_id TEXT REFERENCES sessions(id),
-                body TEXT,
-                prompt TEXT NOT NULL,
-                state TEXT NOT NULL,
-                options TEXT NOT NULL DEFAULT '{}',
-                result TEXT,
-                error TEXT,
-                attempts INTEGER NOT NULL DEFAULT 0,
-                created_at REAL NOT NULL,
-                updated_at REAL NOT NULL,
-                started_at REAL,
-                ended_at REAL
-            )""",
-            # rowid breaks ties between jobs created in the same clock tick.
-            "CREATE INDEX jobs_by_state ON jobs(state, created_at)",
-            "CREATE INDEX jobs_by_session ON jobs(session_id)",
-        ),
-    ),
+    Migration("sessions, events, raw lines, control requests, jobs", spell(CORE, _SPELLING)),
     NODES_MIGRATION,
     Migration(
         "routines and their firings (one row per routine and scheduled time)",
-        (
-            """CREATE TABLE routines (
-                name TEXT PRIMARY KEY,
-                enabled INTEGER NOT NULL DEFAULT 1,
-                anchor_at REAL NOT NULL,
-                updated_at REAL NOT NULL
-            )""",
-            # The primary key is what makes a firing happen at most once: the row is
-            # inserted in the same transaction as the job it queues.
-            """CREATE TABLE routine_firings (
-                routine TEXT NOT NULL,
-                scheduled_for REAL NOT NULL,
-                kind TEXT NOT NULL,
-                outcome TEXT NOT NULL,
-                job_id TEXT REFERENCES jobs(id),
-                detail TEXT NOT NULL DEFAULT '{}',
-                fired_at REAL NOT NULL,
-                PRIMARY KEY (routine, scheduled_for)
-            )""",
-            "CREATE INDEX routine_firings_by_job ON routine_firings(job_id)",
-        ),
+        spell(ROUTINES, _SPELLING),
     ),
     Migration(
-        "worktrees: one git worktree per job that asked for one",
-        (
-            """CREATE TABLE worktrees (
-                job_id TEXT PRIMARY KEY,
-                repo TEXT NOT NULL,
-                path TEXT NOT NULL UNIQUE,
-                branch TEXT NOT NULL,
-                base TEXT NOT NULL,
-                base_commit TEXT NOT NULL,
-                into_branch TEXT NOT NULL,
-                state TEXT NOT NULL,
-                info TEXT NOT NULL DEFAULT '{}',
-                created_at REAL NOT NULL,
-                updated_at REAL NOT NULL
-            )""",
-            "CREATE INDEX worktrees_by_repo ON worktrees(repo, created_at)",
-        ),
+        "worktrees: one git worktree per job that asked for one", spell(WORKTREES, _SPELLING)
     ),
     Migration(
         "team mailboxes: members and messages, at least once with an ack",
-        (
-            """CREATE TABLE team_members (
-                team TEXT NOT NULL,
-                member TEXT NOT NULL,
-                created_at REAL NOT NULL,
-                PRIMARY KEY (team, member)
-            )""",
-            """CREATE TABLE mailbox (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                id TEXT NOT NULL UNIQUE,
-                team TEXT NOT NULL,
-                sender TEXT NOT NULL,
-                recipient TEXT NOT NULL,
-                kind TEXT NOT NULL,
-                body TEXT NOT NULL,
-                correlation_id TEXT,
-                created_at REAL NOT NULL,
-                delivered_at REAL,
-                delivered_to TEXT,
-                acked_at REAL,
-                attempts INTEGER NOT NULL DEFAULT 0
-            )""",
-            "CREATE INDEX mailbox_inbox ON mailbox(team, recipient, acked_at, seq)",
-            "CREATE INDEX mailbox_by_turn ON mailbox(delivered_to)",
-        ),
+        spell(MAILBOX, _SPELLING),
     ),
     FLAGS_MIGRATION,
     AUDIT_ANCHOR_MIGRATION,

@@ -21,9 +21,11 @@ import psycopg
 from chorus._errors import UserError
 from chorus.store._db import SqliteDb
 from chorus.store._errors import StoreError
+from chorus.store._jobs import JOB_COLUMNS
 from chorus.store._migrations import LATEST_VERSION as SQLITE_VERSION
 from chorus.store._migrations import current_version
 from chorus.store._query import run
+from chorus.store._worktrees import WORKTREE_COLUMNS
 
 #: table -> columns copied (the same names on both sides).
 _TABLES: dict[str, tuple[str, ...]] = {
@@ -50,22 +52,8 @@ _TABLES: dict[str, tuple[str, ...]] = {
         "requested_at",
         "responded_at",
     ),
-    "jobs": (
-        "id",
-        "session_id",
-        "body",
-        "prompt",
-        "state",
-        "options",
-        "result",
-        "error",
-        "attempts",
-        "created_at",
-        "updated_at",
-        "started_at",
-        "ended_at",
-        "affinity",
-    ),
+    # Not a job's node and lease: a running job is copied as queued.
+    "jobs": tuple(c for c in JOB_COLUMNS if c not in ("node", "lease_expires_at")),
     "routines": ("name", "enabled", "anchor_at", "updated_at"),
     "routine_firings": (
         "routine",
@@ -76,19 +64,7 @@ _TABLES: dict[str, tuple[str, ...]] = {
         "detail",
         "fired_at",
     ),
-    "worktrees": (
-        "job_id",
-        "repo",
-        "path",
-        "branch",
-        "base",
-        "base_commit",
-        "into_branch",
-        "state",
-        "info",
-        "created_at",
-        "updated_at",
-    ),
+    "worktrees": WORKTREE_COLUMNS,
 }
 #: SQLite order of rows within a table (insertion order, like ``ord`` on PostgreSQL).
 _ORDER = {"events": "session_id, seq", "raw_lines": "session_id, n"}

@@ -87,14 +87,7 @@ class PostgresStore(SharedHealth, SqlStore):
         pool_size: int = 8,
         listen: bool = True,
     ) -> None:
-        super().__init__(
-            redactor=redactor,
-            mirror_dir=mirror_dir,
-            max_queue=max_queue,
-            max_batch=max_batch,
-            max_event_bytes=max_event_bytes,
-            readers=pool_size,
-        )
+        super().__init__(redactor, mirror_dir, (max_queue, max_batch, max_event_bytes), pool_size)
         self.url = url
         password = urlsplit(url).password
         if password and len(password) >= MIN_SECRET_CHARS:

@@ -56,14 +56,7 @@ class SqliteStore(SqlStore):
         readers: int = 4,
         sql_trace: SqlTrace | None = None,
     ) -> None:
-        super().__init__(
-            redactor=redactor,
-            mirror_dir=mirror_dir,
-            max_queue=max_queue,
-            max_batch=max_batch,
-            max_event_bytes=max_event_bytes,
-            readers=readers,
-        )
+        super().__init__(redactor, mirror_dir, (max_queue, max_batch, max_event_bytes), readers)
         self.path = path or default_db_path()
         self._synchronous = synchronous
         self._sql_trace = sql_trace

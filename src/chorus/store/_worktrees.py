@@ -14,7 +14,7 @@ from chorus.store._query import Query, count, one, rows
 from chorus.store._redact import Redactor
 from chorus.store._repo import Repo
 
-_COLUMNS = (
+WORKTREE_COLUMNS = (
     "job_id",
     "repo",
     "path",
@@ -27,9 +27,9 @@ _COLUMNS = (
     "created_at",
     "updated_at",
 )
-_SQL = ", ".join(_COLUMNS)
+_SQL = ", ".join(WORKTREE_COLUMNS)
 _INSERT = (
-    f"INSERT INTO worktrees ({_SQL}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
+    f"INSERT INTO worktrees ({_SQL}) VALUES ({', '.join('?' for _ in WORKTREE_COLUMNS)})"
     " ON CONFLICT DO NOTHING"
 )
 _LIST = (
@@ -81,7 +81,7 @@ def _clean(redactor: Redactor, record: WorktreeRecord) -> WorktreeRecord:
 
 
 def _record(row: Sequence[Any]) -> WorktreeRecord:
-    data = dict(zip(_COLUMNS, row, strict=True))
+    data = dict(zip(WORKTREE_COLUMNS, row, strict=True))
     data["into"] = data.pop("into_branch")
     data["info"] = json.loads(data["info"])
     return WorktreeRecord(**data)
