@@ -152,6 +152,15 @@ def lease_expired_error(job: JobRecord) -> JsonDict:
 
 
 @dataclass(frozen=True, slots=True)
+class Lease:
+    """A node's hold on a running job: ``token`` is the job's ``attempts`` at the claim,
+    so a later claim (by any node, this one too) makes an older lease stale."""
+
+    node: str
+    token: int
+
+
+@dataclass(frozen=True, slots=True)
 class JobRecord:
     """One job. ``body`` is None until the router picks one; ``attempts`` counts
     claims; ``started_at`` is the latest claim; ``ended_at`` is set on entering a
@@ -176,6 +185,14 @@ class JobRecord:
     lease_expires_at: float | None = None
     #: A node id or host name the job must run on (its cwd lives there), or None.
     affinity: str | None = None
+
+    @property
+    def lease(self) -> Lease | None:
+        """The lease of the node that holds the job (its claim), None when no node does;
+        pass it to :meth:`Store.end_job` so that only this claim can end the job."""
+        if self.state is not JobState.RUNNING or self.node is None:
+            return None
+        return Lease(self.node, self.attempts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -539,12 +556,18 @@ class Store(FlagStore, ABC):
         result: JsonDict | None = None,
         error: JsonDict | None = None,
         origin: str = ORIGIN_CHORUS,
+        lease: Lease | None = None,
     ) -> tuple[JobRecord, Event]:
         """End a job for good, in ONE transaction: move it to the terminal ``state``
         (checked like :meth:`update_job`), set ``result``/``error``, and append
         ``ended`` (its :class:`JobEnded`, tagged with ``job_id``) to the job's
         session. A crash leaves either both or neither, so a follower of the job's
-        events always sees its end. Returns the job and the stamped event. Raises
+        events always sees its end. Returns the job and the stamped event.
+
+        With ``lease`` (the claim's :attr:`JobRecord.lease`) the end is fenced: one
+        statement changes the job only while it is running under that very lease
+        (same node, same claim), else :class:`LeaseLostError`. A node whose lease
+        lapsed can thus never end a job another claim now runs. Raises
         :class:`JobStateError` (illegal transition, no session),
         :class:`UnknownJobError`, :class:`EventTooLargeError`; nothing is written then."""
 

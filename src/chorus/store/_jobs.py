@@ -9,13 +9,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from chorus.events import Event
-from chorus.store._errors import DuplicateRecordError, JobStateError, UnknownJobError
+from chorus.store._errors import (
+    DuplicateRecordError,
+    JobStateError,
+    LeaseLostError,
+    UnknownJobError,
+)
 from chorus.store._interface import (
     JOB_TERMINAL,
     ORIGIN_CHORUS,
     JobRecord,
     JobState,
     JsonDict,
+    Lease,
     check_id,
     check_job_end,
     check_job_transition,
@@ -141,12 +147,13 @@ class Jobs(Repo):
         result: JsonDict | None = None,
         error: JsonDict | None = None,
         origin: str = ORIGIN_CHORUS,
+        lease: Lease | None = None,
     ) -> tuple[JobRecord, Event]:
         check_job_end(job_id, state)
         fields = self._outcome(result, error)
         tagged = ended.model_copy(update={"job_id": job_id})
         end = EndOp(
-            asyncio.get_running_loop(), lambda: _end(job_id, state, fields), [tagged], origin
+            asyncio.get_running_loop(), lambda: _end(job_id, state, fields, lease), [tagged], origin
         )
         job, stamped = await self._write(end)
         return job, stamped[0]
@@ -217,7 +224,7 @@ def update_job_row(
     fields: dict[str, Any],
     *,
     now: float | None = None,
-    fence: tuple[str, int] | None = None,
+    fence: Lease | None = None,
 ) -> Query[int]:
     """Set ``fields`` (fixed column names) and ``updated_at``; with ``fence``, only while
     that lease holds it. Returns the rows changed (0 or 1)."""
@@ -226,7 +233,7 @@ def update_job_row(
     where = "id = :job_id" + (_FENCE if fence else "")
     params = {**values, "job_id": job_id}
     if fence:
-        params.update(fence_node=fence[0], fence_token=fence[1])
+        params.update(fence_node=fence.node, fence_token=fence.token)
     changed = yield from count(update_sql("jobs", list(values), where), params)
     return changed
 
@@ -275,13 +282,29 @@ def _update(
     return (yield from get_job(job_id))
 
 
-def _end(job_id: str, state: JobState, fields: dict[str, Any]) -> Query[tuple[str, JobRecord]]:
-    job = yield from set_job_state((yield from get_job(job_id, lock=True)), state)
-    if fields:
-        yield from update_job_row(job_id, fields)
+def _end(
+    job_id: str, state: JobState, fields: dict[str, Any], lease: Lease | None
+) -> Query[tuple[str, JobRecord]]:
+    if lease is None:
+        yield from set_job_state((yield from get_job(job_id, lock=True)), state)
+        if fields:
+            yield from update_job_row(job_id, fields)
+    else:
+        yield from _end_fenced(job_id, state, fields, lease)
+    job = yield from get_job(job_id)
     if job.session_id is None:
         raise JobStateError(job_id, job.state.value, "ended without a session")
-    return job.session_id, (yield from get_job(job_id))
+    return job.session_id, job
+
+
+def _end_fenced(job_id: str, state: JobState, fields: dict[str, Any], lease: Lease) -> Query[None]:
+    """End the job in ONE statement that holds only while ``lease`` does (running,
+    on that node, under that claim): no window between a check and the change."""
+    now = time.time()
+    changes = {"state": state.value, "ended_at": now, "lease_expires_at": None, **fields}
+    if (yield from update_job_row(job_id, changes, now=now, fence=lease)) == 0:
+        yield from get_job(job_id)  # UnknownJobError, when there is no such job
+        raise LeaseLostError(job_id, lease.node, lease.token)
 
 
 def _requeue_running(node: str | None) -> Query[list[JobRecord]]:
