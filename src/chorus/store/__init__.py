@@ -2,6 +2,9 @@
 
 :class:`Store` is the contract; :class:`SqliteStore` the embedded backend,
 :class:`PostgresStore` the shared one (``[store] url``; :func:`open_store` picks).
+Both are one core: a repository per record kind (sessions, events, jobs, nodes and
+leases, routines, worktrees, mailboxes, flags), its SQL written once and spelled
+for each database by a small dialect, one writer and one migration runner.
 Everything is redacted before it is written, appended events get a gap-free
 ``seq`` per session, each session has a JSONL mirror, and subscribers follow
 sessions live from any ``seq`` with no gap and no duplicate.
@@ -49,7 +52,25 @@ from chorus.store._flags import (
     FlagRecord,
     UnknownFlagError,
 )
-from chorus.store._interface import (
+from chorus.store._interface import Store
+from chorus.store._mailbox import (
+    MESSAGE_KINDS,
+    MessageRecord,
+    NewMessage,
+    UnknownMemberError,
+)
+from chorus.store._migrations import LATEST_VERSION
+from chorus.store._node import WorkerNode, default_node_id
+from chorus.store._origin import event_origin
+from chorus.store._pg_copy import TargetNotEmptyError, copy_sqlite_to_postgres
+from chorus.store._postgres import (
+    PostgresStore,
+    StoreUnreachableError,
+    is_postgres_url,
+    redact_url,
+)
+from chorus.store._prefix import resolve_job_id, resolve_session_id
+from chorus.store._records import (
     JOB_TERMINAL,
     JOB_TRANSITIONS,
     ORIGIN_CHORUS,
@@ -68,29 +89,11 @@ from chorus.store._interface import (
     RawTap,
     RoutineRecord,
     SessionRecord,
-    Store,
     StoreOutage,
     WorktreeRecord,
     check_id,
     new_id,
 )
-from chorus.store._mailbox import (
-    MESSAGE_KINDS,
-    MessageRecord,
-    NewMessage,
-    UnknownMemberError,
-)
-from chorus.store._migrations import LATEST_VERSION
-from chorus.store._node import WorkerNode, default_node_id
-from chorus.store._origin import event_origin
-from chorus.store._pg_copy import TargetNotEmptyError, copy_sqlite_to_postgres
-from chorus.store._postgres import (
-    PostgresStore,
-    StoreUnreachableError,
-    is_postgres_url,
-    redact_url,
-)
-from chorus.store._prefix import resolve_job_id, resolve_session_id
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor, looks_secret_name
 from chorus.store._repair import RepairReport, repair_store
 from chorus.store._replay import (

@@ -8,13 +8,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from chorus.store._interface import (
-    JobRecord,
-    JobState,
-    JsonDict,
-    NodeRecord,
-    lease_expired_error,
-)
 from chorus.store._jobs import (
     JOB_COLUMNS,
     JOB_SELECT,
@@ -25,6 +18,13 @@ from chorus.store._jobs import (
     update_job_row,
 )
 from chorus.store._query import Query, count, notify, one, rows, values
+from chorus.store._records import (
+    JobRecord,
+    JobState,
+    JsonDict,
+    NodeRecord,
+    lease_expired_error,
+)
 from chorus.store._repo import Repo
 
 _UPSERT_NODE = (
@@ -66,10 +66,12 @@ class Nodes(Repo):
     """The worker-node and lease part of :class:`~chorus.store.Store`."""
 
     async def register_node(self, node_id: str, *, host: str, bodies: Sequence[str]) -> NodeRecord:
+        """Insert or refresh a worker node (``last_seen`` now)."""
         row = {"id": node_id, "host": host, "bodies": json.dumps(list(bodies))}
         return await self._call(lambda: _register(row))
 
     async def list_nodes(self) -> list[NodeRecord]:
+        """Every registered node, most recently seen first."""
         return await self._read(_list_nodes)
 
     async def claim_job(
@@ -81,6 +83,13 @@ class Nodes(Repo):
         exclude_sessions: Sequence[str] = (),
         system_only: bool = False,
     ) -> JobRecord | None:
+        """Atomically take the oldest ``queued`` job this node may run: not of a
+        session in ``exclude_sessions`` (``""`` stands for "no session") nor of one
+        with a job running anywhere, with no affinity or one naming ``node_id`` or
+        ``host``, and (``system_only``) with ``options["system"]`` true. It becomes
+        ``running`` on ``node_id`` with a lease of ``lease_s`` seconds. None when
+        nothing fits. Concurrent claims, from any
+        number of processes, never get the same job."""
         params: dict[str, Any] = {"node": node_id, "host": host, "lease": lease_s}
         params.update(exclude=json.dumps(list(exclude_sessions)), system_only=system_only)
         params["now"] = time.time()
@@ -89,10 +98,16 @@ class Nodes(Repo):
     async def extend_leases(
         self, node_id: str, job_ids: Sequence[str], *, lease_s: float
     ) -> list[str]:
+        """Renew the leases of the node's running jobs among ``job_ids`` and the
+        node's ``last_seen``; return the ids still held (a job missing from the
+        answer was taken over after its lease expired: stop working on it)."""
         params = {"node": node_id, "ids": json.dumps(list(job_ids)), "lease": lease_s}
         return await self._call(lambda: _extend(params))
 
     async def requeue_expired_jobs(self, *, max_attempts: int | None = None) -> list[JobRecord]:
+        """Put ``running`` jobs whose lease expired back to ``queued`` (their node
+        died), or to ``failed`` once they were claimed ``max_attempts`` times;
+        return them in their new state."""
         jobs = await self._call(lambda: _requeue_expired(max_attempts))
         if any(job.state is JobState.QUEUED for job in jobs):
             self._jobs_queued()
@@ -163,9 +178,12 @@ class SharedHealth(Repo):
     """Provider health rows of the whole cluster (the last writer wins)."""
 
     async def list_provider_health(self) -> list[JsonDict]:
+        """Provider health rows (:meth:`chorus.router.ProviderHealth.to_json`) shared by
+        the cluster; a store that only one daemon uses shares none."""
         found = await self._read(lambda: values(rows(_HEALTH)))
         return [json.loads(data) for data in found]
 
     async def put_provider_health(self, key: str, data: JsonDict, *, node: str) -> None:
+        """Store one provider's health for the whole cluster (the last writer wins)."""
         row = {"key": key, "data": self._json(data), "node": node, "now": time.time()}
         await self._call(lambda: count(_PUT_HEALTH, row))

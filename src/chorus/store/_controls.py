@@ -13,8 +13,8 @@ from chorus.store._errors import (
     StoreError,
     UnknownControlRequestError,
 )
-from chorus.store._interface import ControlRecord, ControlStatus, JsonDict
 from chorus.store._query import Query, count, one, rows
+from chorus.store._records import ControlRecord, ControlStatus, JsonDict
 from chorus.store._repo import Repo
 from chorus.store._sessions import require_session
 
@@ -42,6 +42,8 @@ class Controls(Repo):
     async def record_control_request(
         self, session_id: str, request_id: str, subtype: str, payload: JsonDict | None = None
     ) -> ControlRecord:
+        """Insert a pending control request. Raises :class:`DuplicateRecordError`
+        if the session already has ``request_id``, :class:`UnknownSessionError`."""
         text = self.redactor.redact_text(subtype)
         row = (session_id, request_id, text, self._json(payload or {}), time.time())
         return await self._call(lambda: _insert(row))
@@ -54,17 +56,22 @@ class Controls(Repo):
         status: ControlStatus,
         response: JsonDict | None = None,
     ) -> ControlRecord:
+        """Record the one response (status not ``pending``). Raises
+        :class:`UnknownControlRequestError`, or :class:`ControlAnsweredError` when
+        it already has one."""
         if status is ControlStatus.PENDING:
             raise StoreError("a control response cannot have status 'pending'")
         values = (status.value, self._json(response or {}), time.time(), session_id, request_id)
         return await self._call(lambda: _answer(values))
 
     async def get_control_request(self, session_id: str, request_id: str) -> ControlRecord:
+        """The control request, or :class:`UnknownControlRequestError`."""
         return await self._read(lambda: _get(session_id, request_id))
 
     async def list_control_requests(
         self, session_id: str, *, status: ControlStatus | None = None
     ) -> list[ControlRecord]:
+        """The session's control requests, oldest first."""
         params = {"id": session_id, "status": status.value if status else None}
         return await self._read(lambda: _list(params))
 

@@ -1,12 +1,12 @@
 """The store of both backends: the repositories, composed, over one writer and readers.
 
-Each record kind is one repository (a mixin: sessions, events, control requests,
-jobs, nodes and leases, routines, worktrees, team mailboxes, flags); their SQL is
-written once (:mod:`chorus.store._query`). This class adds the plumbing they
-share: the lifecycle, the one writer thread (:mod:`chorus.store._writer`) and a
-pool of reader threads. No database call runs on the event loop's thread. A
-backend (:class:`~chorus.store.SqliteStore`, :class:`~chorus.store.PostgresStore`)
-says how to connect, and adds what only it has.
+:class:`~chorus.store.Store` is the composition of one repository per record kind
+(sessions, events, control requests, jobs, nodes and leases, routines, worktrees,
+team mailboxes, flags); their SQL is written once (:mod:`chorus.store._query`).
+This class adds the plumbing they share: the lifecycle, the one writer thread
+(:mod:`chorus.store._writer`) and a pool of reader threads. No database call runs
+on the event loop's thread. A backend (:class:`~chorus.store.SqliteStore`,
+:class:`~chorus.store.PostgresStore`) says how to connect, and adds what only it has.
 """
 
 from __future__ import annotations
@@ -21,22 +21,13 @@ from typing import Literal, TypeVar
 from chorus._errors import ChorusError
 from chorus.config import sessions_dir
 from chorus.store._bus import EventBus
-from chorus.store._cluster import Nodes
-from chorus.store._controls import Controls
 from chorus.store._db import Db
 from chorus.store._errors import StoreClosedError, StoreError
-from chorus.store._events import Events
-from chorus.store._flags import Flags
 from chorus.store._interface import Store
-from chorus.store._jobs import Jobs
-from chorus.store._mailbox import Mailboxes
 from chorus.store._mirror import JsonlMirror
 from chorus.store._ops import CallOp, Op
 from chorus.store._query import QueryFn, run
 from chorus.store._redact import Redactor
-from chorus.store._routines import Routines
-from chorus.store._sessions import Sessions
-from chorus.store._worktrees import Worktrees
 from chorus.store._writer import Writer
 
 T = TypeVar("T")
@@ -46,9 +37,7 @@ DEFAULT_MAX_EVENT_BYTES = 32 << 20
 READER_THREAD_PREFIX = "chorus-store-reader"
 
 
-class SqlStore(
-    Sessions, Events, Controls, Jobs, Nodes, Routines, Worktrees, Mailboxes, Flags, Store
-):
+class SqlStore(Store):
     """The repositories over one writer and a pool of readers (see the module)."""
 
     #: Distinguishes this process's writes from other processes' (shared stores).
@@ -104,6 +93,7 @@ class SqlStore(
     # -- lifecycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Open the database and apply pending migrations. Call once."""
         if self._state != "new":
             raise StoreClosedError("a store can be started once")
         self._state = "open"
@@ -133,6 +123,8 @@ class SqlStore(
             raise error from exc
 
     async def close(self) -> None:
+        """Finish queued writes, end subscriptions, release every connection.
+        Idempotent."""
         if self._state == "closed":
             return
         self._state = "closed"
@@ -175,10 +167,3 @@ class SqlStore(
         except self._driver_errors as exc:
             reason = self.redactor.redact_text(str(exc))
             raise StoreError(f"read failed: {reason}") from exc
-
-    def on_jobs_queued(self, callback: Callable[[], None]) -> None:
-        self._queued_hooks.append(callback)
-
-    def _jobs_queued(self) -> None:
-        for hook in list(self._queued_hooks):
-            hook()

@@ -158,60 +158,6 @@ def check_decision(flag: FlagRecord, status: str, choice: str | None) -> None:
         raise UserError(f"{choice!r} is not an option of flag {flag.id}: {flag.options}")
 
 
-class FlagStore:
-    """The flags part of the store contract (:class:`Flags` implements it)."""
-
-    async def create_flag(
-        self,
-        question: str,
-        *,
-        default: str,
-        options: Sequence[str] = (),
-        deadline_at: float,
-        job_id: str | None = None,
-        session_id: str | None = None,
-        flag_id: str | None = None,
-    ) -> FlagRecord:
-        """Store a new pending flag (question redacted) and return it."""
-        raise StoreError(f"flags are not available on {type(self).__name__}")
-
-    async def get_flag(self, flag_id: str) -> FlagRecord:
-        """The flag, by id or unique prefix; :class:`UnknownFlagError` if none."""
-        raise UnknownFlagError(flag_id)
-
-    async def list_flags(
-        self, *, status: str | None = None, job_id: str | None = None
-    ) -> list[FlagRecord]:
-        """Flags oldest first, optionally of one status or job."""
-        return []
-
-    async def decide_flag(
-        self,
-        flag_id: str,
-        status: str,
-        *,
-        choice: str | None = None,
-        reason: str | None = None,
-        decided_by: str = "person",
-    ) -> FlagRecord:
-        """Decide a pending flag (``approved`` keeps ``choice``, default the default;
-        ``rejected`` with a ``reason``). :class:`FlagDecidedError` when it is no longer
-        pending: nothing changed."""
-        raise UnknownFlagError(flag_id)
-
-    async def expire_flags(self, now: float | None = None) -> list[FlagRecord]:
-        """Settle every pending flag whose deadline passed with its default."""
-        return []
-
-    async def due_flags(self) -> list[FlagRecord]:
-        """Decided flags whose job was not told yet, oldest decision first."""
-        return []
-
-    async def mark_flag_delivered(self, flag_id: str, delivery: str) -> FlagRecord:
-        """Record how a decision reached its job (``steered``, ``queued_followup`` ...)."""
-        raise UnknownFlagError(flag_id)
-
-
 def _insert_params(redactor: Redactor, question: str, **fields: Any) -> dict[str, Any]:
     options = [redactor.redact_text(str(o)) for o in fields.pop("options")]
     return {
@@ -248,8 +194,8 @@ def _pattern(raw: str) -> str:
     return raw + "%"
 
 
-class Flags(Repo, FlagStore):
-    """The flags repository (both backends)."""
+class Flags(Repo):
+    """The flags part of :class:`~chorus.store.Store` (both backends)."""
 
     async def create_flag(
         self,
@@ -262,6 +208,7 @@ class Flags(Repo, FlagStore):
         session_id: str | None = None,
         flag_id: str | None = None,
     ) -> FlagRecord:
+        """Store a new pending flag (question redacted) and return it."""
         params = _insert_params(
             self.redactor, question, default=default, options=list(options), id=flag_id
         )
@@ -269,11 +216,13 @@ class Flags(Repo, FlagStore):
         return await self._call(lambda: _insert(params))
 
     async def get_flag(self, flag_id: str) -> FlagRecord:
+        """The flag, by id or unique prefix; :class:`UnknownFlagError` if none."""
         return await self._read(lambda: _get(flag_id))
 
     async def list_flags(
         self, *, status: str | None = None, job_id: str | None = None
     ) -> list[FlagRecord]:
+        """Flags oldest first, optionally of one status or job."""
         return await self._read(lambda: _records(_LIST, {"status": status, "job_id": job_id}))
 
     async def decide_flag(
@@ -285,18 +234,24 @@ class Flags(Repo, FlagStore):
         reason: str | None = None,
         decided_by: str = "person",
     ) -> FlagRecord:
+        """Decide a pending flag (``approved`` keeps ``choice``, default the default;
+        ``rejected`` with a ``reason``). :class:`FlagDecidedError` when it is no longer
+        pending: nothing changed."""
         said = {"reason": self._clean(reason), "decided_by": self.redactor.redact_text(decided_by)}
         chosen = self._clean(choice)
         return await self._call(lambda: _decide(flag_id, status, chosen, said))
 
     async def expire_flags(self, now: float | None = None) -> list[FlagRecord]:
+        """Settle every pending flag whose deadline passed with its default."""
         at = time.time() if now is None else now
         return await self._call(lambda: _expire(at))
 
     async def due_flags(self) -> list[FlagRecord]:
+        """Decided flags whose job was not told yet, oldest decision first."""
         return await self._read(lambda: _records(_DUE, ()))
 
     async def mark_flag_delivered(self, flag_id: str, delivery: str) -> FlagRecord:
+        """Record how a decision reached its job (``steered``, ``queued_followup`` ...)."""
         params = {"id": flag_id, "delivery": self.redactor.redact_text(delivery)}
         return await self._call(lambda: _delivered(params))
 

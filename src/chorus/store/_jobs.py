@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from chorus.events import Event
@@ -15,7 +15,9 @@ from chorus.store._errors import (
     LeaseLostError,
     UnknownJobError,
 )
-from chorus.store._interface import (
+from chorus.store._ops import EndOp
+from chorus.store._query import NO_LIMIT, Query, count, notify, one, rows, update_sql
+from chorus.store._records import (
     JOB_TERMINAL,
     ORIGIN_CHORUS,
     JobRecord,
@@ -27,8 +29,6 @@ from chorus.store._interface import (
     check_job_transition,
     new_id,
 )
-from chorus.store._ops import EndOp
-from chorus.store._query import NO_LIMIT, Query, count, notify, one, rows, update_sql
 from chorus.store._repo import Repo
 from chorus.store._sessions import require_session
 
@@ -81,6 +81,18 @@ _FENCE = " AND state = 'running' AND node = :fence_node AND attempts = :fence_to
 class Jobs(Repo):
     """The job-queue part of :class:`~chorus.store.Store`."""
 
+    _queued_hooks: list[Callable[[], None]]
+
+    def on_jobs_queued(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the event loop) whenever a job may have become
+        claimable: queued or requeued by this process or, for a shared store, by
+        any process. A hint only: claimers must poll as well."""
+        self._queued_hooks.append(callback)
+
+    def _jobs_queued(self) -> None:
+        for hook in list(self._queued_hooks):
+            hook()
+
     async def create_job(
         self,
         prompt: str,
@@ -91,6 +103,10 @@ class Jobs(Repo):
         job_id: str | None = None,
         affinity: str | None = None,
     ) -> JobRecord:
+        """Insert a ``queued`` job (``affinity``: see :class:`JobRecord`). The stored
+        prompt is the *redacted* prompt; keep the original in memory if the body
+        must see a secret. Raises
+        :class:`DuplicateRecordError`, :class:`UnknownSessionError`."""
         jid = check_id(job_id or new_id(), "job id")
         row = job_row_of(self, jid, prompt, body, session_id, options or {}, affinity)
         job = await self._call(lambda: _create(row))
@@ -98,6 +114,7 @@ class Jobs(Repo):
         return job
 
     async def get_job(self, job_id: str) -> JobRecord:
+        """The job, or :class:`UnknownJobError`."""
         return await self._read(lambda: get_job(job_id))
 
     async def list_jobs(
@@ -107,11 +124,15 @@ class Jobs(Repo):
         session_id: str | None = None,
         limit: int | None = None,
     ) -> list[JobRecord]:
+        """Jobs oldest first (queue order), optionally filtered."""
         state_value = state.value if state else None
         params = {"state": state_value, "sid": session_id, "limit": limit or NO_LIMIT}
         return await self._read(lambda: _jobs(_LIST, params))
 
     async def claim_next_job(self) -> JobRecord | None:
+        """Atomically take the oldest ``queued`` job: it becomes ``running`` with
+        ``attempts + 1`` and ``started_at`` now. None when the queue is empty.
+        Two concurrent claims never get the same job."""
         return await self._call(_claim_next)
 
     async def update_job(
@@ -125,6 +146,11 @@ class Jobs(Repo):
         body: str | None = None,
         prompt: str | None = None,
     ) -> JobRecord:
+        """Move the job to ``state`` (checked against :data:`JOB_TRANSITIONS`,
+        else :class:`JobStateError`) and/or set the given fields (None: leave as
+        is; ``prompt`` replaces the prompt, e.g. to add a steer to a queued job). Entering
+        a terminal state sets ``ended_at``; re-entering ``queued``
+        clears ``result``, ``error`` and ``ended_at``. Raises :class:`UnknownJobError`."""
         fields = self._outcome(result, error)
         more = {"session_id": session_id, "body": self._clean(body), "prompt": self._clean(prompt)}
         fields.update((key, value) for key, value in more.items() if value is not None)
@@ -149,6 +175,18 @@ class Jobs(Repo):
         origin: str = ORIGIN_CHORUS,
         lease: Lease | None = None,
     ) -> tuple[JobRecord, Event]:
+        """End a job for good, in ONE transaction: move it to the terminal ``state``
+        (checked like :meth:`update_job`), set ``result``/``error``, and append
+        ``ended`` (its :class:`JobEnded`, tagged with ``job_id``) to the job's
+        session. A crash leaves either both or neither, so a follower of the job's
+        events always sees its end. Returns the job and the stamped event.
+
+        With ``lease`` (the claim's :attr:`JobRecord.lease`) the end is fenced: one
+        statement changes the job only while it is running under that very lease
+        (same node, same claim), else :class:`LeaseLostError`. A node whose lease
+        lapsed can thus never end a job another claim now runs. Raises
+        :class:`JobStateError` (illegal transition, no session),
+        :class:`UnknownJobError`, :class:`EventTooLargeError`; nothing is written then."""
         check_job_end(job_id, state)
         fields = self._outcome(result, error)
         tagged = ended.model_copy(update={"job_id": job_id})
@@ -159,9 +197,15 @@ class Jobs(Repo):
         return job, stamped[0]
 
     async def jobs_missing_end(self) -> list[JobRecord]:
+        """Terminal jobs with a session whose log holds no ``job_ended`` event for them
+        (left by a Chorus that ended jobs in two transactions). Start-up repair
+        appends the missing ends (see :func:`chorus.store.repair_store`)."""
         return await self._read(lambda: _jobs(_MISSING_END, ()))
 
     async def requeue_running_jobs(self, *, node: str | None = None) -> list[JobRecord]:
+        """Put every ``running`` job back to ``queued`` (for a daemon restarting
+        after a crash, before it claims anything); returns them. With ``node``,
+        only the jobs that node holds (the others belong to live nodes)."""
         jobs = await self._call(lambda: _requeue_running(node))
         if jobs:
             self._jobs_queued()

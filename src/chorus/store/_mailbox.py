@@ -175,15 +175,20 @@ class Mailboxes(Repo):
     """The team-mailbox part of :class:`~chorus.store.Store`."""
 
     async def set_team_members(self, team: str, members: Sequence[str]) -> None:
+        """Make ``members`` the team's whole membership (empty: the team is gone)."""
         redact = self.redactor.redact_text
         team, members = redact(team), [redact(m) for m in members]
         await self._call(lambda: _set_members(team, members, time.time()))
 
     async def team_members(self, team: str) -> list[str]:
+        """The team's members by name (empty for an unknown team)."""
         team = self.redactor.redact_text(team)
         return await self._read(lambda: values(rows(MEMBERS_SELECT, {"team": team})))
 
     async def post_message(self, message: NewMessage) -> MessageRecord:
+        """Store ``message`` (pending); a second post of its id returns the first.
+        Raises :class:`UnknownMemberError` (nothing written) for a recipient that is
+        not a member."""
         check_kind(message.kind)
         body = self._json(message.body)
         message = clean_message(self.redactor, message)
@@ -198,15 +203,20 @@ class Mailboxes(Repo):
         kind: str | None = None,
         limit: int = 100,
     ) -> list[MessageRecord]:
+        """Deliver the recipient's oldest pending messages (to ``job_id``'s turn):
+        each is marked delivered and not taken again until released."""
         params: dict[str, Any] = {**self._names(team=team, recipient=recipient), "job": job_id}
         params.update(kind=kind, limit=limit, now=time.time())
         return await self._call(lambda: _take(params))
 
     async def ack_messages(self, ids: Sequence[str]) -> list[str]:
+        """Ack delivered messages; returns the ids acked now (not acked before)."""
         params = {"ids": json.dumps(list(ids)), "now": time.time()}
         return await self._call(lambda: values(rows(ACK, params)))
 
     async def release_messages(self, *, job_id: str | None = None, team: str | None = None) -> int:
+        """Make delivered, unacked messages pending again (of one turn, one team, or
+        all: after a crash); returns how many."""
         params = {"job": job_id, "team": self._clean(team)}
         return await self._call(lambda: count(RELEASE, params))
 
@@ -218,6 +228,7 @@ class Mailboxes(Repo):
         unacked: bool = False,
         limit: int | None = None,
     ) -> list[MessageRecord]:
+        """The team's messages oldest first (one recipient's; only unacked ones)."""
         names = self._names(team=team, recipient=recipient)
         params: dict[str, Any] = {**names, "unacked": int(unacked), "limit": limit or NO_LIMIT}
         return await self._read(lambda: _records(LIST, params))

@@ -9,7 +9,7 @@ advisory lock (:data:`MIGRATION_LOCK`) makes them migrate one after the other.
 Differences from SQLite, on purpose:
 
 * ``sessions`` carries ``last_seq`` / ``last_n`` counters. Appends lock the
-  session row and bump them (see :mod:`chorus.store._pg_writer`).
+  session row and bump them (see :mod:`chorus.store._ops`).
 * ``ord`` identity columns give a stable insertion order (SQLite's ``rowid``).
 * JSON fields stay ``TEXT``: the stored text is exactly what the JSONL mirror
   holds, and a JSON ``\\u0000`` (legal in redacted output) is refused by JSONB.

@@ -27,12 +27,12 @@ from chorus.store._cluster import SharedHealth
 from chorus.store._core import DEFAULT_MAX_EVENT_BYTES, SqlStore
 from chorus.store._db import PgDb, connect_pg
 from chorus.store._errors import StoreError
-from chorus.store._interface import StoreOutage
 from chorus.store._jobs import JOBS_CHANNEL
 from chorus.store._ops import EVENTS_CHANNEL
 from chorus.store._pg_lead import Leadership
 from chorus.store._pg_listen import Listener
 from chorus.store._query import rows, values
+from chorus.store._records import StoreOutage
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor
 
 #: Seconds to wait for the first connection before giving up at start.

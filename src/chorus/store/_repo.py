@@ -49,7 +49,8 @@ class Repo:
         """Raise :class:`StoreClosedError` unless the store is open."""
 
     def _jobs_queued(self) -> None:
-        """A job may have become claimable: wake this process's claimers."""
+        """A job may have become claimable: wake this process's claimers (see
+        :class:`~chorus.store._jobs.Jobs`)."""
 
     def _json(self, value: Any) -> str:
         """Redacted JSON text of a record field."""

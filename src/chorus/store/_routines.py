@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from chorus.store._errors import FiringExistsError
-from chorus.store._interface import (
+from chorus.store._jobs import get_job, insert_job, job_row_of
+from chorus.store._query import NO_LIMIT, Query, count, one, rows
+from chorus.store._records import (
     Firing,
     FiringRecord,
     JobRecord,
@@ -21,8 +23,6 @@ from chorus.store._interface import (
     RoutineRecord,
     new_id,
 )
-from chorus.store._jobs import get_job, insert_job, job_row_of
-from chorus.store._query import NO_LIMIT, Query, count, one, rows
 from chorus.store._repo import Repo
 
 _SELECT = "SELECT name, enabled, anchor_at, updated_at FROM routines"
@@ -48,18 +48,23 @@ class Routines(Repo):
     """The routines part of :class:`~chorus.store.Store`."""
 
     async def register_routine(self, name: str, *, now: float | None = None) -> RoutineRecord:
+        """The routine's state row, created (enabled, anchored at ``now``, default the
+        current time) if it is new."""
         at = time.time() if now is None else now
         name = self.redactor.redact_text(name)
         return await self._call(lambda: _register(name, at))
 
     async def list_routine_records(self) -> list[RoutineRecord]:
+        """Every routine's state row, by name."""
         return await self._read(_list)
 
     async def set_routine_enabled(self, name: str, enabled: bool) -> RoutineRecord:
+        """Enable or disable (registering it first if new)."""
         name = self.redactor.redact_text(name)
         return await self._call(lambda: _enable(name, enabled))
 
     async def delete_routine(self, name: str) -> None:
+        """Forget the routine's state and firings (its jobs stay). Idempotent."""
         name = self.redactor.redact_text(name)
         await self._call(lambda: _delete(name))
 
@@ -73,6 +78,10 @@ class Routines(Repo):
         options: JsonDict | None = None,
         affinity: str | None = None,
     ) -> JobRecord:
+        """In one transaction: record ``firing`` (outcome ``queued``) and queue its job,
+        like :meth:`create_job` with ``routine`` and ``scheduled_for`` added to the
+        options. Raises :class:`FiringExistsError` (nothing written) when the routine
+        already fired for that time: a restart can never fire twice."""
         row = self._firing_row(firing, "queued")
         merged = {**(options or {}), "routine": row[0], "scheduled_for": row[1]}
         job_row = job_row_of(self, new_id(), prompt, body, session_id, merged, affinity)
@@ -81,12 +90,16 @@ class Routines(Repo):
         return job
 
     async def record_firing(self, firing: Firing, outcome: str) -> FiringRecord:
+        """Record a firing that queued no job (skipped, coalesced, missed ...).
+        Raises :class:`FiringExistsError`."""
         row = self._firing_row(firing, outcome)
         return await self._call(lambda: _record(row))
 
     async def list_firings(
         self, routine: str, *, kind: str | None = None, limit: int | None = None
     ) -> list[FiringRecord]:
+        """The routine's firings (optionally of one ``kind``), latest scheduled time
+        first, with their jobs' states."""
         params: dict[str, Any] = {"routine": self.redactor.redact_text(routine), "kind": kind}
         params.update(at=None, limit=limit or NO_LIMIT)
         return await self._read(lambda: _firings(params))

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from chorus.store._errors import SessionExistsError, UnknownSessionError
-from chorus.store._interface import JsonDict, SessionRecord, check_id, new_id
 from chorus.store._query import Query, count, one, rows, update_sql
+from chorus.store._records import JsonDict, SessionRecord, check_id, new_id
 from chorus.store._repo import Repo
 
 _SELECT = (
@@ -43,6 +43,8 @@ class Sessions(Repo):
         transport: JsonDict | None = None,
         state: str = "created",
     ) -> SessionRecord:
+        """Insert a session (id generated when not given). Raises
+        :class:`SessionExistsError` for a taken id, :class:`InvalidIdError` for a bad one."""
         sid = check_id(session_id or new_id(), "session id")
         now = time.time()
         cleaned = [self._clean(v) for v in (model, cwd, native_session_id)]
@@ -50,11 +52,13 @@ class Sessions(Repo):
         return await self._call(lambda: _insert(row))
 
     async def get_session(self, session_id: str) -> SessionRecord:
+        """The session, or :class:`UnknownSessionError`."""
         return await self._read(lambda: get_session(session_id))
 
     async def list_sessions(
         self, *, state: str | None = None, body: str | None = None, limit: int = 100
     ) -> list[SessionRecord]:
+        """Sessions, newest first, optionally filtered by state and body."""
         params = {"state": state, "body": body, "limit": limit}
         return await self._read(lambda: _list(params))
 
@@ -67,6 +71,8 @@ class Sessions(Repo):
         native_session_id: str | None = None,
         transport: JsonDict | None = None,
     ) -> SessionRecord:
+        """Change the given fields (None means "leave as is") and ``updated_at``.
+        Raises :class:`UnknownSessionError`."""
         changes: dict[str, Any] = {
             "state": state,
             "model": self._clean(model),

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from chorus.store._errors import DuplicateRecordError, UnknownWorktreeError
-from chorus.store._interface import JsonDict, WorktreeRecord, check_id
 from chorus.store._query import Query, count, one, rows
+from chorus.store._records import JsonDict, WorktreeRecord, check_id
 from chorus.store._redact import Redactor
 from chorus.store._repo import Repo
 
@@ -46,6 +46,8 @@ class Worktrees(Repo):
     """The worktrees part of :class:`~chorus.store.Store`."""
 
     async def create_worktree(self, record: WorktreeRecord) -> WorktreeRecord:
+        """Insert the record (its timestamps are set now). Raises
+        :class:`DuplicateRecordError` when the job or the path already has one."""
         check_id(record.job_id, "job id")
         r, now = _clean(self.redactor, record), time.time()
         row: tuple[Any, ...] = (r.job_id, r.repo, r.path, r.branch, r.base, r.base_commit)
@@ -53,15 +55,19 @@ class Worktrees(Repo):
         return await self._call(lambda: _insert(row))
 
     async def get_worktree(self, job_id: str) -> WorktreeRecord:
+        """The job's worktree, or :class:`UnknownWorktreeError`."""
         return await self._read(lambda: _get(job_id))
 
     async def list_worktrees(self, *, repo: str | None = None) -> list[WorktreeRecord]:
+        """Worktree records oldest first, optionally of one repository."""
         params = {"repo": self._clean(repo)}
         return await self._read(lambda: _list(params))
 
     async def update_worktree(
         self, job_id: str, *, state: str | None = None, info: JsonDict | None = None
     ) -> WorktreeRecord:
+        """Set the state and/or replace ``info`` (None: leave as is) and ``updated_at``.
+        Raises :class:`UnknownWorktreeError`."""
         params: dict[str, Any] = {"state": state, "now": time.time(), "job_id": job_id}
         params["info"] = None if info is None else self._json(info)
         return await self._call(lambda: _update(params))
