@@ -2,6 +2,9 @@
 
 :class:`Store` is the contract; :class:`SqliteStore` the embedded backend,
 :class:`PostgresStore` the shared one (``[store] url``; :func:`open_store` picks).
+Both are one core: a repository per record kind (sessions, events, jobs, nodes and
+leases, routines, worktrees, mailboxes, flags), its SQL written once and spelled
+for each database by a small dialect, one writer and one migration runner.
 Everything is redacted before it is written, appended events get a gap-free
 ``seq`` per session, each session has a JSONL mirror, and subscribers follow
 sessions live from any ``seq`` with no gap and no duplicate.
@@ -23,6 +26,7 @@ from chorus.store._errors import (
     FiringExistsError,
     InvalidIdError,
     JobStateError,
+    LeaseLostError,
     NoReplayCodecError,
     RedactionError,
     SchemaVersionError,
@@ -48,30 +52,7 @@ from chorus.store._flags import (
     FlagRecord,
     UnknownFlagError,
 )
-from chorus.store._interface import (
-    JOB_TERMINAL,
-    JOB_TRANSITIONS,
-    ORIGIN_CHORUS,
-    ORIGIN_CODEC,
-    RAW_STREAMS,
-    ControlRecord,
-    ControlStatus,
-    Firing,
-    FiringRecord,
-    JobRecord,
-    JobState,
-    NodeRecord,
-    RawLine,
-    RawStream,
-    RawTap,
-    RoutineRecord,
-    SessionRecord,
-    Store,
-    StoreOutage,
-    WorktreeRecord,
-    check_id,
-    new_id,
-)
+from chorus.store._interface import Store
 from chorus.store._mailbox import (
     MESSAGE_KINDS,
     MessageRecord,
@@ -89,6 +70,30 @@ from chorus.store._postgres import (
     redact_url,
 )
 from chorus.store._prefix import resolve_job_id, resolve_session_id
+from chorus.store._records import (
+    JOB_TERMINAL,
+    JOB_TRANSITIONS,
+    ORIGIN_CHORUS,
+    ORIGIN_CODEC,
+    RAW_STREAMS,
+    ControlRecord,
+    ControlStatus,
+    Firing,
+    FiringRecord,
+    JobRecord,
+    JobState,
+    Lease,
+    NodeRecord,
+    RawLine,
+    RawStream,
+    RawTap,
+    RoutineRecord,
+    SessionRecord,
+    StoreOutage,
+    WorktreeRecord,
+    check_id,
+    new_id,
+)
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor, looks_secret_name
 from chorus.store._repair import RepairReport, repair_store
 from chorus.store._replay import (
@@ -142,6 +147,8 @@ __all__ = [
     "JobRecord",
     "JobState",
     "JobStateError",
+    "Lease",
+    "LeaseLostError",
     "MessageRecord",
     "NewMessage",
     "NoReplayCodecError",

@@ -22,14 +22,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
 from chorus.config import ChorusConfig, load_config
+from chorus.store._db import Db, SqliteDb, connect_pg
 from chorus.store._errors import StoreError
 from chorus.store._migrations import migrate
 from chorus.store._postgres import CONNECT_TIMEOUT_S, redact_url
+from chorus.store._query import QueryFn, count, one, run
+
+T = TypeVar("T")
 
 _COLUMNS = "log, entries, head_hash, end_offset, mac, updated_at"
 
@@ -53,14 +57,33 @@ class AuditAnchor:
 class AnchorCell(ABC):
     """The anchor rows of one store. Safe to use from several threads."""
 
-    @abstractmethod
     def load(self, log: str) -> AuditAnchor | None:
         """The anchor of ``log``, None when there is none. Raises :class:`StoreError`."""
+        row = self._run(lambda: one(_SELECT, (log,)))
+        return None if row is None else AuditAnchor(*row)
 
-    @abstractmethod
     def advance(self, anchor: AuditAnchor, expected: int | None) -> bool:
         """Store ``anchor`` if the stored one holds ``expected`` entries (None: if there
         is none yet); False when it did not (another writer moved it first)."""
+        if expected is None:
+            sql, args = _INSERT, anchor.row()
+        else:
+            sql, args = _UPDATE, (*anchor.row()[1:], anchor.log, expected)
+        return self._run(lambda: count(sql, args)) == 1
+
+    @abstractmethod
+    def _run(self, fn: QueryFn[T]) -> T:
+        """Run the query ``fn()`` on a connection of its own."""
+
+
+_SELECT = f"SELECT {_COLUMNS} FROM audit_anchor WHERE log = ?"
+_INSERT = (
+    f"INSERT INTO audit_anchor ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (log) DO NOTHING"
+)
+_UPDATE = (
+    "UPDATE audit_anchor SET entries = ?, head_hash = ?, end_offset = ?, mac = ?,"
+    " updated_at = ? WHERE log = ? AND entries = ?"
+)
 
 
 class SqliteAnchorCell(AnchorCell):
@@ -77,51 +100,26 @@ class SqliteAnchorCell(AnchorCell):
     def load(self, log: str) -> AuditAnchor | None:
         if not self._migrated and not self.path.exists():
             return None  # no store yet: nothing anchored, and reading makes none
-        sql = f"SELECT {_COLUMNS} FROM audit_anchor WHERE log = ?"
-        row = self._run(lambda c: c.execute(sql, (log,)).fetchone())
-        return None if row is None else AuditAnchor(*row)
+        return super().load(log)
 
-    def advance(self, anchor: AuditAnchor, expected: int | None) -> bool:
-        if expected is None:
-            sql = _INSERT.replace("%s", "?")
-            args: tuple[Any, ...] = anchor.row()
-        else:
-            sql, args = _UPDATE.replace("%s", "?"), (*anchor.row()[1:], anchor.log, expected)
-        count: int = self._run(lambda c: c.execute(sql, args).rowcount)
-        return count == 1
-
-    def _run(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    def _run(self, fn: QueryFn[T]) -> T:
         with self._lock:
             try:
-                conn = self._connect()
-                try:
-                    return fn(conn)
-                finally:
-                    conn.close()
+                return _once(self._connect, fn)
             except sqlite3.Error as exc:
                 raise StoreError(f"{self.path}: the audit anchor: {exc}") from exc
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self) -> SqliteDb:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+        db = SqliteDb(sqlite3.connect(self.path, isolation_level=None, timeout=30.0))
         if not self._migrated:
             try:
-                migrate(conn)
+                migrate(db)
             except BaseException:
-                conn.close()
+                db.close()
                 raise
             self._migrated = True
-        return conn
-
-
-_INSERT = (
-    f"INSERT INTO audit_anchor ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)"
-    " ON CONFLICT (log) DO NOTHING"
-)
-_UPDATE = (
-    "UPDATE audit_anchor SET entries = %s, head_hash = %s, end_offset = %s, mac = %s,"
-    " updated_at = %s WHERE log = %s AND entries = %s"
-)
+        return db
 
 
 class PgAnchorCell(AnchorCell):
@@ -131,27 +129,20 @@ class PgAnchorCell(AnchorCell):
     def __init__(self, url: str) -> None:
         self.url = url
 
-    def load(self, log: str) -> AuditAnchor | None:
-        sql = f"SELECT {_COLUMNS} FROM audit_anchor WHERE log = %s"
-        row = self._run(lambda c: c.execute(sql.encode(), (log,)).fetchone())
-        return None if row is None else AuditAnchor(*row)
-
-    def advance(self, anchor: AuditAnchor, expected: int | None) -> bool:
-        if expected is None:
-            sql, args = _INSERT, anchor.row()
-        else:
-            sql, args = _UPDATE, (*anchor.row()[1:], anchor.log, expected)
-        count: int = self._run(lambda c: c.execute(sql.encode(), args).rowcount)
-        return count == 1
-
-    def _run(self, fn: Callable[[psycopg.Connection[tuple[Any, ...]]], Any]) -> Any:
+    def _run(self, fn: QueryFn[T]) -> T:
         try:
-            with psycopg.connect(
-                self.url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S)
-            ) as conn:
-                return fn(conn)
+            return _once(lambda: connect_pg(self.url, timeout_s=CONNECT_TIMEOUT_S), fn)
         except psycopg.Error as exc:
             raise StoreError(f"{redact_url(self.url)}: the audit anchor: {exc}") from exc
+
+
+def _once(connect: Callable[[], Db], fn: QueryFn[T]) -> T:
+    """Run the query ``fn()`` on a connection of its own, closed after."""
+    db = connect()
+    try:
+        return run(db, fn())
+    finally:
+        db.close()
 
 
 def audit_anchor_cell(config: ChorusConfig | None = None) -> AnchorCell:

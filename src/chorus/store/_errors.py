@@ -86,6 +86,17 @@ class JobStateError(StoreError):
         self.wanted = wanted
 
 
+class LeaseLostError(StoreError):
+    """A job's end carried a lease the job no longer holds (it lapsed: the job went
+    back to the queue or to another node, or was claimed again): nothing changed."""
+
+    def __init__(self, job_id: str, node: str, token: int) -> None:
+        super().__init__(f"job {job_id}: node {node} no longer holds it (claim {token}); not ended")
+        self.job_id = job_id
+        self.node = node
+        self.token = token
+
+
 class ControlAnsweredError(StoreError):
     """A control request got a second response; UCP allows exactly one."""
 

@@ -1,15 +1,12 @@
 """Durable flags: a decision a body took with a default, for a person to overrule.
 
-One row per flag in the ``flags`` table (both backends). The lifecycle is a small
+One row per flag in the ``flags`` table (both backends: :class:`Flags`). The lifecycle is a small
 transition table: ``pending`` goes once to ``approved``, ``rejected`` or
 ``timed_out`` (the deadline passed, the default is final), never back. The
 update that decides is conditional on ``status = 'pending'``, so a person and
 the deadline can never both win. A decision that differs from the default is
 reaches the job (a steer, or a follow-up when it ended); every decision is
 *due* until :meth:`FlagStore.mark_flag_delivered` records how it was told.
-
-The SQL is written once with ``:name`` parameters (SQLite's style) and turned
-into ``%(name)s`` for psycopg.
 """
 
 from __future__ import annotations
@@ -17,23 +14,16 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from chorus._errors import UserError
 from chorus.store._errors import AmbiguousIdError, StoreError, UnknownRecordError
-
-if TYPE_CHECKING:
-    import psycopg
-
-    from chorus.store._redact import Redactor
-
-    PgConn = psycopg.AsyncConnection[tuple[Any, ...]]
-
-T = TypeVar("T")
+from chorus.store._query import Query, count, one, rows, values
+from chorus.store._redact import Redactor
+from chorus.store._repo import Repo
 
 FLAG_PENDING = "pending"
 FLAG_APPROVED = "approved"
@@ -142,11 +132,6 @@ _DUE = (
 _DELIVERED = "UPDATE flags SET delivered_at = :now, delivery = :delivery WHERE id = :id"
 
 
-def _pg(sql: str) -> str:
-    """``:name`` parameters as psycopg's ``%(name)s``."""
-    return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql.replace("%", "%%"))
-
-
 def _record(row: Sequence[Any]) -> FlagRecord:
     data = dict(zip(_COLUMNS, row, strict=True))
     data["default"] = data.pop("default_option")
@@ -173,60 +158,6 @@ def check_decision(flag: FlagRecord, status: str, choice: str | None) -> None:
         raise UserError(f"{choice!r} is not an option of flag {flag.id}: {flag.options}")
 
 
-class FlagStore:
-    """The flags part of the store contract; each backend mixes in its own."""
-
-    async def create_flag(
-        self,
-        question: str,
-        *,
-        default: str,
-        options: Sequence[str] = (),
-        deadline_at: float,
-        job_id: str | None = None,
-        session_id: str | None = None,
-        flag_id: str | None = None,
-    ) -> FlagRecord:
-        """Store a new pending flag (question redacted) and return it."""
-        raise StoreError(f"flags are not available on {type(self).__name__}")
-
-    async def get_flag(self, flag_id: str) -> FlagRecord:
-        """The flag, by id or unique prefix; :class:`UnknownFlagError` if none."""
-        raise UnknownFlagError(flag_id)
-
-    async def list_flags(
-        self, *, status: str | None = None, job_id: str | None = None
-    ) -> list[FlagRecord]:
-        """Flags oldest first, optionally of one status or job."""
-        return []
-
-    async def decide_flag(
-        self,
-        flag_id: str,
-        status: str,
-        *,
-        choice: str | None = None,
-        reason: str | None = None,
-        decided_by: str = "person",
-    ) -> FlagRecord:
-        """Decide a pending flag (``approved`` keeps ``choice``, default the default;
-        ``rejected`` with a ``reason``). :class:`FlagDecidedError` when it is no longer
-        pending: nothing changed."""
-        raise UnknownFlagError(flag_id)
-
-    async def expire_flags(self, now: float | None = None) -> list[FlagRecord]:
-        """Settle every pending flag whose deadline passed with its default."""
-        return []
-
-    async def due_flags(self) -> list[FlagRecord]:
-        """Decided flags whose job was not told yet, oldest decision first."""
-        return []
-
-    async def mark_flag_delivered(self, flag_id: str, delivery: str) -> FlagRecord:
-        """Record how a decision reached its job (``steered``, ``queued_followup`` ...)."""
-        raise UnknownFlagError(flag_id)
-
-
 def _insert_params(redactor: Redactor, question: str, **fields: Any) -> dict[str, Any]:
     options = [redactor.redact_text(str(o)) for o in fields.pop("options")]
     return {
@@ -247,12 +178,12 @@ def _decision(flag: FlagRecord, status: str, choice: str | None, **rest: Any) ->
     return {"id": flag.id, "status": status, "choice": chosen, "now": time.time(), **rest}
 
 
-def _match(rows: list[Sequence[Any]], raw: str) -> FlagRecord:
-    if len(rows) == 1:
-        return _record(rows[0])
-    if not rows:
+def _match(found: list[Sequence[Any]], raw: str) -> FlagRecord:
+    if len(found) == 1:
+        return _record(found[0])
+    if not found:
         raise UnknownFlagError(raw)
-    shown = ", ".join(str(r[0]) for r in rows[:5])
+    shown = ", ".join(str(r[0]) for r in found[:5])
     raise AmbiguousIdError(f"flag prefix {raw!r} matches several flags ({shown})")
 
 
@@ -263,14 +194,8 @@ def _pattern(raw: str) -> str:
     return raw + "%"
 
 
-class SqliteFlags(FlagStore):
-    """Flags on the SQLite store (``_call`` runs on the writer, ``_read`` on a reader)."""
-
-    if TYPE_CHECKING:
-        redactor: Redactor
-
-        async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T: ...
-        async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T: ...
+class Flags(Repo):
+    """The flags part of :class:`~chorus.store.Store` (both backends)."""
 
     async def create_flag(
         self,
@@ -283,28 +208,22 @@ class SqliteFlags(FlagStore):
         session_id: str | None = None,
         flag_id: str | None = None,
     ) -> FlagRecord:
+        """Store a new pending flag (question redacted) and return it."""
         params = _insert_params(
             self.redactor, question, default=default, options=list(options), id=flag_id
         )
         params.update(deadline_at=deadline_at, job_id=job_id, session_id=session_id)
-
-        def insert(conn: sqlite3.Connection) -> FlagRecord:
-            conn.execute(_INSERT, params)
-            return _sqlite_get(conn, params["id"])
-
-        return await self._call(insert)
+        return await self._call(lambda: _insert(params))
 
     async def get_flag(self, flag_id: str) -> FlagRecord:
-        return await self._read(lambda conn: _sqlite_get(conn, flag_id))
+        """The flag, by id or unique prefix; :class:`UnknownFlagError` if none."""
+        return await self._read(lambda: _get(flag_id))
 
     async def list_flags(
         self, *, status: str | None = None, job_id: str | None = None
     ) -> list[FlagRecord]:
-        def select(conn: sqlite3.Connection) -> list[FlagRecord]:
-            rows = conn.execute(_LIST, {"status": status, "job_id": job_id}).fetchall()
-            return [_record(r) for r in rows]
-
-        return await self._read(select)
+        """Flags oldest first, optionally of one status or job."""
+        return await self._read(lambda: _records(_LIST, {"status": status, "job_id": job_id}))
 
     async def decide_flag(
         self,
@@ -315,146 +234,61 @@ class SqliteFlags(FlagStore):
         reason: str | None = None,
         decided_by: str = "person",
     ) -> FlagRecord:
-        said = None if reason is None else self.redactor.redact_text(reason)
-        choice = None if choice is None else self.redactor.redact_text(choice)
-        decided_by = self.redactor.redact_text(decided_by)
-
-        def decide(conn: sqlite3.Connection) -> FlagRecord:
-            flag = _sqlite_get(conn, flag_id)
-            params = _decision(flag, status, choice, reason=said, decided_by=decided_by)
-            conn.execute(_DECIDE, params)
-            return _sqlite_get(conn, flag.id)
-
-        return await self._call(decide)
+        """Decide a pending flag (``approved`` keeps ``choice``, default the default;
+        ``rejected`` with a ``reason``). :class:`FlagDecidedError` when it is no longer
+        pending: nothing changed."""
+        said = {"reason": self._clean(reason), "decided_by": self.redactor.redact_text(decided_by)}
+        chosen = self._clean(choice)
+        return await self._call(lambda: _decide(flag_id, status, chosen, said))
 
     async def expire_flags(self, now: float | None = None) -> list[FlagRecord]:
+        """Settle every pending flag whose deadline passed with its default."""
         at = time.time() if now is None else now
-
-        def expire(conn: sqlite3.Connection) -> list[FlagRecord]:
-            ids = [r[0] for r in conn.execute(_EXPIRE_IDS, {"now": at}).fetchall()]
-            for flag_id in ids:
-                conn.execute(_EXPIRE, {"id": flag_id, "now": at})
-            return [_sqlite_get(conn, flag_id) for flag_id in ids]
-
-        return await self._call(expire)
+        return await self._call(lambda: _expire(at))
 
     async def due_flags(self) -> list[FlagRecord]:
-        return await self._read(lambda conn: [_record(r) for r in conn.execute(_DUE).fetchall()])
+        """Decided flags whose job was not told yet, oldest decision first."""
+        return await self._read(lambda: _records(_DUE, ()))
 
     async def mark_flag_delivered(self, flag_id: str, delivery: str) -> FlagRecord:
-        said = self.redactor.redact_text(delivery)
-
-        def mark(conn: sqlite3.Connection) -> FlagRecord:
-            conn.execute(_DELIVERED, {"id": flag_id, "delivery": said, "now": time.time()})
-            return _sqlite_get(conn, flag_id)
-
-        return await self._call(mark)
+        """Record how a decision reached its job (``steered``, ``queued_followup`` ...)."""
+        params = {"id": flag_id, "delivery": self.redactor.redact_text(delivery)}
+        return await self._call(lambda: _delivered(params))
 
 
-def _sqlite_get(conn: sqlite3.Connection, raw: str) -> FlagRecord:
-    row = conn.execute(_GET, {"id": raw}).fetchone()
+def _get(raw: str, *, lock: bool = False) -> Query[FlagRecord]:
+    row = yield from one(_GET + ("{lock}" if lock else ""), {"id": raw})
     if row is not None:
         return _record(row)
-    return _match(conn.execute(_PREFIX, {"pattern": _pattern(raw)}).fetchall(), raw)
+    return _match((yield from rows(_PREFIX, {"pattern": _pattern(raw)})), raw)
 
 
-class PostgresFlags(FlagStore):
-    """Flags on the PostgreSQL store."""
-
-    if TYPE_CHECKING:
-        redactor: Redactor
-
-        async def _call(self, fn: Callable[[PgConn], Awaitable[T]]) -> T: ...
-        async def _read(self, fn: Callable[[PgConn], Awaitable[T]]) -> T: ...
-
-    async def create_flag(
-        self,
-        question: str,
-        *,
-        default: str,
-        options: Sequence[str] = (),
-        deadline_at: float,
-        job_id: str | None = None,
-        session_id: str | None = None,
-        flag_id: str | None = None,
-    ) -> FlagRecord:
-        params = _insert_params(
-            self.redactor, question, default=default, options=list(options), id=flag_id
-        )
-        params.update(deadline_at=deadline_at, job_id=job_id, session_id=session_id)
-
-        async def insert(conn: PgConn) -> FlagRecord:
-            await conn.execute(_pg(_INSERT), params)
-            return await _pg_get(conn, params["id"])
-
-        return await self._call(insert)
-
-    async def get_flag(self, flag_id: str) -> FlagRecord:
-        return await self._read(lambda conn: _pg_get(conn, flag_id))
-
-    async def list_flags(
-        self, *, status: str | None = None, job_id: str | None = None
-    ) -> list[FlagRecord]:
-        async def select(conn: PgConn) -> list[FlagRecord]:
-            cur = await conn.execute(_pg(_LIST), {"status": status, "job_id": job_id})
-            return [_record(r) for r in await cur.fetchall()]
-
-        return await self._read(select)
-
-    async def decide_flag(
-        self,
-        flag_id: str,
-        status: str,
-        *,
-        choice: str | None = None,
-        reason: str | None = None,
-        decided_by: str = "person",
-    ) -> FlagRecord:
-        said = None if reason is None else self.redactor.redact_text(reason)
-        choice = None if choice is None else self.redactor.redact_text(choice)
-        decided_by = self.redactor.redact_text(decided_by)
-
-        async def decide(conn: PgConn) -> FlagRecord:
-            flag = await _pg_get(conn, flag_id, lock=True)
-            params = _decision(flag, status, choice, reason=said, decided_by=decided_by)
-            await conn.execute(_pg(_DECIDE), params)
-            return await _pg_get(conn, flag.id)
-
-        return await self._call(decide)
-
-    async def expire_flags(self, now: float | None = None) -> list[FlagRecord]:
-        at = time.time() if now is None else now
-
-        async def expire(conn: PgConn) -> list[FlagRecord]:
-            cur = await conn.execute(_pg(_EXPIRE_IDS + " FOR UPDATE"), {"now": at})
-            ids = [str(r[0]) for r in await cur.fetchall()]
-            for flag_id in ids:
-                await conn.execute(_pg(_EXPIRE), {"id": flag_id, "now": at})
-            return [await _pg_get(conn, flag_id) for flag_id in ids]
-
-        return await self._call(expire)
-
-    async def due_flags(self) -> list[FlagRecord]:
-        async def select(conn: PgConn) -> list[FlagRecord]:
-            return [_record(r) for r in await (await conn.execute(_pg(_DUE))).fetchall()]
-
-        return await self._read(select)
-
-    async def mark_flag_delivered(self, flag_id: str, delivery: str) -> FlagRecord:
-        said = self.redactor.redact_text(delivery)
-
-        async def mark(conn: PgConn) -> FlagRecord:
-            params = {"id": flag_id, "delivery": said, "now": time.time()}
-            await conn.execute(_pg(_DELIVERED), params)
-            return await _pg_get(conn, flag_id)
-
-        return await self._call(mark)
+def _records(sql: str, params: Any) -> Query[list[FlagRecord]]:
+    return [_record(r) for r in (yield from rows(sql, params))]
 
 
-async def _pg_get(conn: PgConn, raw: str, *, lock: bool = False) -> FlagRecord:
-    cur = await conn.execute(_pg(_GET + (" FOR UPDATE" if lock else "")), {"id": raw})
-    row = await cur.fetchone()
-    if row is not None:
-        return _record(row)
-    cur = await conn.execute(_pg(_PREFIX), {"pattern": _pattern(raw)})
-    return _match(list(await cur.fetchall()), raw)
+def _insert(params: dict[str, Any]) -> Query[FlagRecord]:
+    yield from count(_INSERT, params)
+    return (yield from _get(params["id"]))
+
+
+def _decide(
+    flag_id: str, status: str, choice: str | None, said: dict[str, Any]
+) -> Query[FlagRecord]:
+    flag = yield from _get(flag_id, lock=True)
+    yield from count(_DECIDE, _decision(flag, status, choice, **said))
+    return (yield from _get(flag.id))
+
+
+def _expire(at: float) -> Query[list[FlagRecord]]:
+    ids = yield from values(rows(_EXPIRE_IDS + "{lock}", {"now": at}))
+    flags = []
+    for flag_id in ids:
+        yield from count(_EXPIRE, {"id": flag_id, "now": at})
+        flags.append((yield from _get(flag_id)))
+    return flags
+
+
+def _delivered(params: dict[str, Any]) -> Query[FlagRecord]:
+    yield from count(_DELIVERED, {**params, "now": time.time()})
+    return (yield from _get(params["id"]))

@@ -9,15 +9,13 @@ an acked message is never taken again. Recipients are checked against the
 team's members in the same transaction as the insert: an unknown name is an
 error (:class:`UnknownMemberError`), never a new inbox.
 
-The SQL is written once with ``:name`` parameters (SQLite's style); the
-PostgreSQL store turns them into ``%(name)s`` with :func:`pg`.
+The SQL is written once for both backends (:mod:`chorus.store._query`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import re
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,9 +23,9 @@ from typing import Any
 
 from chorus._errors import UserError
 from chorus.store._errors import UnknownRecordError
-
-#: A LIMIT both SQLite and PostgreSQL read as "all".
-NO_LIMIT = 1 << 62
+from chorus.store._query import NO_LIMIT, Query, count, many, one, rows, values
+from chorus.store._redact import Redactor
+from chorus.store._repo import Repo
 
 #: The kinds a message may have (the seed's list).
 MESSAGE_KINDS = ("task", "result", "status", "steer", "handoff", "shutdown", "idle")
@@ -114,22 +112,10 @@ LIST = (
 )
 
 
-def pg(query: str) -> str:
-    """The query with PostgreSQL's parameter style."""
-    return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", query)
-
-
-def ack_query(count: int) -> str:
-    """Ack the given ids (``:id0`` ...) that are not acked yet; returns the ids acked."""
-    marks = ", ".join(f":id{n}" for n in range(count))
-    return (
-        "UPDATE mailbox SET acked_at = :now WHERE acked_at IS NULL"
-        f" AND id IN ({marks}) RETURNING id"
-    )
-
-
-def ack_params(ids: Sequence[str]) -> dict[str, Any]:
-    return {"now": time.time(), **{f"id{n}": value for n, value in enumerate(ids)}}
+ACK = (
+    "UPDATE mailbox SET acked_at = :now WHERE acked_at IS NULL"
+    " AND id IN (JSON_ITEMS(:ids)) RETURNING id"
+)
 
 
 def record(row: Sequence[Any]) -> MessageRecord:
@@ -169,42 +155,102 @@ def check_kind(kind: str) -> None:
         raise UserError(f"unknown message kind {kind!r}; use one of {', '.join(MESSAGE_KINDS)}")
 
 
-# -- SQLite (run on the store's writer or reader threads) -----------------------------------
+def clean_message(redactor: Redactor, message: NewMessage) -> NewMessage:
+    """The message with its team, sender, recipient and correlation id redacted (its
+    body is JSON, redacted apart)."""
+    cid = message.correlation_id
+    return dataclasses.replace(
+        message,
+        team=redactor.redact_text(message.team),
+        sender=redactor.redact_text(message.sender),
+        recipient=redactor.redact_text(message.recipient),
+        correlation_id=None if cid is None else redactor.redact_text(cid),
+    )
 
 
-def sqlite_set_members(conn: sqlite3.Connection, team: str, members: Sequence[str]) -> None:
-    conn.execute(MEMBERS_DELETE, {"team": team})
-    now = time.time()
-    for member in members:
-        conn.execute(MEMBER_INSERT, {"team": team, "member": member, "now": now})
+# -- the repository ----------------------------------------------------------------------------
 
 
-def sqlite_members(conn: sqlite3.Connection, team: str) -> list[str]:
-    return [row[0] for row in conn.execute(MEMBERS_SELECT, {"team": team}).fetchall()]
+class Mailboxes(Repo):
+    """The team-mailbox part of :class:`~chorus.store.Store`."""
+
+    async def set_team_members(self, team: str, members: Sequence[str]) -> None:
+        """Make ``members`` the team's whole membership (empty: the team is gone)."""
+        redact = self.redactor.redact_text
+        team, members = redact(team), [redact(m) for m in members]
+        await self._call(lambda: _set_members(team, members, time.time()))
+
+    async def team_members(self, team: str) -> list[str]:
+        """The team's members by name (empty for an unknown team)."""
+        team = self.redactor.redact_text(team)
+        return await self._read(lambda: values(rows(MEMBERS_SELECT, {"team": team})))
+
+    async def post_message(self, message: NewMessage) -> MessageRecord:
+        """Store ``message`` (pending); a second post of its id returns the first.
+        Raises :class:`UnknownMemberError` (nothing written) for a recipient that is
+        not a member."""
+        check_kind(message.kind)
+        body = self._json(message.body)
+        message = clean_message(self.redactor, message)
+        return await self._call(lambda: _post(message, body))
+
+    async def take_messages(
+        self,
+        team: str,
+        recipient: str,
+        *,
+        job_id: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+    ) -> list[MessageRecord]:
+        """Deliver the recipient's oldest pending messages (to ``job_id``'s turn):
+        each is marked delivered and not taken again until released."""
+        params: dict[str, Any] = {**self._names(team=team, recipient=recipient), "job": job_id}
+        params.update(kind=kind, limit=limit, now=time.time())
+        return await self._call(lambda: _take(params))
+
+    async def ack_messages(self, ids: Sequence[str]) -> list[str]:
+        """Ack delivered messages; returns the ids acked now (not acked before)."""
+        params = {"ids": json.dumps(list(ids)), "now": time.time()}
+        return await self._call(lambda: values(rows(ACK, params)))
+
+    async def release_messages(self, *, job_id: str | None = None, team: str | None = None) -> int:
+        """Make delivered, unacked messages pending again (of one turn, one team, or
+        all: after a crash); returns how many."""
+        params = {"job": job_id, "team": self._clean(team)}
+        return await self._call(lambda: count(RELEASE, params))
+
+    async def list_messages(
+        self,
+        team: str,
+        *,
+        recipient: str | None = None,
+        unacked: bool = False,
+        limit: int | None = None,
+    ) -> list[MessageRecord]:
+        """The team's messages oldest first (one recipient's; only unacked ones)."""
+        names = self._names(team=team, recipient=recipient)
+        params: dict[str, Any] = {**names, "unacked": int(unacked), "limit": limit or NO_LIMIT}
+        return await self._read(lambda: _records(LIST, params))
 
 
-def sqlite_post(conn: sqlite3.Connection, msg: NewMessage, body: str) -> MessageRecord:
-    members = sqlite_members(conn, msg.team)
+def _set_members(team: str, members: Sequence[str], now: float) -> Query[None]:
+    yield from count(MEMBERS_DELETE, {"team": team})
+    rows_ = [{"team": team, "member": member, "now": now} for member in members]
+    yield from many(MEMBER_INSERT, rows_)
+
+
+def _post(msg: NewMessage, body: str) -> Query[MessageRecord]:
+    members = yield from values(rows(MEMBERS_SELECT, {"team": msg.team}))
     if msg.recipient not in members:
         raise UnknownMemberError(msg.team, msg.recipient, members)
-    conn.execute(MESSAGE_INSERT, insert_params(msg, body))
-    return record(conn.execute(MESSAGE_BY_ID, {"id": msg.id}).fetchone())
+    yield from count(MESSAGE_INSERT, insert_params(msg, body))
+    return record((yield from one(MESSAGE_BY_ID, {"id": msg.id})))
 
 
-def sqlite_take(conn: sqlite3.Connection, params: dict[str, Any]) -> list[MessageRecord]:
-    rows = conn.execute(TAKE, params).fetchall()
-    return sorted((record(row) for row in rows), key=lambda m: m.seq)
+def _records(sql: str, params: dict[str, Any]) -> Query[list[MessageRecord]]:
+    return [record(row) for row in (yield from rows(sql, params))]
 
 
-def sqlite_ack(conn: sqlite3.Connection, ids: Sequence[str]) -> list[str]:
-    if not ids:
-        return []
-    return [row[0] for row in conn.execute(ack_query(len(ids)), ack_params(ids)).fetchall()]
-
-
-def sqlite_release(conn: sqlite3.Connection, params: dict[str, Any]) -> int:
-    return conn.execute(RELEASE, params).rowcount
-
-
-def sqlite_list(conn: sqlite3.Connection, params: dict[str, Any]) -> list[MessageRecord]:
-    return [record(row) for row in conn.execute(LIST, params).fetchall()]
+def _take(params: dict[str, Any]) -> Query[list[MessageRecord]]:
+    return sorted((yield from _records(TAKE, params)), key=lambda m: m.seq)

@@ -1,18 +1,27 @@
-"""Numbered schema migrations for the SQLite store.
+"""Numbered schema migrations: the SQLite schema, and the one runner of both backends.
 
-``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1``. Each runs in
-its own ``BEGIN IMMEDIATE`` transaction together with the ``schema_version``
-row that records it, so a crash leaves the database at one version or the next,
-never in between. Never edit a released migration: append a new one.
+``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1`` (the PostgreSQL
+list is :mod:`chorus.store._pg_migrations`). Each runs in its own transaction
+together with the ``schema_version`` row that records it, so a crash leaves the
+database at one version or the next, never in between. Never edit a released
+migration: append a new one.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from chorus.store._errors import SchemaVersionError
+from chorus.store._query import Query, Stmt, one, run
+from chorus.store._schema import CORE, MAILBOX, ROUTINES, SQLITE_SPELLING, WORKTREES, spell
+
+if TYPE_CHECKING:
+    from chorus.store._db import Db
+
+
+_SPELLING = SQLITE_SPELLING
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,187 +90,70 @@ AUDIT_ANCHOR_MIGRATION = Migration(
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(
-        "sessions, events, raw lines, control requests, jobs",
-        (
-            """CREATE TABLE sessions (
-                id TEXT PRIMARY KEY,
-                body TEXT NOT NULL,
-                model TEXT,
-                cwd TEXT,
-                native_session_id TEXT,
-                transport TEXT NOT NULL DEFAULT '{}',
-                state TEXT NOT NULL,
-                created_at REAL NOT NULL,
-                updated_at REAL NOT NULL
-            )""",
-            "CREATE INDEX sessions_by_created ON sessions(created_at)",
-            """CREATE TABLE events (
-                session_id TEXT NOT NULL REFERENCES sessions(id),
-                seq INTEGER NOT NULL CHECK (seq >= 1),
-                ts REAL NOT NULL,
-                type TEXT NOT NULL,
-                origin TEXT NOT NULL,
-                payload TEXT NOT NULL,
-                UNIQUE (session_id, seq)
-            )""",
-            """CREATE TABLE raw_lines (
-                session_id TEXT NOT NULL REFERENCES sessions(id),
-                n INTEGER NOT NULL CHECK (n >= 1),
-                stream TEXT NOT NULL CHECK (stream IN ('stdout', 'stderr', 'stdin')),
-                line TEXT NOT NULL,
-                ts REAL NOT NULL,
-                UNIQUE (session_id, n)
-            )""",
-            """CREATE TABLE control_requests (
-                session_id TEXT NOT NULL REFERENCES sessions(id),
-                request_id TEXT NOT NULL,
-                subtype TEXT NOT NULL,
-                payload TEXT NOT NULL,
-                status TEXT NOT NULL,
-                response TEXT,
-                requested_at REAL NOT NULL,
-                responded_at REAL,
-                PRIMARY KEY (session_id, request_id)
-            )""",
-            """CREATE TABLE jobs (
-                id TEXT PRIMARY KEY,
-                session_id TEXT REFERENCES sessions(id),
-                body TEXT,
-                prompt TEXT NOT NULL,
-                state TEXT NOT NULL,
-                options TEXT NOT NULL DEFAULT '{}',
-                result TEXT,
-                error TEXT,
-                attempts INTEGER NOT NULL DEFAULT 0,
-                created_at REAL NOT NULL,
-                updated_at REAL NOT NULL,
-                started_at REAL,
-                ended_at REAL
-            )""",
-            # rowid breaks ties between jobs created in the same clock tick.
-            "CREATE INDEX jobs_by_state ON jobs(state, created_at)",
-            "CREATE INDEX jobs_by_session ON jobs(session_id)",
-        ),
-    ),
+    Migration("sessions, events, raw lines, control requests, jobs", spell(CORE, _SPELLING)),
     NODES_MIGRATION,
     Migration(
         "routines and their firings (one row per routine and scheduled time)",
-        (
-            """CREATE TABLE routines (
-                name TEXT PRIMARY KEY,
-                enabled INTEGER NOT NULL DEFAULT 1,
-                anchor_at REAL NOT NULL,
-                updated_at REAL NOT NULL
-            )""",
-            # The primary key is what makes a firing happen at most once: the row is
-            # inserted in the same transaction as the job it queues.
-            """CREATE TABLE routine_firings (
-                routine TEXT NOT NULL,
-                scheduled_for REAL NOT NULL,
-                kind TEXT NOT NULL,
-                outcome TEXT NOT NULL,
-                job_id TEXT REFERENCES jobs(id),
-                detail TEXT NOT NULL DEFAULT '{}',
-                fired_at REAL NOT NULL,
-                PRIMARY KEY (routine, scheduled_for)
-            )""",
-            "CREATE INDEX routine_firings_by_job ON routine_firings(job_id)",
-        ),
+        spell(ROUTINES, _SPELLING),
     ),
     Migration(
-        "worktrees: one git worktree per job that asked for one",
-        (
-            """CREATE TABLE worktrees (
-                job_id TEXT PRIMARY KEY,
-                repo TEXT NOT NULL,
-                path TEXT NOT NULL UNIQUE,
-                branch TEXT NOT NULL,
-                base TEXT NOT NULL,
-                base_commit TEXT NOT NULL,
-                into_branch TEXT NOT NULL,
-                state TEXT NOT NULL,
-                info TEXT NOT NULL DEFAULT '{}',
-                created_at REAL NOT NULL,
-                updated_at REAL NOT NULL
-            )""",
-            "CREATE INDEX worktrees_by_repo ON worktrees(repo, created_at)",
-        ),
+        "worktrees: one git worktree per job that asked for one", spell(WORKTREES, _SPELLING)
     ),
     Migration(
         "team mailboxes: members and messages, at least once with an ack",
-        (
-            """CREATE TABLE team_members (
-                team TEXT NOT NULL,
-                member TEXT NOT NULL,
-                created_at REAL NOT NULL,
-                PRIMARY KEY (team, member)
-            )""",
-            """CREATE TABLE mailbox (
-                seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                id TEXT NOT NULL UNIQUE,
-                team TEXT NOT NULL,
-                sender TEXT NOT NULL,
-                recipient TEXT NOT NULL,
-                kind TEXT NOT NULL,
-                body TEXT NOT NULL,
-                correlation_id TEXT,
-                created_at REAL NOT NULL,
-                delivered_at REAL,
-                delivered_to TEXT,
-                acked_at REAL,
-                attempts INTEGER NOT NULL DEFAULT 0
-            )""",
-            "CREATE INDEX mailbox_inbox ON mailbox(team, recipient, acked_at, seq)",
-            "CREATE INDEX mailbox_by_turn ON mailbox(delivered_to)",
-        ),
+        spell(MAILBOX, _SPELLING),
     ),
     FLAGS_MIGRATION,
     AUDIT_ANCHOR_MIGRATION,
 )
 
 
+SQLITE_MIGRATIONS = MIGRATIONS
 LATEST_VERSION = len(MIGRATIONS)
 
 
-def current_version(conn: sqlite3.Connection) -> int:
-    """The schema version recorded in ``conn`` (0 for an empty database)."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_version ("
-        "version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at REAL NOT NULL)"
-    )
-    row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
-    return int(row[0])
+# -- the runner (both backends) --------------------------------------------------------------
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Apply pending migrations to ``conn`` (autocommit mode); return the version.
+def migrate(db: Db) -> int:
+    """Apply ``db``'s pending migrations (``db`` in autocommit mode); return the version.
 
     Safe when several processes open the same database: the version is re-read
-    under the write lock before each step. Raises :class:`SchemaVersionError`
-    when the database is newer than :data:`LATEST_VERSION`.
+    under the write lock (SQLite) or the migration lock (PostgreSQL) before each
+    step. Raises :class:`SchemaVersionError` when the database is newer than this code.
     """
     while True:
-        conn.execute("BEGIN IMMEDIATE")
+        db.begin()
         try:
-            version = current_version(conn)
-            if version >= LATEST_VERSION:
-                conn.execute("COMMIT")
-                if version > LATEST_VERSION:
-                    raise SchemaVersionError(version, LATEST_VERSION)
+            db.lock_schema()
+            version = run(db, current_version())
+            if version >= len(db.schema):
+                db.commit()
+                if version > len(db.schema):
+                    raise SchemaVersionError(version, len(db.schema))
                 return version
-            _apply(conn, version + 1, MIGRATIONS[version])
-            conn.execute("COMMIT")
+            run(db, _apply(version + 1, db.schema[version]))
+            db.commit()
         except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            db.rollback()
             raise
 
 
-def _apply(conn: sqlite3.Connection, version: int, migration: Migration) -> None:
+def current_version() -> Query[int]:
+    """The schema version recorded in the database (0 for an empty one)."""
+    yield Stmt(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY,"
+        " description TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)",
+        literal=True,
+    )
+    row = yield from one("SELECT COALESCE(MAX(version), 0) FROM schema_version")
+    return int(row[0])
+
+
+def _apply(version: int, migration: Migration) -> Query[None]:
     for statement in migration.statements:
-        conn.execute(statement)
-    conn.execute(
+        yield Stmt(statement, literal=True)
+    yield Stmt(
         "INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
         (version, migration.description, time.time()),
     )

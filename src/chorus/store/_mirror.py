@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from chorus.store._interface import check_id
+from chorus.store._records import check_id
 
 
 class JsonlMirror:

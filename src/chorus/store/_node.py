@@ -22,7 +22,8 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 
 from chorus.config import chorus_home
-from chorus.store._interface import JOB_TERMINAL, JobRecord, Store
+from chorus.store._interface import Store
+from chorus.store._records import JOB_TERMINAL, JobRecord
 
 log = logging.getLogger("chorus.store")
 

@@ -22,7 +22,7 @@ from chorus.events import (
     TurnFailed,
     Worktree,
 )
-from chorus.store._interface import ORIGIN_CHORUS, ORIGIN_CODEC
+from chorus.store._records import ORIGIN_CHORUS, ORIGIN_CODEC
 
 #: Event types a body or Chorus makes itself, never a codec from a CLI's line.
 _CHORUS_MADE = (

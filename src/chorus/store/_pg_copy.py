@@ -19,9 +19,13 @@ from typing import Any
 import psycopg
 
 from chorus._errors import UserError
+from chorus.store._db import SqliteDb
 from chorus.store._errors import StoreError
+from chorus.store._jobs import JOB_COLUMNS
 from chorus.store._migrations import LATEST_VERSION as SQLITE_VERSION
 from chorus.store._migrations import current_version
+from chorus.store._query import run
+from chorus.store._worktrees import WORKTREE_COLUMNS
 
 #: table -> columns copied (the same names on both sides).
 _TABLES: dict[str, tuple[str, ...]] = {
@@ -48,22 +52,8 @@ _TABLES: dict[str, tuple[str, ...]] = {
         "requested_at",
         "responded_at",
     ),
-    "jobs": (
-        "id",
-        "session_id",
-        "body",
-        "prompt",
-        "state",
-        "options",
-        "result",
-        "error",
-        "attempts",
-        "created_at",
-        "updated_at",
-        "started_at",
-        "ended_at",
-        "affinity",
-    ),
+    # Not a job's node and lease: a running job is copied as queued.
+    "jobs": tuple(c for c in JOB_COLUMNS if c not in ("node", "lease_expires_at")),
     "routines": ("name", "enabled", "anchor_at", "updated_at"),
     "routine_firings": (
         "routine",
@@ -74,19 +64,7 @@ _TABLES: dict[str, tuple[str, ...]] = {
         "detail",
         "fired_at",
     ),
-    "worktrees": (
-        "job_id",
-        "repo",
-        "path",
-        "branch",
-        "base",
-        "base_commit",
-        "into_branch",
-        "state",
-        "info",
-        "created_at",
-        "updated_at",
-    ),
+    "worktrees": WORKTREE_COLUMNS,
 }
 #: SQLite order of rows within a table (insertion order, like ``ord`` on PostgreSQL).
 _ORDER = {"events": "session_id, seq", "raw_lines": "session_id, n"}
@@ -115,7 +93,7 @@ def copy_sqlite_to_postgres(source: Path, conn: psycopg.Connection[Any]) -> dict
 
 
 def _check_versions(lite: sqlite3.Connection) -> None:
-    found = current_version(lite) if _has_table(lite, "schema_version") else 0
+    found = run(SqliteDb(lite), current_version()) if _has_table(lite, "schema_version") else 0
     if found != SQLITE_VERSION:
         raise StoreError(
             f"the SQLite database is at schema version {found}, this Chorus copies version"

@@ -18,10 +18,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import zlib
+from typing import Any
 
 import psycopg
 
-from chorus.store._pg_writer import Conn
+Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 
 log = logging.getLogger("chorus.store")
 

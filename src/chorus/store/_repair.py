@@ -15,7 +15,8 @@ import logging
 from dataclasses import dataclass, field
 
 from chorus.events import ErrorCode, ErrorInfo, JobEnded
-from chorus.store._interface import ORIGIN_CHORUS, JobRecord, Store
+from chorus.store._interface import Store
+from chorus.store._records import ORIGIN_CHORUS, JobRecord
 
 log = logging.getLogger("chorus.store")
 

@@ -29,8 +29,9 @@ from typing import Any, Protocol, runtime_checkable
 from chorus._errors import ChorusError
 from chorus.events import Event
 from chorus.store._errors import NoReplayCodecError
-from chorus.store._interface import ORIGIN_CODEC, JsonDict, RawLine, RawStream, Store
+from chorus.store._interface import Store
 from chorus.store._origin import event_origin
+from chorus.store._records import ORIGIN_CODEC, JsonDict, RawLine, RawStream
 from chorus.store._redact import Redactor
 
 #: Fed one raw stdout line, returns the events it produces (possibly none).

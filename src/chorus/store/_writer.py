@@ -1,16 +1,18 @@
-"""The one writer: a thread that owns the SQLite write connection.
+"""The one writer of both backends: a thread that owns the write connection.
 
-Callers enqueue operations on a bounded queue and await a future. The thread
-takes everything queued (up to ``max_batch``) and runs it in one transaction
-(group commit), so one fsync covers many appends. After the commit it writes
-the JSONL mirror, settles the callers' futures (on their own event loops) and
-publishes the events to the bus, in that order: a caller that sees its append
+Callers enqueue operations (:mod:`chorus.store._ops`) on a bounded queue and await
+a future. The thread takes everything queued (up to ``max_batch``) and runs it in
+one transaction (group commit: one fsync covers many appends). After the commit it
+writes the JSONL mirror, settles the callers' futures (on their own event loops)
+and publishes the events to the bus, in that order: a caller that sees its append
 resolved can read it back from the database and from the mirror.
 
-Failure isolation: an operation that raises a :class:`ChorusError` fails alone
-(generic operations run inside a SAVEPOINT; appends check everything before
-they insert). A SQLite error outside that (disk full, I/O) rolls the whole batch
-back and fails every operation in it with :class:`StoreError`.
+What a failed batch does is the connection's call (:meth:`Db.verdict`): on SQLite
+it fails every operation of the batch with :class:`StoreError`
+(:class:`StorageFullError` for a full disk); on PostgreSQL a deadlock retries it,
+and a lost database is waited out (for ``outage_s``; the queue bounded meanwhile,
+past it :class:`DatabaseDownError`), reconnecting, and asking the batch marker
+whether a batch lost during its COMMIT went through.
 """
 
 from __future__ import annotations
@@ -19,270 +21,51 @@ import asyncio
 import contextlib
 import logging
 import queue
-import sqlite3
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, cast
 
-from chorus._errors import ChorusError, EventTooLargeError
-from chorus.events import Event
+from chorus._errors import ChorusError
 from chorus.store._bus import EventBus
+from chorus.store._db import Db
 from chorus.store._errors import (
-    StorageFullError,
+    DatabaseDownError,
     StoreClosedError,
     StoreError,
     StoreQueueFullError,
-    UnknownSessionError,
 )
 from chorus.store._migrations import migrate
 from chorus.store._mirror import JsonlMirror
+from chorus.store._ops import Op, Outcome, Txn, batch_query
+from chorus.store._query import Query, count, one, run
 from chorus.store._redact import Redactor
 
 log = logging.getLogger("chorus.store")
 
 WRITER_THREAD_NAME = "chorus-store-writer"
+#: Attempts of a batch that hit a deadlock or a serialization failure.
+BATCH_ATTEMPTS = 5
+#: While the database is unreachable the writer retries the batch at hand (callers
+#: keep waiting, new writes queue up to ``max_queue``) for at most this long.
+DEFAULT_OUTAGE_S = 300.0
+MAX_BACKOFF_S = 5.0
 
-Connect = Callable[[], sqlite3.Connection]
-
-
-# -- operations ----------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Cursor:
-    """Per-session counters, read once per transaction under the write lock."""
-
-    body: str
-    next_seq: int
-    next_n: int
-
-
-@dataclass(slots=True)
-class _Txn:
-    """What the operations of one batch share while the transaction is open."""
-
-    conn: sqlite3.Connection
-    redactor: Redactor
-    max_event_bytes: int
-    cursors: dict[str, _Cursor] = field(default_factory=dict)
-    mirror_lines: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    events: list[Event] = field(default_factory=list)
-    # Rows are inserted together (one executemany per table) at flush().
-    event_rows: list[tuple[Any, ...]] = field(default_factory=list)
-    raw_rows: list[tuple[Any, ...]] = field(default_factory=list)
-
-    def flush(self) -> None:
-        """Insert the buffered rows. A failure here is a batch failure."""
-        if self.event_rows:
-            self.conn.executemany(
-                "INSERT INTO events (session_id, seq, ts, type, origin, payload)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                self.event_rows,
-            )
-            self.event_rows.clear()
-        if self.raw_rows:
-            self.conn.executemany(
-                "INSERT INTO raw_lines (session_id, n, stream, line, ts) VALUES (?, ?, ?, ?, ?)",
-                self.raw_rows,
-            )
-            self.raw_rows.clear()
-
-    def cursor(self, session_id: str) -> _Cursor:
-        cursor = self.cursors.get(session_id)
-        if cursor is None:
-            row = self.conn.execute(
-                "SELECT body,"
-                " (SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = :id),"
-                " (SELECT COALESCE(MAX(n), 0) FROM raw_lines WHERE session_id = :id)"
-                " FROM sessions WHERE id = :id",
-                {"id": session_id},
-            ).fetchone()
-            if row is None:
-                raise UnknownSessionError(session_id)
-            cursor = _Cursor(body=row[0], next_seq=row[1] + 1, next_n=row[2] + 1)
-            self.cursors[session_id] = cursor
-        return cursor
-
-
-class Op:
-    """One queued write. ``future`` lives on the caller's loop (None: nobody waits)."""
-
-    __slots__ = ("future", "loop")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        self.loop = loop
-        self.future: asyncio.Future[Any] | None = loop.create_future() if loop else None
-
-    def apply(self, txn: _Txn) -> Any:
-        raise NotImplementedError
-
-    def describe(self) -> str:
-        return type(self).__name__
-
-
-class AppendOp(Op):
-    """Redact, stamp and insert events of one session with consecutive seqs.
-    The result is the list of stamped events, or the one event if ``single``."""
-
-    __slots__ = ("events", "origin", "session_id", "single")
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop | None,
-        session_id: str,
-        events: Sequence[Event],
-        origin: str,
-        *,
-        single: bool = False,
-    ) -> None:
-        super().__init__(loop)
-        self.session_id = session_id
-        self.events = events
-        self.origin = origin
-        self.single = single
-
-    def _stamp(self, event: Event, cursor: _Cursor, offset: int) -> Event:
-        update = {"session_id": self.session_id, "seq": cursor.next_seq + offset}
-        if not event.body:
-            update["body"] = cursor.body
-        return event.model_copy(update=update)
-
-    def apply(self, txn: _Txn) -> list[Event] | Event:
-        cursor = txn.cursor(self.session_id)
-        stamped: list[Event] = []
-        rows = []
-        for offset, event in enumerate(self.events):
-            # Redacted before stamping, so the stamped ids are never touched.
-            final = self._stamp(txn.redactor.redact_event(event), cursor, offset)
-            payload = final.model_dump_json()
-            _check_size(payload, txn.max_event_bytes)
-            stamped.append(final)
-            rows.append((self.session_id, final.seq, final.ts, final.type, self.origin, payload))
-        # Nothing is buffered until every event passed, so a failure writes nothing.
-        txn.event_rows.extend(rows)
-        cursor.next_seq += len(rows)
-        txn.mirror_lines[self.session_id].extend(row[5] for row in rows)
-        txn.events.extend(stamped)
-        return stamped[0] if self.single else stamped
-
-
-class RawOp(Op):
-    """Redact and insert one raw line; the result is its ``n``."""
-
-    __slots__ = ("line", "session_id", "stream", "ts")
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop | None,
-        session_id: str,
-        stream: str,
-        line: str,
-    ) -> None:
-        super().__init__(loop)
-        self.session_id = session_id
-        self.stream = stream
-        self.line = line
-        self.ts = time.time()
-
-    def apply(self, txn: _Txn) -> int:
-        cursor = txn.cursor(self.session_id)
-        n = cursor.next_n
-        line = txn.redactor.redact_line(self.line)
-        txn.raw_rows.append((self.session_id, n, self.stream, line, self.ts))
-        cursor.next_n += 1
-        return n
-
-    def describe(self) -> str:
-        return f"raw {self.stream} line of session {self.session_id}"
-
-
-class CallOp(Op):
-    """Any other write: ``fn(conn)`` runs inside a SAVEPOINT, so a
-    :class:`ChorusError` it raises undoes only its own changes."""
-
-    __slots__ = ("fn",)
-
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop | None, fn: Callable[[sqlite3.Connection], Any]
-    ) -> None:
-        super().__init__(loop)
-        self.fn = fn
-
-    def apply(self, txn: _Txn) -> Any:
-        txn.flush()  # earlier appends first: the savepoint must not cover them
-        txn.conn.execute("SAVEPOINT op")
-        try:
-            result = self.fn(txn.conn)
-        except (ChorusError, sqlite3.IntegrityError) as exc:
-            txn.conn.execute("ROLLBACK TO op")
-            txn.conn.execute("RELEASE op")
-            if isinstance(exc, sqlite3.IntegrityError):
-                raise StoreError(f"constraint failed: {exc}") from exc
-            raise
-        txn.conn.execute("RELEASE op")
-        return result
-
-
-class EndOp(Op):
-    """Change a row and append events to the log in one transaction: both or neither.
-
-    ``fn(conn)`` runs first, inside a SAVEPOINT, and returns ``(session_id, value)``;
-    then ``events`` are appended to that session. The result is ``(value, stamped)``.
-    A :class:`ChorusError` from either half undoes both (e.g. an illegal job state,
-    an event over the size cap)."""
-
-    __slots__ = ("events", "fn", "origin")
-
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop | None,
-        fn: Callable[[sqlite3.Connection], tuple[str, Any]],
-        events: Sequence[Event],
-        origin: str,
-    ) -> None:
-        super().__init__(loop)
-        self.fn = fn
-        self.events = events
-        self.origin = origin
-
-    def apply(self, txn: _Txn) -> tuple[Any, list[Event]]:
-        txn.flush()
-        txn.conn.execute("SAVEPOINT op")
-        try:
-            session_id, value = self.fn(txn.conn)
-            appended = AppendOp(None, session_id, self.events, self.origin).apply(txn)
-            txn.flush()
-        except ChorusError:
-            txn.conn.execute("ROLLBACK TO op")
-            txn.conn.execute("RELEASE op")
-            raise
-        txn.conn.execute("RELEASE op")
-        assert isinstance(appended, list)
-        return value, appended
-
-
-def _check_size(payload: str, limit: int) -> None:
-    # len() counts characters, a lower bound of the UTF-8 size: encode only when close.
-    if len(payload) * 4 > limit:
-        size = len(payload.encode("utf-8"))
-        if size > limit:
-            raise EventTooLargeError(size, limit)
-
-
-# -- the thread ---------------------------------------------------------------------------
-
+Connect = Callable[[], Db]
 _STOP = object()
 
 
 @dataclass(slots=True)
-class _Outcome:
-    op: Op
-    ok: bool
-    value: Any
+class _Attempt:
+    """One try of a batch. ``at_commit`` is set once everything but COMMIT ran: a
+    connection lost after that may or may not have committed."""
+
+    number: int
+    txn: Txn | None = None
+    outcomes: list[Outcome] = field(default_factory=list)
+    at_commit: bool = False
 
 
 class Writer:
@@ -299,6 +82,8 @@ class Writer:
         max_queue: int,
         max_batch: int,
         max_event_bytes: int,
+        writer_id: str = "",
+        outage_s: float = DEFAULT_OUTAGE_S,
     ) -> None:
         self._connect = connect
         self._redactor = redactor
@@ -306,35 +91,60 @@ class Writer:
         self._bus = bus
         self._max_batch = max_batch
         self._max_event_bytes = max_event_bytes
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=max_queue)
         self._max_queue = max_queue
+        self._writer_id = writer_id
+        self._outage_s = outage_s
+        self._queue: queue.Queue[object] = queue.Queue()
         self._lock = threading.Lock()
         self._accepting = False
+        self._in_flight = 0
+        self._batches = 0
+        self._db: Db | None = None
+        self._live = False
+        #: (since, reason) while the database is unreachable.
+        self._down: tuple[float, str] | None = None
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=WRITER_THREAD_NAME, daemon=True)
         self._ready: Future[None] = Future()
 
     def start(self) -> Future[None]:
-        """Start the thread; the future resolves once migrations are applied."""
+        """Start the thread; the future resolves once migrations are applied (or
+        fails with the error of the first connection or migration)."""
         self._accepting = True
         self._thread.start()
         return self._ready
 
     def submit(self, op: Op) -> None:
-        """Queue ``op``. Raises :class:`StoreQueueFullError` or :class:`StoreClosedError`."""
+        """Queue ``op``. Raises :class:`StoreQueueFullError` (:class:`DatabaseDownError`
+        while the database is away) or :class:`StoreClosedError`."""
         with self._lock:
             if not self._accepting:
                 raise StoreClosedError("the store is closed")
-            try:
-                self._queue.put_nowait(op)
-            except queue.Full:
-                raise StoreQueueFullError(self._max_queue) from None
+            if self._queue.qsize() + self._in_flight >= self._max_queue:
+                raise self._full()
+            self._queue.put_nowait(op)
+
+    def _full(self) -> StoreQueueFullError:
+        if self._down is None:
+            return StoreQueueFullError(self._max_queue)
+        since, reason = self._down
+        return DatabaseDownError(self._max_queue, time.monotonic() - since, reason)
+
+    def outage(self) -> tuple[float, str, int, int] | None:
+        """(seconds down, reason, writes waiting, bound) while the database is away."""
+        down = self._down
+        if down is None:
+            return None
+        waiting = self._queue.qsize() + self._in_flight
+        return time.monotonic() - down[0], down[1], waiting, self._max_queue
 
     def stop(self) -> None:
         """Refuse new operations, finish queued ones, close the connection. Blocks."""
         with self._lock:
             was_accepting, self._accepting = self._accepting, False
+        self._stopping.set()
         if was_accepting and self._thread.is_alive():
-            self._queue.put(_STOP)  # may wait for room: the thread keeps draining
+            self._queue.put(_STOP)
         if self._thread.is_alive():
             self._thread.join()
 
@@ -342,22 +152,25 @@ class Writer:
 
     def _run(self) -> None:
         try:
-            conn = self._connect()
+            self._db = self._connect()
+            self._live = True
+            migrate(self._db)
         except BaseException as exc:
-            self._ready.set_exception(_as_store_error(exc))
+            self._ready.set_exception(exc)
             self._fail_queued()
+            self._close()
             return
+        self._ready.set_result(None)
         try:
-            try:
-                migrate(conn)
-            except BaseException as exc:
-                self._ready.set_exception(_as_store_error(exc))
-                self._fail_queued()
-                return
-            self._ready.set_result(None)
-            self._loop(conn)
+            self._loop()
         finally:
-            conn.close()
+            self._close()
+
+    def _close(self) -> None:
+        if self._db is not None and self._live:
+            with contextlib.suppress(Exception):
+                self._db.close()
+        self._live = False
 
     def _fail_queued(self) -> None:
         with self._lock:
@@ -369,67 +182,127 @@ class Writer:
                 return
             if isinstance(item, Op):
                 error = StoreClosedError("the store failed to open")
-                _settle([_Outcome(item, False, error)], self._redactor)
+                _settle([Outcome(item, False, error)], self._redactor)
 
-    def _loop(self, conn: sqlite3.Connection) -> None:
+    def _loop(self) -> None:
         while True:
             batch, stop = self._take_batch()
             if batch:
+                self._in_flight = len(batch)
                 try:
-                    self._process(conn, batch)
+                    self._process(batch)
                 except Exception as exc:  # a bug must not strand the callers' futures
                     log.exception("store writer: batch of %d operations failed", len(batch))
-                    _settle(
-                        [_Outcome(op, False, _as_store_error(exc)) for op in batch], self._redactor
-                    )
+                    self._fail(batch, exc)
+                finally:
+                    self._in_flight = 0
             if stop:
                 return
 
     def _take_batch(self) -> tuple[list[Op], bool]:
         first = self._queue.get()
-        if first is _STOP:
+        if not isinstance(first, Op):
             return [], True
-        batch = [cast(Op, first)]
+        batch = [first]
         while len(batch) < self._max_batch:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item is _STOP:
+            if not isinstance(item, Op):
                 return batch, True
-            batch.append(cast(Op, item))
+            batch.append(item)
         return batch, False
 
-    def _process(self, conn: sqlite3.Connection, batch: list[Op]) -> None:
-        txn = _Txn(conn, self._redactor, self._max_event_bytes)
+    # -- one batch, retried through deadlocks and outages -------------------------------
+
+    def _process(self, batch: list[Op]) -> None:
+        self._batches += 1
+        attempt = _Attempt(self._batches)
+        conflicts, since = 0, 0.0
+        while True:
+            try:
+                if not (attempt.at_commit and self._committed(attempt.number)):
+                    attempt = _Attempt(attempt.number)
+                    self._transaction(batch, attempt)
+                break
+            except Exception as exc:
+                verdict = self._verdict(exc)
+                conflicts += verdict == "retry"
+                if verdict == "retry" and conflicts < BATCH_ATTEMPTS:
+                    continue
+                since = since or time.monotonic()
+                if verdict != "outage" or not self._wait_out(since, exc):
+                    self._fail(batch, exc)
+                    return
+        self._back(since)
+        assert attempt.txn is not None
+        self._write_mirror(attempt.txn)
+        _settle(attempt.outcomes, self._redactor)
+        self._bus.publish(attempt.txn.events)
+
+    def _transaction(self, batch: list[Op], attempt: _Attempt) -> None:
+        db = self._connection()
+        txn = Txn(db.dialect, self._redactor, self._max_event_bytes)
+        db.begin()
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            outcomes = [self._apply(op, txn) for op in batch]
-            txn.flush()
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-            if not isinstance(exc, sqlite3.Error):
-                raise
-            error = _write_error(exc)
-            _settle([_Outcome(op, False, error) for op in batch], self._redactor)
+            attempt.outcomes = run(db, batch_query(batch, txn, self._writer_id))
+            if db.dialect.marks:
+                run(db, _mark(self._writer_id, attempt.number))
+            attempt.txn, attempt.at_commit = txn, True
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+
+    def _connection(self) -> Db:
+        if self._db is None or not self._live:
+            self._db = self._connect()
+            self._live = True
+        return self._db
+
+    def _verdict(self, exc: BaseException) -> str:
+        verdict = "outage" if self._db is None else self._db.verdict(exc)
+        if verdict == "outage":
+            self._close()  # reconnect for the next try
+        return verdict
+
+    def _committed(self, number: int) -> bool:
+        """After a connection lost during COMMIT: did that batch go through?"""
+        row = run(self._connection(), _marked(self._writer_id, number))
+        return row is not None
+
+    def _wait_out(self, since: float, exc: BaseException) -> bool:
+        """Sleep before the next try; False when it is time to give up."""
+        waited = time.monotonic() - since
+        if waited > self._outage_s or not self._accepting:
+            self._down = None
+            return False
+        reason = self._redactor.redact_text(str(exc).strip() or type(exc).__name__)
+        self._down = (since, reason.splitlines()[0] if reason else "unreachable")
+        if waited == 0 or int(waited) % 30 == 0:
+            log.warning("store: database unreachable (%s); writes wait", reason)
+        self._stopping.wait(min(MAX_BACKOFF_S, 0.1 * 2 ** min(10, int(waited))))
+        return True
+
+    def _back(self, since: float) -> None:
+        if since and self._down is not None:
+            self._down = None
+            log.warning("store: database reachable again after %.1fs", time.monotonic() - since)
+
+    def _fail(self, batch: Sequence[Op], exc: BaseException) -> None:
+        reason = self._redactor.redact_text(f"{exc}" or type(exc).__name__)
+        if isinstance(exc, ChorusError) and not isinstance(exc, StoreError):
+            error: ChorusError = exc
+        elif self._db is not None:
+            error = self._db.failure(exc, reason)
+        else:
+            error = StoreError(f"write failed: {reason}")
+        _settle([Outcome(op, False, error) for op in batch], self._redactor)
+
+    def _write_mirror(self, txn: Txn) -> None:
+        if not any(txn.mirror_lines.values()):
             return
-        self._write_mirror(txn)
-        _settle(outcomes, self._redactor)
-        self._bus.publish(txn.events)
-
-    @staticmethod
-    def _apply(op: Op, txn: _Txn) -> _Outcome:
-        # Only ChorusError is the operation's own failure (nothing of it was
-        # written); a sqlite3 error escapes and rolls the whole batch back.
-        try:
-            return _Outcome(op, True, op.apply(txn))
-        except ChorusError as exc:
-            return _Outcome(op, False, exc)
-
-    def _write_mirror(self, txn: _Txn) -> None:
         try:
             self._mirror.append(txn.mirror_lines)
         except (OSError, ChorusError) as exc:
@@ -438,10 +311,28 @@ class Writer:
             log.warning("store: JSONL mirror not written: %s", self._redactor.redact_text(str(exc)))
 
 
-def _settle(outcomes: Sequence[_Outcome], redactor: Redactor) -> None:
+def _mark(writer_id: str, number: int) -> Query[None]:
+    """Record this batch (and forget the previous ones): after a connection lost
+    during COMMIT, :func:`_marked` tells whether it went through."""
+    yield from count(
+        "DELETE FROM writer_batches WHERE writer = ? AND batch < ?", (writer_id, number)
+    )
+    yield from count(
+        "INSERT INTO writer_batches (writer, batch) VALUES (?, ?)", (writer_id, number)
+    )
+
+
+def _marked(writer_id: str, number: int) -> Query[object]:
+    row = yield from one(
+        "SELECT 1 FROM writer_batches WHERE writer = ? AND batch = ?", (writer_id, number)
+    )
+    return row
+
+
+def _settle(outcomes: Sequence[Outcome], redactor: Redactor) -> None:
     """Resolve futures on their own loops (one wake-up per loop); log the
     failures of operations nobody awaits (redacted, like everything logged)."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = defaultdict(list)
+    by_loop: dict[asyncio.AbstractEventLoop, list[Outcome]] = defaultdict(list)
     for outcome in outcomes:
         if outcome.op.loop is None:
             if not outcome.ok:
@@ -454,7 +345,7 @@ def _settle(outcomes: Sequence[_Outcome], redactor: Redactor) -> None:
             loop.call_soon_threadsafe(_resolve, items)
 
 
-def _resolve(outcomes: list[_Outcome]) -> None:
+def _resolve(outcomes: list[Outcome]) -> None:
     for outcome in outcomes:
         future = outcome.op.future
         if future is None or future.done():
@@ -463,19 +354,3 @@ def _resolve(outcomes: list[_Outcome]) -> None:
             future.set_result(outcome.value)
         else:
             future.set_exception(outcome.value)
-
-
-def _write_error(exc: sqlite3.Error) -> StoreError:
-    """The error every operation of a rolled-back batch gets: a full disk is told apart
-    (the caller may wait for space and retry the very same write)."""
-    message = f"write failed, batch rolled back: {exc}"
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None and code & 0xFF == sqlite3.SQLITE_FULL:
-        return StorageFullError(message)
-    return StoreError(message)
-
-
-def _as_store_error(exc: BaseException) -> ChorusError:
-    if isinstance(exc, ChorusError):
-        return exc
-    return StoreError(f"{type(exc).__name__}: {exc}")

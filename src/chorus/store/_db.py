@@ -1,0 +1,206 @@
+"""The two connection adapters: the only code that calls sqlite3 or psycopg to run
+the store's statements (sans-I/O queries, :mod:`chorus.store._query`).
+
+Both are synchronous (the store runs them on its writer and reader threads, never
+on the event loop) and in autocommit mode: a write transaction is ``BEGIN`` ...
+``COMMIT`` issued by the writer, savepoints inside it are plain SQL, so the
+writer, the migration runner and every repository are one code for both. What
+stays backend-specific is here: how to connect, how a statement runs, and what a
+failure means (:meth:`Db.verdict`: retry the batch, wait out an outage, or fail).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable
+from typing import Any, Literal
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from chorus.store._dialect import POSTGRES, SQLITE, Dialect
+from chorus.store._errors import StorageFullError, StoreError
+from chorus.store._migrations import SQLITE_MIGRATIONS, Migration
+from chorus.store._pg_migrations import MIGRATION_LOCK, PG_MIGRATIONS
+from chorus.store._query import ConstraintError, Notify, Stmt
+
+Verdict = Literal["retry", "outage", "fail"]
+
+
+class _NeverError(Exception):
+    """Raised by nothing: the base adapter knows no constraint errors."""
+
+
+PgConn = psycopg.Connection[tuple[Any, ...]]
+
+
+class Db:
+    """A connection of either database (subclasses: :class:`SqliteDb`, :class:`PgDb`)."""
+
+    dialect: Dialect
+    schema: tuple[Migration, ...]
+    #: ``BEGIN`` of a write transaction (SQLite takes the write lock at once).
+    begin_sql = "BEGIN"
+    #: The driver's errors.
+    errors: tuple[type[Exception], ...] = ()
+
+    def execute(self, stmt: Stmt | Notify) -> Any:
+        if isinstance(stmt, Notify):
+            return self._notify(stmt)
+        sql = stmt.sql if stmt.literal else self.dialect.render(stmt.sql)
+        try:
+            return self._run(sql, stmt)
+        except self._integrity as exc:
+            raise ConstraintError(f"constraint failed: {exc}") from exc
+
+    def begin(self) -> None:
+        self.execute(Stmt(self.begin_sql, literal=True))
+
+    def commit(self) -> None:
+        self.execute(Stmt("COMMIT", literal=True))
+
+    def rollback(self) -> None:
+        """Roll back the open transaction, if any (a dead connection: nothing to do)."""
+        with contextlib.suppress(Exception):
+            self.execute(Stmt("ROLLBACK", literal=True))
+
+    def lock_schema(self) -> None:
+        """Make concurrent migrations wait for this one (inside its transaction)."""
+
+    def verdict(self, exc: BaseException) -> Verdict:
+        """What a failed batch should do: every error fails it, by default."""
+        return "fail"
+
+    def failure(self, exc: BaseException, reason: str) -> StoreError:
+        """The error every operation of a failed batch gets (``reason``: redacted)."""
+        return StoreError(f"write failed, batch rolled back: {reason}")
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    _integrity: type[Exception] = _NeverError
+
+    def _run(self, sql: str, stmt: Stmt) -> Any:
+        raise NotImplementedError
+
+    def _notify(self, note: Notify) -> None:
+        return None
+
+
+class SqliteDb(Db):
+    dialect = SQLITE
+    schema = SQLITE_MIGRATIONS
+    begin_sql = "BEGIN IMMEDIATE"
+    errors = (sqlite3.Error,)
+    _integrity = sqlite3.IntegrityError
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def _run(self, sql: str, stmt: Stmt) -> Any:
+        if stmt.fetch == "many":
+            self.conn.executemany(sql, stmt.params)
+            return None
+        cursor = self.conn.execute(sql, stmt.params)
+        if stmt.fetch == "count":
+            return cursor.rowcount
+        found = cursor.fetchall()  # to the end: no statement left half-run
+        if stmt.fetch == "one":
+            return found[0] if found else None
+        return found
+
+    def failure(self, exc: BaseException, reason: str) -> StoreError:
+        """A full disk is told apart: the caller may wait for space and retry."""
+        error = super().failure(exc, reason)
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF == sqlite3.SQLITE_FULL:
+            return StorageFullError(str(error))
+        return error
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_sqlite(
+    path: Any,
+    *,
+    writer: bool,
+    synchronous: str = "FULL",
+    trace: Callable[[str], None] | None = None,
+) -> SqliteDb:
+    """A connection to the SQLite store at ``path``: WAL, foreign keys, read-only
+    unless ``writer``. Readers may be closed from another thread than theirs."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=writer, timeout=30.0)
+    try:
+        if trace is not None:
+            conn.set_trace_callback(trace)
+        if writer:
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        if not writer:
+            conn.execute("PRAGMA query_only=ON")
+    except BaseException:
+        conn.close()
+        raise
+    return SqliteDb(conn)
+
+
+_RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+
+
+class PgDb(Db):
+    dialect = POSTGRES
+    schema = PG_MIGRATIONS
+    errors = (psycopg.Error,)
+    _integrity = pg_errors.IntegrityError
+
+    def __init__(self, conn: PgConn) -> None:
+        self.conn = conn
+
+    def _run(self, sql: str, stmt: Stmt) -> Any:
+        query = sql.encode()
+        if stmt.fetch == "many":
+            with self.conn.cursor() as cursor:
+                cursor.executemany(query, stmt.params)
+            return None
+        cursor = self.conn.execute(query, stmt.params or None)
+        if stmt.fetch == "count":
+            return cursor.rowcount
+        if stmt.fetch == "one":
+            return cursor.fetchone()
+        return cursor.fetchall()
+
+    def _notify(self, note: Notify) -> None:
+        self.conn.execute("SELECT pg_notify(%s, %s)", (note.channel, note.payload))
+
+    def lock_schema(self) -> None:
+        self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+
+    def verdict(self, exc: BaseException) -> Verdict:
+        if isinstance(exc, _RETRYABLE):
+            return "retry"
+        return "outage" if is_outage(exc) else "fail"
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def is_outage(exc: BaseException) -> bool:
+    """The database could not be reached or went away (retry later), as opposed
+    to refusing the statements (fail now)."""
+    if isinstance(exc, OSError):
+        return True
+    if isinstance(exc, psycopg.OperationalError):
+        state = exc.sqlstate
+        return state is None or state.startswith(("08", "57P"))
+    return False
+
+
+def connect_pg(url: str, *, timeout_s: float, name: str = "chorus-store") -> PgDb:
+    """A new autocommit connection to ``url``; psycopg's error when it cannot be made."""
+    conn = psycopg.connect(
+        url, autocommit=True, connect_timeout=int(timeout_s), application_name=name[:63]
+    )
+    return PgDb(conn)
