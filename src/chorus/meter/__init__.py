@@ -7,6 +7,8 @@ usage and quota the providers state and holds the budgets.
   its configured upstream signed into the URL (``_point``).
 - :class:`UsageReader`, :func:`read_usage`: the APIs' usage fields, sans-I/O (``_usage``).
 - :func:`price_table`: USD per million tokens per model (``prices.toml``, overridable).
+- :class:`SecretBook`, :class:`Restorer`: secrets hidden from the providers and put
+  back in the model's tool calls (``_secrets``, sans-I/O).
 - :func:`windows_from`, :class:`QuotaBook`: rate-limit headers and quota errors (``_quota``).
 """
 
@@ -27,6 +29,7 @@ from chorus.meter._prices import PRICES_FILE, Price, PriceTable, price_table
 from chorus.meter._proxy import MAX_REQUEST_BYTES, MeterApp, MeterSink, NullSink, new_client
 from chorus.meter._quota import QuotaBook, Window, windows_from
 from chorus.meter._replies import Reply, api_error, budget_reply, unreachable_reply
+from chorus.meter._secrets import PLACEHOLDER, ArgStream, Restorer, SecretBook, placeholder, restore
 from chorus.meter._sse import SseEvent, SseSplitter
 from chorus.meter._usage import APIS, Api, Tally, UsageReader, read_usage
 
@@ -35,9 +38,11 @@ __all__ = [
     "API_OF_CLI",
     "DEFAULT_UPSTREAM",
     "MAX_REQUEST_BYTES",
+    "PLACEHOLDER",
     "PRICES_FILE",
     "ROUTE",
     "Api",
+    "ArgStream",
     "MeterApp",
     "MeterSink",
     "NullSink",
@@ -46,6 +51,8 @@ __all__ = [
     "PriceTable",
     "QuotaBook",
     "Reply",
+    "Restorer",
+    "SecretBook",
     "SseEvent",
     "SseSplitter",
     "Tally",
@@ -59,10 +66,12 @@ __all__ = [
     "meter_url",
     "new_client",
     "open_meter",
+    "placeholder",
     "point_body",
     "price_table",
     "read_usage",
     "resolve",
+    "restore",
     "unreachable_reply",
     "windows_from",
 ]
