@@ -3,6 +3,8 @@ usage and quota the providers state and holds the budgets.
 
 - :class:`MeterApp`: the streaming pass-through proxy (Anthropic Messages, OpenAI
   Responses, Gemini), a route of the sessions' channel listener (``_proxy``).
+- :class:`MeterHost`: the daemon's hold on the meter's own process (``_process``,
+  ``python -m chorus.meter``), which outlives the daemon; records go through a spool.
 - :func:`point_body`: how a body's CLI is pointed at its session's meter URL, with
   its configured upstream signed into the URL (``_point``).
 - :class:`UsageReader`, :func:`read_usage`: the APIs' usage fields, sans-I/O (``_usage``).
@@ -12,6 +14,7 @@ usage and quota the providers state and holds the budgets.
 - :func:`windows_from`, :class:`QuotaBook`: rate-limit headers and quota errors (``_quota``).
 """
 
+from chorus.meter._host import MeterHost
 from chorus.meter._point import (
     API_OF_CLI,
     DEFAULT_UPSTREAM,
@@ -44,6 +47,7 @@ __all__ = [
     "Api",
     "ArgStream",
     "MeterApp",
+    "MeterHost",
     "MeterSink",
     "NullSink",
     "Pointed",

@@ -116,7 +116,7 @@ def _pattern(forms: Mapping[bytes, str]) -> re.Pattern[bytes] | None:
     return re.compile(b"|".join(re.escape(f) for f in ordered))
 
 
-# -- restoring -----------------------------------------------------------------------------
+# -- restoring --------------------------------------------------------------------------
 
 
 def restore(text: str, hidden: Mapping[str, str], *, escape: bool = False) -> str:
@@ -171,7 +171,7 @@ def _partial_at(text: str, hidden: Mapping[str, str]) -> int:
     return len(text)
 
 
-# -- answers ---------------------------------------------------------------------------------
+# -- answers ----------------------------------------------------------------------------
 
 
 @dataclass
@@ -324,7 +324,7 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-# -- the byte stream -------------------------------------------------------------------------
+# -- the byte stream --------------------------------------------------------------------
 
 _END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 
