@@ -7,14 +7,27 @@ request's cost stops a multi-step job after its first model request."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
 
-from chorus.events import JobEnded, Metered, Notice, TurnCompleted, Usage, parse_event
+from chorus.daemon._lifecycle import read_pid
+from chorus.events import (
+    JobEnded,
+    Metered,
+    Notice,
+    TextDelta,
+    TurnCompleted,
+    Usage,
+    parse_event,
+)
 from chorus.meter import price_table
-from chorus.testing import shell, text
+from chorus.testing import shell, slow_text, text
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -128,3 +141,60 @@ def test_a_budget_smaller_than_one_request_stops_the_job_after_that_request(
     # Gemini's first request is its router's (a side call): its turn never started.
     assert (daemon.work / "one.txt").exists() == (sent[0].kind == "turn")
     assert not (daemon.work / "two.txt").exists()
+
+
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+def test_a_secret_the_model_reads_never_reaches_the_provider_yet_its_tool_gets_it(
+    daemon_with: Callable[..., Daemon], body: str
+) -> None:
+    daemon = daemon_with()  # the meter is on by default
+    value = "dtk-" + uuid.uuid4().hex
+    stored = daemon.run("secret", "set", "DEPLOY_TOKEN", "--value", value)
+    assert stored.returncode == 0, stored.stderr
+    (daemon.work / "notes.txt").write_text(f"deploy token: {value}\n")
+    daemon.server.script(
+        [
+            shell("cat notes.txt"),
+            shell("echo [SECRET:DEPLOY_TOKEN] > out.txt"),
+            text("wrote [SECRET:DEPLOY_TOKEN] to out.txt"),
+        ],
+        lane=body,
+    )
+    events = daemon.ask("deploy with the token in notes.txt", "--body", body)
+    assert (daemon.work / "out.txt").read_text() == value + "\n"  # the tool got the value
+    sent = daemon.server.requests_of(lane=body)
+    assert sent
+    for request in sent:  # the provider never saw it: bodies, headers, paths
+        assert value not in json.dumps(request.body)
+        assert value not in json.dumps(request.headers)
+        assert value not in request.path
+    seen = [r for r in sent if "[SECRET:DEPLOY_TOKEN]" in json.dumps(r.body)]
+    assert seen  # the model read the file's placeholder
+    turn = next(e for e in events if isinstance(e, TurnCompleted))
+    assert "wrote [SECRET:DEPLOY_TOKEN]" in (turn.result or "")  # its text keeps it
+
+
+def test_a_request_in_flight_when_the_daemon_is_killed_finishes_and_is_metered_later(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    daemon = daemon_with()
+    words = " ".join(f"w{i}" for i in range(40))
+    daemon.server.script([slow_text(words, chunks=40, delay=0.25)], lane="codex")
+    job = daemon.run("task", "survive", "--body", "codex").stdout.strip()
+    deadline = time.monotonic() + 90
+    while sum(isinstance(e, TextDelta) for e in daemon.client.events(job, follow=False)) < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    pid = read_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    meter = json.loads((daemon.home / "run" / "meter" / "pid").read_text())
+    watched = daemon.run("watch", job)  # a new daemon re-adopts the meter's process
+    assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
+    assert json.loads((daemon.home / "run" / "meter" / "pid").read_text()) == meter
+    posts = [r for r in daemon.server.requests_of(lane="codex") if r.method == "POST"]
+    assert len(posts) == 1  # the turn's one request was not cut and run again
+    assert posts[0].finished and not posts[0].disconnected
+    [row] = json.loads(daemon.run("usage", "--json").stdout)
+    assert (row["key"], row["requests"]) == ("codex", 1)
+    assert row["input_tokens"] == SENT.input_tokens

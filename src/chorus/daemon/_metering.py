@@ -195,12 +195,9 @@ async def metering(channel: Channel, meter: DaemonMeter | None) -> AsyncIterator
         return
     point = Channel(channel.host, meter.host.port, channel.key)
     open_meter(point)
-    task = asyncio.create_task(meter.host.run(), name="meter-link")
+    meter.host.start()
     try:
         yield
     finally:
         close_meter(point)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
         await meter.host.close(keep=keep_flag().exists())

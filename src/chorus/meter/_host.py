@@ -61,6 +61,7 @@ class MeterHost:
         self._seen = self._stored = self._read_offset()
         self._verdicts: dict[str, str | None] = {}
         self._closing = False
+        self._task: asyncio.Task[None] | None = None
 
     # -- finding or making the process --------------------------------------------------
 
@@ -113,6 +114,10 @@ class MeterHost:
             )
 
     # -- the link -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """:meth:`run` in a task of its own, until :meth:`close`."""
+        self._task = asyncio.create_task(self.run(), name="meter-link")
 
     async def run(self) -> None:
         """Start the process if ``open`` bound its port; then keep the link, forever."""
@@ -212,9 +217,20 @@ class MeterHost:
         if self._writer is not None:
             with contextlib.suppress(OSError):
                 await self._writer.drain()
-            self._writer.close()
-        if not keep and self._proc is not None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._proc is None:
+            return
+        if keep:
+            _LEFT_RUNNING.append(self._proc)  # on purpose: never waited for here
+        else:
             await asyncio.to_thread(_wait_or_end, self._proc)
+
+
+#: Meter processes a daemon left running for the bodies it left (``--keep-bodies``).
+_LEFT_RUNNING: list[subprocess.Popen[bytes]] = []
 
 
 def _wait_or_end(proc: subprocess.Popen[bytes]) -> None:
