@@ -149,8 +149,10 @@ def test_a_secret_the_model_reads_never_reaches_the_provider_yet_its_tool_gets_i
 ) -> None:
     daemon = daemon_with()  # the meter is on by default
     value = "dtk-" + uuid.uuid4().hex
-    stored = daemon.run("secret", "set", "DEPLOY_TOKEN", "--value", value)
-    assert stored.returncode == 0, stored.stderr
+    # A credential of the config ([agents.*.env], the last table of the file): a vault
+    # secret's value in a tool's input is refused by the policy (exfil.secret_value).
+    with (daemon.home / "config.toml").open("a") as config:
+        config.write(f"DEPLOY_TOKEN = {json.dumps(value)}\n")
     (daemon.work / "notes.txt").write_text(f"deploy token: {value}\n")
     daemon.server.script(
         [
