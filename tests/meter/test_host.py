@@ -56,14 +56,6 @@ async def server(chorus_home: Path) -> AsyncIterator[ModelServer]:
         yield scripted
 
 
-async def _linked(host: MeterHost) -> None:
-    for _ in range(600):
-        if host._writer is not None:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the meter's process never linked")
-
-
 async def _until(check: Any, within: float = 30) -> None:
     for _ in range(int(within / 0.05)):
         if check():
@@ -91,7 +83,7 @@ async def test_the_process_outlives_its_daemon_and_the_next_one_adopts_it(
         answer = await client.post(_url(port, "s1", server.url) + "/responses", json=BODY)
         assert answer.status_code == 200
         assert SECRET in answer.text  # the tool call got the value back
-        await _linked(host)
+        await asyncio.wait_for(host.linked(), 60)
         await _until(lambda: any(r["kind"] == "metered" for r in first.kept))
         pid = json.loads((run_dir() / "meter" / "pid").read_text())
         await host.close(keep=True)  # the daemon goes; bodies (and the meter) stay
@@ -104,7 +96,7 @@ async def test_the_process_outlives_its_daemon_and_the_next_one_adopts_it(
         adopted = second.host()
         assert adopted.open() == port  # the same process, not another
         adopted.start()
-        await _linked(adopted)
+        await asyncio.wait_for(adopted.linked(), 60)
         await _until(lambda: any(r["kind"] == "metered" for r in second.kept))
         metered = [r for r in second.kept if r["kind"] == "metered"]
         assert [r["channel"] for r in metered] == ["s1"]  # the one made while away, once

@@ -58,7 +58,13 @@ class DaemonMeter:
             self.admit,
             self.secrets,
             orphan_s=sup.config.daemon.orphan_timeout_s or 900.0,
+            budgets=self.budgets,
         )
+
+    def budgets(self) -> bool:
+        """Whether any ``[budget]`` limit is set (else the meter need not ask)."""
+        budget = self.sup.config.budget
+        return bool(budget.daily_usd or budget.per_job_usd or budget.bodies)
 
     def admit(self, channel: str, api: str) -> str | None:
         job, body = self._where(channel)

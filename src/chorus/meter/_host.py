@@ -8,7 +8,8 @@ so bodies can be pointed at it at once, and :meth:`MeterHost.run` starts the pro
 with that socket (a request that comes first waits in the listen queue). ``run``
 then keeps the link: on each connect it says hello (the secrets, the verdicts), reads
 the spool from the offset last stored (the records made while no daemon listened),
-then takes the records as they come and answers each ``admit``; a meter process that
+then takes the records as they come and answers each ``admit`` (asked only while
+``budgets`` says a budget is set); a meter process that
 dies is started again on the same port. Each record is handed to ``ingest``, which
 may return a future that settles once the record is kept: its offset is then stored
 (``meter/ingested``), so a record is read again after a crash rather than lost.
@@ -34,6 +35,8 @@ from chorus.meter._spool import read_spool
 log = logging.getLogger("chorus.meter")
 
 HOST = "127.0.0.1"
+#: How often the secrets and budgets are looked at for a change to tell the meter.
+RETELL_S = 2.0
 #: Ingest a record: (the record) → a future settled once it is kept, or None.
 Ingest = Callable[[dict[str, Any]], "asyncio.Future[Any] | None"]
 #: May this session's request go to this API: None, or why not.
@@ -50,9 +53,11 @@ class MeterHost:
         admit: Admit,
         secrets: Callable[[], Mapping[str, str]],
         orphan_s: float = 900.0,
+        budgets: Callable[[], bool] = lambda: True,
     ) -> None:
         self.run_dir, self.dir = run, meter_dir(run)
         self.ingest, self.admit, self.secrets = ingest, admit, secrets
+        self.budgets = budgets
         self.orphan_s = orphan_s
         self.port = 0
         self._sock: socket.socket | None = None
@@ -62,6 +67,7 @@ class MeterHost:
         self._verdicts: dict[str, str | None] = {}
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self._linked_once: asyncio.Event | None = None
 
     # -- finding or making the process --------------------------------------------------
 
@@ -119,6 +125,15 @@ class MeterHost:
         """:meth:`run` in a task of its own, until :meth:`close`."""
         self._task = asyncio.create_task(self.run(), name="meter-link")
 
+    async def linked(self) -> None:
+        """Return once the meter's process has been linked (tests, the bench)."""
+        await self._event().wait()
+
+    def _event(self) -> asyncio.Event:
+        if self._linked_once is None:
+            self._linked_once = asyncio.Event()
+        return self._linked_once
+
     async def run(self) -> None:
         """Start the process if ``open`` bound its port; then keep the link, forever."""
         if self._sock is not None:
@@ -139,16 +154,30 @@ class MeterHost:
 
     async def _linked(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
+        self._event().set()
+        told = asyncio.create_task(self._retell(), name="meter-retell")
         try:
-            self._send({"op": "hello", "secrets": dict(self.secrets()), "verdicts": self._verdicts})
             self._catch_up()
             while line := await reader.readline():
                 self._heard(line)
         except (OSError, ValueError) as exc:
             log.warning("meter: the link broke: %s", type(exc).__name__)
         finally:
+            told.cancel()
             self._writer = None
             writer.close()
+
+    async def _retell(self) -> None:
+        """Say hello, then again whenever the secrets or the budgets' presence change
+        (a ``chorus secret set``, a reload): looked at every :data:`RETELL_S`."""
+        said = self._hello("hello")
+        self._send(said)
+        while True:
+            await asyncio.sleep(RETELL_S)
+            now = self._hello("secrets")
+            if (now["secrets"], now["ask"]) != (said["secrets"], said["ask"]):
+                self._send(now)
+                said = now
 
     def _catch_up(self) -> None:
         while batch := read_spool(self.dir / "records.jsonl", self._seen):
@@ -183,9 +212,9 @@ class MeterHost:
         if self._writer is not None and not self._writer.is_closing():
             self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
 
-    def tell_secrets(self) -> None:
-        """Send the secrets again (the vault or the config changed)."""
-        self._send({"op": "secrets", "secrets": dict(self.secrets())})
+    def _hello(self, op: str) -> dict[str, Any]:
+        secrets = dict(self.secrets())
+        return {"op": op, "secrets": secrets, "verdicts": self._verdicts, "ask": self.budgets()}
 
     # -- offsets ------------------------------------------------------------------------
 

@@ -11,8 +11,8 @@ channel key, ``<run dir>/channel.key``: a body reaches only its own session's pa
 and talks to the daemon over ``<run dir>/meter/link.sock`` (0600, in a 0700 folder),
 one JSON object a line:
 
-- from the daemon: ``hello``/``secrets`` (the values to hide), ``verdict`` (a
-  budget's answer to an ``admit``), ``exit``;
+- from the daemon: ``hello``/``secrets`` (the values to hide; whether a budget is
+  set, else no ``admit`` is asked), ``verdict`` (a budget's answer), ``exit``;
 - to the daemon: ``admit`` (may this session's request go?) and ``record`` (a line
   just appended to the spool, with its end offset).
 
@@ -116,6 +116,7 @@ class MeterProcess:
         self.link = _Link()
         self.verdicts: dict[str, str | None] = {}
         self.armed = asyncio.Event()
+        self.ask = True  # whether the daemon holds budgets to ask about
         self.busy = 0
         self.idle_since = time.monotonic()
         quotas = QuotaBook(listeners=[self._stated])
@@ -127,7 +128,9 @@ class MeterProcess:
     async def admit(self, channel: str, api: str) -> str | None:
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         ask = next(self.link.ids)
-        if not self.link.send({"op": "admit", "id": ask, "channel": channel, "api": api}):
+        if not self.ask or not self.link.send(
+            {"op": "admit", "id": ask, "channel": channel, "api": api}
+        ):
             return self.verdicts.get(channel)
         self.link.pending[ask] = future
         try:
@@ -174,6 +177,9 @@ class MeterProcess:
         if op in ("hello", "secrets"):
             self.app.secrets = SecretBook(dict(message.get("secrets") or {}))
             self.verdicts.update(message.get("verdicts") or {})
+            self.ask = message.get("ask") is not False
+            if not self.ask:
+                self.verdicts.clear()
             self.armed.set()
         elif op == "verdict":
             self._verdict(message)
