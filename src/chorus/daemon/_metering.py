@@ -82,15 +82,40 @@ class DaemonMeter:
             return self.record(str(record.get("channel") or NO_SESSION), event)
         return None
 
-    def record(self, channel: str, event: Metered) -> asyncio.Future[Event] | None:
+    def record(self, channel: str, event: Metered) -> asyncio.Future[Any] | None:
         job, body = self._where(channel)
         session = "" if channel == NO_SESSION else channel
+        if session and job is None:  # made while no daemon ran, or before a re-attach
+            return asyncio.ensure_future(self._record_later(session, event))
+        return self._keep(session, job, body, event)
+
+    def _keep(
+        self, session: str, job: str | None, body: str | None, event: Metered
+    ) -> asyncio.Future[Event] | None:
         cost = self.prices.cost(event.model, event.usage)
         event = event.model_copy(
             update={"job_id": job, "body": body or "", "session_id": session, "cost_usd": cost}
         )
         self.sup.ledger.observe(event)
         return self._append(session, event) if session else None
+
+    async def _record_later(self, session: str, event: Metered) -> None:
+        """Attribute ``event`` to the job that ran on ``session`` when it was made."""
+        job, body = None, None
+        with contextlib.suppress(ChorusError):
+            ran = [
+                j
+                for j in await self.sup.store.list_jobs(session_id=session)
+                if j.started_at is not None
+                and j.started_at <= event.ts
+                and (j.ended_at is None or j.ended_at >= event.ts - 1.0)
+            ]
+            if ran:
+                latest = max(ran, key=lambda j: j.started_at or 0.0)
+                job, body = latest.id, latest.body
+        kept = self._keep(session, job, body, event)
+        if kept is not None:
+            await kept
 
     def _where(self, channel: str) -> tuple[str | None, str | None]:
         return (None, None) if channel == NO_SESSION else self.sup.running_on(channel)
