@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from chorus.daemon import is_responding
 from chorus.daemon._lifecycle import read_pid
 from chorus.events import (
     JobEnded,
@@ -41,6 +42,15 @@ LIMIT = 500
 SENT = Usage(input_tokens=100, output_tokens=20)
 
 
+def _up(daemon: Daemon, within: float = 240) -> None:
+    """The daemon answers (started here when none runs: a start slower than the CLI's
+    20 s wait, on a loaded machine, is waited for rather than failed)."""
+    deadline = time.monotonic() + within
+    while daemon.run("start").returncode != 0 and not is_responding(2.0):
+        assert time.monotonic() < deadline, "the daemon never answered"
+        time.sleep(1.0)
+
+
 def _answered(daemon: Daemon, lane: str) -> list[str]:
     """The model of each request the server answered with its usage, on ``lane``."""
     return [
@@ -57,6 +67,7 @@ def test_codex_and_gemini_jobs_are_metered_as_the_server_sent_them(
     daemon.server.state_rate_limit(LIMIT)
     daemon.server.script([shell("echo metered > out.txt"), text("done")], lane="codex")
     daemon.server.script([text("hello from gemini")], lane="gemini")
+    _up(daemon)
     codex = daemon.ask("make out.txt", "--body", "codex")
     gemini = daemon.ask("say hello", "--body", "gemini")
     assert (daemon.work / "out.txt").read_text() == "metered\n"
@@ -97,6 +108,7 @@ def test_a_metered_claude_job_counts_the_meters_cost_not_also_its_own_report(
 ) -> None:
     daemon = daemon_with(*METER)
     daemon.server.script([text("hi")], lane="claude")
+    _up(daemon)
     events = daemon.ask("hello", "--body", "claude")
     turn = next(e for e in events if isinstance(e, TurnCompleted))
     assert turn.cost_usd  # Claude reported its own cost of the turn
@@ -126,6 +138,7 @@ def test_a_budget_smaller_than_one_request_stops_the_job_after_that_request(
     daemon.server.script(
         [shell("echo one > one.txt"), shell("echo two > two.txt"), text("never")], lane=body
     )
+    _up(daemon)
     done = daemon.run("ask", "two steps", "--body", body, "--json")
     assert done.returncode == 1, done.stderr
     events = [parse_event(line) for line in done.stdout.splitlines()]
@@ -162,6 +175,7 @@ def test_a_secret_the_model_reads_never_reaches_the_provider_yet_its_tool_gets_i
         ],
         lane=body,
     )
+    _up(daemon)
     events = daemon.ask("deploy with the token in notes.txt", "--body", body)
     assert (daemon.work / "out.txt").read_text() == value + "\n"  # the tool got the value
     sent = daemon.server.requests_of(lane=body)
@@ -182,6 +196,7 @@ def test_a_request_in_flight_when_the_daemon_is_killed_finishes_and_is_metered_l
     daemon = daemon_with()
     words = " ".join(f"w{i}" for i in range(40))
     daemon.server.script([slow_text(words, chunks=40, delay=0.25)], lane="codex")
+    _up(daemon)
     job = daemon.run("task", "survive", "--body", "codex").stdout.strip()
     deadline = time.monotonic() + 90
     while sum(isinstance(e, TextDelta) for e in daemon.client.events(job, follow=False)) < 3:
@@ -191,12 +206,14 @@ def test_a_request_in_flight_when_the_daemon_is_killed_finishes_and_is_metered_l
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     meter = json.loads((daemon.home / "run" / "meter" / "pid").read_text())
+    _up(daemon)
     watched = daemon.run("watch", job)  # a new daemon re-adopts the meter's process
     assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
     assert json.loads((daemon.home / "run" / "meter" / "pid").read_text()) == meter
     posts = [r for r in daemon.server.requests_of(lane="codex") if r.method == "POST"]
     assert len(posts) == 1  # the turn's one request was not cut and run again
-    assert posts[0].finished and not posts[0].disconnected
+    assert posts[0].finished
+    assert not posts[0].disconnected
     [row] = json.loads(daemon.run("usage", "--json").stdout)
     assert (row["key"], row["requests"]) == ("codex", 1)
     assert row["input_tokens"] == SENT.input_tokens
