@@ -14,7 +14,7 @@ usage and quota the providers state and holds the budgets.
 - :func:`windows_from`, :class:`QuotaBook`: rate-limit headers and quota errors (``_quota``).
 """
 
-from chorus.meter._host import MeterHost
+from chorus.meter._host import MeterHost, end_meter_left
 from chorus.meter._point import (
     API_OF_CLI,
     DEFAULT_UPSTREAM,
@@ -67,6 +67,7 @@ __all__ = [
     "budget_reply",
     "close_meter",
     "codex_provider",
+    "end_meter_left",
     "meter_url",
     "new_client",
     "open_meter",

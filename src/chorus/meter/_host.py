@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -260,6 +261,21 @@ class MeterHost:
 
 #: Meter processes a daemon left running for the bodies it left (``--keep-bodies``).
 _LEFT_RUNNING: list[subprocess.Popen[bytes]] = []
+
+
+def end_meter_left(run: Path) -> bool:
+    """End the meter's process a daemon left running (SIGTERM: its requests finish
+    first), when no daemon runs; True when there was one."""
+    try:
+        data = json.loads((meter_dir(run) / "pid").read_text())
+        pid, started = int(data["pid"]), data["started"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if started is None or start_time(pid) != started:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    return True
 
 
 def _wait_or_end(proc: subprocess.Popen[bytes]) -> None:
