@@ -2,7 +2,7 @@
 usage and quota the providers state and holds the budgets.
 
 - :class:`MeterApp`: the streaming pass-through proxy (Anthropic Messages, OpenAI
-  Responses, Gemini), a route of the sessions' channel listener (``_proxy``).
+  Responses, Gemini) (``_proxy``), served by the meter's own process.
 - :class:`MeterHost`: the daemon's hold on the meter's own process (``_process``,
   ``python -m chorus.meter``), which outlives the daemon; records go through a spool.
 - :func:`point_body`: how a body's CLI is pointed at its session's meter URL, with

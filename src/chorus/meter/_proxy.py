@@ -1,5 +1,5 @@
-"""The meter: a streaming pass-through proxy for the model APIs, one per daemon, served
-on the sessions' channel listener under each session's token
+"""The meter: a streaming pass-through proxy for the model APIs, served by the meter's
+own process (``_process``) under each session's token
 (``/s/<token>/meter/<api>/<ref>/...``, see ``_point``).
 
 Each request goes to the upstream its signed URL names with the body's own method,
@@ -112,8 +112,9 @@ def new_client() -> httpx.AsyncClient:
 
 @dataclass(eq=False)
 class MeterApp:
-    """Serves ``/s/<token>/meter/...`` (a channel route: called with the channel id
-    the token names and the path after the route's name)."""
+    """Serves ``/s/<token>/meter/...``: called with the channel id the token names and
+    the path after ``meter`` (by the meter's process, or any ASGI front that checks
+    the token)."""
 
     key: bytes
     sink: MeterSink = field(default_factory=NullSink)
