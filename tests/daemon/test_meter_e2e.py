@@ -7,14 +7,28 @@ request's cost stops a multi-step job after its first model request."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
 
-from chorus.events import JobEnded, Metered, Notice, TurnCompleted, Usage, parse_event
+from chorus.client._lifecycle import read_pid
+from chorus.daemon import is_responding
+from chorus.events import (
+    JobEnded,
+    Metered,
+    Notice,
+    TextDelta,
+    TurnCompleted,
+    Usage,
+    parse_event,
+)
 from chorus.meter import price_table
-from chorus.testing import shell, text
+from chorus.testing import shell, slow_text, text
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -26,6 +40,15 @@ METER = ("[meter]", "enabled = true")
 LIMIT = 500
 #: The usage the scripted server puts on every answer, per API.
 SENT = Usage(input_tokens=100, output_tokens=20)
+
+
+def _up(daemon: Daemon, within: float = 240) -> None:
+    """The daemon answers (started here when none runs: a start slower than the CLI's
+    20 s wait, on a loaded machine, is waited for rather than failed)."""
+    deadline = time.monotonic() + within
+    while daemon.run("start").returncode != 0 and not is_responding(2.0):
+        assert time.monotonic() < deadline, "the daemon never answered"
+        time.sleep(1.0)
 
 
 def _answered(daemon: Daemon, lane: str) -> list[str]:
@@ -44,6 +67,7 @@ def test_codex_and_gemini_jobs_are_metered_as_the_server_sent_them(
     daemon.server.state_rate_limit(LIMIT)
     daemon.server.script([shell("echo metered > out.txt"), text("done")], lane="codex")
     daemon.server.script([text("hello from gemini")], lane="gemini")
+    _up(daemon)
     codex = daemon.ask("make out.txt", "--body", "codex")
     gemini = daemon.ask("say hello", "--body", "gemini")
     assert (daemon.work / "out.txt").read_text() == "metered\n"
@@ -84,6 +108,7 @@ def test_a_metered_claude_job_counts_the_meters_cost_not_also_its_own_report(
 ) -> None:
     daemon = daemon_with(*METER)
     daemon.server.script([text("hi")], lane="claude")
+    _up(daemon)
     events = daemon.ask("hello", "--body", "claude")
     turn = next(e for e in events if isinstance(e, TurnCompleted))
     assert turn.cost_usd  # Claude reported its own cost of the turn
@@ -113,6 +138,7 @@ def test_a_budget_smaller_than_one_request_stops_the_job_after_that_request(
     daemon.server.script(
         [shell("echo one > one.txt"), shell("echo two > two.txt"), text("never")], lane=body
     )
+    _up(daemon)
     done = daemon.run("ask", "two steps", "--body", body, "--json")
     assert done.returncode == 1, done.stderr
     events = [parse_event(line) for line in done.stdout.splitlines()]
@@ -128,3 +154,66 @@ def test_a_budget_smaller_than_one_request_stops_the_job_after_that_request(
     # Gemini's first request is its router's (a side call): its turn never started.
     assert (daemon.work / "one.txt").exists() == (sent[0].kind == "turn")
     assert not (daemon.work / "two.txt").exists()
+
+
+@pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
+def test_a_secret_the_model_reads_never_reaches_the_provider_yet_its_tool_gets_it(
+    daemon_with: Callable[..., Daemon], body: str
+) -> None:
+    daemon = daemon_with()  # the meter is on by default
+    value = "dtk-" + uuid.uuid4().hex
+    # A credential of the config ([agents.*.env], the last table of the file): a vault
+    # secret's value in a tool's input is refused by the policy (exfil.secret_value).
+    with (daemon.home / "config.toml").open("a") as config:
+        config.write(f"DEPLOY_TOKEN = {json.dumps(value)}\n")
+    (daemon.work / "notes.txt").write_text(f"deploy token: {value}\n")
+    daemon.server.script(
+        [
+            shell("cat notes.txt"),
+            shell("echo [SECRET:DEPLOY_TOKEN] > out.txt"),
+            text("wrote [SECRET:DEPLOY_TOKEN] to out.txt"),
+        ],
+        lane=body,
+    )
+    _up(daemon)
+    events = daemon.ask("deploy with the token in notes.txt", "--body", body)
+    assert (daemon.work / "out.txt").read_text() == value + "\n"  # the tool got the value
+    sent = daemon.server.requests_of(lane=body)
+    assert sent
+    for request in sent:  # the provider never saw it: bodies, headers, paths
+        assert value not in json.dumps(request.body)
+        assert value not in json.dumps(request.headers)
+        assert value not in request.path
+    seen = [r for r in sent if "[SECRET:DEPLOY_TOKEN]" in json.dumps(r.body)]
+    assert seen  # the model read the file's placeholder
+    turn = next(e for e in events if isinstance(e, TurnCompleted))
+    assert "wrote [SECRET:DEPLOY_TOKEN]" in (turn.result or "")  # its text keeps it
+
+
+def test_a_request_in_flight_when_the_daemon_is_killed_finishes_and_is_metered_later(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    daemon = daemon_with()
+    words = " ".join(f"w{i}" for i in range(40))
+    daemon.server.script([slow_text(words, chunks=40, delay=0.25)], lane="codex")
+    _up(daemon)
+    job = daemon.run("task", "survive", "--body", "codex").stdout.strip()
+    deadline = time.monotonic() + 90
+    while sum(isinstance(e, TextDelta) for e in daemon.client.events(job, follow=False)) < 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    pid = read_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    meter = json.loads((daemon.home / "run" / "meter" / "pid").read_text())
+    _up(daemon)
+    watched = daemon.run("watch", job)  # a new daemon re-adopts the meter's process
+    assert watched.returncode == 0, watched.stdout[-2000:] + watched.stderr[-2000:]
+    assert json.loads((daemon.home / "run" / "meter" / "pid").read_text()) == meter
+    posts = [r for r in daemon.server.requests_of(lane="codex") if r.method == "POST"]
+    assert len(posts) == 1  # the turn's one request was not cut and run again
+    assert posts[0].finished
+    assert not posts[0].disconnected
+    [row] = json.loads(daemon.run("usage", "--json").stdout)
+    assert (row["key"], row["requests"]) == ("codex", 1)
+    assert row["input_tokens"] == SENT.input_tokens

@@ -158,3 +158,19 @@ def test_a_body_without_a_login_is_never_routed_to_nor_failed_over_to() -> None:
     picked = router.choose("Summarize this huge log file", book, now=0, unready=unready)
     assert picked in ("claude", "codex")
     assert router.choose("x", book, now=0, exclude=["claude", "codex"], unready=unready) is None
+
+
+def test_a_provider_nearly_out_is_routed_around_until_its_window_resets() -> None:
+    book = HealthBook()
+    router = Router(BODIES)
+    assert router.choose("explain why", book, now=1) == "claude"
+    book.low("claude", until=100)  # the meter read "2 requests left, resets at 100"
+    assert router.choose("explain why", book, now=1) == "codex"
+    book.success("claude")  # a turn that ends well does not refill the window
+    assert router.choose("explain why", book, now=50) == "codex"
+    again = HealthBook()
+    again.load(book.to_json())
+    assert again.get("claude").low_until == 100
+    assert router.choose("explain why", book, now=100) == "claude"
+    book.low("claude", until=0)  # a later statement with enough left
+    assert router.choose("explain why", book, now=2) == "claude"

@@ -498,6 +498,8 @@ def _body_lines(data: dict[str, Any], now: float) -> list[str]:
             lines.append(f"{name}: healthy, no data yet")
         lines += [f"{name}: {_health_line(row, now)}" for row in rows]
         lines += quota_lines(data.get("quota") or {}, name, now)
+        if why := (data.get("unmetered") or {}).get(name):
+            lines.append(f"  unmetered: {why}; its usage is what the CLI reports")
     return lines or ["none configured ([router] bodies)"]
 
 
@@ -530,6 +532,8 @@ def _health_line(row: dict[str, Any], now: float) -> str:
     left = float(row.get("cooldown_until") or 0) - now
     told = " (until the provider's reset)" if row.get("reset_from_provider") else ""
     cooling = f", cooling down {_age(left)} more{told}" if left > 0 else ""
+    low = float(row.get("low_until") or 0) - now
+    cooling += f", nearly out: routed around for {_age(low)}" if low > 0 else ""
     state = "healthy" if row.get("quota_state") in (None, "ok") else str(row["quota_state"])
     return f"{state} ({account}), {rate if outcomes else 'no data yet'}{cooling}"
 

@@ -147,13 +147,17 @@ def end_bodies_left() -> int:
     Holds the daemon lock meanwhile, so none starts and takes them over; with a
     daemon running it does nothing (its bodies are its own). Returns how many."""
     from chorus.bodies import end_detached
+    from chorus.config import run_dir
+    from chorus.meter import end_meter_left
     from chorus.session import bodies_dir
 
     lock = acquire_lock()
     if lock is None:
         return 0
     try:
-        return sum(end_detached(run) for run in sorted(bodies_dir().glob("*")))
+        ended = sum(end_detached(run) for run in sorted(bodies_dir().glob("*")))
+        end_meter_left(run_dir())  # the model-API meter they talked through
+        return ended
     finally:
         os.close(lock)
 

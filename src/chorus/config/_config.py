@@ -180,13 +180,19 @@ class ModelPrice(_Strict):
 
 
 class MeterConfig(_Strict):
-    """``[meter]``: with ``enabled``, every body's model API calls go through Chorus's
-    meter, which reads the usage and quota the providers state and holds ``[budget]``
-    per request. Off by default for now: the meter runs in the daemon, so a model
-    request in flight when the daemon dies is cut (its CLI retries it through the next
-    daemon), where a body left running otherwise finishes its turn untouched."""
+    """``[meter]``: with ``enabled`` (the default), every body's model API calls go
+    through Chorus's meter, which reads the usage and quota the providers state, holds
+    ``[budget]`` per request and keeps known secrets from the providers. The meter is
+    a small process of its own that outlives the daemon (a request in flight when the
+    daemon dies finishes; its record waits for the next daemon)."""
 
-    enabled: bool = False
+    enabled: bool = True
+    #: Route away from a body once a provider states it has at most this share of a
+    #: rate-limit window left (requests or tokens), until that window resets.
+    reserve: float = Field(default=0.02, ge=0, le=1)
+    #: Hide known secrets (the vault's, credential-named ``[agents.*.env]`` values)
+    #: from the providers as ``[SECRET:<name>]``, restored in the model's tool calls.
+    hide_secrets: bool = True
     #: Prices by model name or prefix, over the table Chorus ships (``chorus.meter``).
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
 

@@ -30,10 +30,12 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chorus.bodies import NO_SESSION, Channel, session_token
 from chorus.meter._usage import APIS, Api
+
+if TYPE_CHECKING:
+    from chorus.bodies import Channel
 
 ROUTE = "meter"
 DEFAULT_UPSTREAM: dict[Api, str] = {
@@ -53,6 +55,8 @@ _MAC_CHARS = 24
 
 def meter_url(channel: Channel, session_id: str | None, api: Api, upstream: str) -> str:
     """The base URL a body of ``session_id`` calls ``api`` at, forwarded to ``upstream``."""
+    from chorus.bodies import NO_SESSION, session_token  # light callers need not load bodies
+
     channel_id = session_id or NO_SESSION
     token = session_token(channel.key, channel_id)
     ref = _ref(channel.key, channel_id, api, upstream)

@@ -1,5 +1,5 @@
-"""The meter: a streaming pass-through proxy for the model APIs, one per daemon, served
-on the sessions' channel listener under each session's token
+"""The meter: a streaming pass-through proxy for the model APIs, served by the meter's
+own process (``_process``) under each session's token
 (``/s/<token>/meter/<api>/<ref>/...``, see ``_point``).
 
 Each request goes to the upstream its signed URL names with the body's own method,
@@ -13,14 +13,22 @@ client can see the answer's end (so a budget is current when the next request
 comes); its rate-limit headers go to the :class:`QuotaBook`. Before a POST is
 forwarded the sink may refuse it (a budget reached): the CLI then gets a 400 in
 its API's error shape and ends its turn.
+
+Secrets stay home (``_secrets``): the known values in a POST's body are replaced by
+``[SECRET:<name>]`` before it goes (a body compressed in a way the meter cannot read
+is refused while any secret is known), and the answer to a request that hid some
+has their placeholders put back in its tool calls (asked uncompressed; its length
+header dropped: the body changes).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import socket
 import time
 import uuid
+import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,8 +39,15 @@ from chorus.events import Metered
 from chorus.meter._point import Target, resolve
 from chorus.meter._prices import PriceTable, price_table
 from chorus.meter._quota import QuotaBook, windows_from
-from chorus.meter._replies import Reply, budget_reply, too_large_reply, unreachable_reply
-from chorus.meter._usage import UsageReader
+from chorus.meter._replies import (
+    Reply,
+    api_error,
+    budget_reply,
+    too_large_reply,
+    unreachable_reply,
+)
+from chorus.meter._secrets import Restorer, SecretBook
+from chorus.meter._usage import Api, UsageReader
 
 if TYPE_CHECKING:
     import httpx
@@ -66,8 +81,9 @@ _REQUEST_OWN = frozenset({b"host", b"content-length"})
 class MeterSink(Protocol):
     """Where the meter asks and tells (the daemon: its ledger, budgets and log)."""
 
-    def admit(self, channel: str, api: str) -> str | None:
-        """Why a model request of ``channel`` may not go out now, or None."""
+    def admit(self, channel: str, api: str) -> str | Awaitable[str | None] | None:
+        """Why a model request of ``channel`` may not go out now, or None (or an
+        awaitable of it: the meter's own process asks the daemon)."""
 
     def record(self, channel: str, event: Metered) -> None:
         """One request's usage (called once per forwarded request)."""
@@ -101,8 +117,9 @@ def new_client() -> httpx.AsyncClient:
 
 @dataclass(eq=False)
 class MeterApp:
-    """Serves ``/s/<token>/meter/...`` (a channel route: called with the channel id
-    the token names and the path after the route's name)."""
+    """Serves ``/s/<token>/meter/...``: called with the channel id the token names and
+    the path after ``meter`` (by the meter's process, or any ASGI front that checks
+    the token)."""
 
     key: bytes
     sink: MeterSink = field(default_factory=NullSink)
@@ -116,6 +133,9 @@ class MeterApp:
             self.client = new_client()
         return self.client
 
+    #: The secret values hidden from the providers (replaced as the daemon learns them).
+    secrets: SecretBook = field(default_factory=SecretBook)
+
     async def __call__(
         self, channel: str, rest: str, scope: Scope, receive: Receive, send: Send
     ) -> None:
@@ -127,10 +147,19 @@ class MeterApp:
         if body is None:
             await _answer(send, too_large_reply(target.api, self.max_request_bytes))
             return
-        if scope.get("method") == "POST" and (why := self.sink.admit(channel, target.api)):
+        posted = scope.get("method") == "POST"
+        if posted and (why := await self._admit(channel, target.api)):
             await _answer(send, budget_reply(target.api, why))
             return
-        await _Exchange(self, channel, target, scope).run(body, receive, send)
+        exchange = _Exchange(self, channel, target, scope, body=body)
+        if posted and self.secrets and not exchange.hide(body):
+            await _answer(send, _unreadable(target.api, exchange.encoding))
+            return
+        await exchange.run(exchange.body, receive, send)
+
+    async def _admit(self, channel: str, api: str) -> str | None:
+        why = self.sink.admit(channel, api)
+        return await why if inspect.isawaitable(why) else why
 
     async def close(self) -> None:
         if self.client is not None:
@@ -148,6 +177,31 @@ class _Exchange:
     started: float = field(default_factory=time.monotonic)
     recorded: bool = False
     cut: bool = False
+    #: The secrets this request's body had, by name (their placeholders go back).
+    hidden: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    restorer: Restorer | None = None
+
+    @property
+    def encoding(self) -> str:
+        return _header(self.scope, b"content-encoding").strip().lower()
+
+    def hide(self, body: bytes) -> bool:
+        """Hide the known secrets in ``body`` (:attr:`body`: what to forward); False
+        when it is compressed in a way that cannot be read."""
+        plain = _decoded(body, self.encoding)
+        if plain is None:
+            return False
+        out, self.hidden = self.meter.secrets.hide(plain)
+        self.body = out if self.hidden else body
+        return True
+
+    def _headers(self) -> list[tuple[bytes, bytes]]:
+        headers = _request_headers(self.scope)
+        if not self.hidden:
+            return headers
+        drop = {b"content-encoding", b"accept-encoding"}
+        return [*((k, v) for k, v in headers if k.lower() not in drop), _IDENTITY]
 
     async def run(self, body: bytes, receive: Receive, send: Send) -> None:
         import httpx  # loaded by upstream()
@@ -155,7 +209,7 @@ class _Exchange:
         request = self.meter.upstream().build_request(
             str(self.scope.get("method", "GET")),
             self._url(),
-            headers=_request_headers(self.scope),
+            headers=self._headers(),
             content=body,
         )
         try:
@@ -169,6 +223,9 @@ class _Exchange:
             response.headers.get("content-type", ""),
             response.headers.get("content-encoding", ""),
         )
+        plain = response.headers.get("content-encoding", "identity") in ("", "identity")
+        if self.hidden and plain:
+            self.restorer = Restorer(self.target.api, self.hidden, reader.streaming)
         try:
             await self._relay(response, reader, receive, send)
         finally:
@@ -187,7 +244,7 @@ class _Exchange:
             {
                 "type": "http.response.start",
                 "status": response.status_code,
-                "headers": _response_headers(response),
+                "headers": _response_headers(response, self.restorer is not None),
             }
         )
         done = False
@@ -216,15 +273,17 @@ class _Exchange:
             async for chunk in response.aiter_raw():
                 if reader.feed(chunk):
                     self._record(response, reader)
+                out = self.restorer.feed(chunk) if self.restorer else chunk
                 if not streamed:
-                    chunk, held = held, chunk
-                if chunk:
-                    await _body(send, chunk)
+                    out, held = held, out
+                if out:
+                    await _body(send, out)
         except httpx.HTTPError as exc:
-            log.info("meter: %s broke off: %s", self.target.upstream, exc)
+            log.info("meter: %s broke off: %s", self.target.upstream, type(exc).__name__)
             self.cut = True
             return False
         self._record(response, reader)
+        held += self.restorer.close() if self.restorer else b""
         if held:
             await _body(send, held)
         return True
@@ -278,13 +337,43 @@ def _raw_tail(scope: Scope) -> str:
     return "/" + parts[6].decode("latin-1") if len(parts) > 6 else ""
 
 
+_IDENTITY = (b"accept-encoding", b"identity")
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    found = [v for k, v in scope.get("headers") or [] if k.lower() == name]
+    return found[0].decode("latin-1") if found else ""
+
+
+def _decoded(body: bytes, encoding: str) -> bytes | None:
+    """``body`` undone from ``encoding`` (none, gzip, deflate); None: cannot be read."""
+    if encoding in ("", "identity"):
+        return body
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        return None
+    try:
+        return zlib.decompress(body, 47)
+    except zlib.error:
+        return None
+
+
+def _unreadable(api: Api, encoding: str) -> Reply:
+    message = (
+        f"Chorus meter: a request body compressed with {encoding!r} cannot be checked for "
+        "secrets; it was not forwarded"
+    )
+    return api_error(api, 400, message, "unreadable_request")
+
+
 def _request_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
     drop = _HOP_BY_HOP | _REQUEST_OWN
     return [(k, v) for k, v in scope.get("headers") or [] if k.lower() not in drop]
 
 
-def _response_headers(response: httpx.Response) -> list[tuple[bytes, bytes]]:
-    return [(k, v) for k, v in response.headers.raw if k.lower() not in _HOP_BY_HOP]
+def _response_headers(response: httpx.Response, rewritten: bool) -> list[tuple[bytes, bytes]]:
+    """The upstream's headers for the client (no length where the body is rewritten)."""
+    drop = _HOP_BY_HOP | {b"content-length"} if rewritten else _HOP_BY_HOP
+    return [(k, v) for k, v in response.headers.raw if k.lower() not in drop]
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:

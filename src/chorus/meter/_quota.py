@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,15 +95,22 @@ def _details(body: Any) -> list[dict[str, Any]]:
     return [d for d in details if isinstance(d, dict)] if isinstance(details, list) else []
 
 
+#: Told of each statement: (api, upstream, windows, when).
+QuotaListener = Callable[[str, str, Mapping[str, Window], float], None]
+
+
 @dataclass
 class QuotaBook:
     """What each provider last said of its quota (per API, the upstream it came from)."""
 
     _apis: dict[str, dict[str, Any]] = field(default_factory=dict)
+    listeners: list[QuotaListener] = field(default_factory=list)
 
-    def update(self, api: Api, upstream: str, windows: Mapping[str, Window], now: float) -> None:
+    def update(self, api: str, upstream: str, windows: Mapping[str, Window], now: float) -> None:
         if not windows:
             return
+        for listener in self.listeners:
+            listener(api, upstream, windows, now)
         entry = self._apis.get(api)
         if entry is None or entry["upstream"] != upstream:
             entry = self._apis[api] = {"upstream": upstream, "windows": {}}

@@ -63,13 +63,16 @@ class ProviderHealth:
     last_error: str | None = None
     #: The cooldown ends when the provider said access returns (not a guess).
     reset_from_provider: bool = False
+    #: Until then the provider said (rate-limit headers) that little is left: routed
+    #: around before it runs out; a success does not end it, a later statement does.
+    low_until: float = 0.0
 
     @property
     def success_rate(self) -> float:
         return sum(self.outcomes) / len(self.outcomes) if self.outcomes else 1.0
 
     def healthy(self, now: float) -> bool:
-        return now >= self.cooldown_until
+        return now >= self.cooldown_until and now >= self.low_until
 
     def record_success(self) -> None:
         self.outcomes.append(True)
@@ -102,6 +105,7 @@ class ProviderHealth:
             "quota_state": self.quota_state,
             "last_error": self.last_error,
             "reset_from_provider": self.reset_from_provider,
+            "low_until": self.low_until,
         }
 
     @classmethod
@@ -114,6 +118,7 @@ class ProviderHealth:
             quota_state=str(data.get("quota_state", "ok")),
             last_error=data.get("last_error"),
             reset_from_provider=bool(data.get("reset_from_provider", False)),
+            low_until=float(data.get("low_until", 0.0)),
         )
 
 
@@ -135,12 +140,16 @@ class HealthBook:
     def failure(self, key: str, error: ErrorInfo, now: float) -> None:
         self.get(key).record_failure(error, now, self.policy)
 
+    def low(self, key: str, until: float) -> None:
+        """The provider stated it is nearly out until ``until`` (0: it is not)."""
+        self.get(key).low_until = until
+
     def healthy(self, key: str, now: float) -> bool:
         return self.get(key).healthy(now)
 
     def earliest_reset(self, keys: list[str]) -> float:
         """The soonest time one of ``keys`` leaves its cooldown."""
-        return min(self.get(k).cooldown_until for k in keys)
+        return min(max(self.get(k).cooldown_until, self.get(k).low_until) for k in keys)
 
     def to_json(self) -> list[dict[str, Any]]:
         return [h.to_json() for h in self._by_key.values()]

@@ -1,0 +1,311 @@
+"""The daemon's side of the meter's process (``_process``): find it or start it, and
+keep the link to it.
+
+:meth:`MeterHost.open` is quick and never waits: a meter process still running from
+an earlier daemon (its ``pid`` file names a live process that started when it says)
+is adopted; otherwise the loopback port (kept in ``meter/port``) is bound here,
+so bodies can be pointed at it at once, and :meth:`MeterHost.run` starts the process
+with that socket (a request that comes first waits in the listen queue). ``run``
+then keeps the link: on each connect it says hello (the secrets, the verdicts), reads
+the spool from the offset last stored (the records made while no daemon listened),
+then takes the records as they come and answers each ``admit`` (asked only while
+``budgets`` says a budget is set); a meter process that
+dies is started again on the same port. Each record is handed to ``ingest``, which
+may return a future that settles once the record is kept: its offset is then stored
+(``meter/ingested``), so a record is read again after a crash rather than lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from chorus.meter._process import meter_dir, start_time
+from chorus.meter._spool import read_spool
+
+log = logging.getLogger("chorus.meter")
+
+HOST = "127.0.0.1"
+#: How often the secrets and budgets are looked at for a change to tell the meter.
+RETELL_S = 2.0
+#: Ingest a record: (the record) → a future settled once it is kept, or None.
+Ingest = Callable[[dict[str, Any]], "asyncio.Future[Any] | None"]
+#: May this session's request go to this API: None, or why not.
+Admit = Callable[[str, str], str | None]
+
+
+class MeterHost:
+    """One daemon's hold on the meter's process under ``run`` (CHORUS_HOME/run)."""
+
+    def __init__(
+        self,
+        run: Path,
+        ingest: Ingest,
+        admit: Admit,
+        secrets: Callable[[], Mapping[str, str]],
+        orphan_s: float = 900.0,
+        budgets: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.run_dir, self.dir = run, meter_dir(run)
+        self.ingest, self.admit, self.secrets = ingest, admit, secrets
+        self.budgets = budgets
+        self.orphan_s = orphan_s
+        self.port = 0
+        self._sock: socket.socket | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._seen = self._stored = self._read_offset()
+        self._verdicts: dict[str, str | None] = {}
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+        self._linked_once: asyncio.Event | None = None
+
+    # -- finding or making the process --------------------------------------------------
+
+    def open(self) -> int:
+        """The meter's port: the running process's, or one bound now for a new one."""
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        running = self._running()
+        if running is not None:
+            self.port = running
+            return running
+        self._sock = _bind(self.dir / "port")
+        self.port = int(self._sock.getsockname()[1])
+        return self.port
+
+    def _running(self) -> int | None:
+        try:
+            data = json.loads((self.dir / "pid").read_text())
+            pid, started, port = int(data["pid"]), data["started"], int(data["port"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return port if started is not None and start_time(pid) == started else None
+
+    def _alive(self) -> bool:
+        if self._proc is not None:
+            return self._proc.poll() is None
+        return self._running() is not None
+
+    async def _start(self) -> None:
+        """Start the process on the bound socket (in a thread: a fork is not free)."""
+        if self._sock is None:
+            self._sock = _bind(self.dir / "port", self.port)
+        sock, self._sock = self._sock, None
+        try:
+            self._proc = await asyncio.to_thread(self._spawn, sock)
+        finally:
+            sock.close()
+
+    def _spawn(self, sock: socket.socket) -> subprocess.Popen[bytes]:
+        fd = sock.fileno()
+        where = [str(self.run_dir), str(fd), str(self.orphan_s)]
+        args = [sys.executable, "-m", "chorus.meter", *where]
+        with (self.dir / "log").open("ab") as out:
+            return subprocess.Popen(
+                args,
+                pass_fds=(fd,),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,  # not in the daemon's group: it outlives a kill
+            )
+
+    # -- the link -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """:meth:`run` in a task of its own, until :meth:`close`."""
+        self._task = asyncio.create_task(self.run(), name="meter-link")
+
+    async def linked(self) -> None:
+        """Return once the meter's process has been linked (tests, the bench)."""
+        await self._event().wait()
+
+    def _event(self) -> asyncio.Event:
+        if self._linked_once is None:
+            self._linked_once = asyncio.Event()
+        return self._linked_once
+
+    async def run(self) -> None:
+        """Start the process if ``open`` bound its port; then keep the link, forever."""
+        if self._sock is not None:
+            await self._start()
+        while not self._closing:
+            try:
+                reader, writer = await asyncio.open_unix_connection(str(self.dir / "link.sock"))
+            except OSError:
+                await self._absent()
+                continue
+            await self._linked(reader, writer)
+
+    async def _absent(self) -> None:
+        if not self._alive():
+            log.warning("meter: its process is gone; starting another on port %s", self.port)
+            await self._start()
+        await asyncio.sleep(0.05)
+
+    async def _linked(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._event().set()
+        told = asyncio.create_task(self._retell(), name="meter-retell")
+        try:
+            self._catch_up()
+            while line := await reader.readline():
+                self._heard(line)
+        except (OSError, ValueError) as exc:
+            log.warning("meter: the link broke: %s", type(exc).__name__)
+        finally:
+            told.cancel()
+            self._writer = None
+            writer.close()
+
+    async def _retell(self) -> None:
+        """Say hello, then again whenever the secrets or the budgets' presence change
+        (a ``chorus secret set``, a reload): looked at every :data:`RETELL_S`."""
+        said = self._hello("hello")
+        self._send(said)
+        while True:
+            await asyncio.sleep(RETELL_S)
+            now = self._hello("secrets")
+            if (now["secrets"], now["ask"]) != (said["secrets"], said["ask"]):
+                self._send(now)
+                said = now
+
+    def _catch_up(self) -> None:
+        while batch := read_spool(self.dir / "records.jsonl", self._seen):
+            for end, record in batch:
+                self._take(end, record)
+
+    def _heard(self, line: bytes) -> None:
+        message = json.loads(line)
+        if message.get("op") == "record":
+            self._take(int(message["end"]), dict(message["record"]))
+        elif message.get("op") == "admit":
+            channel = str(message.get("channel"))
+            why = self.admit(channel, str(message.get("api")))
+            self._verdicts[channel] = why
+            self._send({"op": "verdict", "id": message.get("id"), "channel": channel, "why": why})
+
+    def _take(self, end: int, record: dict[str, Any]) -> None:
+        if end <= self._seen:
+            return  # read from the spool already
+        self._seen = end
+        try:
+            kept = self.ingest(record)
+        except Exception:  # one bad record must not stop the link
+            log.exception("meter: a record could not be taken")
+            kept = None
+        if kept is None:
+            self._store_offset(end)
+        else:
+            kept.add_done_callback(lambda _: self._store_offset(end))
+
+    def _send(self, message: Mapping[str, Any]) -> None:
+        if self._writer is not None and not self._writer.is_closing():
+            self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+
+    def _hello(self, op: str) -> dict[str, Any]:
+        secrets = dict(self.secrets())
+        return {"op": op, "secrets": secrets, "verdicts": self._verdicts, "ask": self.budgets()}
+
+    # -- offsets ------------------------------------------------------------------------
+
+    def _read_offset(self) -> int:
+        try:
+            return int((self.dir / "ingested").read_text().strip())
+        except (OSError, ValueError):
+            return 0
+
+    def _store_offset(self, end: int) -> None:
+        if end <= self._stored:
+            return
+        self._stored = end
+        tmp = self.dir / f".ingested.{os.getpid()}"
+        with contextlib.suppress(OSError):
+            tmp.write_text(f"{end}\n")
+            tmp.replace(self.dir / "ingested")
+
+    # -- the end ------------------------------------------------------------------------
+
+    async def close(self, *, keep: bool) -> None:
+        """Stop linking; unless ``keep`` (bodies are left running), stop the process."""
+        self._closing = True
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if not keep:
+            self._send({"op": "exit"})
+        if self._writer is not None:
+            with contextlib.suppress(OSError):
+                await self._writer.drain()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._proc is None:
+            return
+        if keep:
+            _LEFT_RUNNING.append(self._proc)  # on purpose: never waited for here
+        else:
+            await asyncio.to_thread(_wait_or_end, self._proc)
+
+
+#: Meter processes a daemon left running for the bodies it left (``--keep-bodies``).
+_LEFT_RUNNING: list[subprocess.Popen[bytes]] = []
+
+
+def end_meter_left(run: Path) -> bool:
+    """End the meter's process a daemon left running (SIGTERM: its requests finish
+    first), when no daemon runs; True when there was one."""
+    try:
+        data = json.loads((meter_dir(run) / "pid").read_text())
+        pid, started = int(data["pid"]), data["started"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if started is None or start_time(pid) != started:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    return True
+
+
+def _wait_or_end(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        proc.wait(timeout=6)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=2)
+
+
+def _bind(port_file: Path, wanted: int | None = None) -> socket.socket:
+    """A listening loopback socket on the kept port (another one when it is taken)."""
+    if wanted is None:
+        wanted = _kept_port(port_file)
+    try:
+        sock = socket.create_server((HOST, wanted), backlog=128)
+    except OSError as exc:
+        log.warning("meter: port %s is taken (%s); using another", wanted, exc)
+        sock = socket.create_server((HOST, 0), backlog=128)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    port = int(sock.getsockname()[1])
+    if port != wanted:
+        port_file.write_text(f"{port}\n")
+    return sock
+
+
+def _kept_port(path: Path) -> int:
+    try:
+        port = int(path.read_text().strip())
+    except (OSError, ValueError):
+        return 0
+    return port if 0 < port < 65536 else 0

@@ -1,0 +1,315 @@
+"""The meter's own process: ``python -m chorus.meter <run dir> <fd> <orphan s>``.
+
+The daemon binds the meter's loopback port and starts this process with the socket
+(fd ``<fd>``) in its own session, so it outlives a daemon killed mid-request: a
+body's model call in flight finishes, and its record waits in the spool
+(``<run dir>/meter/records.jsonl``) for the next daemon, which re-adopts the process
+(``pid`` names it) instead of starting another.
+
+It serves ``/s/<session token>/meter/<api>/<ref>/...`` (tokens made with the
+channel key, ``<run dir>/channel.key``: a body reaches only its own session's path)
+and talks to the daemon over ``<run dir>/meter/link.sock`` (0600, in a 0700 folder),
+one JSON object a line:
+
+- from the daemon: ``hello``/``secrets`` (the values to hide; whether a budget is
+  set, else no ``admit`` is asked), ``verdict`` (a budget's answer), ``exit``;
+- to the daemon: ``admit`` (may this session's request go?) and ``record`` (a line
+  just appended to the spool, with its end offset).
+
+Model requests wait for the first ``hello`` (up to :data:`ARM_TIMEOUT`), so none
+leaves before the secrets are known. Without a daemon a budget's last verdict for
+the session holds. It exits on ``exit``, on SIGTERM, when its run folder is gone,
+or after ``<orphan s>`` with no daemon linked and no request in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import itertools
+import json
+import logging
+import os
+import re
+import socket
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from chorus.events import Metered
+from chorus.meter._proxy import MeterApp, Receive, Scope, Send
+from chorus.meter._quota import QuotaBook, Window
+from chorus.meter._replies import api_error
+from chorus.meter._secrets import SecretBook
+from chorus.meter._spool import Spool
+from chorus.meter._usage import APIS, Api
+
+log = logging.getLogger("chorus.meter")
+
+#: A request waits this long for the daemon's first word (the secrets) at most.
+ARM_TIMEOUT = 30.0
+#: The daemon answers an ``admit`` within this, or the last verdict holds.
+ADMIT_TIMEOUT = 10.0
+_ROUTE = re.compile(r"/s/([^/]+)/meter(/.*)?", re.DOTALL)
+_CHANNEL_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+def meter_dir(run: Path) -> Path:
+    return run / "meter"
+
+
+def start_time(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot), None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[19]) if fields[0] != "Z" else None
+
+
+def token_channel(key: bytes, token: str) -> str | None:
+    """The session a token was made for (as ``chorus.bodies.token_channel``, which
+    this light process does not import)."""
+    channel_id, dot, mac = token.rpartition(".")
+    if not dot or not _CHANNEL_ID.fullmatch(channel_id):
+        return None
+    digest = hmac.new(key, b"chorus-channel\0" + channel_id.encode(), hashlib.sha256)
+    return channel_id if hmac.compare_digest(digest.hexdigest()[:32], mac) else None
+
+
+class _Link:
+    """The daemon's connection, and the questions asked on it."""
+
+    def __init__(self) -> None:
+        self.writer: asyncio.StreamWriter | None = None
+        self.pending: dict[int, asyncio.Future[str | None]] = {}
+        self.ids = itertools.count(1)
+
+    def send(self, message: Mapping[str, Any]) -> bool:
+        if self.writer is None or self.writer.is_closing():
+            return False
+        self.writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+        return True
+
+    def drop(self, writer: asyncio.StreamWriter) -> None:
+        if self.writer is writer:
+            self.writer = None
+            for future in self.pending.values():
+                if not future.done():
+                    future.cancel()
+            self.pending.clear()
+
+
+class MeterProcess:
+    """The sink, the link and the HTTP front of the meter's process."""
+
+    def __init__(self, run: Path, orphan_s: float) -> None:
+        self.run, self.dir, self.orphan_s = run, meter_dir(run), orphan_s
+        self.spool = Spool(self.dir / "records.jsonl")
+        self.link = _Link()
+        self.verdicts: dict[str, str | None] = {}
+        self.armed = asyncio.Event()
+        self.ask = True  # whether the daemon holds budgets to ask about
+        self.busy = 0
+        self.idle_since = time.monotonic()
+        quotas = QuotaBook(listeners=[self._stated])
+        self.app = MeterApp((run / "channel.key").read_bytes(), self, quotas=quotas)
+        self.server: uvicorn.Server | None = None
+
+    # -- the sink -----------------------------------------------------------------------
+
+    async def admit(self, channel: str, api: str) -> str | None:
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        ask = next(self.link.ids)
+        if not self.ask or not self.link.send(
+            {"op": "admit", "id": ask, "channel": channel, "api": api}
+        ):
+            return self.verdicts.get(channel)
+        self.link.pending[ask] = future
+        try:
+            return await asyncio.wait_for(future, ADMIT_TIMEOUT)
+        except (TimeoutError, asyncio.CancelledError):
+            self.link.pending.pop(ask, None)
+            return self.verdicts.get(channel)
+
+    def record(self, channel: str, event: Metered) -> None:
+        self._keep({"kind": "metered", "channel": channel, "event": event.model_dump(mode="json")})
+
+    def _stated(self, api: str, upstream: str, windows: Mapping[str, Window], at: float) -> None:
+        found = {k: w.to_json() for k, w in windows.items()}
+        self._keep({"kind": "quota", "api": api, "upstream": upstream, "windows": found, "at": at})
+
+    def _keep(self, record: dict[str, Any]) -> None:
+        end = self.spool.append(record)
+        self.link.send({"op": "record", "end": end, "record": record})
+
+    # -- the daemon's link --------------------------------------------------------------
+
+    async def linked(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """A daemon connected: the newest one is the daemon."""
+        if self.link.writer is not None:
+            self.link.writer.close()
+            self.link.drop(self.link.writer)
+        self.link.writer = writer
+        try:
+            while line := await reader.readline():
+                self._told(line)
+        except (OSError, ValueError) as exc:
+            log.warning("meter: the daemon's link broke: %s", type(exc).__name__)
+        finally:
+            self.link.drop(writer)
+            self.idle_since = time.monotonic()
+            writer.close()
+
+    def _told(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return
+        op = message.get("op") if isinstance(message, dict) else None
+        if op in ("hello", "secrets"):
+            self.app.secrets = SecretBook(dict(message.get("secrets") or {}))
+            self.verdicts.update(message.get("verdicts") or {})
+            self.ask = message.get("ask") is not False
+            if not self.ask:
+                self.verdicts.clear()
+            self.armed.set()
+        elif op == "verdict":
+            self._verdict(message)
+        elif op == "exit" and self.server is not None:
+            self.server.should_exit = True
+
+    def _verdict(self, message: dict[str, Any]) -> None:
+        why = message.get("why")
+        why = why if isinstance(why, str) else None
+        self.verdicts[str(message.get("channel"))] = why
+        future = self.link.pending.pop(int(message.get("id") or 0), None)
+        if future is not None and not future.done():
+            future.set_result(why)
+
+    # -- HTTP ---------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        match = _ROUTE.fullmatch(str(scope.get("path", "")))
+        channel = token_channel(self.app.key, match.group(1)) if match else None
+        if match is None or channel is None:
+            await _bare(send, 404, b"not found")
+            return
+        self.busy += 1
+        try:
+            await self._metered(channel, match.group(2) or "", scope, receive, send)
+        finally:
+            self.busy -= 1
+            self.idle_since = time.monotonic()
+
+    async def _metered(
+        self, channel: str, rest: str, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        try:
+            await asyncio.wait_for(self.armed.wait(), ARM_TIMEOUT)
+        except TimeoutError:
+            reply = api_error(_api_of(rest), 502, _UNARMED, "bad_gateway")
+            await _bare(send, 502, reply.body, b"application/json")
+            return
+        await self.app(channel, rest, scope, receive, send)
+
+    # -- life ---------------------------------------------------------------------------
+
+    async def serve(self, sock: socket.socket) -> None:
+        link_path = self.dir / "link.sock"
+        link_path.unlink(missing_ok=True)
+        link = await asyncio.start_unix_server(self.linked, path=str(link_path))
+        os.chmod(link_path, 0o600)
+        self._write_pid(sock)
+        self.server = uvicorn.Server(_config(self))
+        watch = asyncio.create_task(self._watch(), name="meter-watch")
+        try:
+            await self.server.serve(sockets=[sock])
+        finally:
+            watch.cancel()
+            link.close()
+            await self.app.close()
+            self._forget(link_path)
+
+    def _write_pid(self, sock: socket.socket) -> None:
+        pid = os.getpid()
+        port = int(sock.getsockname()[1])
+        data = {"pid": pid, "started": start_time(pid), "port": port}
+        tmp = self.dir / f".pid.{pid}"
+        tmp.write_text(json.dumps(data))
+        tmp.replace(self.dir / "pid")
+
+    def _forget(self, link_path: Path) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            if json.loads((self.dir / "pid").read_text()).get("pid") == os.getpid():
+                (self.dir / "pid").unlink()
+                link_path.unlink(missing_ok=True)
+        self.spool.close()
+
+    async def _watch(self) -> None:
+        """Leave when the run folder is gone, or orphaned and idle for too long."""
+        while True:
+            await asyncio.sleep(2.0)
+            alone = self.link.writer is None and self.busy == 0
+            if not self.dir.is_dir() or (
+                alone and time.monotonic() - self.idle_since > self.orphan_s
+            ):
+                assert self.server is not None
+                self.server.should_exit = True
+                return
+
+
+def _api_of(rest: str) -> Api:
+    name = rest.lstrip("/").split("/", 1)[0]
+    return next((api for api in APIS if api == name), "gemini")
+
+
+_UNARMED = "Chorus meter: the daemon has not started this meter yet; try again"
+
+
+async def _bare(send: Send, status: int, body: bytes, kind: bytes = b"text/plain") -> None:
+    head = [(b"content-type", kind), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _config(app: MeterProcess) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        lifespan="off",
+        ws="none",
+        log_config=None,
+        log_level="warning",
+        proxy_headers=False,
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=5,
+    )
+
+
+def main(argv: list[str]) -> int:
+    """``<run dir> <fd> [<orphan s>]``: serve until told to stop."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s meter %(message)s")
+    run, fd = Path(argv[0]), int(argv[1])
+    orphan_s = float(argv[2]) if len(argv) > 2 else 900.0
+    sock = socket.socket(fileno=fd)
+    sock.setblocking(False)
+
+    async def go() -> None:
+        await MeterProcess(run, orphan_s).serve(sock)
+
+    asyncio.run(go())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
