@@ -11,7 +11,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
-import psycopg
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -21,10 +20,8 @@ from chorus.cli._app import app
 from chorus.config import ChorusConfig, load_config
 from chorus.store import (
     NodeRecord,
-    PostgresStore,
     Redactor,
     StoreError,
-    copy_sqlite_to_postgres,
     default_db_path,
     is_postgres_url,
     open_store,
@@ -72,6 +69,10 @@ def migrate(
 
 
 async def _migrate(url: str, source: Path) -> dict[str, int]:
+    import psycopg  # the driver loads for this command only, not for every ``chorus``
+
+    from chorus.store import PostgresStore, copy_sqlite_to_postgres
+
     # Starting a store checks the URL (exit 2, password redacted) and migrates the schema.
     async with PostgresStore(url, redactor=Redactor(), listen=False):
         pass

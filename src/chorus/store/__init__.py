@@ -8,7 +8,16 @@ for each database by a small dialect, one writer and one migration runner.
 Everything is redacted before it is written, appended events get a gap-free
 ``seq`` per session, each session has a JSONL mirror, and subscribers follow
 sessions live from any ``seq`` with no gap and no duplicate.
+
+The PostgreSQL driver (psycopg) is imported only when PostgreSQL is used: the
+names that need it (:class:`PostgresStore`, :func:`copy_sqlite_to_postgres`,
+:class:`TargetNotEmptyError`) load on first access.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 from chorus.store._audit_anchor import (
     AnchorCell,
@@ -62,9 +71,7 @@ from chorus.store._mailbox import (
 from chorus.store._migrations import LATEST_VERSION
 from chorus.store._node import WorkerNode, default_node_id
 from chorus.store._origin import event_origin
-from chorus.store._pg_copy import TargetNotEmptyError, copy_sqlite_to_postgres
-from chorus.store._postgres import (
-    PostgresStore,
+from chorus.store._pg_names import (
     StoreUnreachableError,
     is_postgres_url,
     redact_url,
@@ -108,6 +115,27 @@ from chorus.store._replay import (
 )
 from chorus.store._sqlite import DEFAULT_MAX_EVENT_BYTES, SqliteStore, default_db_path
 from chorus.store._writer import WRITER_THREAD_NAME
+
+if TYPE_CHECKING:
+    from chorus.store._pg_copy import TargetNotEmptyError, copy_sqlite_to_postgres
+    from chorus.store._postgres import PostgresStore
+
+#: The names whose modules import psycopg: name -> module, loaded on first access.
+_WITH_DRIVER = {
+    "PostgresStore": "chorus.store._postgres",
+    "TargetNotEmptyError": "chorus.store._pg_copy",
+    "copy_sqlite_to_postgres": "chorus.store._pg_copy",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _WITH_DRIVER.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
 
 __all__ = [
     "CATCH_UP_PAGE",

@@ -24,13 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import psycopg
-
 from chorus.config import ChorusConfig, load_config
-from chorus.store._db import Db, SqliteDb, connect_pg
+from chorus.store._db import Db, SqliteDb
 from chorus.store._errors import StoreError
 from chorus.store._migrations import migrate
-from chorus.store._postgres import CONNECT_TIMEOUT_S, redact_url
+from chorus.store._pg_names import CONNECT_TIMEOUT_S, redact_url
 from chorus.store._query import QueryFn, count, one, run
 
 T = TypeVar("T")
@@ -130,6 +128,10 @@ class PgAnchorCell(AnchorCell):
         self.url = url
 
     def _run(self, fn: QueryFn[T]) -> T:
+        import psycopg  # here, not at the top: only a PostgreSQL store needs the driver
+
+        from chorus.store._pg_db import connect_pg
+
         try:
             return _once(lambda: connect_pg(self.url, timeout_s=CONNECT_TIMEOUT_S), fn)
         except psycopg.Error as exc:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from chorus.config import ChorusConfig, load_config
 from chorus.store._interface import Store
-from chorus.store._postgres import PostgresStore
 from chorus.store._sqlite import SqliteStore
 
 
@@ -16,4 +15,6 @@ def open_store(config: ChorusConfig | None = None) -> Store:
     sc = config.store
     if sc.url is None:
         return SqliteStore()
+    from chorus.store._postgres import PostgresStore  # the driver loads only when used
+
     return PostgresStore(sc.url, pool_size=sc.pool_size, max_queue=sc.max_buffered)

@@ -17,46 +17,23 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from chorus._errors import ChorusError, UserError
+from chorus._errors import ChorusError
 from chorus.store._cluster import SharedHealth
 from chorus.store._core import DEFAULT_MAX_EVENT_BYTES, SqlStore
-from chorus.store._db import PgDb, connect_pg
-from chorus.store._errors import StoreError
 from chorus.store._jobs import JOBS_CHANNEL
 from chorus.store._ops import EVENTS_CHANNEL
+from chorus.store._pg_db import PgDb, connect_pg
 from chorus.store._pg_lead import Leadership
 from chorus.store._pg_listen import Listener
+from chorus.store._pg_names import CONNECT_TIMEOUT_S, StoreUnreachableError, redact_url
 from chorus.store._query import rows, values
 from chorus.store._records import StoreOutage
 from chorus.store._redact import MIN_SECRET_CHARS, Redactor
-
-#: Seconds to wait for the first connection before giving up at start.
-CONNECT_TIMEOUT_S = 5.0
-
-
-class StoreUnreachableError(StoreError, UserError):
-    """The configured database cannot be reached or refused us (exit code 2)."""
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password (if any) replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
-
-
-def is_postgres_url(url: str) -> bool:
-    return url.startswith(("postgresql://", "postgres://"))
-
 
 _BAD_COUNTERS = (
     "SELECT s.id FROM sessions s WHERE s.last_seq <>"
