@@ -44,9 +44,12 @@ from chorus.store import (
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
 
 
-def _job_json(job: JobRecord) -> dict[str, Any]:
+def _job_json(job: JobRecord, sup: Supervisor) -> dict[str, Any]:
+    """The job's record; ``body`` is the body credited (after a failover, the one it
+    moved to) and ``failed_over_from`` the bodies it left, in order."""
     data = asdict(job)
     data["state"] = str(job.state)
+    data["failed_over_from"] = sup.failed_over_from(job)
     return data
 
 
@@ -116,7 +119,7 @@ def build_app(
             job = await sup.submit(req)
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
-        return JSONResponse(_job_json(job), status_code=201)
+        return JSONResponse(_job_json(job, sup), status_code=201)
 
     async def list_jobs(request: Request) -> Response:
         state = request.query_params.get("state")
@@ -126,14 +129,15 @@ def build_app(
             return _error(f"unknown state {state!r}", "bad_request", 400)
         jobs = await sup.store.list_jobs(state=wanted)
         pending = await board(sup.store)  # waiting / flagged
-        return JSONResponse([{**_job_json(j), "status": live_status(j, pending)} for j in jobs])
+        rows = [{**_job_json(j, sup), "status": live_status(j, pending)} for j in jobs]
+        return JSONResponse(rows)
 
     async def get_job(request: Request) -> Response:
         try:
             job = await _job(sup, request)
         except (ChorusError, StoreError) as exc:
             return _fail(exc)
-        return JSONResponse(_job_json(job))
+        return JSONResponse(_job_json(job, sup))
 
     async def interrupt(request: Request) -> Response:
         try:

@@ -29,19 +29,20 @@ from chorus.daemon._lifecycle import acquire_lock
 from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
 from chorus.daemon._metering import build_meter, meter_routes, metering
 from chorus.daemon._metrics import DaemonMetrics, following
+from chorus.daemon._outcomes import JobEnd, JobFailedOver
 from chorus.daemon._paths import pid_path, socket_path
 from chorus.daemon._reload import reload_routes
 from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
 from chorus.dashboard import login_routes
 from chorus.flags import FlagDesk
-from chorus.gateway import Gateway, load_gateway_settings
+from chorus.gateway import Gateway
 from chorus.integrity import Guardian, Incident, guard_now, report
 from chorus.mcpserver import channel_running, tool_routes
 from chorus.memory import Extractions
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.routines import Scheduler, routine_routes
-from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
+from chorus.session import make_hub, policy_guards
 from chorus.store import Store, StoreUnreachableError, open_store, repair_store
 
 log = logging.getLogger("chorus.daemon")
@@ -156,7 +157,7 @@ async def _app(store: Store, config: ChorusConfig, incidents: list[Incident]) ->
     gateway, the routines' scheduler, memory extraction, flags and their routes."""
     parts = _policy_parts(store)
     guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
-    hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))
+    hub = make_hub(config, store, guards=guards)
     sup = Supervisor(store, config, hub=hub, **parts)
     await load_today(store, sup.ledger)  # [budget]: today's spend so far
     extractions = Extractions(store, config)  # memory from each finished job
@@ -177,10 +178,10 @@ def _hook(sup: Supervisor, config: ChorusConfig, extractions: Extractions) -> No
         lambda: {"spend_today": sup.ledger.today(), "budget": sup.config.budget.model_dump()}
     )
     if config.daemon.notifications:
-        sup.outcome_hooks.append(notify_desktop)
+        sup.outcomes.subscribe(JobEnd, notify_desktop)
     if config.router.notify_on_failover:
-        sup.failover_hooks.append(notify_failover)
-    sup.outcome_hooks.append(extractions.hook)
+        sup.outcomes.subscribe(JobFailedOver, notify_failover)
+    sup.outcomes.subscribe(JobEnd, lambda end: extractions.hook(end.job, end.ended))
 
 
 def _routes(sup: Supervisor, gateway: Gateway, sched: Scheduler) -> list[BaseRoute]:
@@ -227,20 +228,6 @@ def _keep_signals_for_cleanup() -> None:
     process before the clean-up below (bodies' groups, socket, pid file) runs."""
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
-
-
-def _hub_limits(config: ChorusConfig) -> HubLimits:
-    """The daemon's idle timeout; the gateway's caps on what brains may open."""
-    settings = load_gateway_settings()
-    return HubLimits(
-        idle_timeout_s=config.daemon.session_idle_timeout_s,
-        max_idle=config.daemon.max_idle_bodies,
-        max_sessions=settings.gateway.max_sessions,
-        max_queued=settings.gateway.max_queued_messages,
-        spares=config.daemon.spare_bodies,
-        brain_authority=settings.brain.authority,
-        allowed_cwds=tuple(settings.gateway.allowed_cwds),
-    )
 
 
 def _bind_private_socket() -> socket.socket:

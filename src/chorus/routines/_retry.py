@@ -64,7 +64,7 @@ class PendingRetry:
 
 class RetryQueue:
     """Pending retries of failed jobs. Register :meth:`on_outcome` in
-    ``Supervisor.outcome_hooks`` and call :meth:`tick` periodically."""
+    ``Supervisor.outcomes`` (each job's end) and call :meth:`tick` periodically."""
 
     def __init__(
         self,
