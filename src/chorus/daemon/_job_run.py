@@ -298,7 +298,7 @@ class JobRun:
         prompt = bundle.render()
         handoff = Handoff(from_body=run.body, to_body=nxt, reason=error, bundle_chars=len(prompt))
         await sup.note(job, handoff)
-        await self._move(session, run.body, nxt)
+        await self.move_to(session, run.body, nxt)
         await sup.outcomes.publish(JobFailedOver(job, handoff))
         run.body, run.prompt = nxt, prompt
         run.plan = "\n".join(bundle.plan) or run.plan  # the next body's context has it
@@ -316,14 +316,14 @@ class JobRun:
         await sup.note(job, Notice(message=msg, kind="waiting"))
         await asyncio.sleep(delay)
         session = await sup.store.get_session(job.session_id or "")
-        await self._move(session, run.body, run.original)
+        await self.move_to(session, run.body, run.original)
         run.waits += 1
         run.body = run.original
         run.tried = [run.original]
         run.prompt = continue_prompt(job.prompt)
         return True
 
-    async def _move(self, session: SessionRecord, left: str, to: str) -> None:
+    async def move_to(self, session: SessionRecord, left: str, to: str) -> None:
         """The session runs on ``to`` from now on, and the job's record names it."""
         if left != to:
             self.failed_over_from.append(left)
