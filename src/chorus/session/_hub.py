@@ -361,7 +361,7 @@ class SessionHub:
             session = self._new_session(record, name, own)
             resume = native_ids(record).get(name)
             # The live body keeps the context it was started with: no new brief.
-            launch = self._launch(name, record.model, resume, own.start, mode, Brief())
+            launch = self._launch(name, record.model, resume, gate, mode, Brief())
             drop = await handed_out(self.store, record.id, snap)
             cls = body_class(name, self.launcher.config)
 
