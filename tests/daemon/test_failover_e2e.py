@@ -192,3 +192,40 @@ def test_a_body_without_a_login_is_never_routed_to(
     assert any(s.startswith("gemini: needs login") for s in routed[0].skipped)
     status = DaemonClient().status()
     assert status["needs_login"]["gemini"].startswith("needs login: set GEMINI_API_KEY")
+
+
+def _chorus(work: Path, *args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "chorus", *args],
+        capture_output=True, text=True, timeout=60, cwd=work, env=os.environ.copy(),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_the_body_that_finished_is_credited_and_the_one_it_left_is_shown(
+    lanes: tuple[ModelServer, Path],
+) -> None:
+    """Claude runs out of quota, Codex finishes: the job's end, its record (``jobs``,
+    ``jobs --json``), ``usage`` and the router's success stats credit Codex, and both
+    names are shown."""
+    server, work = lanes
+    server.script([error("quota", times=None)], lane="claude")
+    server.script([text("codex finished it")], lane="codex")
+    result, events = _ask(work, "Finish this on whichever body can")
+    assert result.returncode == 0, result.stderr
+    ended = events[-1]
+    assert isinstance(ended, JobEnded)
+    assert (ended.state, ended.result) == ("succeeded", "codex finished it")
+    assert (ended.body, ended.failed_over_from) == ("codex", ["claude"])
+    rows = {r["id"]: r for r in json.loads(_chorus(work, "jobs", "--json"))}
+    row = rows[ended.job_id or ""]
+    assert (row["body"], row["failed_over_from"]) == ("codex", ["claude"])
+    line = next(x for x in _chorus(work, "jobs").splitlines() if "Finish this" in x)
+    assert "codex (after claude)" in line
+    usage = {r["key"]: r for r in json.loads(_chorus(work, "usage", "--json"))}
+    assert usage["codex"]["turns"] == 1
+    assert usage.get("claude", {"turns": 0})["turns"] == 0
+    health = {h["key"].split("@")[0]: h for h in DaemonClient().status()["health"]}
+    assert health["codex"]["outcomes"] == [True]  # the success is Codex's
+    assert health["claude"]["outcomes"] == [False]

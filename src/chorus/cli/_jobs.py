@@ -328,6 +328,14 @@ def short_ids(ids: list[str], least: int = 8) -> dict[str, str]:
     return out
 
 
+def _credited(row: dict[str, Any]) -> str:
+    """The body credited with a job, and those it failed over from: ``codex (after
+    claude)``."""
+    body = str(row.get("body") or "-")
+    left = row.get("failed_over_from") or []
+    return f"{body} (after {', '.join(map(str, left))})" if left else body
+
+
 def job_table(rows: list[dict[str, Any]], width: int) -> str:
     ids = short_ids([r["id"] for r in rows])
     sids = short_ids(sorted({r["session_id"] for r in rows if r.get("session_id")}))
@@ -335,7 +343,7 @@ def job_table(rows: list[dict[str, Any]], width: int) -> str:
         [
             ids[r["id"]],
             r.get("status") or r["state"],  # waiting / flagged from the daemon
-            r.get("body") or "-",
+            _credited(r),
             sids.get(r.get("session_id") or "", "-"),
         ]
         for r in rows

@@ -22,9 +22,15 @@ def stored_jobs(state: str | None) -> list[dict[str, Any]]:
     async def read() -> list[dict[str, Any]]:
         async with SqliteStore() as store:
             rows = await store.list_jobs(state=wanted)
-        return [{**dataclasses.asdict(j), "state": str(j.state)} for j in rows]
+        return [{**dataclasses.asdict(j), "state": str(j.state), **_left(j.result)} for j in rows]
 
     return asyncio.run(read())
+
+
+def _left(result: dict[str, Any] | None) -> dict[str, Any]:
+    """The bodies a job left on failover (kept with its result), as ``GET /jobs`` says."""
+    left = (result or {}).get("failed_over_from")
+    return {"failed_over_from": left if isinstance(left, list) else []}
 
 
 def offline_status() -> dict[str, Any]:

@@ -143,7 +143,9 @@ def _job_ended(e: dict[str, Any]) -> Segments:
     colour = {"succeeded": "green", "cancelled": "yellow"}.get(state, "red")
     err = e.get("error") or {}
     why = f": {err.get('code')}: {short(err.get('message', ''))}" if err else ""
-    return [(colour, f"job {state}"), ("", why)]
+    left = e.get("failed_over_from") or []
+    on = f" on {e.get('body')} (after {', '.join(left)})" if left else ""
+    return [(colour, f"job {state}"), ("", on + why)]
 
 
 def _turn_completed(e: dict[str, Any]) -> Segments:

@@ -45,9 +45,12 @@ from chorus.web import bad_request, guarded
 Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]
 
 
-def _job_json(job: JobRecord) -> dict[str, Any]:
+def _job_json(job: JobRecord, sup: Supervisor) -> dict[str, Any]:
+    """The job's record; ``body`` is the body credited (after a failover, the one it
+    moved to) and ``failed_over_from`` the bodies it left, in order."""
     data = asdict(job)
     data["state"] = str(job.state)
+    data["failed_over_from"] = sup.failed_over_from(job)
     return data
 
 
@@ -97,7 +100,7 @@ def build_app(
             req = JobRequest(**fields)
         except TypeError as exc:
             return bad_request(f"bad job request: {exc}")
-        return JSONResponse(_job_json(await sup.submit(req)), status_code=201)
+        return JSONResponse(_job_json(await sup.submit(req), sup), status_code=201)
 
     async def list_jobs(request: Request) -> Response:
         state = request.query_params.get("state")
@@ -107,10 +110,11 @@ def build_app(
             return bad_request(f"unknown state {state!r}")
         jobs = await sup.store.list_jobs(state=wanted)
         pending = await board(sup.store)  # waiting / flagged
-        return JSONResponse([{**_job_json(j), "status": live_status(j, pending)} for j in jobs])
+        rows = [{**_job_json(j, sup), "status": live_status(j, pending)} for j in jobs]
+        return JSONResponse(rows)
 
     async def get_job(request: Request) -> Response:
-        return JSONResponse(_job_json(await _job(sup, request)))
+        return JSONResponse(_job_json(await _job(sup, request), sup))
 
     async def interrupt(request: Request) -> Response:
         return JSONResponse({"result": await sup.interrupt((await _job(sup, request)).id)})

@@ -13,9 +13,11 @@ the turn the body is still running, instead of asking the model again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import os
+import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -33,6 +35,7 @@ from chorus.session import (
     job_turn,
     keep_flag,
     snapshot_of,
+    start_time,
 )
 from chorus.store import ORIGIN_CHORUS, JobRecord, SessionRecord, StorageFullError, Store
 
@@ -131,6 +134,8 @@ class Followed:
 
     session: Session
     turn: Turn
+    #: The turn's policy gate (the job's run takes it over).
+    gate: PolicyGate | None = None
 
 
 async def reattach_bodies(
@@ -189,7 +194,7 @@ async def _reattach(
     first = turn if started and final is None else None
     session = await hub.reattach(record, snap, gate=gate, mode=mode, first=first)
     log.info("re-attached session %s (pid %d) for job %s", record.id, snap.handle.pid, job.id)
-    return Followed(session, turn) if started else None
+    return Followed(session, turn, gate) if started else None
 
 
 async def _lost(store: Store, record: SessionRecord, job: JobRecord | None, why: str) -> None:
@@ -215,3 +220,28 @@ async def follow(followed: Followed) -> Event:
         )
         return TurnFailed(error=error)
     return final
+
+
+async def kill_orphans(hub: SessionHub, only: set[str] | None = None) -> None:
+    """Bodies a killed daemon left (a running job's, or a warm idle one) still run in
+    their own process groups: end them so a resumed one does not race them on the
+    same native session, and no idle CLI lingers. ``only``: just these sessions (on
+    a shared store the other active sessions belong to live nodes)."""
+    for session in await hub.store.list_sessions(state="active", limit=10_000):
+        if hub.get(session.id) is None and (only is None or session.id in only):
+            _kill_orphan(session)
+
+
+def _kill_orphan(session: SessionRecord) -> None:
+    pgid = session.transport.get("pgid")
+    started = session.transport.get("pgid_started")
+    # Only the very process we started: a pid reused since (e.g. after a reboot)
+    # has another start time, and is left alone.
+    if isinstance(pgid, int) and pgid > 1 and started == start_time(pgid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def orphaned_sessions(jobs: list[JobRecord]) -> set[str]:
+    """The sessions of the jobs this node left running (its orphans)."""
+    return {job.session_id for job in jobs if job.session_id}

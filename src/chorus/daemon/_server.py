@@ -31,6 +31,7 @@ from chorus.daemon._journal import journal
 from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
 from chorus.daemon._metering import build_meter, meter_routes, metering
 from chorus.daemon._metrics import DaemonMetrics, following
+from chorus.daemon._outcomes import JobEnd, JobFailedOver
 from chorus.daemon._reload import reload_routes
 from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
@@ -38,13 +39,13 @@ from chorus.daemon._tools import install_tools
 from chorus.daemon._warmup import warm_up
 from chorus.dashboard import login_routes
 from chorus.flags import FlagDesk
-from chorus.gateway import Gateway, load_gateway_settings
+from chorus.gateway import Gateway
 from chorus.integrity import Guardian, Incident, guard_now, report
 from chorus.mcpserver import channel_running, tool_routes
 from chorus.memory import Extractions
 from chorus.policy import AuditLog, SecretStore, load_policy
 from chorus.routines import Scheduler, routine_routes
-from chorus.session import BodyLauncher, HubLimits, SessionHub, policy_guards
+from chorus.session import make_hub, policy_guards
 from chorus.store import Store, StoreUnreachableError, open_store, repair_store
 
 log = logging.getLogger("chorus.daemon")
@@ -203,7 +204,7 @@ async def _app(store: Store, config: ChorusConfig, incidents: list[Incident]) ->
     install_tools()  # the features' tools on the MCP server
     parts = _policy_parts(store)
     guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
-    hub = SessionHub(BodyLauncher(config, store, guards=guards), _hub_limits(config))
+    hub = make_hub(config, store, guards=guards)
     sup = Supervisor(store, config, hub=hub, **parts)
     await load_today(store, sup.ledger)  # [budget]: today's spend so far
     extractions = Extractions(store, config, hub.launcher.ask_once)  # memory at each job's end
@@ -224,10 +225,10 @@ def _hook(sup: Supervisor, config: ChorusConfig, extractions: Extractions) -> No
         lambda: {"spend_today": sup.ledger.today(), "budget": sup.config.budget.model_dump()}
     )
     if config.daemon.notifications:
-        sup.outcome_hooks.append(notify_desktop)
+        sup.outcomes.subscribe(JobEnd, notify_desktop)
     if config.router.notify_on_failover:
-        sup.failover_hooks.append(notify_failover)
-    sup.outcome_hooks.append(extractions.hook)
+        sup.outcomes.subscribe(JobFailedOver, notify_failover)
+    sup.outcomes.subscribe(JobEnd, lambda end: extractions.hook(end.job, end.ended))
 
 
 def _routes(sup: Supervisor, gateway: Gateway, sched: Scheduler) -> list[BaseRoute]:
@@ -276,20 +277,6 @@ def _keep_signals_for_cleanup() -> None:
     process before the clean-up below (bodies' groups, socket, pid file) runs."""
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: None)
-
-
-def _hub_limits(config: ChorusConfig) -> HubLimits:
-    """The daemon's idle timeout; the gateway's caps on what brains may open."""
-    settings = load_gateway_settings()
-    return HubLimits(
-        idle_timeout_s=config.daemon.session_idle_timeout_s,
-        max_idle=config.daemon.max_idle_bodies,
-        max_sessions=settings.gateway.max_sessions,
-        max_queued=settings.gateway.max_queued_messages,
-        spares=config.daemon.spare_bodies,
-        brain_authority=settings.brain.authority,
-        allowed_cwds=tuple(settings.gateway.allowed_cwds),
-    )
 
 
 def _bind_private_socket() -> socket.socket:

@@ -28,9 +28,9 @@ from starlette.routing import BaseRoute, Route
 from chorus._errors import ChorusError, NotFoundError
 from chorus._json_input import read_object
 from chorus.bodies import check_installed
+from chorus.daemon._outcomes import JobEnd
 from chorus.daemon._supervisor import Supervisor
-from chorus.events import JobEnded, Notice
-from chorus.store import JobRecord
+from chorus.events import Notice
 from chorus.teams import (
     Dropped,
     Member,
@@ -120,11 +120,12 @@ def team_routes(sup: Supervisor) -> list[BaseRoute]:
     service = TeamService(SupervisorJobs(sup))
     service.activate()
 
-    async def on_end(job: JobRecord, ended: JobEnded) -> None:
+    async def on_end(end: JobEnd) -> None:
+        ended = end.ended
         error = ended.error.message if ended.error is not None else ""
-        await service.ended(job, ended.state, ended.result, error)
+        await service.ended(end.job, ended.state, ended.result, error)
 
-    sup.outcome_hooks.append(on_end)
+    sup.outcomes.subscribe(JobEnd, on_end)
     _start_background(service)
     return _routes(service)
 

@@ -346,6 +346,8 @@ class JobEnded(_EventBase):
     result: str | None = None
     error: ErrorInfo | None = None
     attempts: int = 1
+    #: The bodies the job left on failover, in order (``body`` is the one it ended on).
+    failed_over_from: list[str] = Field(default_factory=list)
 
 
 class MemoryChanged(_EventBase):

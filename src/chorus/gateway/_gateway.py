@@ -37,7 +37,7 @@ from chorus.gateway._metrics import GatewayMetrics
 from chorus.gateway._outbound import BrainManager
 from chorus.gateway._policy import ControlPolicy, Transport, allow_all_controls
 from chorus.gateway._ws import local_routes, metrics_route, ucp_route
-from chorus.session import BodyFactory, BodyLauncher, HubLimits, SessionHub
+from chorus.session import BodyFactory, SessionHub, make_hub
 from chorus.store import Store
 
 log = logging.getLogger("chorus.gateway")
@@ -100,17 +100,18 @@ class Gateway:
         permission: PermissionCallback,
         guards: PolicyGuards | None,
     ) -> SessionHub:
-        """A hub of the gateway's own (the daemon passes the one it shares instead)."""
-        cfg = self.settings.gateway
-        launcher = BodyLauncher(self.config, self.store, guards=guards, factory=factory)
-        limits = HubLimits(
-            idle_timeout_s=cfg.session_idle_timeout_s,
-            max_sessions=cfg.max_sessions,
-            max_queued=cfg.max_queued_messages,
-            brain_authority=self.settings.brain.authority,
-            allowed_cwds=tuple(cfg.allowed_cwds),
+        """A hub of the gateway's own (the daemon passes the one it shares instead),
+        with the gateway's idle timeout."""
+        idle = self.settings.gateway.session_idle_timeout_s
+        return make_hub(
+            self.config,
+            self.store,
+            guards=guards,
+            factory=factory,
+            permission=permission,
+            settings=self.settings,
+            idle_timeout_s=idle,
         )
-        return SessionHub(launcher, limits, permission=permission)
 
     # -- mounting -------------------------------------------------------------------------
 

@@ -16,8 +16,27 @@ if TYPE_CHECKING:
     from chorus.policy import AuditLog
     from chorus.router import HealthBook, Router
 
-#: Hook run on every job outcome: (job, final event) → None (notifications, health).
-OutcomeHook = Callable[[JobRecord, JobEnded], Awaitable[None]]
+
+class JobEndLike(Protocol):
+    """A job's end as the daemon's outcome bus delivers it."""
+
+    @property
+    def job(self) -> JobRecord: ...
+
+    @property
+    def ended(self) -> JobEnded: ...
+
+
+#: Run at each job's end (the retry queue, the heartbeat's ticks).
+EndHandler = Callable[[JobEndLike], Awaitable[None]]
+
+
+class OutcomeBus(Protocol):
+    """Where the features above the daemon hear of each job's end."""
+
+    def on_end(self, handler: EndHandler) -> None: ...
+
+
 #: Hook that adds fields to the daemon's ``/status``.
 StatusHook = Callable[[], dict[str, Any]]
 
@@ -41,7 +60,7 @@ class JobPort(Protocol):
     def health(self) -> HealthBook: ...
 
     @property
-    def outcome_hooks(self) -> list[OutcomeHook]: ...
+    def outcomes(self) -> OutcomeBus: ...
 
     @property
     def status_hooks(self) -> list[StatusHook]: ...

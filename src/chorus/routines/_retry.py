@@ -61,7 +61,7 @@ class PendingRetry:
 
 class RetryQueue:
     """Pending retries of failed jobs. Register :meth:`on_outcome` in
-    the job port's ``outcome_hooks`` and call :meth:`tick` periodically."""
+    the job port's ``outcomes`` (each job's end) and call :meth:`tick` periodically."""
 
     def __init__(
         self,

@@ -103,8 +103,8 @@ class Scheduler:
         self.retries = RetryQueue(sup, clock=clock)
         #: Run at every heartbeat tick, busy or quiet (the integrity guardian).
         self.heartbeat_hooks: list[Callable[[], Awaitable[object]]] = []
-        sup.outcome_hooks.append(self.retries.on_outcome)
-        sup.outcome_hooks.append(self._heartbeat_done)
+        sup.outcomes.on_end(lambda end: self.retries.on_outcome(end.job, end.ended))
+        sup.outcomes.on_end(lambda end: self._heartbeat_done(end.job, end.ended))
         sup.status_hooks.append(self.retries.status)
         #: The soonest scheduled firing, as of the last tick (``chorus status``).
         self.upcoming: dict[str, Any] | None = None

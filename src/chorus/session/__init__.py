@@ -5,7 +5,8 @@ The layer between the daemon's supervisor and gateway and the bodies
 live sessions (one CLI process per stored session at most); a
 :class:`Session` owns one started body, runs :class:`Turn` s one at a time,
 records every event, and steers the running turn natively or by emulation;
-:class:`BodyLauncher` is the one place bodies are built.
+:class:`BodyLauncher` is the one place bodies are built, :func:`make_hub` the one
+place a hub is.
 """
 
 from chorus.session._brains import Asker, Authority, BrainAnswer, settles
@@ -22,6 +23,7 @@ from chorus.session._launcher import (
     policy_guards,
 )
 from chorus.session._lifecycle import TRANSITIONS, Lifecycle, State
+from chorus.session._make import hub_limits, make_hub
 from chorus.session._reattach import (
     Snapshot,
     bodies_dir,
@@ -56,8 +58,10 @@ __all__ = [
     "checked_mode",
     "cli_name",
     "discard",
+    "hub_limits",
     "job_turn",
     "keep_flag",
+    "make_hub",
     "native_ids",
     "native_mode",
     "policy_guards",

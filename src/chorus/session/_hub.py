@@ -20,7 +20,7 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -40,6 +40,16 @@ log = logging.getLogger("chorus.session")
 
 #: How long closing sessions may take to record their last events.
 _DRAIN_GRACE = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Own:
+    """The gate a body starts under, and the session's own gate: given now, or built
+    by ``later`` on first use."""
+
+    start: PolicyGate | None
+    session: PolicyGate | None
+    later: Callable[[], PolicyGate | None] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,9 +234,9 @@ class SessionHub:
             record = await self.store.create_session(
                 body, model=model, cwd=str(folder), state="starting", transport=transport or {}
             )
-            gate = self.launcher.gate(record, permission_mode)
-            launch = self._launch(body, model, None, gate, permission_mode, brief)
-            return await self._start(record, launch, gate), False
+            own = self._own_gate(record, permission_mode, None)
+            launch = self._launch(body, model, None, own.start, permission_mode, brief)
+            return await self._start(record, launch, own), False
 
     def _check_brain_cwd(self, folder: Path) -> None:
         guards = self.launcher.guards
@@ -248,11 +258,11 @@ class SessionHub:
             record = await self._record(session_id)
             _check_same_body(_active_body(record), body)
             with self._reserve():
-                gate = self.launcher.gate(record, mode)
+                own = self._own_gate(record, mode, None)
                 name = _active_body(record)
                 resume = native_ids(record).get(name)
-                launch = self._launch(name, model or record.model, resume, gate, mode, brief)
-                return await self._start(record, launch, gate)
+                launch = self._launch(name, model or record.model, resume, own.start, mode, brief)
+                return await self._start(record, launch, own)
 
     @contextlib.contextmanager
     def _reserve(self) -> Iterator[None]:
@@ -296,24 +306,36 @@ class SessionHub:
                 await self.close(session_id)
             record = await self._record(session_id)
             resume = native_ids(record).get(body)
-            start_gate = gate if gate is not None else self.launcher.gate(record, mode)
-            launch = self._launch(body, model, resume, start_gate, mode, brief or Brief())
-            own_gate = self.launcher.gate(record, mode)
+            own = self._own_gate(record, mode, gate)
+            launch = self._launch(body, model, resume, own.start, mode, brief or Brief())
             if resume is None and self.limits.spares:
                 key: SpareKey = (body, record.cwd or "", model, wanted, args)
-                return await self._start_from_spare(record, launch, own_gate, key)
-            return await self._start(record, launch, own_gate)
+                return await self._start_from_spare(record, launch, own, key)
+            return await self._start(record, launch, own)
+
+    def gate(self, record: SessionRecord, mode: str | None) -> PolicyGate | None:
+        """A fresh policy gate for a turn on ``record`` (None without a policy)."""
+        return self.launcher.gate(record, mode)
+
+    def _own_gate(self, record: SessionRecord, mode: str | None, turn: PolicyGate | None) -> _Own:
+        """The gate a body starts under and the session's own: a job's turn brings its
+        gate (the session builds its own only when a brain's turn needs it); else one
+        gate, built now, is both."""
+        if turn is not None:
+            return _Own(turn, None, functools.partial(self.launcher.gate, record, mode))
+        gate = self.launcher.gate(record, mode)
+        return _Own(gate, gate, None)
 
     async def _start_from_spare(
-        self, record: SessionRecord, launch: Launch, gate: PolicyGate | None, key: SpareKey
+        self, record: SessionRecord, launch: Launch, own: _Own, key: SpareKey
     ) -> Session:
         """Start a fresh session on the waiting spare (or a new body), then prime the
         next spare for the same key in the background."""
         spare = self.spares.take(key)
         if spare is None:
-            session = await self._start(record, launch, gate)
+            session = await self._start(record, launch, own)
         else:
-            session = self._new_session(record, launch.body, gate)
+            session = self._new_session(record, launch.body, own)
             await session.adopt(spare)
             self._register(session)
         cwd = record.cwd or ""
@@ -338,7 +360,8 @@ class SessionHub:
         Raises :class:`BodyCrashedError` when that body is gone or its output cut."""
         async with self._lock(record.id):
             name = _active_body(record)
-            session = self._new_session(record, name, self.launcher.gate(record, mode))
+            own = self._own_gate(record, mode, gate)
+            session = self._new_session(record, name, own)
             resume = native_ids(record).get(name)
             # The live body keeps the context it was started with: no new brief.
             launch = self._launch(name, record.model, resume, gate, mode, Brief())
@@ -368,12 +391,10 @@ class SessionHub:
     ) -> Launch:
         return Launch(body, model, resume, gate, mode, self._permission, brief=brief)
 
-    async def _start(
-        self, record: SessionRecord, launch: Launch, gate: PolicyGate | None
-    ) -> Session:
-        """Start ``launch``'s body as the live session of ``record``, with ``gate`` as
+    async def _start(self, record: SessionRecord, launch: Launch, own: _Own) -> Session:
+        """Start ``launch``'s body as the live session of ``record``, with ``own`` as
         the session's own gate (brain turns; a job's turns bring theirs)."""
-        session = self._new_session(record, launch.body, gate)
+        session = self._new_session(record, launch.body, own)
         if launch.resume:  # should native resume fail, the log rebuilds the conversation
             tokens = self.launcher.config.router.handoff_tokens
             launch = replace(launch, history=await session_history(self.store, record.id, tokens))
@@ -388,13 +409,14 @@ class SessionHub:
             await session.warn(control, message)
         return session
 
-    def _new_session(self, record: SessionRecord, body: str, gate: PolicyGate | None) -> Session:
+    def _new_session(self, record: SessionRecord, body: str, own: _Own) -> Session:
         if self._tg is None:
             raise SessionError("internal", "the session hub is not running")
         return Session(
             _with_body(record, body),
             self.store,
-            gate=gate,
+            gate=own.session,
+            make_gate=own.later,
             permission=self._permission,
             max_queued=self.limits.max_queued,
             authority=self.limits.brain_authority,

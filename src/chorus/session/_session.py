@@ -130,6 +130,7 @@ class Session:
         store: Store,
         *,
         gate: PolicyGate | None = None,
+        make_gate: Callable[[], PolicyGate | None] | None = None,
         permission: PermissionCallback = allow_all,
         max_queued: int = 100,
         authority: Authority = "escalate-only",
@@ -144,6 +145,8 @@ class Session:
         self._record = record
         self._store = store
         self._gate = gate
+        #: Builds the session's own gate on first use (a job's turns bring theirs).
+        self._make_gate = make_gate if gate is None else None
         self._permission = permission
         self._max_queued = max_queued
         self._life = Lifecycle(record.id)
@@ -189,6 +192,10 @@ class Session:
 
     @property
     def gate(self) -> PolicyGate | None:
+        """The session's own gate (brain turns, its mode), built on first use."""
+        if self._make_gate is not None:
+            self._gate, self._make_gate = self._make_gate(), None
+            self._wire(self._gate)
         return self._gate
 
     @property
@@ -528,7 +535,7 @@ class Session:
     def _gate_for(self, turn: Turn | None) -> PolicyGate | None:
         if turn is not None and turn.gate is not None:
             return turn.gate
-        return self._gate
+        return self.gate
 
     async def _ask(self, ask: PermissionAsk) -> PermissionAnswer:
         """The body's permission callback: the running turn's gate, else the session's."""
@@ -653,7 +660,7 @@ class Session:
     async def _set_mode(self, mode: str) -> JsonDict:
         """Without a policy gate the body takes ``mode`` as is; with one, the gate takes
         the Chorus mode and the CLI only switches between ``default`` and ``plan``."""
-        gate = self._gate
+        gate = self.gate
         if gate is None:
             await self.body.set_permission_mode(mode)
             return {"mode": mode}
@@ -667,7 +674,8 @@ class Session:
     @property
     def permission_mode(self) -> str:
         """The session's Chorus permission mode (the gate's, when there is one)."""
-        return self._gate.mode if self._gate is not None else self.body.permission_mode
+        gate = self.gate
+        return gate.mode if gate is not None else self.body.permission_mode
 
     async def warn(self, control: str, message: str) -> None:
         """Append a :class:`CompatibilityWarning` (an unsupported control is never silent)."""
