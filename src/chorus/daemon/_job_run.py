@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from chorus._errors import BodyCrashedError
 from chorus.config import BrainConfig
 from chorus.context import Brief
 from chorus.daemon._budget import budget_error, refusal
-from chorus.daemon._durability import Followed, follow
+from chorus.daemon._durability import Followed, error_info, follow
 from chorus.daemon._outcomes import JobFailedOver
 from chorus.events import (
     ErrorCode,
@@ -150,12 +151,15 @@ class JobRun:
         self.gate = gate = self.sup.job_gate(job, record, mode)  # this turn's one gate
         model = (job.options.get("model") or record.model) if body == record.body else None
         brief = Brief(task=job.prompt, plan=plan)  # a body started now: its context
-        self.session = session = await self.sup.hub.acquire(
-            record.id, body, model=model, gate=gate, mode=mode, brief=brief
-        )
         wanted = native_mode(gate, mode)
         turn = Turn(prompt, job.id, gate, model, native_mode=wanted, on_event=self._seen)
-        final = await session.run(turn)
+        try:
+            self.session = session = await self.sup.hub.acquire(
+                record.id, body, model=model, gate=gate, mode=mode, brief=brief
+            )
+            final = await session.run(turn)
+        except BodyCrashedError as exc:  # a body that died between its turns: restart it
+            return TurnFailed(error=error_info(exc))
         await self._keep_denials(record)
         if isinstance(final, SessionEnded):  # the body went away mid-turn: a crash to the job
             return TurnFailed(error=error_of(final))
