@@ -80,6 +80,7 @@ from chorus.store import (
     Firing,
     JobRecord,
     JobState,
+    LeaseLostError,
     SessionRecord,
     Store,
     WorkerNode,
@@ -438,7 +439,8 @@ class Supervisor:
                 log.exception("job %s failed inside Chorus", job.id)
                 final = TurnFailed(error=error_info(exc))
             await finish_job_worktree(self.store, job)  # commit leftovers, unlock
-            if await self._still_ours(job):  # not re-queued or taken over meanwhile
+            # Fenced by its claim's lease (one statement), or checked without one.
+            if job.lease is not None or await self._still_ours(job):
                 await self._finish(run, final)
         finally:
             self._runs.pop(job.id, None)
@@ -506,16 +508,22 @@ class Supervisor:
             body=body or "",
             failed_over_from=left,
         )
-        fresh, stamped = await until_stored(
-            lambda: self.store.end_job(
-                job.id,
-                JobState(state),
-                ended,
-                result=_stored_result(state, result, left),
-                error=error.model_dump() if error is not None else None,
-            ),
-            f"ending job {job.id}",
-        )
+        lease = job.lease  # the claim's: only while it holds does this end the job
+        try:
+            fresh, stamped = await until_stored(
+                lambda: self.store.end_job(
+                    job.id,
+                    JobState(state),
+                    ended,
+                    result=_stored_result(state, result, left),
+                    error=error.model_dump() if error is not None else None,
+                    lease=lease,
+                ),
+                f"ending job {job.id}",
+            )
+        except LeaseLostError:
+            log.warning("job %s went to another claim while it ran here; not ending it", job.id)
+            return
         assert isinstance(stamped, JobEnded)
         self.frameworks.ended(fresh)
         await self.outcomes.publish(job_end(fresh, stamped, body or fresh.body, tuple(left)))
