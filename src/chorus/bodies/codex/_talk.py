@@ -63,7 +63,10 @@ def _call(payload: dict[str, Any]) -> ToolCall:
         args = {"arguments": payload.get("arguments")}
     tool_input = args if isinstance(args, dict) else {"arguments": args}
     return ToolCall(
-        call_id=str(payload["call_id"]), tool=normalize_tool(name), native_tool=name, input=tool_input
+        call_id=str(payload["call_id"]),
+        tool=normalize_tool(name),
+        native_tool=name,
+        input=tool_input,
     )
 
 
