@@ -68,7 +68,8 @@ def state_home(cli: str, env: Mapping[str, str]) -> Path | None:
     if cli == "codex":
         return codex_home(env)
     if cli == "gemini":
-        return Path(home) / ".gemini" if home else None
+        base = env.get("GEMINI_CLI_HOME") or home
+        return Path(base) / ".gemini" if base else None
     return None
 
 
