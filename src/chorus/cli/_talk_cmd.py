@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -83,8 +84,18 @@ def _tell(plan: dict[str, Any]) -> None:
 
 
 def _run(plan: dict[str, Any]) -> int:
+    """The CLI in this terminal; a Ctrl-C there is the CLI's, never ends the talk
+    before its turns are brought in."""
     env = {**os.environ, **plan["env"]}
+    # a handler, not SIG_IGN: the CLI (exec resets handlers) still gets its Ctrl-C
+    before = signal.signal(signal.SIGINT, _let_the_cli_have_it)
     try:
         return subprocess.call(plan["argv"], cwd=plan["cwd"], env=env)
     except OSError as exc:
         raise UserError(f"cannot start {plan['cli']}: {exc}") from exc
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _let_the_cli_have_it(signum: int, frame: object) -> None:
+    """SIGINT while the CLI runs: it is the CLI's to handle."""
