@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from chorus.agents import find_agent
 from chorus.testing import text
 from chorus.testing._offline import FAKE_API_KEY
 
@@ -28,9 +29,11 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.e2e
 
 # Stands in for the interactive CLI: it records how it was started, then stays
-# until the test releases it.
+# until the test releases it (a body's headless run gets the real CLI).
 FAKE_INTERACTIVE = """#!{python}
 import json, os, sys, time
+if "-p" in sys.argv:
+    os.execv({real!r}, [{real!r}, *sys.argv[1:]])
 with open({record!r}, "w") as f:
     json.dump({{"argv": sys.argv[1:], "cwd": os.getcwd()}}, f)
 deadline = time.monotonic() + 60
@@ -188,11 +191,17 @@ def test_talk_hands_over_with_the_mode_and_pauses_the_queue(chorus: Chorus, tmp_
     record, release = tmp_path / "talk.json", tmp_path / "release"
     fake = tmp_path / "fake-claude"
     fake.write_text(
-        FAKE_INTERACTIVE.format(python=sys.executable, record=str(record), release=str(release))
+        FAKE_INTERACTIVE.format(
+            python=sys.executable,
+            record=str(record),
+            release=str(release),
+            real=str(find_agent("claude")),
+        )
     )
     fake.chmod(0o755)
     with (chorus.home / "config.toml").open("a") as f:
         f.write(f'[agents.claude]\ncommand = "{fake}"\n[sandbox]\nmode = "off"\n')
+    assert chorus.run("stop").returncode == 0  # the daemon plans the talk: its config
 
     primary, terminal = pty.openpty()  # talk wants a terminal
     talk = subprocess.Popen(
@@ -207,6 +216,7 @@ def test_talk_hands_over_with_the_mode_and_pauses_the_queue(chorus: Chorus, tmp_
     deadline = time.monotonic() + 60
     while not record.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert record.exists(), talk.stderr.read() if talk.poll() is not None else "talk hangs"
     queued = chorus.run("task", "while talking", "--session", session["id"]).stdout.strip()
     time.sleep(1.5)
     assert chorus.client.job(queued)["state"] == "queued"  # paused while the person talks
