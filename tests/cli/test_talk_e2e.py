@@ -99,8 +99,8 @@ class Terminal:
             os.close(self.primary)
 
 
-def _ask(chorus: Chorus, prompt: str) -> dict[str, Any]:
-    first = chorus.run("ask", prompt, "--body", "claude", "--json")
+def _ask(chorus: Chorus, prompt: str, *more: str) -> dict[str, Any]:
+    first = chorus.run("ask", prompt, "--body", "claude", "--json", *more)
     assert first.returncode == 0, first.stderr
     job = chorus.client.job(json.loads(first.stdout.splitlines()[0])["job_id"])
     session = chorus.client.session(job["session_id"])
@@ -187,7 +187,7 @@ def test_talk_runs_claude_under_the_mode_and_sandbox_and_logs_the_turns(
 
 def test_talk_hands_over_with_the_mode_and_pauses_the_queue(chorus: Chorus, tmp_path: Path) -> None:
     chorus.server.script([text("first answer"), text("after talk")])
-    session = _ask(chorus, "hello")
+    session = _ask(chorus, "hello", "--permission-mode", "plan")  # the session's mode
     record, release = tmp_path / "talk.json", tmp_path / "release"
     fake = tmp_path / "fake-claude"
     fake.write_text(
@@ -226,7 +226,7 @@ def test_talk_hands_over_with_the_mode_and_pauses_the_queue(chorus: Chorus, tmp_
     assert talk.returncode == 0, err
     started = json.loads(record.read_text())
     native = session["native_session_id"]
-    assert started["argv"][:4] == ["--resume", native, "--permission-mode", "default"]
+    assert started["argv"][:4] == ["--resume", native, "--permission-mode", "plan"]
     assert started["cwd"] == session["cwd"]
     assert "without Chorus's OS sandbox" in err  # said to the person
     assert "0 turn(s)" in err
