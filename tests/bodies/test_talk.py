@@ -9,6 +9,8 @@ from pathlib import Path
 
 from chorus.bodies._talk import (
     LINE_CAP,
+    MAX_EVENTS,
+    TEXT_CAP,
     find_transcript,
     mark,
     read_since,
@@ -16,7 +18,7 @@ from chorus.bodies._talk import (
     state_home,
     talk_events,
 )
-from chorus.events import Notice, Text
+from chorus.events import MAX_EVENT_BYTES, Notice, Text
 
 SID = "569cdbb4-5349-447b-9a36-160f39d0cc0f"
 
@@ -104,3 +106,16 @@ def test_state_folders_follow_the_cli_environment(tmp_path: Path) -> None:
     assert state_home("codex", {**env, "CODEX_HOME": "/x"}) == Path("/x")
     assert state_home("gemini", env) == tmp_path / ".gemini"
     assert state_home("acp", env) is None
+
+
+def test_a_flood_is_bounded_in_count_and_size() -> None:
+    huge = "y" * (TEXT_CAP * 3)
+    lines = [_line(huge, "assistant").strip()] + [_line(f"p{i}").strip() for i in range(3000)]
+    events = talk_events("claude", lines)
+    assert len(events) == MAX_EVENTS + 1
+    assert isinstance(events[0], Text)
+    assert len(events[0].text) < TEXT_CAP + 100
+    last = events[-1]
+    assert isinstance(last, Notice)
+    assert last.message == f"{3001 - MAX_EVENTS} more event(s) of the talk were left out"
+    assert all(len(e.model_dump_json()) < MAX_EVENT_BYTES for e in events)

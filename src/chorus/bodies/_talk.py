@@ -18,6 +18,7 @@ from the mark at most :data:`READ_CAP` bytes, and a line longer than
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -28,11 +29,16 @@ from chorus.bodies.claude._transcript import claude_talk_events
 from chorus.bodies.codex._rollout import _open_beneath, codex_home
 from chorus.bodies.codex._talk import codex_talk_events
 from chorus.bodies.gemini._transcript import gemini_talk_events
-from chorus.events import Event
+from chorus.events import Event, Notice, ToolCall
 
 #: Bytes read after the mark at most, and the longest line kept.
 READ_CAP = 16 << 20
 LINE_CAP = 1 << 20
+#: Events one talk brings in at most, and the longest text of one (a log event
+#: stays under ``chorus.events.MAX_EVENT_BYTES``).
+MAX_EVENTS = 2000
+TEXT_CAP = 128 << 10
+_CUT = "\n[... cut by Chorus: longer than the log keeps]"
 #: A native session id as the CLIs make them (UUIDs); anything else names no file.
 _NATIVE_ID = re.compile(r"[0-9A-Za-z-]{8,64}")
 
@@ -151,6 +157,25 @@ def split_lines(data: bytes) -> list[str]:
 
 
 def talk_events(cli: str, lines: Iterable[str]) -> list[Event]:
-    """The canonical events of the lines a talk added (sans-I/O)."""
+    """The canonical events of the lines a talk added (sans-I/O), bounded: at most
+    :data:`MAX_EVENTS` (then a notice says how many were left out), texts cut at
+    :data:`TEXT_CAP`."""
     parser = _PARSERS.get(cli)
-    return parser(lines) if parser is not None else []
+    events = [_bounded(e) for e in parser(lines)] if parser is not None else []
+    if len(events) <= MAX_EVENTS:
+        return events
+    left = len(events) - MAX_EVENTS
+    note = Notice(message=f"{left} more event(s) of the talk were left out", kind="policy")
+    return [*events[:MAX_EVENTS], note]
+
+
+def _bounded(event: Event) -> Event:
+    """``event`` with its long text cut (a tool call's long input replaced)."""
+    update: dict[str, object] = {}
+    for name in ("text", "message", "output"):
+        value = getattr(event, name, None)
+        if isinstance(value, str) and len(value) > TEXT_CAP:
+            update[name] = value[:TEXT_CAP] + _CUT
+    if isinstance(event, ToolCall) and len(json.dumps(event.input)) > TEXT_CAP:
+        update["input"] = {"cut": "the input was longer than the log keeps"}
+    return event.model_copy(update=update) if update else event
