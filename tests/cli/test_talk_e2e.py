@@ -136,9 +136,12 @@ def _proc_of(native_id: str) -> int | None:
     return None
 
 
+@pytest.mark.parametrize("sandbox", ["auto", "off"])  # off: the control
 def test_talk_runs_claude_under_the_mode_and_sandbox_and_logs_the_turns(
-    chorus: Chorus, tmp_path: Path
+    chorus: Chorus, tmp_path: Path, sandbox: str
 ) -> None:
+    with (chorus.home / "config.toml").open("a") as f:
+        f.write(f'[sandbox]\nmode = "{sandbox}"\n')
     chorus.server.script([text("first answer"), text("talk answer PONG")])
     session = _ask(chorus, "hello")
     _claude_onboarded(tmp_path / "claude-home", chorus.work)
@@ -155,7 +158,8 @@ def test_talk_runs_claude_under_the_mode_and_sandbox_and_logs_the_turns(
     argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
     assert argv[argv.index(b"--permission-mode") + 1] == b"default"  # the session's mode
     # inside the session's sandbox: a PID namespace of its own (bwrap --unshare-pid)
-    assert os.readlink(f"/proc/{pid}/ns/pid") != os.readlink("/proc/self/ns/pid")
+    own_pids = os.readlink(f"/proc/{pid}/ns/pid") != os.readlink("/proc/self/ns/pid")
+    assert own_pids == (sandbox == "auto")
     # the person runs a shell command from the CLI's own prompt: the sandbox holds
     outside = tmp_path / "outside.txt"
     term.type(f"!touch inside.txt; touch {outside}; echo rc=$?")
@@ -171,7 +175,7 @@ def test_talk_runs_claude_under_the_mode_and_sandbox_and_logs_the_turns(
     term.type("\r")
     assert term.finish() == 0, term.screen()[-2000:]
     assert (chorus.work / "inside.txt").exists()  # the roots are writable
-    assert not outside.exists()  # outside them: not
+    assert outside.exists() == (sandbox == "off")  # outside them: only without the sandbox
     summary = [line for line in term.screen().splitlines() if line.startswith(b'{"session_id"')]
     assert summary, term.screen()[-2000:]
     assert json.loads(summary[-1])["turns"] >= 1
