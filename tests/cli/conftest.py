@@ -19,3 +19,4 @@ _spec.loader.exec_module(_daemon)
 Chorus = _daemon.Chorus
 write_config = _daemon.write_config
 chorus = _daemon.chorus
+daemon_with = _daemon.daemon_with

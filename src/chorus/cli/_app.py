@@ -53,6 +53,7 @@ def _register() -> None:
         _schema_cmd,
         _service_cmd,
         _store_cmd,
+        _talk_cmd,
         _team_cmd,
         _usage_cmd,
         _worktree_cmd,

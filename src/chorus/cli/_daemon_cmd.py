@@ -1,5 +1,5 @@
 """Everyday commands on the daemon, as typer commands: start/stop/status, ask, task,
-steer, jobs, watch, log, interrupt, talk, doctor.
+steer, jobs, watch, log, interrupt, doctor (talk: ``_talk_cmd``).
 
 The job commands are implemented in ``_jobs`` (shared with the fast argv path);
 the daemon validates their input (an unknown body, a missing CLI, a missing
@@ -9,8 +9,6 @@ folder: 400, exit 2, nothing written).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,7 +18,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from chorus._errors import UserError
 from chorus.cli import _jobs
 from chorus.cli._app import app
 from chorus.cli._everyday import register_everyday
@@ -144,48 +141,6 @@ def stored_event_lines(job_id: str) -> list[str]:
     from chorus.cli._offline import stored_events
 
     return stored_events(job_id)
-
-
-_TALK_ARGS = {
-    "claude": ["--resume"],
-    "codex": ["resume"],
-    "gemini": ["--resume"],
-}
-
-
-@app.command()
-def talk(
-    session_id: str | None = typer.Argument(None, help="Default: the newest session."),
-) -> None:
-    """Hand a session to the agent's own interactive CLI here; Chorus takes it back on exit."""
-    from chorus.agents import find_agent
-    from chorus.bodies import CLI_OF
-    from chorus.config import load_config
-
-    if not sys.stdin.isatty():
-        raise UserError(
-            "talk hands the session to the agent's own interactive CLI: run it in a terminal"
-            " (to send a prompt from a script: `chorus ask --session SESSION PROMPT`)"
-        )
-    client = _client()
-    if session_id is None:
-        sessions = client.sessions()
-        if not sessions:
-            raise UserError("there are no sessions to talk to")
-        session_id = sessions[0]["id"]
-    session = client.session(session_id)
-    cli = CLI_OF.get(session["body"], session["body"])
-    if cli not in _TALK_ARGS or not session["native_session_id"]:
-        raise UserError(f"session {session_id} has no native session the {cli} CLI can resume")
-    agent = load_config().agents.get(cli)
-    env = {**os.environ, **(agent.env if agent else {})}
-    argv = [str(find_agent(cli)), *_TALK_ARGS[cli], session["native_session_id"]]
-    client.pause(session_id)
-    try:
-        code = subprocess.call(argv, cwd=session["cwd"], env=env)
-    finally:
-        client.resume(session_id)
-    raise typer.Exit(code)
 
 
 @app.command()

@@ -28,6 +28,7 @@ from chorus._json_input import read_object
 from chorus.daemon._cluster import nodes_status
 from chorus.daemon._requests import read_job_request
 from chorus.daemon._supervisor import Supervisor
+from chorus.daemon._talk_api import talk_routes
 from chorus.daemon._worktree_api import worktree_routes
 from chorus.events import JobEnded, event_to_json
 from chorus.flags import board, live_status
@@ -172,6 +173,7 @@ def build_app(
             Route("/sessions/{session_id}", guarded(get_session)),
             Route("/sessions/{session_id}/{action:str}", guarded(pause), methods=["POST"]),
             *worktree_routes(sup.store),
+            *talk_routes(sup),
             *extra_routes,
         ],
     )
