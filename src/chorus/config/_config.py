@@ -180,13 +180,15 @@ class ModelPrice(_Strict):
 
 
 class MeterConfig(_Strict):
-    """``[meter]``: with ``enabled`` (the default), every body's model API calls go
+    """``[meter]``: with ``enabled``, every body's model API calls go
     through Chorus's meter, which reads the usage and quota the providers state, holds
     ``[budget]`` per request and keeps known secrets from the providers. The meter is
     a small process of its own that outlives the daemon (a request in flight when the
-    daemon dies finishes; its record waits for the next daemon)."""
+    daemon dies finishes; its record waits for the next daemon). Off by default:
+    with it on, Codex's own sandboxed commands (workspace-write) were seen to fail
+    with "bwrap: execvp codex-linux-sandbox", cause not yet found."""
 
-    enabled: bool = True
+    enabled: bool = False
     #: Route away from a body once a provider states it has at most this share of a
     #: rate-limit window left (requests or tokens), until that window resets.
     reserve: float = Field(default=0.02, ge=0, le=1)
