@@ -43,11 +43,12 @@ def is_turn_end(event: Event) -> bool:
 
 async def ensure_daemon() -> None:
     """Start the daemon of this ``CHORUS_HOME`` unless one answers already."""
+    from chorus._errors import ChorusError
     from chorus.client import DaemonError, spawn_daemon
 
     try:
         await asyncio.to_thread(spawn_daemon)
-    except DaemonError as exc:
+    except (DaemonError, ChorusError) as exc:  # a bad config is said by the daemon itself
         raise LinkError(f"the Chorus daemon could not start: {exc}") from exc
 
 
