@@ -522,7 +522,7 @@ class Supervisor:
                 f"ending job {job.id}",
             )
         except LeaseLostError:
-            log.warning("job %s went to another claim while it ran here; not ending it", job.id)
+            await self._still_ours(job)  # says where it went
             return
         assert isinstance(stamped, JobEnded)
         self.frameworks.ended(fresh)
