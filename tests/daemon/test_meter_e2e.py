@@ -160,7 +160,7 @@ def test_a_budget_smaller_than_one_request_stops_the_job_after_that_request(
 def test_a_secret_the_model_reads_never_reaches_the_provider_yet_its_tool_gets_it(
     daemon_with: Callable[..., Daemon], body: str
 ) -> None:
-    daemon = daemon_with()  # the meter is on by default
+    daemon = daemon_with(*METER)
     value = "dtk-" + uuid.uuid4().hex
     # A credential of the config ([agents.*.env], the last table of the file): a vault
     # secret's value in a tool's input is refused by the policy (exfil.secret_value).
@@ -193,7 +193,7 @@ def test_a_secret_the_model_reads_never_reaches_the_provider_yet_its_tool_gets_i
 def test_a_request_in_flight_when_the_daemon_is_killed_finishes_and_is_metered_later(
     daemon_with: Callable[..., Daemon],
 ) -> None:
-    daemon = daemon_with()
+    daemon = daemon_with(*METER)
     words = " ".join(f"w{i}" for i in range(40))
     daemon.server.script([slow_text(words, chunks=40, delay=0.25)], lane="codex")
     _up(daemon)
