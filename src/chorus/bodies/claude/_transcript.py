@@ -16,8 +16,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from chorus.bodies._tools import normalize_tool
-from chorus.events import Event, Notice, Text, Thinking, ToolCall, ToolResult
+from chorus.bodies.claude._codec import _tool_call  # one reading of a tool_use block
+from chorus.events import Event, Notice, Text, Thinking, ToolResult
 
 JsonDict = dict[str, Any]
 #: Text the CLI puts in a user message itself, never typed by the person.
@@ -95,20 +95,6 @@ def _assistant_block(block: JsonDict, message_id: str | None) -> list[Event]:
     if kind == "tool_use" and isinstance(block.get("name"), str) and block.get("id"):
         return [_tool_call(block)]
     return []
-
-
-def _tool_call(block: JsonDict) -> ToolCall:
-    native = str(block["name"])
-    raw = block.get("input")
-    tool_input = dict(raw) if isinstance(raw, dict) else {}
-    title = tool_input.get("description")
-    return ToolCall(
-        call_id=str(block["id"]),
-        tool=normalize_tool(native),
-        native_tool=native,
-        input=tool_input,
-        title=title if isinstance(title, str) else None,
-    )
 
 
 def _flatten(content: Any) -> str:
