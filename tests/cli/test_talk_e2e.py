@@ -24,6 +24,8 @@ from chorus.testing import text
 from chorus.testing._offline import FAKE_API_KEY
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from conftest import Chorus
 
 pytestmark = pytest.mark.e2e
@@ -43,6 +45,13 @@ while not os.path.exists({release!r}) and time.monotonic() < deadline:
 _ANSI = re.compile(
     rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-B]"
 )
+_BLANKS = re.compile(rb"\s+")
+
+
+def _squeezed(data: bytes) -> bytes:
+    """``data`` without blanks: the CLI moves the cursor instead of printing some
+    spaces, so a phrase is matched letter for letter, blanks aside."""
+    return _BLANKS.sub(b"", data)
 
 
 class Terminal:
@@ -68,7 +77,8 @@ class Terminal:
         the output (fails after ``timeout``)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            shown = [n for n in needles if n.encode() in self.screen(since)]
+            screen = _squeezed(self.screen(since))
+            shown = [n for n in needles if _squeezed(n.encode()) in screen]
             if shown:
                 return shown[0]
             self.drain(0.2)
@@ -86,6 +96,12 @@ class Terminal:
 
     def screen(self, since: int = 0) -> bytes:
         return _ANSI.sub(b"", self.seen[since:])
+
+    def kill(self) -> None:
+        """End whatever still runs in the terminal (a test that failed midway)."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait(timeout=10)
 
     def type(self, keys: str) -> None:
         os.write(self.primary, keys.encode())
@@ -131,9 +147,9 @@ def _claude_onboarded(home: Path, work: Path) -> None:
 
 def _ready(term: Terminal) -> None:
     """The CLI's prompt, once a one-off offer it may show first is declined."""
-    term.wait_for("? for shortcuts", "Notnow")
+    term.wait_for("? for shortcuts", "Not now")
     term.drain(3.0)
-    if b"Notnow" in term.screen():
+    if b"Notnow" in _squeezed(term.screen()):
         since = len(term.seen)
         term.type("2")
         time.sleep(0.3)
@@ -154,9 +170,18 @@ def _proc_of(native_id: str) -> int | None:
     return None
 
 
+@pytest.fixture
+def terminals() -> Iterator[list[Terminal]]:
+    """Terminals a test opens, ended after it whatever its outcome."""
+    opened: list[Terminal] = []
+    yield opened
+    for term in opened:
+        term.kill()
+
+
 @pytest.mark.parametrize("sandbox", ["auto", "off"])  # off: the control
 def test_talk_runs_claude_under_the_mode_and_sandbox_and_logs_the_turns(
-    chorus: Chorus, tmp_path: Path, sandbox: str
+    chorus: Chorus, tmp_path: Path, sandbox: str, terminals: list[Terminal]
 ) -> None:
     with (chorus.home / "config.toml").open("a") as f:
         f.write(f'[sandbox]\nmode = "{sandbox}"\n')
@@ -166,6 +191,7 @@ def test_talk_runs_claude_under_the_mode_and_sandbox_and_logs_the_turns(
     term = Terminal(
         [sys.executable, "-m", "chorus", "talk", session["id"][:10], "--json"], chorus.work
     )
+    terminals.append(term)
     _ready(term)
     pid = _proc_of(session["native_session_id"])
     assert pid is not None

@@ -409,8 +409,7 @@ class Supervisor:
         fresh = await self.store.get_job(job.id)
         mine = fresh.node in (None, self.node.id)
         if fresh.state is JobState.QUEUED or (fresh.state is JobState.RUNNING and not mine):
-            where = f"node {fresh.node}" if fresh.node else "the queue"
-            log.warning("job %s went to %s while it ran here; not ending it", job.id, where)
+            _say_where(fresh)
             return False
         return True
 
@@ -521,12 +520,18 @@ class Supervisor:
                 ),
                 f"ending job {job.id}",
             )
-        except LeaseLostError:
-            await self._still_ours(job)  # says where it went
+        except LeaseLostError:  # it went elsewhere, and may even have ended there
+            _say_where(await self.store.get_job(job.id))
             return
         assert isinstance(stamped, JobEnded)
         self.frameworks.ended(fresh)
         await self.outcomes.publish(job_end(fresh, stamped, body or fresh.body, tuple(left)))
+
+
+def _say_where(fresh: JobRecord) -> None:
+    """Log where a job this node lost went (its lease lapsed while it ran here)."""
+    where = f"node {fresh.node}" if fresh.node else "the queue"
+    log.warning("job %s went to %s while it ran here; not ending it", fresh.id, where)
 
 
 def _stored_result(state: str, text: str | None, left: list[str]) -> dict[str, Any] | None:

@@ -208,11 +208,14 @@ class Scheduler:
             await self.fire(routine, Firing(routine.name, at))
 
     async def next_fire_of(self, routine: Routine, record: RoutineRecord | None) -> float | None:
-        if routine.schedule is None or record is None:
+        """When ``routine`` fires next; one the scheduler has not seen yet (its file
+        was just written) is anchored now, as its first sight will anchor it."""
+        if routine.schedule is None:
             return None
+        anchor = record.anchor_at if record is not None else self.clock()
         last = await self.store.list_firings(routine.name, kind="schedule", limit=1)
-        after = max(record.anchor_at, last[0].scheduled_for if last else 0.0, self.clock())
-        return next_fire(routine.schedule, after, anchor=record.anchor_at)
+        after = max(anchor, last[0].scheduled_for if last else 0.0, self.clock())
+        return next_fire(routine.schedule, after, anchor=anchor)
 
     # -- firing --------------------------------------------------------------------------
 
