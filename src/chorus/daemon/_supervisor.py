@@ -418,6 +418,7 @@ class Supervisor:
         queue or to another node: stop running it here, without ending it."""
         log.warning("job %s: closing its body here; the job is not ended", job_id)
         job = await self.store.get_job(job_id)
+        _say_where(job)  # the run's task is cancelled: its end may never say it
         if job.session_id is not None:
             await self.hub.close(job.session_id)  # its turn ends; _still_ours says no
         run = self._runs.get(job_id)
