@@ -513,6 +513,8 @@ def _body_lines(data: dict[str, Any], now: float) -> list[str]:
 
 def quota_lines(quota: dict[str, Any], body: str, now: float) -> list[str]:
     """What ``body``'s provider last said of its quota (the meter read it)."""
+    if not quota:  # the meter is off (the default): nothing to load for it
+        return []
     from chorus.bodies import CLI_OF
     from chorus.meter import API_OF_CLI
 
