@@ -310,6 +310,49 @@ def _stored_jobs(state: str | None) -> list[dict[str, Any]]:
     return stored_jobs(state)
 
 
+def log(job_id: str, as_json: bool = False) -> int:
+    """A job's events so far, without following (never starts a daemon)."""
+    printer = Printer("json" if as_json else "events")
+    try:
+        lines = list(DaemonClient(autostart=False).event_lines(job_id, follow=False))
+    except NotRunningError:
+        from chorus.cli._offline import stored_events
+
+        lines = stored_events(job_id)
+    for line in lines:
+        printer.feed(line)
+    printer.finish()
+    return EXIT_OK
+
+
+#: The most sessions the daemon's ``GET /sessions`` lists (newest first).
+_DAEMON_SESSIONS = 100
+
+
+def sessions_list(limit: int = 50, as_json: bool = False) -> int:
+    """Recorded sessions, newest first: from the daemon when one runs (it lists the
+    newest 100), else (or for more) from the log itself."""
+    rows = _sessions(limit)
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False))
+        return EXIT_OK
+    from chorus.cli._render import session_table
+
+    session_table(rows, short_ids([r["id"] for r in rows]))
+    return EXIT_OK
+
+
+def _sessions(limit: int) -> list[dict[str, Any]]:
+    if 0 <= limit <= _DAEMON_SESSIONS:
+        try:
+            return DaemonClient(autostart=False).sessions()[:limit]
+        except NotRunningError:
+            pass
+    from chorus.cli._offline import stored_sessions
+
+    return stored_sessions(limit)
+
+
 def _width() -> int:
     try:
         return os.get_terminal_size(sys.stdout.fileno()).columns
