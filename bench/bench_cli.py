@@ -6,7 +6,8 @@ In one run, beside ``python -c pass`` (the floor: an interpreter that does nothi
 daemon, and ``chorus start`` on a fresh CHORUS_HOME until it returns (the daemon said
 it is ready and answers). Each figure is the median of ``--runs`` runs: wall time and
 the CPU time of the process (user + system, as the kernel counts it for the child;
-for ``start`` the starter's only, the daemon's is not counted). The machine's load
+for ``start`` the starter's and the daemon's until ``start`` returned, which includes
+warm-up work the daemon began once ready). The machine's load
 (``uptime``) is printed too: wall times on a busy machine say little, CPU times more.
 """
 
@@ -52,13 +53,22 @@ def sample(runs: int, once: Callable[[], tuple[float, float]]) -> tuple[float, f
 
 
 def fresh_start(env: dict[str, str]) -> tuple[float, float]:
-    """``chorus start`` on an empty CHORUS_HOME, then stop that daemon."""
+    """``chorus start`` on an empty CHORUS_HOME, then stop that daemon: the wall time
+    until it returned, and the CPU time of the starter and of the daemon by then."""
     with tempfile.TemporaryDirectory(prefix="chorus-bench-start-") as tmp:
         home = {**env, "CHORUS_HOME": str(Path(tmp) / "home")}
         try:
-            return timed(chorus("start"), home)
+            wall, cpu = timed(chorus("start"), home)
+            return wall, cpu + daemon_cpu(Path(tmp) / "home")
         finally:
             subprocess.run(chorus("stop"), env=home, capture_output=True, check=False)
+
+
+def daemon_cpu(home: Path) -> float:
+    """CPU seconds the home's daemon has used so far (its own, not its children's)."""
+    pid = (home / "run" / "daemon.pid").read_text().strip()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 #: The home of the read commands: claude is ``/bin/false`` (a job fails at once, no
@@ -88,19 +98,14 @@ def row(name: str, figures: tuple[float, float], floor: tuple[float, float]) -> 
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--start-runs", type=int, default=5)
-    args = parser.parse_args()
-    print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
-    floor = sample(args.runs, lambda: timed([PY, "-c", "pass"], dict(os.environ)))
-    lines = [row("python -c pass", floor, floor)]
+def read_commands(runs: int, floor: tuple[float, float]) -> list[str]:
+    """The read commands with no daemon, then against a running one."""
+    lines = []
     with tempfile.TemporaryDirectory(prefix="chorus-bench-cli-") as tmp:
         env = {**os.environ, "CHORUS_HOME": str(Path(tmp) / "home")}
         Path(tmp, "home").mkdir()
         Path(tmp, "home", "config.toml").write_text(CONFIG)
-        cold = sample(args.runs, lambda: timed(chorus("jobs", "--json"), env))
+        cold = sample(runs, lambda: timed(chorus("jobs", "--json"), env))
         lines.append(row("jobs --json (no daemon)", cold, floor))
         subprocess.run(chorus("start"), env=env, check=True, capture_output=True)
         try:
@@ -113,10 +118,24 @@ def main() -> None:
                 ["log", job, "--json"],
             ):
                 name = " ".join(argv).replace(job, "JOB")
-                figures = sample(args.runs, lambda a=argv: timed(chorus(*a), env))
+                figures = sample(runs, lambda a=argv: timed(chorus(*a), env))
                 lines.append(row(name, figures, floor))
         finally:
             subprocess.run(chorus("stop"), env=env, capture_output=True, check=False)
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--start-runs", type=int, default=5)
+    parser.add_argument("--start-only", action="store_true", help="Only start-to-ready.")
+    args = parser.parse_args()
+    print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    floor = sample(args.runs, lambda: timed([PY, "-c", "pass"], dict(os.environ)))
+    lines = [row("python -c pass", floor, floor)]
+    if not args.start_only:
+        lines += read_commands(args.runs, floor)
     started = sample(args.start_runs, lambda: fresh_start(dict(os.environ)))
     lines.append(row("start (fresh home) to ready", started, floor))
     print("\n".join(lines))
