@@ -9,11 +9,17 @@ the CPU time of the process (user + system, as the kernel counts it for the chil
 for ``start`` the starter's and the daemon's until ``start`` returned, which includes
 warm-up work the daemon began once ready). The machine's load
 (``uptime``) is printed too: wall times on a busy machine say little, CPU times more.
+
+Byte code is cached for the runs (in a temporary ``PYTHONPYCACHEPREFIX``), as an
+installed Chorus has it, even where the environment sets ``PYTHONDONTWRITEBYTECODE``
+(then every module is compiled at every start: ``--as-is`` measures that).
+Compare another checkout with ``PYTHONPATH=/that/src python bench/bench_cli.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import subprocess
@@ -98,11 +104,11 @@ def row(name: str, figures: tuple[float, float], floor: tuple[float, float]) -> 
     )
 
 
-def read_commands(runs: int, floor: tuple[float, float]) -> list[str]:
+def read_commands(runs: int, floor: tuple[float, float], base: dict[str, str]) -> list[str]:
     """The read commands with no daemon, then against a running one."""
     lines = []
     with tempfile.TemporaryDirectory(prefix="chorus-bench-cli-") as tmp:
-        env = {**os.environ, "CHORUS_HOME": str(Path(tmp) / "home")}
+        env = {**base, "CHORUS_HOME": str(Path(tmp) / "home")}
         Path(tmp, "home").mkdir()
         Path(tmp, "home", "config.toml").write_text(CONFIG)
         cold = sample(runs, lambda: timed(chorus("jobs", "--json"), env))
@@ -118,11 +124,21 @@ def read_commands(runs: int, floor: tuple[float, float]) -> list[str]:
                 ["log", job, "--json"],
             ):
                 name = " ".join(argv).replace(job, "JOB")
-                figures = sample(runs, lambda a=argv: timed(chorus(*a), env))
+                figures = sample(runs, functools.partial(timed, chorus(*argv), env))
                 lines.append(row(name, figures, floor))
         finally:
             subprocess.run(chorus("stop"), env=env, capture_output=True, check=False)
     return lines
+
+
+def bench_env(prefix: Path, as_is: bool) -> dict[str, str]:
+    """The commands' environment: with byte code cached (as an installed Chorus has it)
+    in a folder of its own, so the tree is not written to, unless ``as_is``."""
+    env = dict(os.environ)
+    if not as_is:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(prefix)
+    return env
 
 
 def main() -> None:
@@ -130,14 +146,23 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--start-runs", type=int, default=5)
     parser.add_argument("--start-only", action="store_true", help="Only start-to-ready.")
+    parser.add_argument(
+        "--as-is",
+        action="store_true",
+        help="Keep the environment's PYTHONDONTWRITEBYTECODE (every module compiled at "
+        "every start) instead of caching byte code in a temporary folder.",
+    )
     args = parser.parse_args()
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
-    floor = sample(args.runs, lambda: timed([PY, "-c", "pass"], dict(os.environ)))
-    lines = [row("python -c pass", floor, floor)]
-    if not args.start_only:
-        lines += read_commands(args.runs, floor)
-    started = sample(args.start_runs, lambda: fresh_start(dict(os.environ)))
-    lines.append(row("start (fresh home) to ready", started, floor))
+    with tempfile.TemporaryDirectory(prefix="chorus-bench-pyc-") as pyc:
+        env = bench_env(Path(pyc), args.as_is)
+        print("byte code:", "as the environment says" if args.as_is else "cached (a warm-up run)")
+        floor = sample(args.runs, lambda: timed([PY, "-c", "pass"], env))
+        lines = [row("python -c pass", floor, floor)]
+        if not args.start_only:
+            lines += read_commands(args.runs, floor, env)
+        started = sample(args.start_runs, lambda: fresh_start(env))
+        lines.append(row("start (fresh home) to ready", started, floor))
     print("\n".join(lines))
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -58,8 +59,8 @@ def test_an_old_answer_is_asked_again(
     chorus_home.mkdir()
     cli, count = fake_cli(tmp_path / "bin", "1.0.0")
     assert _version_of(cli) == "1.0.0"
-    later = _versions.time.time() + _versions.MAX_AGE_S + 1
-    monkeypatch.setattr(_versions.time, "time", lambda: later)
+    later = time.time() + _versions.MAX_AGE_S + 1
+    monkeypatch.setattr(time, "time", lambda: later)
     assert _version_of(cli) == "1.0.0"
     assert asked(count) == 2
 

@@ -75,9 +75,7 @@ def test_the_listing_sees_a_heavy_import(chorus_home: Path, tmp_path: Path) -> N
 
 
 @pytest.mark.e2e
-def test_read_commands_against_a_daemon_load_nothing_heavy(
-    chorus: Chorus, tmp_path: Path
-) -> None:
+def test_read_commands_against_a_daemon_load_nothing_heavy(chorus: Chorus, tmp_path: Path) -> None:
     chorus.server.script([text("light")])
     assert chorus.run("start").returncode == 0
     asked = chorus.run("ask", "hi", "--body", "claude", "--json")

@@ -101,7 +101,7 @@ def test_every_everyday_command_is_a_typer_command_of_the_table() -> None:
         for word in name.split():
             command = command.commands[word]  # type: ignore[attr-defined]
         assert command.help == SUMMARY[name]
-        options = {o for p in command.params for o in p.opts}  # type: ignore[attr-defined]
+        options = {o for p in command.params for o in p.opts}
         spec = SPECS[name]
         assert options == {*spec.options, *spec.flags, *spec.positionals}
     assert {_named(argv)[0] for argv in SAME_ARGV} == set(SPECS)
