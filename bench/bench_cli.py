@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -153,6 +154,7 @@ def main() -> None:
         "every start) instead of caching byte code in a temporary folder.",
     )
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the daemons started
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     with tempfile.TemporaryDirectory(prefix="chorus-bench-pyc-") as pyc:
         env = bench_env(Path(pyc), args.as_is)
