@@ -23,7 +23,10 @@ from chorus.testing import text
 if TYPE_CHECKING:
     from conftest import Chorus
 
-HEAVY = ("typer", "rich", "pydantic", "httpx", "starlette", "uvicorn", "chorus.events")
+HEAVY = (
+    *("typer", "rich", "pydantic", "httpx", "starlette", "uvicorn", "chorus.events"),
+    *("chorus.store", "chorus.config", "chorus.bodies", "asyncio", "http.client", "email"),
+)
 
 
 def test_parse_takes_options_in_every_spelling() -> None:
