@@ -93,6 +93,8 @@ def _line(stream: BinaryIO) -> bytes:
 
 
 def _status(line: bytes) -> int:
+    if not line:
+        raise ProtocolError("the daemon closed the connection without an answer")
     parts = line.split(None, 2)
     if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
         raise ProtocolError(f"bad status line {line[:100]!r}")
