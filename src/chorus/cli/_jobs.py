@@ -1,7 +1,9 @@
-"""The everyday commands on jobs: ask, task, watch, steer, jobs, status.
+"""The everyday commands: ask, task, watch, steer, jobs, status, start, log and
+sessions list.
 
 Stdlib only until output reaches a terminal (then rich): these are what people
-run most, so they talk to the daemon's socket before loading anything heavy.
+run most, so they talk to the daemon's socket before loading anything heavy; the
+store (and pydantic) loads only when no daemon runs and the log must be read.
 Both the fast argv path (``_fast``) and the typer commands call these functions,
 which return the exit code: 0 succeeded, 1 failed, 2 bad input, 3 cancelled.
 
