@@ -16,14 +16,17 @@ import typer.main
 from typer.testing import CliRunner
 
 from chorus.cli import app
-from chorus.cli._fast import RUN, SPECS, parse
+from chorus.cli._fast import RUN, SPECS, SUMMARY, command_of, parse
 from chorus.daemon import is_responding
 from chorus.testing import text
 
 if TYPE_CHECKING:
     from conftest import Chorus
 
-HEAVY = ("typer", "rich", "pydantic", "httpx", "starlette", "uvicorn", "chorus.events")
+HEAVY = (
+    *("typer", "rich", "pydantic", "httpx", "starlette", "uvicorn", "chorus.events"),
+    *("chorus.store", "chorus.config", "chorus.bodies", "asyncio", "http.client", "email"),
+)
 
 
 def test_parse_takes_options_in_every_spelling() -> None:
@@ -57,7 +60,16 @@ SAME_ARGV = [
     ["jobs", "--state", "running"],
     ["status", "--json"],
     ["start", "--json"],
+    ["log", "j1", "--json"],
+    ["sessions", "list", "--limit", "7", "--json"],
+    ["sessions", "list"],
 ]
+
+
+def _named(argv: list[str]) -> tuple[str, list[str]]:
+    found = command_of(argv)
+    assert found is not None, argv
+    return found
 
 
 def _typer_values(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> dict[str, object]:
@@ -68,7 +80,7 @@ def _typer_values(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> dict[str,
         seen.update(values)
         return 0
 
-    monkeypatch.setitem(RUN, argv[0], runner)
+    monkeypatch.setitem(RUN, _named(argv)[0], runner)
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 0, result.output
     return seen
@@ -78,16 +90,39 @@ def _typer_values(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> dict[str,
 def test_both_parsers_hand_the_runner_the_same_values(
     monkeypatch: pytest.MonkeyPatch, argv: list[str]
 ) -> None:
-    fast = parse(SPECS[argv[0]], argv[1:])
+    name, args = _named(argv)
+    fast = parse(SPECS[name], args)
     assert fast is not None
     given = {k: v for k, v in _typer_values(monkeypatch, argv).items() if v is not None}
     assert given == fast
 
 
 def test_every_everyday_command_is_a_typer_command_of_the_table() -> None:
-    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
-    assert set(SPECS) <= set(commands)
-    assert {argv[0] for argv in SAME_ARGV} == set(SPECS)
+    root = typer.main.get_command(app)
+    for name in SPECS:
+        command = root
+        for word in name.split():
+            command = command.commands[word]  # type: ignore[attr-defined]
+        assert command.help == SUMMARY[name]
+        options = {o for p in command.params for o in p.opts}
+        spec = SPECS[name]
+        assert options == {*spec.options, *spec.flags, *spec.positionals}
+    assert {_named(argv)[0] for argv in SAME_ARGV} == set(SPECS)
+
+
+def test_a_number_option_that_is_not_one_falls_through_to_typer() -> None:
+    spec = SPECS["sessions list"]
+    assert parse(spec, []) == {"as_json": False, "limit": 50}
+    assert parse(spec, ["--limit=3"]) == {"as_json": False, "limit": 3}
+    assert parse(spec, ["--limit", "many"]) is None
+    done = subprocess.run(
+        [sys.executable, "-m", "chorus", "sessions", "list", "--limit", "many"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "Invalid value for '--limit'" in done.stderr
 
 
 def _imports(chorus: Chorus, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
@@ -157,7 +192,7 @@ def test_version() -> None:
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_fast_help_names_every_option_and_loads_nothing_heavy(name: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "chorus", name, "--help"],
+        [sys.executable, "-X", "importtime", "-m", "chorus", *name.split(), "--help"],
         capture_output=True,
         text=True,
         timeout=60,

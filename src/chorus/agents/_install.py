@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chorus._errors import AgentNotFoundError, ChorusError
+from chorus.agents._versions import cached_version
 from chorus.config import ChorusConfig, load_config
 
 
@@ -103,6 +104,11 @@ def install_agents(*, force: bool = False) -> list[tuple[PinnedAgent, bool]]:
 
 
 def _version_of(path: Path) -> str | None:
+    """What the CLI answers to ``--version`` (remembered per binary: ``_versions``)."""
+    return cached_version(path, _ask_version)
+
+
+def _ask_version(path: Path) -> str | None:
     try:
         proc = subprocess.run(
             [str(path), "--version"], capture_output=True, text=True, timeout=30, check=False

@@ -18,7 +18,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from chorus.cli import _jobs
 from chorus.cli._app import app
 from chorus.cli._everyday import register_everyday
 from chorus.cli._fast import HELP
@@ -31,23 +30,8 @@ console = Console()
 
 _JSON = typer.Option(False, "--json", help=HELP["as_json"])
 
-# ask, task, steer, jobs, watch, status: built from the command table of ``_fast``.
+# ask, task, steer, jobs, watch, status, start, log: built from the command table of ``_fast``.
 register_everyday(app)
-
-
-@app.command("log")
-def log_cmd(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Print a job's events so far, without following (never starts a daemon)."""
-    from chorus.client import DaemonClient, NotRunningError
-
-    printer = _jobs.Printer("json" if as_json else "events")
-    try:
-        lines = list(DaemonClient(autostart=False).event_lines(job_id, follow=False))
-    except NotRunningError:
-        lines = stored_event_lines(job_id)
-    for line in lines:
-        printer.feed(line)
-    printer.finish()
 
 
 @app.command()
@@ -134,13 +118,6 @@ def _client() -> Any:
     from chorus.client import DaemonClient
 
     return DaemonClient()
-
-
-def stored_event_lines(job_id: str) -> list[str]:
-    """A job's events as JSON lines, read from the store (no daemon)."""
-    from chorus.cli._offline import stored_events
-
-    return stored_events(job_id)
 
 
 @app.command()

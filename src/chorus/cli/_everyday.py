@@ -1,6 +1,7 @@
 """The everyday commands (``ask``, ``task``, ``watch``, ``steer``, ``jobs``,
-``status``) as typer commands, built from the one command table of ``_fast``
-(:data:`SPECS`, :data:`HELP`, :data:`SUMMARY`): the same options and arguments, and
+``status``, ``start``, ``log``, ``sessions list``) as typer commands, built from the
+one command table of ``_fast`` (:data:`SPECS`, :data:`HELP`, :data:`SUMMARY`): the
+same options and arguments, and
 the same runner (:data:`RUN`) given the same values, whichever parser read argv.
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import typer
 
-from chorus.cli._fast import ARGUMENT_HELP, HELP, RUN, SPECS, SUMMARY, Spec
+from chorus.cli._fast import ARGUMENT_HELP, RUN, SPECS, SUMMARY, Spec
 
 
 def _arguments(name: str, spec: Spec) -> list[inspect.Parameter]:
@@ -38,19 +39,25 @@ def _names(table: dict[str, str]) -> dict[str, list[str]]:
 
 def _options(spec: Spec) -> list[inspect.Parameter]:
     kind = inspect.Parameter.KEYWORD_ONLY
-    options = [
-        inspect.Parameter(
-            dest, kind, default=typer.Option(None, *names, help=HELP[dest]), annotation=str | None
-        )
-        for dest, names in _names(spec.options).items()
-    ]
+    options = [_option(spec, dest, names) for dest, names in _names(spec.options).items()]
     flags = [
         inspect.Parameter(
-            dest, kind, default=typer.Option(False, *names, help=HELP[dest]), annotation=bool
+            dest, kind, default=typer.Option(False, *names, help=spec.help(dest)), annotation=bool
         )
         for dest, names in _names(spec.flags).items()
     ]
     return options + flags
+
+
+def _option(spec: Spec, dest: str, names: list[str]) -> inspect.Parameter:
+    """A text option (None when not given), or a whole number with its default."""
+    number = dest in spec.numbers
+    return inspect.Parameter(
+        dest,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(spec.numbers.get(dest), *names, help=spec.help(dest)),
+        annotation=int if number else str | None,
+    )
 
 
 def everyday_command(name: str) -> Callable[..., None]:
@@ -59,7 +66,7 @@ def everyday_command(name: str) -> Callable[..., None]:
     def command(**values: Any) -> None:
         raise typer.Exit(RUN[name](values))
 
-    command.__name__ = name
+    command.__name__ = name.rpartition(" ")[2]
     command.__doc__ = SUMMARY[name]
     spec = SPECS[name]
     params = [*_arguments(name, spec), *_options(spec)]
@@ -67,7 +74,10 @@ def everyday_command(name: str) -> Callable[..., None]:
     return command
 
 
-def register_everyday(app: typer.Typer) -> None:
-    """Add every command of the table to ``app``."""
+def register_everyday(app: typer.Typer, group: str = "") -> None:
+    """Add the table's commands of ``group`` to ``app``: with no group the one-word
+    commands (to the root app), else the group's (``sessions``: ``sessions list``)."""
     for name in SPECS:
-        app.command(name, help=SUMMARY[name])(everyday_command(name))
+        head, _, word = name.rpartition(" ")
+        if head == group:
+            app.command(word, help=SUMMARY[name])(everyday_command(name))

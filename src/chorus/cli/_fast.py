@@ -65,6 +65,7 @@ HELP = {
     "team": "Steer a team's member instead of a job (then TEXT is the only argument).",
     "member": "The team's member, with --team.",
     "no_failover": "On a quota error fail the job instead of moving it to another body.",
+    "limit": "Show at most this many sessions, newest first.",
 }
 
 #: Help of positional arguments, by command (the typer commands show it).
@@ -74,6 +75,7 @@ ARGUMENT_HELP = {
         "text": "What to tell the running turn.",
     },
     "watch": {"job_id": "Default: the newest job."},
+    "log": {"job_id": "The job (id or unique prefix)."},
 }
 
 #: Each command's help, shared with the typer commands.
@@ -87,11 +89,15 @@ SUMMARY = {
     "jobs": "List jobs, oldest first (reads the log; never starts a daemon).",
     "status": "Daemon state, job counts, every configured body's health, the gateway.",
     "start": "Start the daemon for this CHORUS_HOME (it also starts by itself on first use).",
+    "log": "Print a job's events so far, without following (never starts a daemon).",
+    "sessions list": "List recorded sessions, newest first.",
 }
 
 
 class Spec:
-    """A command's argv shape: positionals (how many required), options, flags.
+    """A command's argv shape: positionals (how many required), options, flags; the
+    options that take a whole number, with their defaults (``numbers``); help that
+    differs from :data:`HELP` for this command (``helps``).
     (A plain class: ``dataclasses`` would cost the fast path its import.)"""
 
     def __init__(
@@ -100,11 +106,19 @@ class Spec:
         required: int,
         options: dict[str, str] | None = None,
         flags: dict[str, str] | None = None,
+        *,
+        numbers: dict[str, int] | None = None,
+        helps: dict[str, str] | None = None,
     ) -> None:
         self.positionals = positionals
         self.required = required
         self.options = options or {}
         self.flags = flags or {"--json": "as_json"}
+        self.numbers = numbers or {}
+        self.helps = helps or {}
+
+    def help(self, dest: str) -> str:
+        return self.helps.get(dest, HELP[dest])
 
 
 SPECS: dict[str, Spec] = {
@@ -115,6 +129,14 @@ SPECS: dict[str, Spec] = {
     "jobs": Spec((), 0, {"--state": "state"}),
     "status": Spec((), 0),
     "start": Spec((), 0),
+    "log": Spec(("job_id",), 1),
+    "sessions list": Spec(
+        (),
+        0,
+        {"--limit": "limit"},
+        numbers={"limit": 50},
+        helps={"as_json": "One JSON array instead of a table."},
+    ),
 }
 
 
@@ -143,6 +165,17 @@ def parse(spec: Spec, args: list[str]) -> dict[str, Any] | None:
     if not spec.required <= len(positionals) <= len(spec.positionals):
         return None
     values.update(zip(spec.positionals, positionals, strict=False))
+    return _numbers(spec, values)
+
+
+def _numbers(spec: Spec, values: dict[str, Any]) -> dict[str, Any] | None:
+    """The whole-number options as numbers (their defaults when not given); None when
+    one is not a number (typer then says so, as it does for any bad value)."""
+    for dest, default in spec.numbers.items():
+        try:
+            values[dest] = int(values.get(dest, default))
+        except ValueError:
+            return None
     return values
 
 
@@ -195,6 +228,8 @@ RUN: dict[str, Callable[[dict[str, Any]], int]] = {
     "jobs": lambda v: _jobs().jobs(v.get("state"), v["as_json"]),
     "status": lambda v: _jobs().status(v["as_json"]),
     "start": lambda v: _jobs().start(v["as_json"]),
+    "log": lambda v: _jobs().log(v["job_id"], v["as_json"]),
+    "sessions list": lambda v: _jobs().sessions_list(v["limit"], v["as_json"]),
 }
 
 
@@ -212,19 +247,33 @@ def help_text(name: str) -> str:
         names.setdefault(dest, []).append(flag)
     for dest, flags in names.items():
         value = " TEXT" if dest in spec.options.values() else ""
-        lines.append(f"  {', '.join(flags) + value:<28} {HELP[dest]}")
+        value = " INTEGER" if dest in spec.numbers else value
+        default = f" [default: {spec.numbers[dest]}]" if dest in spec.numbers else ""
+        lines.append(f"  {', '.join(flags) + value:<28} {spec.help(dest)}{default}")
     lines.append(f"  {'--help':<28} Show this message and exit.")
     return "\n".join(lines) + "\n"
 
 
+def command_of(argv: list[str]) -> tuple[str, list[str]] | None:
+    """The table's command ``argv`` names (one word, or two: ``sessions list``) and the
+    arguments after it; None when it names none."""
+    for words in (2, 1):
+        name = " ".join(argv[:words])
+        if len(argv) >= words and name in SPECS:
+            return name, argv[words:]
+    return None
+
+
 def run(argv: list[str]) -> int | None:
     """Run ``argv`` (without the program name) on the fast path; None to fall through."""
-    if not argv or argv[0] not in SPECS:
+    found = command_of(argv)
+    if found is None:
         return None
-    if argv[1:] == ["--help"]:
-        print(help_text(argv[0]), end="")
+    name, args = found
+    if args == ["--help"]:
+        print(help_text(name), end="")
         return 0
-    values = parse(SPECS[argv[0]], argv[1:])
+    values = parse(SPECS[name], args)
     if values is None:
         return None
-    return RUN[argv[0]](values)
+    return RUN[name](values)

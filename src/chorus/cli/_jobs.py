@@ -1,7 +1,9 @@
-"""The everyday commands on jobs: ask, task, watch, steer, jobs, status.
+"""The everyday commands: ask, task, watch, steer, jobs, status, start, log and
+sessions list.
 
 Stdlib only until output reaches a terminal (then rich): these are what people
-run most, so they talk to the daemon's socket before loading anything heavy.
+run most, so they talk to the daemon's socket before loading anything heavy; the
+store (and pydantic) loads only when no daemon runs and the log must be read.
 Both the fast argv path (``_fast``) and the typer commands call these functions,
 which return the exit code: 0 succeeded, 1 failed, 2 bad input, 3 cancelled.
 
@@ -310,6 +312,49 @@ def _stored_jobs(state: str | None) -> list[dict[str, Any]]:
     return stored_jobs(state)
 
 
+def log(job_id: str, as_json: bool = False) -> int:
+    """A job's events so far, without following (never starts a daemon)."""
+    printer = Printer("json" if as_json else "events")
+    try:
+        lines = list(DaemonClient(autostart=False).event_lines(job_id, follow=False))
+    except NotRunningError:
+        from chorus.cli._offline import stored_events
+
+        lines = stored_events(job_id)
+    for line in lines:
+        printer.feed(line)
+    printer.finish()
+    return EXIT_OK
+
+
+#: The most sessions the daemon's ``GET /sessions`` lists (newest first).
+_DAEMON_SESSIONS = 100
+
+
+def sessions_list(limit: int = 50, as_json: bool = False) -> int:
+    """Recorded sessions, newest first: from the daemon when one runs (it lists the
+    newest 100), else (or for more) from the log itself."""
+    rows = _sessions(limit)
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False))
+        return EXIT_OK
+    from chorus.cli._render import session_table
+
+    session_table(rows, short_ids([r["id"] for r in rows]))
+    return EXIT_OK
+
+
+def _sessions(limit: int) -> list[dict[str, Any]]:
+    if 0 <= limit <= _DAEMON_SESSIONS:
+        try:
+            return DaemonClient(autostart=False).sessions()[:limit]
+        except NotRunningError:
+            pass
+    from chorus.cli._offline import stored_sessions
+
+    return stored_sessions(limit)
+
+
 def _width() -> int:
     try:
         return os.get_terminal_size(sys.stdout.fileno()).columns
@@ -513,6 +558,8 @@ def _body_lines(data: dict[str, Any], now: float) -> list[str]:
 
 def quota_lines(quota: dict[str, Any], body: str, now: float) -> list[str]:
     """What ``body``'s provider last said of its quota (the meter read it)."""
+    if not quota:  # the meter is off (the default): nothing to load for it
+        return []
     from chorus.bodies import CLI_OF
     from chorus.meter import API_OF_CLI
 

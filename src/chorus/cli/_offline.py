@@ -80,3 +80,16 @@ def _unknown(job_id: str) -> Exception:
     from chorus._errors import UserError
 
     return UserError(f"unknown job {job_id!r}")
+
+
+def stored_sessions(limit: int) -> list[dict[str, Any]]:
+    """Sessions as ``GET /sessions`` lists them, newest first, read from the store
+    (SQLite under CHORUS_HOME or the ``[store] url`` database)."""
+    from chorus.store import open_store
+
+    async def read() -> list[dict[str, Any]]:
+        async with open_store() as store:
+            rows = await store.list_sessions(limit=limit)
+        return [dataclasses.asdict(s) for s in rows]
+
+    return asyncio.run(read())

@@ -283,3 +283,28 @@ def _console_writer(console: Any) -> Write:
         console.print(text, end=end, highlight=False, soft_wrap=True)
 
     return write
+
+
+# -- tables ------------------------------------------------------------------------------
+
+
+def session_table(rows: list[dict[str, Any]], ids: dict[str, str]) -> None:
+    """``chorus sessions list`` as a table on stdout (loads rich)."""
+    from datetime import datetime
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not rows:
+        console.print("no sessions recorded")
+        return
+
+    def when(ts: float) -> str:
+        return datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds")
+
+    table = Table("id", "body", "model", "state", "events", "created", "updated")
+    for s in rows:
+        cells = [ids[s["id"]], s["body"], s["model"] or "-", s["state"], str(s["last_seq"])]
+        table.add_row(*cells, when(s["created_at"]), when(s["updated_at"]))
+    console.print(table)

@@ -12,10 +12,9 @@ from typing import TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from chorus.cli._app import app
-from chorus.cli._jobs import short_ids
+from chorus.cli._everyday import register_everyday
 from chorus.events import Event
 from chorus.store import (
     AmbiguousIdError,
@@ -34,6 +33,7 @@ T = TypeVar("T")
 
 sessions_app = typer.Typer(help="Inspect recorded sessions.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
+register_everyday(sessions_app, "sessions")  # list: from the command table of ``_fast``
 console = Console()
 
 #: ``chorus replay`` exit codes.
@@ -58,34 +58,6 @@ def _fail(message: str, code: int) -> typer.Exit:
 
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).isoformat(sep=" ", timespec="seconds")
-
-
-@sessions_app.command("list")
-def list_sessions(
-    limit: int = typer.Option(50, help="Show at most this many sessions, newest first."),
-    as_json: bool = typer.Option(False, "--json", help="One JSON array instead of a table."),
-) -> None:
-    """List recorded sessions, newest first."""
-    sessions = _with_store(lambda store: store.list_sessions(limit=limit))
-    if as_json:
-        typer.echo(json.dumps([dataclasses.asdict(s) for s in sessions], ensure_ascii=False))
-        return
-    if not sessions:
-        console.print("no sessions recorded")
-        return
-    table = Table("id", "body", "model", "state", "events", "created", "updated")
-    ids = short_ids([s.id for s in sessions])
-    for s in sessions:
-        table.add_row(
-            ids[s.id],
-            s.body,
-            s.model or "-",
-            s.state,
-            str(s.last_seq),
-            _when(s.created_at),
-            _when(s.updated_at),
-        )
-    console.print(table)
 
 
 @sessions_app.command("show")

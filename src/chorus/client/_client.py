@@ -1,6 +1,6 @@
 """The client for the daemon's API: stdlib HTTP over the unix socket.
 
-It imports nothing heavier than ``http.client`` and ``json`` so that the
+It imports nothing heavier than ``socket`` and ``json`` (its HTTP is ``_http``) so that the
 everyday commands reach the socket fast; starting a daemon (which loads the
 config, pydantic and the daemon's own modules) happens only when none answers.
 
@@ -11,16 +11,15 @@ longer than ``stream_idle_s`` is taken as a lost daemon.
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from chorus._errors import ChorusError, UserError
+from chorus.client._http import Connection, ProtocolError, Response
 
 #: ``typing`` is not imported at run time: it costs the fast path milliseconds.
 TYPE_CHECKING = False
@@ -69,27 +68,9 @@ def stream_idle_s() -> float:
         return DEFAULT_STREAM_IDLE_S
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    """``http.client`` over an AF_UNIX socket."""
-
-    def __init__(self, path: Path, timeout: float | None) -> None:
-        super().__init__("chorus", timeout=timeout)
-        self._path = str(path)
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self._path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
-
-
-def _connect(timeout: float | None) -> _UnixConnection:
+def _connect(timeout: float | None) -> Connection:
     """A connected client, or :class:`NotRunningError` when nothing listens."""
-    conn = _UnixConnection(socket_path(), timeout)
+    conn = Connection(str(socket_path()), timeout)
     try:
         conn.connect()
     except OSError as exc:
@@ -106,7 +87,7 @@ def is_responding(timeout: float = 1.0) -> bool:
     try:
         conn.request("GET", "/status")
         return conn.getresponse().status == 200
-    except (OSError, http.client.HTTPException):
+    except (OSError, ProtocolError):
         return False
     finally:
         conn.close()
@@ -142,7 +123,7 @@ class DaemonClient:
         self.autostart = autostart
         self.timeout = timeout
 
-    def _open(self, timeout: float | None) -> _UnixConnection:
+    def _open(self, timeout: float | None) -> Connection:
         try:
             return _connect(timeout)
         except NotRunningError:
@@ -155,12 +136,10 @@ class DaemonClient:
         """One request; returns the status and the raw body."""
         conn = self._open(self.timeout)
         try:
-            payload = None if body is None else json.dumps(body).encode()
-            headers = {"Content-Type": "application/json"} if payload is not None else {}
-            conn.request(method, path, body=payload, headers=headers)
+            conn.request(method, path, None if body is None else json.dumps(body).encode())
             resp = conn.getresponse()
             return resp.status, resp.read()
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, ProtocolError) as exc:
             raise DaemonError(f"daemon request failed: {exc}") from exc
         finally:
             conn.close()
@@ -203,11 +182,11 @@ class DaemonClient:
         try:
             conn.request("GET", _path(_job_path(job_id, "/events"), params))
             wait = max(idle, HEADERS_WAIT_S)  # a stopped daemon sends no headers either
-            conn.sock.settimeout(wait)
+            conn.settimeout(wait)
             resp = _stream_response(conn, wait)
             if resp.status != 200:
                 decode(resp.status, resp.read())
-            conn.sock.settimeout(idle)
+            conn.settimeout(idle)
             yield from _sse_data(resp, idle)
         finally:
             conn.close()
@@ -262,7 +241,7 @@ class DaemonClient:
         self.call("POST", "/shutdown")
 
 
-def _stream_response(conn: _UnixConnection, idle: float) -> http.client.HTTPResponse:
+def _stream_response(conn: Connection, idle: float) -> Response:
     try:
         return conn.getresponse()
     except TimeoutError as exc:
@@ -272,7 +251,7 @@ def _stream_response(conn: _UnixConnection, idle: float) -> http.client.HTTPResp
         ) from exc
 
 
-def _sse_data(resp: http.client.HTTPResponse, idle: float) -> Iterator[str]:
+def _sse_data(resp: Response, idle: float) -> Iterator[str]:
     """The ``data:`` payloads of an SSE response; comments (pings) only keep it alive."""
     while True:
         try:
@@ -282,7 +261,7 @@ def _sse_data(resp: http.client.HTTPResponse, idle: float) -> Iterator[str]:
                 f"lost the daemon: no event and no ping for {idle:g}s; the job may go on"
                 " (see `chorus jobs`, `chorus watch JOB`)"
             ) from exc
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, ProtocolError) as exc:
             raise DaemonLostError(f"lost the daemon mid-stream: {exc}") from exc
         if not line:
             return

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -29,7 +29,6 @@ from starlette.routing import BaseRoute, Route
 
 from chorus._errors import UserError
 from chorus.bodies import CLI_OF
-from chorus.bodies._talk import TranscriptMark, mark, read_since, talk_events
 from chorus.daemon._supervisor import Supervisor
 from chorus.events import Event, Notice
 from chorus.policy import PathContext, Policy, native_flags
@@ -37,6 +36,9 @@ from chorus.sandbox import active as sandbox_active
 from chorus.sandbox import tool_path
 from chorus.store import SessionRecord, resolve_session_id
 from chorus.web import guarded
+
+if TYPE_CHECKING:  # the transcript readers load every CLI's codec: at a talk's start
+    from chorus.bodies._talk import TranscriptMark
 
 #: ``origin`` of the events a talk brought in (replay compares only ``codec`` ones).
 ORIGIN_TALK = "talk"
@@ -53,6 +55,8 @@ def talk_routes(sup: Supervisor) -> list[BaseRoute]:
     marks: dict[str, tuple[TranscriptMark, str]] = {}
 
     async def begin(request: Request) -> Response:
+        from chorus.bodies._talk import mark
+
         record = await _talkable(sup, request.path_params["session_id"])
         plan = await _plan(sup, record)
         found = mark(_cli(record), plan["env_all"], record.native_session_id or "")
@@ -79,6 +83,8 @@ def talk_routes(sup: Supervisor) -> list[BaseRoute]:
 
 
 def _read(start: TranscriptMark, native_id: str) -> list[Event]:
+    from chorus.bodies._talk import read_since, talk_events
+
     return talk_events(start.cli, read_since(start, native_id))
 
 

@@ -208,13 +208,12 @@ class _SecurityHeaders:
 
 #: The only files under /static (served to a logged-in browser only).
 STATIC = {"app.js": "text/javascript", "style.css": "text/css"}
-_CODE_CSS = code_css()
 
 
 async def _static(request: Request) -> Response:
     name = request.path_params["name"]
     if name == "code.css":
-        return Response(_CODE_CSS, media_type="text/css")
+        return Response(code_css(), media_type="text/css")  # made once, on first use
     if name not in STATIC:
         return Response("not found", status_code=404, media_type="text/plain")
     return FileResponse(HERE / "static" / name, media_type=STATIC[name])

@@ -9,23 +9,24 @@ diff's lines may all be written by an attacker's prompt):
 * :func:`diff_html` colours a unified diff with Pygments' classes (never inline
   styles), every line escaped.
 
-Sans-I/O: strings in, strings out; nothing is read from disk.
+Sans-I/O: strings in, strings out; nothing is read from disk. Markdown-it and
+Pygments are loaded on the first page that needs them, not when the daemon starts.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexer import Lexer
-from pygments.lexers import TextLexer, get_lexer_for_filename
-from pygments.util import ClassNotFound
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexer import Lexer
 
 #: A diff bigger than this is cut (the rest is named, not shown).
 MAX_DIFF_LINES = 4000
@@ -46,7 +47,10 @@ def _link_ok(url: str) -> bool:
     return parts.scheme.lower() in _SAFE_SCHEMES and bool(parts.netloc)
 
 
+@functools.cache
 def _markdown() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.disable(["image", "html_block", "html_inline"])
     md.validateLink = _link_ok  # type: ignore[method-assign]
@@ -62,12 +66,9 @@ def _link_open(self: object, tokens: list[Token], idx: int, options: object, env
     return f'<a href="{safe}" rel="noopener noreferrer nofollow" target="_blank">'
 
 
-_MD = _markdown()
-
-
 def markdown_html(text: str) -> str:
     """``text`` as HTML: no raw HTML, no images, only http(s) links."""
-    return str(_MD.render(text[:MAX_MARKDOWN_CHARS]))
+    return str(_markdown().render(text[:MAX_MARKDOWN_CHARS]))
 
 
 @dataclass
@@ -113,6 +114,9 @@ def _add_line(file: DiffFile, line: str) -> None:
 
 
 def _lexer(path: str) -> Lexer:
+    from pygments.lexers import TextLexer, get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
     name = path.rsplit("/", 1)[-1][:200]
     try:
         return get_lexer_for_filename(name, stripnl=False, ensurenl=False)
@@ -120,11 +124,17 @@ def _lexer(path: str) -> Lexer:
         return TextLexer(stripnl=False, ensurenl=False)
 
 
-_FORMAT = HtmlFormatter(nowrap=True, classprefix="")
+@functools.cache
+def _format() -> HtmlFormatter[str]:
+    from pygments.formatters import HtmlFormatter
+
+    return HtmlFormatter(nowrap=True, classprefix="")
 
 
 def _code(line: str, lexer: Lexer) -> str:
-    return str(highlight(line, lexer, _FORMAT)).rstrip("\n")
+    from pygments import highlight
+
+    return str(highlight(line, lexer, _format())).rstrip("\n")
 
 
 def _line_html(line: str, lexer: Lexer) -> str:
@@ -162,6 +172,9 @@ def diff_html(text: str) -> list[dict[str, object]]:
     ]
 
 
+@functools.cache
 def code_css() -> str:
     """The colours of the highlighted code (Pygments' classes under ``.hl``)."""
+    from pygments.formatters import HtmlFormatter
+
     return str(HtmlFormatter(style="default").get_style_defs(f".{CODE_CLASS}"))

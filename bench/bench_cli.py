@@ -1,0 +1,173 @@
+"""How fast the everyday commands answer: ``python bench/bench_cli.py``.
+
+In one run, beside ``python -c pass`` (the floor: an interpreter that does nothing):
+``chorus status --json``, ``chorus jobs --json``, ``chorus sessions list --json`` and
+``chorus log JOB --json`` against a running daemon, ``chorus jobs --json`` with no
+daemon, and ``chorus start`` on a fresh CHORUS_HOME until it returns (the daemon said
+it is ready and answers). Each figure is the median of ``--runs`` runs: wall time and
+the CPU time of the process (user + system, as the kernel counts it for the child;
+for ``start`` the starter's and the daemon's until ``start`` returned, which includes
+warm-up work the daemon began once ready). The machine's load
+(``uptime``) is printed too: wall times on a busy machine say little, CPU times more.
+
+Byte code is cached for the runs (in a temporary ``PYTHONPYCACHEPREFIX``), as an
+installed Chorus has it, even where the environment sets ``PYTHONDONTWRITEBYTECODE``
+(then every module is compiled at every start: ``--as-is`` measures that).
+Compare another checkout with ``PYTHONPATH=/that/src python bench/bench_cli.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+PY = sys.executable
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Run ``argv`` to its end; (wall seconds, CPU seconds of the child)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {err[-500:]}")
+    if proc.stderr:
+        proc.stderr.close()
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def chorus(*args: str) -> list[str]:
+    return [PY, "-m", "chorus", *args]
+
+
+def sample(runs: int, once: Callable[[], tuple[float, float]]) -> tuple[float, float]:
+    """Median wall and CPU seconds of ``runs`` runs (after one warm-up run)."""
+    once()
+    walls, cpus = zip(*(once() for _ in range(runs)), strict=True)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def fresh_start(env: dict[str, str]) -> tuple[float, float]:
+    """``chorus start`` on an empty CHORUS_HOME, then stop that daemon: the wall time
+    until it returned, and the CPU time of the starter and of the daemon by then."""
+    with tempfile.TemporaryDirectory(prefix="chorus-bench-start-") as tmp:
+        home = {**env, "CHORUS_HOME": str(Path(tmp) / "home")}
+        try:
+            wall, cpu = timed(chorus("start"), home)
+            return wall, cpu + daemon_cpu(Path(tmp) / "home")
+        finally:
+            subprocess.run(chorus("stop"), env=home, capture_output=True, check=False)
+
+
+def daemon_cpu(home: Path) -> float:
+    """CPU seconds the home's daemon has used so far (its own, not its children's)."""
+    pid = (home / "run" / "daemon.pid").read_text().strip()
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+#: The home of the read commands: claude is ``/bin/false`` (a job fails at once, no
+#: model is asked) and the gateway stays on the socket (no port taken).
+CONFIG = """[daemon]
+notifications = false
+[gateway]
+tcp = false
+[agents.claude]
+command = "/bin/false"
+"""
+
+
+def a_job(env: dict[str, str]) -> str:
+    """A job id for ``log``: its body is ``/bin/false``, so it ends at once."""
+    done = subprocess.run(
+        chorus("task", "bench", "--body", "claude"), env=env, capture_output=True, text=True
+    )
+    return done.stdout.strip() or "none"
+
+
+def row(name: str, figures: tuple[float, float], floor: tuple[float, float]) -> str:
+    wall, cpu = figures
+    return (
+        f"{name:<28} wall {wall * 1000:7.1f} ms ({wall / floor[0]:5.1f}x)"
+        f"   cpu {cpu * 1000:7.1f} ms ({cpu / max(floor[1], 1e-6):5.1f}x)"
+    )
+
+
+def read_commands(runs: int, floor: tuple[float, float], base: dict[str, str]) -> list[str]:
+    """The read commands with no daemon, then against a running one."""
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="chorus-bench-cli-") as tmp:
+        env = {**base, "CHORUS_HOME": str(Path(tmp) / "home")}
+        Path(tmp, "home").mkdir()
+        Path(tmp, "home", "config.toml").write_text(CONFIG)
+        cold = sample(runs, lambda: timed(chorus("jobs", "--json"), env))
+        lines.append(row("jobs --json (no daemon)", cold, floor))
+        subprocess.run(chorus("start"), env=env, check=True, capture_output=True)
+        try:
+            job = a_job(env)
+            for argv in (
+                ["status", "--json"],
+                ["jobs", "--json"],
+                ["jobs"],
+                ["sessions", "list", "--json"],
+                ["log", job, "--json"],
+            ):
+                name = " ".join(argv).replace(job, "JOB")
+                figures = sample(runs, functools.partial(timed, chorus(*argv), env))
+                lines.append(row(name, figures, floor))
+        finally:
+            subprocess.run(chorus("stop"), env=env, capture_output=True, check=False)
+    return lines
+
+
+def bench_env(prefix: Path, as_is: bool) -> dict[str, str]:
+    """The commands' environment: with byte code cached (as an installed Chorus has it)
+    in a folder of its own, so the tree is not written to, unless ``as_is``."""
+    env = dict(os.environ)
+    if not as_is:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(prefix)
+    return env
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--start-runs", type=int, default=5)
+    parser.add_argument("--start-only", action="store_true", help="Only start-to-ready.")
+    parser.add_argument(
+        "--as-is",
+        action="store_true",
+        help="Keep the environment's PYTHONDONTWRITEBYTECODE (every module compiled at "
+        "every start) instead of caching byte code in a temporary folder.",
+    )
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the daemons started
+    print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    with tempfile.TemporaryDirectory(prefix="chorus-bench-pyc-") as pyc:
+        env = bench_env(Path(pyc), args.as_is)
+        print("byte code:", "as the environment says" if args.as_is else "cached (a warm-up run)")
+        floor = sample(args.runs, lambda: timed([PY, "-c", "pass"], env))
+        lines = [row("python -c pass", floor, floor)]
+        if not args.start_only:
+            lines += read_commands(args.runs, floor, env)
+        started = sample(args.start_runs, lambda: fresh_start(env))
+        lines.append(row("start (fresh home) to ready", started, floor))
+    print("\n".join(lines))
+    print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""What the everyday commands load when a daemon runs: only the stdlib socket client
+and the plain renderer, never pydantic, typer, rich, the store or the config (they
+cost a command hundreds of milliseconds). Checked on the modules the process holds
+when it ends, not on a clock. The help and typo paths (typer's) still answer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from chorus.client import DaemonClient
+from chorus.testing import text
+
+if TYPE_CHECKING:
+    from conftest import Chorus
+
+#: Runs the CLI on argv[2:], then writes the names of every module loaded to argv[1].
+WRAPPER = """
+import sys
+out, sys.argv = sys.argv[1], ["chorus", *sys.argv[2:]]
+try:
+    from chorus.cli import main
+    main()
+finally:
+    import json
+    with open(out, "w") as f:
+        json.dump(sorted(sys.modules), f)
+"""
+
+#: Never loaded by a command a running daemon answers.
+HEAVY = (
+    "pydantic",
+    "typer",
+    "rich",
+    "chorus.store",
+    "chorus.config",
+    "chorus.events",
+    "chorus.bodies",
+    "asyncio",
+    "http.client",
+    "email",
+    "ssl",
+)
+
+
+def run_listing(
+    work: Path, tmp: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run ``chorus ARGS`` in a subprocess; its result and the modules it loaded."""
+    out = tmp / "modules.json"
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=work,
+    )
+    return done, json.loads(out.read_text())
+
+
+def heavy(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+
+
+def test_the_listing_sees_a_heavy_import(chorus_home: Path, tmp_path: Path) -> None:
+    """The check can fail: a command of the typer app loads typer and rich."""
+    done, modules = run_listing(tmp_path, tmp_path, "schema", "--help")
+    assert done.returncode == 0, done.stderr
+    assert {"typer", "rich"} <= set(heavy(modules))
+
+
+@pytest.mark.e2e
+def test_read_commands_against_a_daemon_load_nothing_heavy(chorus: Chorus, tmp_path: Path) -> None:
+    chorus.server.script([text("light")])
+    assert chorus.run("start").returncode == 0
+    asked = chorus.run("ask", "hi", "--body", "claude", "--json")
+    assert asked.returncode == 0, asked.stderr[-2000:]
+    job = json.loads(asked.stdout.splitlines()[-1])["job_id"]
+    client = DaemonClient(autostart=False)
+    expected = {
+        ("jobs", "--json"): client.jobs(),
+        ("sessions", "list", "--json"): client.sessions(),
+    }
+    for args in (
+        ("status", "--json"),
+        ("jobs", "--json"),
+        ("jobs",),
+        ("status",),
+        ("sessions", "list", "--json"),
+        ("log", job[:8], "--json"),
+        ("watch", job[:8], "--json"),
+    ):
+        done, modules = run_listing(chorus.work, tmp_path, *args)
+        assert done.returncode == 0, (args, done.stderr[-2000:])
+        assert heavy(modules) == [], args
+        if args in expected:
+            assert json.loads(done.stdout) == expected[args], args
+    status = json.loads(run_listing(chorus.work, tmp_path, "status", "--json")[0].stdout)
+    assert status["daemon"] == "running"
+    assert status["jobs"] == {"succeeded": 1}
+    logged = run_listing(chorus.work, tmp_path, "log", job, "--json")[0].stdout.splitlines()
+    assert json.loads(logged[-1])["type"] == "job_ended"
+    assert [json.loads(line)["job_id"] for line in logged] == [job] * len(logged)
+
+
+def test_help_and_typos_still_go_to_typer(chorus_home: Path, tmp_path: Path) -> None:
+    done, modules = run_listing(tmp_path, tmp_path, "--help")
+    assert done.returncode == 0
+    assert "typer" in modules
+    for name in ("status", "jobs", "log", "sessions", "agents"):
+        assert name in done.stdout
+    done, _ = run_listing(tmp_path, tmp_path, "sessions", "--help")
+    assert done.returncode == 0
+    assert "list" in done.stdout
+    assert "show" in done.stdout
+    done, _ = run_listing(tmp_path, tmp_path, "jbos")
+    assert done.returncode == 2
+    assert "No such command 'jbos'" in done.stderr
+    done, _ = run_listing(tmp_path, tmp_path, "jobs", "--bogus")
+    assert done.returncode == 2
+    assert "No such option: --bogus" in done.stderr
+    done, modules = run_listing(tmp_path, tmp_path, "sessions", "list", "--help")
+    assert done.returncode == 0
+    assert done.stdout.startswith("Usage: chorus sessions list [OPTIONS]")
+    assert heavy(modules) == []
+    assert not chorus_home.exists()  # no help or typo started a daemon or wrote a file

@@ -1,0 +1,88 @@
+"""The client's own HTTP reader: bodies by length, by chunks and to the end of the
+connection, and a clear error for an answer that is not HTTP."""
+
+from __future__ import annotations
+
+import io
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from chorus.client import DaemonClient, DaemonError
+from chorus.client._http import ProtocolError, Response
+
+
+def response(raw: bytes) -> Response:
+    return Response(io.BufferedReader(io.BytesIO(raw)))
+
+
+def test_a_body_by_length() -> None:
+    resp = response(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nX-A: b\r\n\r\nhello, and more")
+    assert resp.status == 200
+    assert resp.headers["x-a"] == "b"
+    assert resp.read() == b"hello"
+
+
+def test_a_chunked_body_read_by_lines() -> None:
+    raw = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"7\r\ndata: {\r\n4;ext=1\r\n}\n\n:\r\n6\r\n ping\n\r\n0\r\n\r\n"
+    )
+    resp = response(raw)
+    assert [resp.readline() for _ in range(5)] == [b"data: {}\n", b"\n", b": ping\n", b"", b""]
+
+
+def test_a_body_to_the_end_of_the_connection() -> None:
+    resp = response(b"HTTP/1.0 404 Not Found\r\n\r\nno such\nthing")
+    assert resp.status == 404
+    assert resp.readline() == b"no such\n"
+    assert resp.read() == b"thing"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"SSH-2.0-OpenSSH_9.6\r\n",
+        b"HTTP/1.1 abc OK\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: -3\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nshort",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nshort",
+        b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 200 + b"\r\n",
+        b"HTTP/1.1 200 OK\r\nX: " + b"y" * 70000 + b"\r\n\r\n",
+    ],
+)
+def test_what_is_not_http_is_a_protocol_error(raw: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        response(raw).read()
+
+
+def test_no_answer_at_all_says_so() -> None:
+    with pytest.raises(ProtocolError, match="closed the connection without an answer"):
+        response(b"")
+
+
+def test_a_socket_that_answers_garbage_is_a_clear_daemon_error(chorus_home: Path) -> None:
+    """Something else listening on the daemon's socket: a message, not a traceback."""
+    (chorus_home / "run").mkdir(parents=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(chorus_home / "run" / "chorus.sock"))
+    listener.listen(1)
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"220 smtp.example ready\r\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(DaemonError, match="daemon request failed: bad status line"):
+            DaemonClient(autostart=False, timeout=30).jobs()
+    finally:
+        thread.join(timeout=30)
+        listener.close()
