@@ -285,7 +285,7 @@ def report(api: str, results: dict[str, list[tuple[float, float]]]) -> float:
 
 def _verdict(what: str, value: float, target: float, unit: str) -> str:
     mark = "ok" if value <= target else "OVER"
-    return f"{what}: {value:.2f} {unit} (target <= {target:g} {unit}) {mark}"
+    return f"{what}: {value:.3f} {unit} (target <= {target:g} {unit}) {mark}"
 
 
 async def run(args: argparse.Namespace, run_dir: Path) -> None:
