@@ -9,7 +9,7 @@ import json
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chorus.meter import SseSplitter, UsageReader, read_usage
@@ -149,6 +149,7 @@ _STREAM = (
 )
 
 
+@settings(deadline=None)  # no deadline: the machine may be loaded
 @given(st.lists(st.integers(min_value=0, max_value=len(_STREAM)), max_size=30))
 def test_sse_splitter_gives_the_same_events_however_the_bytes_are_cut(cuts: list[int]) -> None:
     bounds = [0, *sorted(cuts), len(_STREAM)]
