@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.e2e
 
-METER = ("[meter]", "enabled = true")
 #: What the scripted server states on every answer (its rate limit: requests a minute).
 LIMIT = 500
 #: The usage the scripted server puts on every answer, per API.
@@ -63,7 +62,7 @@ def _answered(daemon: Daemon, lane: str) -> list[str]:
 def test_codex_and_gemini_jobs_are_metered_as_the_server_sent_them(
     daemon_with: Callable[..., Daemon],
 ) -> None:
-    daemon = daemon_with(*METER)
+    daemon = daemon_with()
     daemon.server.state_rate_limit(LIMIT)
     daemon.server.script([shell("echo metered > out.txt"), text("done")], lane="codex")
     daemon.server.script([text("hello from gemini")], lane="gemini")
@@ -106,7 +105,7 @@ def test_codex_and_gemini_jobs_are_metered_as_the_server_sent_them(
 def test_a_metered_claude_job_counts_the_meters_cost_not_also_its_own_report(
     daemon_with: Callable[..., Daemon],
 ) -> None:
-    daemon = daemon_with(*METER)
+    daemon = daemon_with()
     daemon.server.script([text("hi")], lane="claude")
     _up(daemon)
     events = daemon.ask("hello", "--body", "claude")
@@ -134,7 +133,7 @@ def _metered(daemon: Daemon, events: list[object]) -> list[Metered]:
 def test_a_budget_smaller_than_one_request_stops_the_job_after_that_request(
     daemon_with: Callable[..., Daemon], body: str
 ) -> None:
-    daemon = daemon_with(*METER, "[budget]", "per_job_usd = 0.00001")
+    daemon = daemon_with("[budget]", "per_job_usd = 0.00001")
     daemon.server.script(
         [shell("echo one > one.txt"), shell("echo two > two.txt"), text("never")], lane=body
     )
@@ -160,7 +159,7 @@ def test_a_budget_smaller_than_one_request_stops_the_job_after_that_request(
 def test_a_secret_the_model_reads_never_reaches_the_provider_yet_its_tool_gets_it(
     daemon_with: Callable[..., Daemon], body: str
 ) -> None:
-    daemon = daemon_with(*METER)
+    daemon = daemon_with()
     value = "dtk-" + uuid.uuid4().hex
     # A credential of the config ([agents.*.env], the last table of the file): a vault
     # secret's value in a tool's input is refused by the policy (exfil.secret_value).
@@ -193,7 +192,7 @@ def test_a_secret_the_model_reads_never_reaches_the_provider_yet_its_tool_gets_i
 def test_a_request_in_flight_when_the_daemon_is_killed_finishes_and_is_metered_later(
     daemon_with: Callable[..., Daemon],
 ) -> None:
-    daemon = daemon_with(*METER)
+    daemon = daemon_with()
     words = " ".join(f"w{i}" for i in range(40))
     daemon.server.script([slow_text(words, chunks=40, delay=0.25)], lane="codex")
     _up(daemon)

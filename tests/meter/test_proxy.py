@@ -1,15 +1,20 @@
 """The meter as the daemon serves it: a route of the sessions' channel listener on
 loopback, forwarding to the scripted model server. Chunks pass as they come, the
-provider's errors pass verbatim, an upstream that is down is a 502 in the API's own
-shape, a budget refusal never reaches the upstream, a client that goes away closes
-the upstream request, and each request's usage reaches the sink."""
+provider's 429s and 5xx pass exactly (status, headers, body; never retried), a slow
+upstream is waited for, one that breaks off breaks the client's stream, one that is
+down is a 502 in the API's own shape, a budget refusal never reaches the upstream, a
+client that goes away closes the upstream request, and each request's usage reaches
+the sink."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +25,7 @@ from chorus.bodies import Channel, channel_key, session_token
 from chorus.events import Metered
 from chorus.mcpserver import channel_running
 from chorus.meter import MeterApp, meter_url
-from chorus.testing import ModelServer, error, slow_text, text
+from chorus.testing import ErrorKind, ModelServer, error, slow_text, text
 from chorus.testing._recording import RecordedRequest
 
 MESSAGES = {
@@ -245,3 +250,108 @@ async def test_a_path_cannot_carry_a_request_to_another_host(served: Served) -> 
     assert resp.status_code == 404  # the scripted server's own answer: it got the request
     [seen] = served.server.requests
     assert seen.path.endswith("/127.0.0.2:9/@evil/x")  # a path on the signed upstream
+
+
+#: What may differ between two answers of one upstream, straight and through the meter:
+#: the time, and how the connection is kept (hop by hop, never forwarded).
+_PER_HOP = {"date", "connection", "keep-alive", "transfer-encoding"}
+
+
+def _end_to_end(resp: httpx.Response) -> list[tuple[str, str]]:
+    return [(k.lower(), v) for k, v in resp.headers.multi_items() if k.lower() not in _PER_HOP]
+
+
+@pytest.mark.parametrize("kind", ["rate_limit", "overloaded", "server_error"])
+@pytest.mark.parametrize(
+    ("api", "path", "body"),
+    [
+        ("anthropic", "/v1/messages", MESSAGES),
+        ("openai", "/v1/responses", RESPONSES),
+        ("gemini", GEMINI_PATH, GEMINI),
+    ],
+)
+async def test_a_429_or_5xx_reaches_the_cli_exactly_as_the_provider_sent_it(
+    served: Served, api: str, path: str, body: dict[str, object], kind: ErrorKind
+) -> None:
+    served.server.script([error(kind), error(kind)])
+    async with httpx.AsyncClient() as client:
+        straight = await client.post(served.server.url + path, json=body)
+        through = await client.post(served.url(api) + path, json=body)
+    assert straight.status_code in (429, 500, 503, 529)
+    assert through.status_code == straight.status_code
+    assert _end_to_end(through) == _end_to_end(straight)
+    assert through.content == straight.content
+    assert len(served.server.requests) == 2  # one each: the meter did not retry
+
+
+@asynccontextmanager
+async def _raw_upstream(
+    answer: Callable[[asyncio.StreamWriter], Awaitable[None]],
+) -> AsyncIterator[str]:
+    """An upstream that reads one request per connection, then runs ``answer``."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = re.search(rb"(?i)content-length: *(\d+)", head)
+        await reader.readexactly(int(length.group(1)) if length else 0)
+        with contextlib.suppress(ConnectionError):
+            await answer(writer)
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    async with server:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+_SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+
+
+async def test_a_slow_upstream_is_waited_for_as_long_as_it_takes(served: Served) -> None:
+    """Past httpx's default 5 s read timeout: a model may think for minutes before its
+    first byte; only the CLI's own timeout applies."""
+    event = b'event: ping\ndata: {"type": "ping"}\n\n'
+
+    async def slow(writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(6)
+        writer.write(_SSE_HEAD + b"content-length: %d\r\n\r\n" % len(event) + event)
+        await writer.drain()
+
+    async with _raw_upstream(slow) as upstream, httpx.AsyncClient(timeout=60) as client:
+        started = time.monotonic()
+        resp = await client.post(
+            served.url("anthropic", upstream=upstream) + "/v1/messages", json=MESSAGES
+        )
+    assert time.monotonic() - started >= 6
+    assert resp.status_code == 200
+    assert resp.content == event
+
+
+async def test_an_upstream_that_breaks_off_mid_stream_breaks_the_clients_stream(
+    served: Served,
+) -> None:
+    """Not a clean end the CLI would take for a whole answer: the stream breaks."""
+    first = b'event: message_start\ndata: {"type": "message_start"}\n\n'
+
+    async def broken(writer: asyncio.StreamWriter) -> None:
+        writer.write(_SSE_HEAD + b"content-length: 10000\r\n\r\n" + first)
+        await writer.drain()
+
+    async with _raw_upstream(broken) as upstream, httpx.AsyncClient(timeout=60) as client:
+        url = served.url("anthropic", upstream=upstream) + "/v1/messages"
+        got, broke = await _read(client, url)
+    assert got == first
+    assert isinstance(broke, httpx.RemoteProtocolError)
+    [(_, event)] = served.sink.events
+    assert not event.complete
+
+
+async def _read(client: httpx.AsyncClient, url: str) -> tuple[bytes, Exception | None]:
+    """What a streamed answer gave before it ended, and how it broke (None: whole)."""
+    got = b""
+    try:
+        async with client.stream("POST", url, json=MESSAGES) as resp:
+            async for chunk in resp.aiter_raw():
+                got += chunk
+    except httpx.HTTPError as exc:
+        return got, exc
+    return got, None

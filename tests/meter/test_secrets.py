@@ -69,7 +69,7 @@ def _splits(text: str, cuts: list[int]) -> list[str]:
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)  # no deadline: the machine may be loaded
 @given(_pieces, st.lists(st.integers(min_value=0), max_size=8), st.booleans())
 def test_an_argument_stream_restores_like_the_whole_text_however_split(
     pieces: list[str], cuts: list[int], escape: bool
@@ -118,7 +118,7 @@ def _data(raw: bytes) -> list[dict[str, Any]]:
     return [json.loads(e.data) for e in [*splitter.feed(raw), *splitter.close()]]
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)  # no deadline: the machine may be loaded
 @given(
     st.lists(st.integers(min_value=0), max_size=10), st.lists(st.integers(min_value=0), max_size=10)
 )
@@ -150,7 +150,7 @@ def test_a_stream_without_placeholders_passes_byte_for_byte() -> None:
     assert _feed(Restorer("anthropic", HIDDEN, streaming=True), raw, [7, 100, 333]) == raw
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # no deadline: the machine may be loaded
 @given(
     st.lists(st.integers(min_value=0), max_size=10), st.lists(st.integers(min_value=0), max_size=10)
 )

@@ -4,10 +4,13 @@ and byte by byte) and on the usage shapes each API documents (cache, reasoning).
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chorus.meter import SseSplitter, UsageReader, read_usage
 from chorus.testing import ModelServer
@@ -136,6 +139,40 @@ def test_sse_splitter_takes_crlf_comments_and_multiline_data() -> None:
     out += splitter.feed(b"\ndata: 2\r\n\r\ndata: tail")
     assert [(e.event, e.data) for e in out] == [("a", "1\n2")]
     assert [e.data for e in splitter.close()] == ["tail"]
+
+
+#: Events as the APIs send them, CRLF and LF, a comment, multi-line data, and a big one.
+_STREAM = (
+    b'event: message_start\r\ndata: {"a": 1}\r\n\r\n: keep-alive\n\n'
+    b'event: content_block_delta\ndata: {"delta": "' + b"x" * 3000 + b'"}\n\n'
+    b"data: one\ndata: two\n\nevent: message_stop\r\ndata: {}\r\n\r\ndata: tail"
+)
+
+
+@settings(deadline=None)  # no deadline: the machine may be loaded
+@given(st.lists(st.integers(min_value=0, max_value=len(_STREAM)), max_size=30))
+def test_sse_splitter_gives_the_same_events_however_the_bytes_are_cut(cuts: list[int]) -> None:
+    bounds = [0, *sorted(cuts), len(_STREAM)]
+    splitter = SseSplitter()
+    events = [e for a, b in itertools.pairwise(bounds) for e in splitter.feed(_STREAM[a:b])]
+    events += splitter.close()
+    assert [(e.event, e.data[:12]) for e in events] == [
+        ("message_start", '{"a": 1}'),
+        ("content_block_delta", '{"delta": "x'),
+        (None, "one\ntwo"),
+        ("message_stop", "{}"),
+        (None, "tail"),
+    ]
+
+
+def test_a_long_stream_of_deltas_is_read_through_to_its_usage() -> None:
+    """Thousands of text deltas (passed over unparsed), then the usage."""
+    delta = {"type": "response.output_text.delta", "delta": "not json: {"}
+    done = {"type": "response.completed", "response": {"usage": {"input_tokens": 7}}}
+    raw = _sse(*[("response.output_text.delta", delta)] * 5000, ("response.completed", done))
+    reader = UsageReader("openai", "text/event-stream")
+    assert [reader.feed(raw[i : i + 4096]) for i in range(0, len(raw), 4096)][-1]
+    assert reader.close().input == 7
 
 
 def _sse(*events: tuple[str, dict[str, object]]) -> bytes:

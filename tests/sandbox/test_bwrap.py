@@ -37,7 +37,10 @@ def test_mounts_come_in_an_order_where_hiding_wins(tmp_path: Path) -> None:
     assert line[order[0] - 1 : order[0] + 1] == ["--tmpfs", str(tmp_path)]
     assert line[order[1] - 1] == "--ro-bind"
     assert "/usr/bin" not in line  # outside tmp: nothing to bind back
-    assert ["--setenv", "TMPDIR", str(tmp_path)] == line[order[0] + 1 : order[0] + 4]
+    # TMPDIR: a folder in the private tmp, never tmp itself (Codex makes no helper
+    # links in a CODEX_HOME under TMPDIR, and its own sandbox then fails).
+    tmpdir = str(tmp_path / "chorus-tmp")
+    assert ["--dir", tmpdir, "--setenv", "TMPDIR", tmpdir] == line[order[0] + 1 : order[0] + 6]
     assert line[line.index(str(tmp_path / "work" / ".env")) - 2 :][:2] == ["--ro-bind", "/dev/null"]
     memory = [i for i, a in enumerate(line) if a == str(tmp_path / "home" / "memory")]
     assert [line[i - 1] for i in memory[::2]] == ["--bind", "--ro-bind"]  # read-only wins
@@ -256,7 +259,7 @@ def test_only_the_roots_the_clis_state_and_a_private_tmp_are_writable(
     assert "DAEMON-KEY" not in done.stdout
     assert "- remembered" in done.stdout
     assert "shared" not in done.stdout
-    assert "TMPDIR=/tmp\nmine\n" in done.stdout
+    assert "TMPDIR=/tmp/chorus-tmp\nmine\n" in done.stdout
     assert not Path("/tmp/mine").exists()
     assert (home / ".claude" / "projects.txt").read_text() == "state\n"
     assert (work / "inside.txt").read_text() == "inside\n"

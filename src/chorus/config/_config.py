@@ -180,15 +180,15 @@ class ModelPrice(_Strict):
 
 
 class MeterConfig(_Strict):
-    """``[meter]``: with ``enabled``, every body's model API calls go
+    """``[meter]``: with ``enabled`` (the default), every body's model API calls go
     through Chorus's meter, which reads the usage and quota the providers state, holds
     ``[budget]`` per request and keeps known secrets from the providers. The meter is
     a small process of its own that outlives the daemon (a request in flight when the
-    daemon dies finishes; its record waits for the next daemon). Off by default:
-    with it on, Codex's own sandboxed commands (workspace-write) were seen to fail
-    with "bwrap: execvp codex-linux-sandbox", cause not yet found."""
+    daemon dies finishes; its record waits for the next daemon). A body whose login
+    cannot go through it (Codex's built-in provider, Gemini's Google login) runs
+    direct, "unmetered" in ``status``, its usage what the CLI reports."""
 
-    enabled: bool = False
+    enabled: bool = True
     #: Route away from a body once a provider states it has at most this share of a
     #: rate-limit window left (requests or tokens), until that window resets.
     reserve: float = Field(default=0.02, ge=0, le=1)

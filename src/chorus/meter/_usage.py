@@ -219,7 +219,8 @@ class UsageReader:
                 self._json += data
             return False
         for event in self._sse.feed(data):
-            self._event(event.data)
+            if not _no_usage(self.api, event.event):
+                self._event(event.data)
         return self.tally.done
 
     def close(self) -> Tally:
@@ -244,6 +245,19 @@ class UsageReader:
             return
         if isinstance(value, dict):
             _READ[self.api](self.tally, value)
+
+
+#: Events that never carry a model or usage: the text and arguments streamed piece by
+#: piece, most of a long stream's events, which are then not parsed at all.
+_ANTHROPIC_BULK = frozenset({"content_block_delta", "ping"})
+
+
+def _no_usage(api: Api, name: str | None) -> bool:
+    if name is None:
+        return False
+    if api == "openai":
+        return name.endswith(".delta")
+    return api == "anthropic" and name in _ANTHROPIC_BULK
 
 
 def _json_items(raw: bytes) -> list[dict[str, Any]]:

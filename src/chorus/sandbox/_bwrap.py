@@ -5,9 +5,9 @@ Layout, in mount order (a later mount shadows an earlier one):
 
 1. the whole file system read-only (``--ro-bind / /``), a fresh ``/dev`` and ``/proc``;
 2. a private temporary folder over the shared one (an empty tmpfs on ``/tmp``, gone
-   with the body; ``TMPDIR`` points at it), then back in, read-only, what of the
-   shared one the body needs to see (its home, its folder, its main repository,
-   when they live there);
+   with the body; ``TMPDIR`` points at a folder in it, see :data:`TMPDIR_NAME`), then
+   back in, read-only, what of the shared one the body needs to see (its home, its
+   folder, its main repository, when they live there);
 3. writable: the policy's allowed roots, the folders the CLI keeps its state in,
    and what a commit in a git worktree writes of its main repository;
 4. hidden: ``CHORUS_HOME`` (an empty tmpfs), then back in only what a body needs
@@ -28,6 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chorus.sandbox._stubs import NOT_FOUND_VAR, not_found_function
+
+#: The body's ``TMPDIR``: a folder in its private ``/tmp``, not ``/tmp`` itself. Codex
+#: makes the links it runs its own sandbox's helper through (``codex-linux-sandbox``,
+#: ``apply_patch``) in ``$CODEX_HOME/tmp``, but refuses to when ``CODEX_HOME`` lies
+#: under ``TMPDIR``; its bubblewrap then runs the helper by bare name, which no PATH
+#: holds, and every command Codex sandboxes fails with "bwrap: execvp
+#: codex-linux-sandbox". With ``TMPDIR`` at ``/tmp`` that was any ``CODEX_HOME`` under
+#: ``/tmp`` (a test's home, a scratch one).
+TMPDIR_NAME = "chorus-tmp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +89,12 @@ def argv(bwrap: str, layout: Layout, command: Sequence[str]) -> list[str]:
 
 def _private_tmp(layout: Layout, command: Sequence[str]) -> list[str]:
     """A fresh tmpfs on ``layout.tmp`` (seen by no other process: its mode does not
-    matter), set as ``TMPDIR``; then what must stay visible in it, and the program
-    itself when it lives there."""
+    matter) with the body's ``TMPDIR`` in it; then what must stay visible in it, and
+    the program itself when it lives there."""
     if layout.tmp is None:
         return []
-    out = ["--tmpfs", str(layout.tmp), "--setenv", "TMPDIR", str(layout.tmp)]
+    tmpdir = str(layout.tmp / TMPDIR_NAME)
+    out = ["--tmpfs", str(layout.tmp), "--dir", tmpdir, "--setenv", "TMPDIR", tmpdir]
     program = [Path(command[0])] if command and command[0].startswith("/") else []
     inside = [p for p in (*layout.visible, *program) if p.is_relative_to(layout.tmp)]
     return out + _binds("--ro-bind", outermost(inside))
