@@ -3,8 +3,9 @@ body and carry the same turn on. With ``--kill body``: kill -9 the body's own la
 (the ``node`` process of its CLI) mid-turn instead; the daemon must end what is left of
 the body and resume the session natively, and the job must succeed.
 
-Each round runs one real job (claude, codex, gemini: each against its lane of the
-scripted model, streaming a numbered word list slowly), SIGKILLs the daemon once
+Each round runs one real job (claude, codex, gemini, and the ACP adapters
+claude-code-acp and codex-acp on the lane of the CLI they drive: each against its
+lane of the scripted model, streaming a numbered word list slowly), SIGKILLs the daemon once
 some of the text is stored (``--twice``: again 0.3 s after the next daemon
 answered, that is just after it re-attached, mid-turn), then ``chorus watch`` starts a fresh
 daemon and follows the job to its end. Per CLI it prints: jobs completed, words
@@ -15,12 +16,14 @@ turn; then the store's ``PRAGMA integrity_check``.
 
     uv run python bench/bench_reattach.py [--rounds 20] [--twice] [--clis claude,codex]
     uv run python bench/bench_reattach.py --kill body [--clis claude,codex-exec,...]
+    uv run python bench/bench_reattach.py --kill body --clis claude-code-acp,codex-acp --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import sqlite3
@@ -38,9 +41,11 @@ from chorus.bodies import CLI_OF, process_start_time
 from chorus.client._lifecycle import read_pid
 from chorus.daemon import DaemonClient, stop_daemon
 from chorus.events import TextDelta
-from chorus.testing import ModelServer, slow_text
+from chorus.testing import ModelServer, offline_env, slow_text
 
 WORDS = 24
+#: The ACP adapters and the CLI whose model API (and scripted lane) each drives.
+ACP_LANES = {"claude-code-acp": "claude", "codex-acp": "codex"}
 
 
 @dataclass
@@ -168,7 +173,7 @@ def _round(
     body: str, n: int, server: ModelServer, work: Path, args: argparse.Namespace, tally: Tally
 ) -> None:
     words = [f"r{n}w{i}" for i in range(WORDS)]
-    lane = CLI_OF.get(body, body)
+    lane = _lane(body)
     later = [slow_text(" ".join(words), chunks=WORDS, delay=0.05)] if args.kill == "body" else []
     server.script([slow_text(" ".join(words), chunks=WORDS, delay=0.25), *later], lane=lane)
     before = len(server.turn_requests(lane=lane))
@@ -198,6 +203,22 @@ def _round(
     tally.left += _group_left(handle) if args.kill == "body" else 0
     if args.kill != "body":
         stop_daemon()
+
+
+def _lane(body: str) -> str:
+    """The scripted model's lane (and model API) of ``body``."""
+    return ACP_LANES.get(body) or CLI_OF.get(body, body)
+
+
+def _acp_env(bodies: tuple[str, ...], server: ModelServer, root: Path) -> str:
+    """Config lines giving each ACP adapter its CLI's offline env on that CLI's lane."""
+    lines = []
+    for body in bodies:
+        if body in ACP_LANES:
+            lane = ACP_LANES[body]
+            env = offline_env(lane, root / f"{body}-home", server.lane_url(lane))  # type: ignore[arg-type]
+            lines += [f"[agents.{body}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
+    return "\n".join(lines)
 
 
 def _score(
@@ -251,9 +272,11 @@ def main() -> None:
     parser.add_argument("--kill", choices=("daemon", "body"), default="daemon")
     args = parser.parse_args()
     bodies = tuple(args.clis.split(","))
-    clis = tuple(dict.fromkeys(CLI_OF.get(b, b) for b in bodies))
+    clis = tuple(dict.fromkeys(_lane(b) for b in bodies))
     tallies: dict[str, Tally] = {}
-    with bench_home(clis) as (server, work, _root):
+    with bench_home(clis) as (server, work, root):
+        with (_home() / "config.toml").open("a") as config:
+            config.write(_acp_env(bodies, server, root) + "\n")
         for body in bodies:
             tallies[body] = Tally()
             for n in range(args.rounds):

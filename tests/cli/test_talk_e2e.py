@@ -227,6 +227,32 @@ def test_talk_runs_claude_under_the_mode_and_sandbox_and_logs_the_turns(
     assert texts.count("talk answer PONG") == 1
     # the typed prompt reached the scripted model through the sandboxed CLI
     assert any("ping please" in json.dumps(r.body) for r in chorus.server.requests)
+    _check_session_log(chorus, session["id"])
+
+
+def _check_session_log(chorus: Chorus, session_id: str) -> None:
+    """`chorus log SESSION` shows the talk as a block of its own after the job's events;
+    replay (codec events only) and the audit chain still hold."""
+    out = chorus.run("log", session_id[:10], "--json")
+    assert out.returncode == 0, out.stderr
+    shown = [json.loads(line) for line in out.stdout.splitlines()]
+    talk = [e for e in shown if e.get("origin") == "talk"]
+    assert [e["seq"] for e in shown] == sorted(e["seq"] for e in shown)
+    assert {e["turn_id"] for e in talk} == {talk[0]["turn_id"]}  # one talk, one id
+    assert talk[0]["turn_id"].startswith("talk-")
+    assert all(e["job_id"] is None for e in talk)
+    assert any(e["type"] == "text" and e["text"] == "first answer" for e in shown)  # the job
+    assert any(e.get("kind") == "talk" and e["message"] == "ping please" for e in talk)
+    text = chorus.run("log", session_id[:10])
+    assert text.returncode == 0, text.stderr
+    assert re.search(r"talk talk-[0-9a-f]+: \d+ turn\(s\)", text.stdout), text.stdout
+    assert "you ping please" in text.stdout
+    assert "talk answer PONG" in text.stdout
+    assert text.stdout.index("first answer") < text.stdout.index("you ping please")
+    replayed = chorus.run("replay", session_id)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    verified = chorus.run("audit", "verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
 def test_talk_hands_over_with_the_mode_and_pauses_the_queue(chorus: Chorus, tmp_path: Path) -> None:

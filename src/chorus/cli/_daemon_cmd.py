@@ -37,9 +37,14 @@ register_everyday(app)
 
 @app.command("log")
 def log_cmd(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Print a job's events so far, without following (never starts a daemon)."""
+    """Print a job's events so far, without following (never starts a daemon); given a
+    session, the whole session's: job by job and the turns had in `chorus talk`."""
+    from chorus.cli._log import is_session, print_session
     from chorus.client import DaemonClient, NotRunningError
 
+    if is_session(job_id):
+        print_session(job_id, as_json)
+        return
     printer = _jobs.Printer("json" if as_json else "events")
     try:
         lines = list(DaemonClient(autostart=False).event_lines(job_id, follow=False))
