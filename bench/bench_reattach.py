@@ -12,7 +12,9 @@ daemon and follows the job to its end. Per CLI it prints: jobs completed, words
 lost and words duplicated in the stored text deltas, turns re-run (the scripted
 server's requests beyond one per job), rounds whose session log has a seq gap or a
 repeated seq, rounds where the same CLI process (pid and start time) finished the
-turn; then the store's ``PRAGMA integrity_check``.
+turn; with ``--kill body``, processes of the killed body's group left running,
+rounds where no launcher was found, and rounds resumed on a new native session
+instead of the same one (``fresh``); then the store's ``PRAGMA integrity_check``.
 
     uv run python bench/bench_reattach.py [--rounds 20] [--twice] [--clis claude,codex]
     uv run python bench/bench_reattach.py --kill body [--clis claude,codex-exec,...]
@@ -58,6 +60,7 @@ class Tally:
     same_pid: int = 0
     left: int = 0  # --kill body: processes of the killed body's group left running
     missed: int = 0  # --kill body: rounds where no launcher was found to kill
+    fresh: int = 0  # --kill body: rounds whose session got a new native session (no resume)
 
 
 def _until(check: Callable[[], bool], timeout: float) -> bool:
@@ -187,6 +190,7 @@ def _round(
     else:
         _until(lambda: len(_deltas(client, job_id)) >= 4, 90)
     session_id = client.job(job_id)["session_id"]
+    native = client.session(session_id)["native_session_id"]
     handle = client.session(session_id)["transport"].get("body_handle") or {}
     if args.kill == "body":
         tally.missed += not _kill_launcher(work, handle, since)
@@ -201,6 +205,8 @@ def _round(
     _score(DaemonClient(), job_id, session_id, words, handle, tally)
     tally.rerun += len(server.turn_requests(lane=lane)) - before - 1
     tally.left += _group_left(handle) if args.kill == "body" else 0
+    now = DaemonClient().session(session_id)["native_session_id"]
+    tally.fresh += args.kill == "body" and bool(native) and now != native
     if args.kill != "body":
         stop_daemon()
 
@@ -291,13 +297,13 @@ def _report(args: argparse.Namespace, tallies: dict[str, Tally]) -> None:
     victim = "the body's launcher" if args.kill == "body" else "the daemon"
     print(f"kill -9 of {victim} mid-turn, {mode} per round, {args.rounds} rounds per body")
     head = ("body", "completed", "lost", "dup", "re-run", "seq", "same pid", "left", "missed")
-    print("{:16} {:>10} {:>5} {:>5} {:>7} {:>4} {:>9} {:>5} {:>6}".format(*head))
+    print("{:16} {:>10} {:>5} {:>5} {:>7} {:>4} {:>9} {:>5} {:>6} {:>6}".format(*head, "fresh"))
     for body, t in tallies.items():
         done = f"{t.completed}/{args.rounds}"
         same = f"{t.same_pid}/{args.rounds}"
         print(
             f"{body:16} {done:>10} {t.lost:>5} {t.duplicated:>5} {t.rerun:>7}"
-            f" {t.seq_faults:>4} {same:>9} {t.left:>5} {t.missed:>6}"
+            f" {t.seq_faults:>4} {same:>9} {t.left:>5} {t.missed:>6} {t.fresh:>6}"
         )
 
 

@@ -57,7 +57,7 @@ def _squeezed(data: bytes) -> bytes:
 class Terminal:
     """A pseudo-terminal the talk runs in (its controlling terminal)."""
 
-    def __init__(self, argv: list[str], cwd: Path) -> None:
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         self.primary, child = pty.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, b"\x28\x00\x78\x00\x00\x00\x00\x00")  # 40x120
         self.proc = subprocess.Popen(
@@ -66,6 +66,7 @@ class Terminal:
             stdout=child,
             stderr=child,
             cwd=cwd,
+            env=env,
             start_new_session=True,
             preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
         )
@@ -382,10 +383,9 @@ def _takes_keys(term: Terminal) -> None:
     starts up): a probe typed and erased until it shows."""
     for _ in range(10):
         since = len(term.seen)
-        term.type("z")
+        term.type("%")  # a key neither UI gives a meaning to, nor shows by itself
         term.drain(2.0)
-        screen = _squeezed(term.screen(since))
-        shown = any(f"{p}z".encode() in screen for p in ("\u203a", ">"))  # the prompt sign
+        shown = b"%" in term.screen(since)
         term.type("\x7f")
         term.drain(1.0)
         if shown:
@@ -462,3 +462,53 @@ def test_talk_drives_the_codex_and_gemini_uis_in_the_sandbox_and_logs_the_turns(
     texts = [e["text"] for e in logged if e["type"] == "text"]
     assert texts.count("talk answer PONG") == 1
     assert any("ping please" in json.dumps(r.body) for r in chorus.server.requests)
+
+
+
+def _codex_servers(codex_home: str) -> list[str]:
+    """Live processes of a Codex background server kept in ``codex_home``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if argv[0].startswith(codex_home) and "app-server" in argv:
+            found.append(f"{entry.name} {' '.join(argv)}")
+    return found
+
+
+def test_talk_leaves_no_codex_server_behind(
+    chorus: Chorus, tmp_path: Path, terminals: list[Terminal]
+) -> None:
+    """Codex's UI by default starts a shared background app-server in a session of its
+    own that outlives the UI (and the next talk then finds its socket taken): the
+    talk's UI runs its server in its own process (``--no-daemon``), so nothing is left
+    once it ends, even without the sandbox (whose PID namespace would end it).
+    CONTROL: the same command without that flag leaves the server running."""
+    _other_cli(chorus, tmp_path, "codex")
+    with (chorus.home / "config.toml").open("a") as f:
+        f.write('[sandbox]\nmode = "off"\n')
+    chorus.server.script([text("first answer")])
+    session = _ask(chorus, "hello", body="codex")
+    chorus.client.pause(session["id"])  # as `chorus talk` does: its body lets go
+    plan = chorus.client.call("POST", f"/talk/{session['id']}")
+    env = {**os.environ, **plan["env"]}
+    left = {}
+    try:
+        for flag in (True, False):
+            argv = plan["argv"] if flag else [a for a in plan["argv"] if a != "--no-daemon"]
+            term = Terminal(argv, Path(plan["cwd"]), env)
+            terminals.append(term)
+            _ready_ui(term, "codex")
+            _quit(term)
+            assert term.finish() == 0, term.screen()[-2000:]
+            time.sleep(2.0)
+            left[flag] = _codex_servers(env["CODEX_HOME"])
+    finally:
+        codex = str(find_agent("codex"))
+        stop = [codex, "app-server", "daemon", "stop"]
+        subprocess.run(stop, env=env, capture_output=True, timeout=120)
+        chorus.client.call("POST", f"/talk/{session['id']}/end")
+    assert left[True] == []  # the talk's own server ended with its UI
+    assert left[False]  # CONTROL: the shared one outlives the UI
