@@ -42,10 +42,10 @@ from chorus.web import guarded
 
 #: ``origin`` of the events a talk brought in (replay compares only ``codec`` ones).
 ORIGIN_TALK = "talk"
-#: How each CLI resumes a session in its interactive UI. Codex's UI by default joins
-#: (or starts) a shared background app-server in its own session: one started
-#: outside the sandbox would run the talk's commands outside it, and one started
-#: inside outlives the talk (``--no-daemon``: the app-server runs in the UI's process).
+#: How each CLI resumes a session in its interactive UI. Codex's UI may join (or
+#: start, in a session of its own that outlives the UI: seen without per-run ``-c``
+#: overrides) a shared background app-server; ``--no-daemon`` keeps the app-server
+#: in the UI's own process, inside the talk's sandbox, ended with it.
 RESUME_ARGS = {"claude": ["--resume"], "codex": ["resume", "--no-daemon"], "gemini": ["--resume"]}
 #: The one-shot body whose native flags map Chorus's modes to the CLI's own flags.
 ONE_SHOT = {"claude": "claude-print", "codex": "codex-exec", "gemini": "gemini-headless"}
