@@ -5,7 +5,9 @@ the body and resume the session natively, and the job must succeed.
 
 Each round runs one real job (claude, codex, gemini, and the ACP adapters
 claude-code-acp and codex-acp on the lane of the CLI they drive: each against its
-lane of the scripted model, streaming a numbered word list slowly), SIGKILLs the daemon once
+lane of the scripted model, streaming a numbered word list slowly; with ``--kill
+body`` in a session that had a turn already, since a CLI killed in its first turn
+may have stored no conversation to resume), SIGKILLs the daemon once
 some of the text is stored (``--twice``: again 0.3 s after the next daemon
 answered, that is just after it re-attached, mid-turn), then ``chorus watch`` starts a fresh
 daemon and follows the job to its end. Per CLI it prints: jobs completed, words
@@ -43,7 +45,7 @@ from chorus.bodies import CLI_OF, process_start_time
 from chorus.client._lifecycle import read_pid
 from chorus.daemon import DaemonClient, stop_daemon
 from chorus.events import TextDelta
-from chorus.testing import ModelServer, offline_env, slow_text
+from chorus.testing import ModelServer, offline_env, slow_text, text
 
 WORDS = 24
 #: The ACP adapters and the CLI whose model API (and scripted lane) each drives.
@@ -178,10 +180,14 @@ def _round(
     words = [f"r{n}w{i}" for i in range(WORDS)]
     lane = _lane(body)
     later = [slow_text(" ".join(words), chunks=WORDS, delay=0.05)] if args.kill == "body" else []
-    server.script([slow_text(" ".join(words), chunks=WORDS, delay=0.25), *later], lane=lane)
+    # --kill body: a session with a turn done first, so that there is a native
+    # conversation to resume (a CLI killed in its first turn may have stored none)
+    warm = [text("warmed up")] if args.kill == "body" else []
+    server.script([*warm, slow_text(" ".join(words), chunks=WORDS, delay=0.25), *later], lane=lane)
+    session = _warm_session(work, body, n) if args.kill == "body" else []
     before = len(server.turn_requests(lane=lane))
     since = time.time()
-    job_id = _chorus(work, "task", f"round {n}", "--body", body).stdout.strip()
+    job_id = _chorus(work, "task", f"round {n}", "--body", body, *session).stdout.strip()
     client = DaemonClient(autostart=False)
     if args.kill == "body":  # mid-turn: the model is streaming (a one-shot body
         # may show no text before its turn ends)
@@ -209,6 +215,14 @@ def _round(
     tally.fresh += args.kill == "body" and bool(native) and now != native
     if args.kill != "body":
         stop_daemon()
+
+
+def _warm_session(work: Path, body: str, n: int) -> list[str]:
+    """``--session ID`` of a new session of ``body`` with one turn done."""
+    done = _chorus(work, "ask", f"warm up {n}", "--body", body, "--json")
+    first = json.loads(done.stdout.splitlines()[0])
+    session_id = DaemonClient(autostart=False).job(first["job_id"])["session_id"]
+    return ["--session", session_id]
 
 
 def _lane(body: str) -> str:
