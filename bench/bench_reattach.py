@@ -5,9 +5,8 @@ the body and resume the session natively, and the job must succeed.
 
 Each round runs one real job (claude, codex, gemini, and the ACP adapters
 claude-code-acp and codex-acp on the lane of the CLI they drive: each against its
-lane of the scripted model, streaming a numbered word list slowly; with ``--kill
-body`` in a session that had a turn already, since a CLI killed in its first turn
-may have stored no conversation to resume), SIGKILLs the daemon once
+lane of the scripted model, streaming a numbered word list slowly, in a new
+session), SIGKILLs the daemon once
 some of the text is stored (``--twice``: again 0.3 s after the next daemon
 answered, that is just after it re-attached, mid-turn), then ``chorus watch`` starts a fresh
 daemon and follows the job to its end. Per CLI it prints: jobs completed, words
@@ -16,7 +15,9 @@ server's requests beyond one per job), rounds whose session log has a seq gap or
 repeated seq, rounds where the same CLI process (pid and start time) finished the
 turn; with ``--kill body``, processes of the killed body's group left running,
 rounds where no launcher was found, and rounds resumed on a new native session
-instead of the same one (``fresh``); then the store's ``PRAGMA integrity_check``.
+instead of the same one (``fresh``: a CLI killed in its first turn may have stored
+no conversation to resume, claude-code-acp's had none, and the session is then
+rebuilt from Chorus's log); then the store's ``PRAGMA integrity_check``.
 
     uv run python bench/bench_reattach.py [--rounds 20] [--twice] [--clis claude,codex]
     uv run python bench/bench_reattach.py --kill body [--clis claude,codex-exec,...]
@@ -45,7 +46,7 @@ from chorus.bodies import CLI_OF, process_start_time
 from chorus.client._lifecycle import read_pid
 from chorus.daemon import DaemonClient, stop_daemon
 from chorus.events import TextDelta
-from chorus.testing import ModelServer, offline_env, slow_text, text
+from chorus.testing import ModelServer, offline_env, slow_text
 
 WORDS = 24
 #: The ACP adapters and the CLI whose model API (and scripted lane) each drives.
@@ -118,11 +119,17 @@ def _group_of(pid: int) -> int | None:
 
 def _launchers(work: Path, handle: dict[str, Any], since: float) -> list[tuple[int, int]]:
     """(start time, pid) of the CLI processes of this job's body: in its process
-    group when the store names one, else working in ``work`` and started since
-    ``since`` (a one-shot body)."""
-    found = []
+    group when the store names one that still runs, else working in ``work`` and
+    started since ``since`` (a one-shot body, or a body started after the handle
+    was stored)."""
     pgid = handle.get("pid")
+    in_group = _clis(work, lambda pid, started, inside: _group_of(pid) == int(pgid)) if pgid else []
     floor = _ticks_at(since)
+    return in_group or _clis(work, lambda pid, started, inside: inside and started >= floor)
+
+
+def _clis(work: Path, ours: Callable[[int, int, bool], bool]) -> list[tuple[int, int]]:
+    found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             node = _is_cli(os.readlink(proc / "exe"))
@@ -130,10 +137,7 @@ def _launchers(work: Path, handle: dict[str, Any], since: float) -> list[tuple[i
         except OSError:
             continue
         started = process_start_time(int(proc.name))
-        if not node or started is None:
-            continue
-        ours = _group_of(int(proc.name)) == int(pgid) if pgid else inside and int(started) >= floor
-        if ours:
+        if node and started is not None and ours(int(proc.name), int(started), inside):
             found.append((int(started), int(proc.name)))
     return sorted(found)
 
@@ -180,14 +184,10 @@ def _round(
     words = [f"r{n}w{i}" for i in range(WORDS)]
     lane = _lane(body)
     later = [slow_text(" ".join(words), chunks=WORDS, delay=0.05)] if args.kill == "body" else []
-    # --kill body: a session with a turn done first, so that there is a native
-    # conversation to resume (a CLI killed in its first turn may have stored none)
-    warm = [text("warmed up")] if args.kill == "body" else []
-    server.script([*warm, slow_text(" ".join(words), chunks=WORDS, delay=0.25), *later], lane=lane)
-    session = _warm_session(work, body, n) if args.kill == "body" else []
+    server.script([slow_text(" ".join(words), chunks=WORDS, delay=0.25), *later], lane=lane)
     before = len(server.turn_requests(lane=lane))
     since = time.time()
-    job_id = _chorus(work, "task", f"round {n}", "--body", body, *session).stdout.strip()
+    job_id = _chorus(work, "task", f"round {n}", "--body", body).stdout.strip()
     client = DaemonClient(autostart=False)
     if args.kill == "body":  # mid-turn: the model is streaming (a one-shot body
         # may show no text before its turn ends)
@@ -209,20 +209,15 @@ def _round(
     with contextlib.suppress(subprocess.TimeoutExpired):
         _chorus(work, "watch", job_id, timeout=120)
     _score(DaemonClient(), job_id, session_id, words, handle, tally)
-    tally.rerun += len(server.turn_requests(lane=lane)) - before - 1
+    turns = len(server.turn_requests(lane=lane)) - before
+    tally.rerun += turns - 1
+    shown = set("".join(_deltas(DaemonClient(), job_id)).split()) & set(words)
+    print(f"{body} round {n}: {turns} turn request(s), {len(shown)}/{WORDS} words", file=sys.stderr)
     tally.left += _group_left(handle) if args.kill == "body" else 0
     now = DaemonClient().session(session_id)["native_session_id"]
     tally.fresh += args.kill == "body" and bool(native) and now != native
     if args.kill != "body":
         stop_daemon()
-
-
-def _warm_session(work: Path, body: str, n: int) -> list[str]:
-    """``--session ID`` of a new session of ``body`` with one turn done."""
-    done = _chorus(work, "ask", f"warm up {n}", "--body", body, "--json")
-    first = json.loads(done.stdout.splitlines()[0])
-    session_id = DaemonClient(autostart=False).job(first["job_id"])["session_id"]
-    return ["--session", session_id]
 
 
 def _lane(body: str) -> str:
