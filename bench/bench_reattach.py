@@ -3,24 +3,32 @@ body and carry the same turn on. With ``--kill body``: kill -9 the body's own la
 (the ``node`` process of its CLI) mid-turn instead; the daemon must end what is left of
 the body and resume the session natively, and the job must succeed.
 
-Each round runs one real job (claude, codex, gemini: each against its lane of the
-scripted model, streaming a numbered word list slowly), SIGKILLs the daemon once
+Each round runs one real job (claude, codex, gemini, and the ACP adapters
+claude-code-acp and codex-acp on the lane of the CLI they drive: each against its
+lane of the scripted model, streaming a numbered word list slowly, in a new
+session), SIGKILLs the daemon once
 some of the text is stored (``--twice``: again 0.3 s after the next daemon
 answered, that is just after it re-attached, mid-turn), then ``chorus watch`` starts a fresh
 daemon and follows the job to its end. Per CLI it prints: jobs completed, words
 lost and words duplicated in the stored text deltas, turns re-run (the scripted
 server's requests beyond one per job), rounds whose session log has a seq gap or a
 repeated seq, rounds where the same CLI process (pid and start time) finished the
-turn; then the store's ``PRAGMA integrity_check``.
+turn; with ``--kill body``, processes of the killed body's group left running,
+rounds where no launcher was found, and rounds resumed on a new native session
+instead of the same one (``fresh``: a CLI killed in its first turn may have stored
+no conversation to resume, claude-code-acp's had none, and the session is then
+rebuilt from Chorus's log); then the store's ``PRAGMA integrity_check``.
 
     uv run python bench/bench_reattach.py [--rounds 20] [--twice] [--clis claude,codex]
     uv run python bench/bench_reattach.py --kill body [--clis claude,codex-exec,...]
+    uv run python bench/bench_reattach.py --kill body --clis claude-code-acp,codex-acp --rounds 3
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import sqlite3
@@ -38,9 +46,11 @@ from chorus.bodies import CLI_OF, process_start_time
 from chorus.client._lifecycle import read_pid
 from chorus.daemon import DaemonClient, stop_daemon
 from chorus.events import TextDelta
-from chorus.testing import ModelServer, slow_text
+from chorus.testing import ModelServer, offline_env, slow_text
 
 WORDS = 24
+#: The ACP adapters and the CLI whose model API (and scripted lane) each drives.
+ACP_LANES = {"claude-code-acp": "claude", "codex-acp": "codex"}
 
 
 @dataclass
@@ -53,6 +63,7 @@ class Tally:
     same_pid: int = 0
     left: int = 0  # --kill body: processes of the killed body's group left running
     missed: int = 0  # --kill body: rounds where no launcher was found to kill
+    fresh: int = 0  # --kill body: rounds whose session got a new native session (no resume)
 
 
 def _until(check: Callable[[], bool], timeout: float) -> bool:
@@ -108,11 +119,17 @@ def _group_of(pid: int) -> int | None:
 
 def _launchers(work: Path, handle: dict[str, Any], since: float) -> list[tuple[int, int]]:
     """(start time, pid) of the CLI processes of this job's body: in its process
-    group when the store names one, else working in ``work`` and started since
-    ``since`` (a one-shot body)."""
-    found = []
+    group when the store names one that still runs, else working in ``work`` and
+    started since ``since`` (a one-shot body, or a body started after the handle
+    was stored)."""
     pgid = handle.get("pid")
+    in_group = _clis(work, lambda pid, started, inside: _group_of(pid) == int(pgid)) if pgid else []
     floor = _ticks_at(since)
+    return in_group or _clis(work, lambda pid, started, inside: inside and started >= floor)
+
+
+def _clis(work: Path, ours: Callable[[int, int, bool], bool]) -> list[tuple[int, int]]:
+    found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
             node = _is_cli(os.readlink(proc / "exe"))
@@ -120,10 +137,7 @@ def _launchers(work: Path, handle: dict[str, Any], since: float) -> list[tuple[i
         except OSError:
             continue
         started = process_start_time(int(proc.name))
-        if not node or started is None:
-            continue
-        ours = _group_of(int(proc.name)) == int(pgid) if pgid else inside and int(started) >= floor
-        if ours:
+        if node and started is not None and ours(int(proc.name), int(started), inside):
             found.append((int(started), int(proc.name)))
     return sorted(found)
 
@@ -168,7 +182,7 @@ def _round(
     body: str, n: int, server: ModelServer, work: Path, args: argparse.Namespace, tally: Tally
 ) -> None:
     words = [f"r{n}w{i}" for i in range(WORDS)]
-    lane = CLI_OF.get(body, body)
+    lane = _lane(body)
     later = [slow_text(" ".join(words), chunks=WORDS, delay=0.05)] if args.kill == "body" else []
     server.script([slow_text(" ".join(words), chunks=WORDS, delay=0.25), *later], lane=lane)
     before = len(server.turn_requests(lane=lane))
@@ -182,6 +196,7 @@ def _round(
     else:
         _until(lambda: len(_deltas(client, job_id)) >= 4, 90)
     session_id = client.job(job_id)["session_id"]
+    native = client.session(session_id)["native_session_id"]
     handle = client.session(session_id)["transport"].get("body_handle") or {}
     if args.kill == "body":
         tally.missed += not _kill_launcher(work, handle, since)
@@ -194,10 +209,31 @@ def _round(
     with contextlib.suppress(subprocess.TimeoutExpired):
         _chorus(work, "watch", job_id, timeout=120)
     _score(DaemonClient(), job_id, session_id, words, handle, tally)
-    tally.rerun += len(server.turn_requests(lane=lane)) - before - 1
+    turns = len(server.turn_requests(lane=lane)) - before
+    tally.rerun += turns - 1
+    shown = set("".join(_deltas(DaemonClient(), job_id)).split()) & set(words)
+    print(f"{body} round {n}: {turns} turn request(s), {len(shown)}/{WORDS} words", file=sys.stderr)
     tally.left += _group_left(handle) if args.kill == "body" else 0
+    now = DaemonClient().session(session_id)["native_session_id"]
+    tally.fresh += args.kill == "body" and bool(native) and now != native
     if args.kill != "body":
         stop_daemon()
+
+
+def _lane(body: str) -> str:
+    """The scripted model's lane (and model API) of ``body``."""
+    return ACP_LANES.get(body) or CLI_OF.get(body, body)
+
+
+def _acp_env(bodies: tuple[str, ...], server: ModelServer, root: Path) -> str:
+    """Config lines giving each ACP adapter its CLI's offline env on that CLI's lane."""
+    lines = []
+    for body in bodies:
+        if body in ACP_LANES:
+            lane = ACP_LANES[body]
+            env = offline_env(lane, root / f"{body}-home", server.lane_url(lane))  # type: ignore[arg-type]
+            lines += [f"[agents.{body}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
+    return "\n".join(lines)
 
 
 def _score(
@@ -251,9 +287,11 @@ def main() -> None:
     parser.add_argument("--kill", choices=("daemon", "body"), default="daemon")
     args = parser.parse_args()
     bodies = tuple(args.clis.split(","))
-    clis = tuple(dict.fromkeys(CLI_OF.get(b, b) for b in bodies))
+    clis = tuple(dict.fromkeys(_lane(b) for b in bodies))
     tallies: dict[str, Tally] = {}
-    with bench_home(clis) as (server, work, _root):
+    with bench_home(clis) as (server, work, root):
+        with (_home() / "config.toml").open("a") as config:
+            config.write(_acp_env(bodies, server, root) + "\n")
         for body in bodies:
             tallies[body] = Tally()
             for n in range(args.rounds):
@@ -268,13 +306,13 @@ def _report(args: argparse.Namespace, tallies: dict[str, Tally]) -> None:
     victim = "the body's launcher" if args.kill == "body" else "the daemon"
     print(f"kill -9 of {victim} mid-turn, {mode} per round, {args.rounds} rounds per body")
     head = ("body", "completed", "lost", "dup", "re-run", "seq", "same pid", "left", "missed")
-    print("{:16} {:>10} {:>5} {:>5} {:>7} {:>4} {:>9} {:>5} {:>6}".format(*head))
+    print("{:16} {:>10} {:>5} {:>5} {:>7} {:>4} {:>9} {:>5} {:>6} {:>6}".format(*head, "fresh"))
     for body, t in tallies.items():
         done = f"{t.completed}/{args.rounds}"
         same = f"{t.same_pid}/{args.rounds}"
         print(
             f"{body:16} {done:>10} {t.lost:>5} {t.duplicated:>5} {t.rerun:>7}"
-            f" {t.seq_faults:>4} {same:>9} {t.left:>5} {t.missed:>6}"
+            f" {t.seq_faults:>4} {same:>9} {t.left:>5} {t.missed:>6} {t.fresh:>6}"
         )
 
 

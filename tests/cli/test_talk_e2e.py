@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from chorus.agents import find_agent
-from chorus.testing import text
+from chorus.testing import offline_env, text
 from chorus.testing._offline import FAKE_API_KEY
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def _squeezed(data: bytes) -> bytes:
 class Terminal:
     """A pseudo-terminal the talk runs in (its controlling terminal)."""
 
-    def __init__(self, argv: list[str], cwd: Path) -> None:
+    def __init__(self, argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         self.primary, child = pty.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, b"\x28\x00\x78\x00\x00\x00\x00\x00")  # 40x120
         self.proc = subprocess.Popen(
@@ -66,6 +66,7 @@ class Terminal:
             stdout=child,
             stderr=child,
             cwd=cwd,
+            env=env,
             start_new_session=True,
             preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
         )
@@ -106,6 +107,16 @@ class Terminal:
     def type(self, keys: str) -> None:
         os.write(self.primary, keys.encode())
 
+    def key_by_key(self, keys: str) -> None:
+        """Typed as a person types: Codex's and Gemini's UIs take a burst of keys as a
+        paste (Enter right after it is a newline, a slash command is not run)."""
+        for key in keys:
+            self.type(key)
+            self.drain(0.04)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
     def finish(self, timeout: float = 60) -> int:
         deadline = time.monotonic() + timeout
         while self.proc.poll() is None and time.monotonic() < deadline:
@@ -121,8 +132,8 @@ class Terminal:
             os.close(self.primary)
 
 
-def _ask(chorus: Chorus, prompt: str, *more: str) -> dict[str, Any]:
-    first = chorus.run("ask", prompt, "--body", "claude", "--json", *more)
+def _ask(chorus: Chorus, prompt: str, *more: str, body: str = "claude") -> dict[str, Any]:
+    first = chorus.run("ask", prompt, "--body", body, "--json", *more)
     assert first.returncode == 0, first.stderr
     job = chorus.client.job(json.loads(first.stdout.splitlines()[0])["job_id"])
     session = chorus.client.session(job["session_id"])
@@ -227,6 +238,32 @@ def test_talk_runs_claude_under_the_mode_and_sandbox_and_logs_the_turns(
     assert texts.count("talk answer PONG") == 1
     # the typed prompt reached the scripted model through the sandboxed CLI
     assert any("ping please" in json.dumps(r.body) for r in chorus.server.requests)
+    _check_session_log(chorus, session["id"])
+
+
+def _check_session_log(chorus: Chorus, session_id: str) -> None:
+    """`chorus log SESSION` shows the talk as a block of its own after the job's events;
+    replay (codec events only) and the audit chain still hold."""
+    out = chorus.run("log", session_id[:10], "--json")
+    assert out.returncode == 0, out.stderr
+    shown = [json.loads(line) for line in out.stdout.splitlines()]
+    talk = [e for e in shown if e.get("origin") == "talk"]
+    assert [e["seq"] for e in shown] == sorted(e["seq"] for e in shown)
+    assert {e["turn_id"] for e in talk} == {talk[0]["turn_id"]}  # one talk, one id
+    assert talk[0]["turn_id"].startswith("talk-")
+    assert all(e["job_id"] is None for e in talk)
+    assert any(e["type"] == "text" and e["text"] == "first answer" for e in shown)  # the job
+    assert any(e.get("kind") == "talk" and e["message"] == "ping please" for e in talk)
+    text = chorus.run("log", session_id[:10])
+    assert text.returncode == 0, text.stderr
+    assert re.search(r"talk talk-[0-9a-f]+: \d+ turn\(s\)", text.stdout), text.stdout
+    assert "you ping please" in text.stdout
+    assert "talk answer PONG" in text.stdout
+    assert text.stdout.index("first answer") < text.stdout.index("you ping please")
+    replayed = chorus.run("replay", session_id)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    verified = chorus.run("audit", "verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
 def test_talk_hands_over_with_the_mode_and_pauses_the_queue(chorus: Chorus, tmp_path: Path) -> None:
@@ -309,3 +346,119 @@ def test_talk_to_an_unknown_session_exits_2(chorus: Chorus) -> None:
     assert done.returncode == 2, done.stderr
     assert "nosuchsession" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+#: Per CLI: what its prompt shows when it is ready for the person.
+READY = {"codex": "? for shortcuts", "gemini": "Type your message"}
+
+
+def _other_cli(chorus: Chorus, tmp_path: Path, cli: str) -> None:
+    """The session's CLI on the scripted model; its first-run screens answered (Codex:
+    the folder trusted; Gemini's settings already turn folder trust off)."""
+    env = offline_env(cli, tmp_path / f"{cli}-home", chorus.server.url)  # type: ignore[arg-type]
+    with (chorus.home / "config.toml").open("a") as f:
+        f.write(f"[agents.{cli}.env]\n")
+        f.writelines(f"{k} = {json.dumps(v)}\n" for k, v in env.items())
+    if cli == "codex":
+        with (Path(env["CODEX_HOME"]) / "config.toml").open("a") as f:
+            f.write(f'\n[projects."{chorus.work}"]\ntrust_level = "trusted"\n')
+
+
+def _ready_ui(term: Terminal, cli: str) -> None:
+    """The UI's prompt, once Codex's new-model offer is declined (keep the model)."""
+    offer = "Use existing model"
+    if term.wait_for(READY[cli], offer) == READY[cli]:
+        term.drain(3.0)
+    if cli == "codex" and _squeezed(offer.encode()) in _squeezed(term.screen()):
+        since = len(term.seen)
+        term.key_by_key("2")
+        time.sleep(0.3)
+        term.type("\r")
+        term.wait_for(READY[cli], since=since)
+    _takes_keys(term)
+
+
+def _takes_keys(term: Terminal) -> None:
+    """Once the prompt shows what is typed (Gemini drops the keys typed while it still
+    starts up): a probe typed and erased until it shows."""
+    for _ in range(10):
+        since = len(term.seen)
+        term.type("%")  # a key neither UI gives a meaning to, nor shows by itself
+        term.drain(2.0)
+        shown = b"%" in term.screen(since)
+        term.type("\x7f")
+        term.drain(1.0)
+        if shown:
+            return
+    raise AssertionError(term.screen()[-2000:].decode(errors="replace"))
+
+
+def _quit(term: Terminal) -> None:
+    """``/quit`` at the prompt, Enter again while the UI still runs (a completion menu
+    may take the first)."""
+    term.type("/quit")
+    for _ in range(6):
+        time.sleep(1.0)
+        term.type("\r")
+        term.drain(5.0)
+        if not term.alive():
+            return
+
+
+def _native_proc(native_id: str) -> int | None:
+    """A process of the CLI resuming ``native_id`` (not its sandbox wrapper)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if native_id.encode() in argv and b"bwrap" not in argv[0] and b"talk" not in argv:
+            return int(entry.name)
+    return None
+
+
+@pytest.mark.parametrize("cli", ["codex", "gemini"])
+def test_talk_drives_the_codex_and_gemini_uis_in_the_sandbox_and_logs_the_turns(
+    chorus: Chorus, tmp_path: Path, cli: str, terminals: list[Terminal]
+) -> None:
+    _other_cli(chorus, tmp_path, cli)
+    chorus.server.script([text("first answer"), text("talk answer PONG")])
+    session = _ask(chorus, "hello", body=cli)
+    term = Terminal(
+        [sys.executable, "-m", "chorus", "talk", session["id"][:10], "--json"], chorus.work
+    )
+    terminals.append(term)
+    _ready_ui(term, cli)
+    pid = _native_proc(session["native_session_id"])
+    assert pid is not None
+    assert os.readlink(f"/proc/{pid}/ns/pid") != os.readlink("/proc/self/ns/pid")  # sandboxed
+    since = len(term.seen)
+    term.key_by_key("ping please")
+    time.sleep(1.0)
+    term.type("\r")
+    term.wait_for("PONG", since=since)
+    # the person runs a shell command from the UI's own prompt: the sandbox holds
+    outside = tmp_path / "outside.txt"
+    since = len(term.seen)
+    term.key_by_key(f"!touch inside.txt; touch {outside}; echo rc=$?")
+    time.sleep(1.0)
+    term.type("\r")
+    term.wait_for("rc=1", "rc=0", since=since)
+    term.type("\x1b")  # Gemini: out of its shell mode
+    time.sleep(1.0)
+    _quit(term)
+    assert term.finish() == 0, term.screen()[-2000:]
+    assert (chorus.work / "inside.txt").exists()  # the roots are writable
+    assert not outside.exists()  # outside them: the sandbox refused
+    summary = [line for line in term.screen().splitlines() if line.startswith(b'{"session_id"')]
+    assert summary, term.screen()[-2000:]
+    assert json.loads(summary[-1])["turns"] >= 1
+    logged = _logged(chorus, session["id"])
+    typed = [e["message"] for e in logged if e["type"] == "notice" and e.get("kind") == "talk"]
+    assert "ping please" in typed
+    assert "hello" not in typed  # only what the talk added
+    texts = [e["text"] for e in logged if e["type"] == "text"]
+    assert texts.count("talk answer PONG") == 1
+    assert any("ping please" in json.dumps(r.body) for r in chorus.server.requests)

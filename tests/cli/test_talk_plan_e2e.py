@@ -1,7 +1,7 @@
-"""The daemon's talk plan for Codex and Gemini (their interactive UIs wait on a
-real terminal's answers and do not run in the tests' pseudo-terminal): the CLI's
-own mode flags, the sandbox wrapper, and the turns a run of the CLI adds to its
-own transcript meanwhile brought into the session's log."""
+"""The daemon's talk plan for Codex's and Gemini's one-shot bodies (their own UIs
+are driven in a pseudo-terminal by ``test_talk_e2e``): the CLI's own mode flags,
+the sandbox wrapper, and the turns a run of the CLI adds to its own transcript
+meanwhile brought into the session's log, tool calls included."""
 
 from __future__ import annotations
 
@@ -54,8 +54,11 @@ def test_talk_plan_and_import(
     client.pause(sid)
     plan: dict[str, Any] = client.call("POST", f"/talk/{sid}")
     assert plan["cli"] == cli
-    assert plan["argv"][1:3] == (["resume", native] if cli == "codex" else ["--resume", native])
-    assert plan["argv"][3 : 3 + len(MODE_FLAGS[cli])] == MODE_FLAGS[cli]
+    # Codex's UI runs its own app-server, never a shared one (see test_talk_e2e)
+    head = ["resume", "--no-daemon", native] if cli == "codex" else ["--resume", native]
+    assert plan["argv"][1 : 1 + len(head)] == head
+    flags = plan["argv"][1 + len(head) :]
+    assert flags[: len(MODE_FLAGS[cli])] == MODE_FLAGS[cli]
     wrapper = Path(plan["argv"][0]).read_text()
     assert plan["sandboxed"]
     assert "bwrap" in wrapper  # the same wrapper a body of the session gets

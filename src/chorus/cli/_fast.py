@@ -75,7 +75,7 @@ ARGUMENT_HELP = {
         "text": "What to tell the running turn.",
     },
     "watch": {"job_id": "Default: the newest job."},
-    "log": {"job_id": "The job (id or unique prefix)."},
+    "log": {"job_id": "The job, or a session (id or unique prefix)."},
 }
 
 #: Each command's help, shared with the typer commands.
@@ -89,7 +89,8 @@ SUMMARY = {
     "jobs": "List jobs, oldest first (reads the log; never starts a daemon).",
     "status": "Daemon state, job counts, every configured body's health, the gateway.",
     "start": "Start the daemon for this CHORUS_HOME (it also starts by itself on first use).",
-    "log": "Print a job's events so far, without following (never starts a daemon).",
+    "log": "Print a job's events so far, without following (never starts a daemon); "
+    "given a session, the whole session's: job by job and the turns had in `chorus talk`.",
     "sessions list": "List recorded sessions, newest first.",
 }
 

@@ -313,18 +313,31 @@ def _stored_jobs(state: str | None) -> list[dict[str, Any]]:
 
 
 def log(job_id: str, as_json: bool = False) -> int:
-    """A job's events so far, without following (never starts a daemon)."""
-    printer = Printer("json" if as_json else "events")
+    """A job's events so far, without following (never starts a daemon); given a
+    session, the whole session's: job by job and the turns had in `chorus talk`."""
     try:
-        lines = list(DaemonClient(autostart=False).event_lines(job_id, follow=False))
-    except NotRunningError:
-        from chorus.cli._offline import stored_events
+        lines = _job_lines(job_id)
+    except UserError:  # no such job: a session, or neither (said by the session path)
+        from chorus.cli._log import is_session, print_session
 
-        lines = stored_events(job_id)
+        if not is_session(job_id):
+            raise
+        print_session(job_id, as_json)
+        return EXIT_OK
+    printer = Printer("json" if as_json else "events")
     for line in lines:
         printer.feed(line)
     printer.finish()
     return EXIT_OK
+
+
+def _job_lines(job_id: str) -> list[str]:
+    try:
+        return list(DaemonClient(autostart=False).event_lines(job_id, follow=False))
+    except NotRunningError:
+        from chorus.cli._offline import stored_events
+
+        return stored_events(job_id)
 
 
 #: The most sessions the daemon's ``GET /sessions`` lists (newest first).

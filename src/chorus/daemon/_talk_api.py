@@ -12,7 +12,8 @@ the same OS sandbox a body of the session gets
 no tool); it remembers where the CLI's transcript ends now. ``POST
 /talk/{session}/end`` reads what the CLI added to its transcript since
 (:mod:`chorus.bodies._talk`), appends it to the session's log with origin
-``talk``, and answers ``{"events": n, "turns": n}``. The caller pauses the session
+``talk`` (one talk's under one ``turn_id``, ``talk-<hex>``: ``chorus log SESSION``
+shows it as a block), and answers ``{"events": n, "turns": n}``. The caller pauses the session
 before and resumes it after (``/sessions/{id}/pause``).
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +44,11 @@ if TYPE_CHECKING:  # the transcript readers load every CLI's codec: at a talk's 
 
 #: ``origin`` of the events a talk brought in (replay compares only ``codec`` ones).
 ORIGIN_TALK = "talk"
-#: How each CLI resumes a session in its interactive UI.
-RESUME_ARGS = {"claude": ["--resume"], "codex": ["resume"], "gemini": ["--resume"]}
+#: How each CLI resumes a session in its interactive UI. Codex's UI may join (or
+#: start, in a session of its own that outlives the UI: seen without per-run ``-c``
+#: overrides) a shared background app-server; ``--no-daemon`` keeps the app-server
+#: in the UI's own process, inside the talk's sandbox, ended with it.
+RESUME_ARGS = {"claude": ["--resume"], "codex": ["resume", "--no-daemon"], "gemini": ["--resume"]}
 #: The one-shot body whose native flags map Chorus's modes to the CLI's own flags.
 ONE_SHOT = {"claude": "claude-print", "codex": "codex-exec", "gemini": "gemini-headless"}
 #: Codex's interactive UI asks the person before what its sandbox would refuse.
@@ -70,7 +75,7 @@ def talk_routes(sup: Supervisor) -> list[BaseRoute]:
         started = marks.pop(sid, None)
         if started is None:
             raise UserError(f"session {sid} has no talk under way")
-        events = await asyncio.to_thread(_read, *started)
+        events = _one_talk(await asyncio.to_thread(_read, *started))
         if events:
             await sup.store.append_many(sid, events, origin=ORIGIN_TALK)
         turns = sum(1 for e in events if isinstance(e, Notice) and e.kind == "talk")
@@ -80,6 +85,13 @@ def talk_routes(sup: Supervisor) -> list[BaseRoute]:
         Route("/talk/{session_id}", guarded(begin), methods=["POST"]),
         Route("/talk/{session_id}/end", guarded(end), methods=["POST"]),
     ]
+
+
+def _one_talk(events: list[Event]) -> list[Event]:
+    """The talk's events under one ``turn_id`` (``talk-<hex>``): ``chorus log SESSION``
+    shows each talk as a block (they belong to no job)."""
+    talk_id = f"talk-{uuid.uuid4().hex[:12]}"
+    return [e.model_copy(update={"turn_id": talk_id}) for e in events]
 
 
 def _read(start: TranscriptMark, native_id: str) -> list[Event]:
@@ -112,16 +124,14 @@ async def _mode(sup: Supervisor, record: SessionRecord, policy: Policy) -> str:
 
 async def _plan(sup: Supervisor, record: SessionRecord) -> dict[str, Any]:
     """The command, environment and folder of the talk, and what it runs under."""
-    launcher = sup.hub.launcher
     policy = sup.policy or Policy()
     cli, cwd = _cli(record), Path(record.cwd or os.getcwd())
     mode = await _mode(sup, record, policy)
     ctx = PathContext.current(cwd)
     flags = native_flags(ONE_SHOT[cli], policy, mode=_checked(mode), ctx=ctx)
-    env = launcher._env(record.body)  # the body's own: agent env, the policy's secrets
-    env.update(flags.env)
+    # the body's own env (agent env, the policy's secrets) and the same sandbox wrapper
+    exe, env = sup.hub.launcher.interactive(record.body, cwd, dict(flags.env))
     given = {k: v for k, v in env.items() if os.environ.get(k) != v}
-    exe = launcher._sandboxed(record.body, cwd, env)  # the same wrapper a body gets
     asks = list(_CODEX_ASK) if cli == "codex" and flags.mode != "bypassPermissions" else []
     args = [*RESUME_ARGS[cli], record.native_session_id or "", *flags.args, *asks]
     sandboxed = sandbox_active(sup.config.sandbox.mode) and tool_path() is not None

@@ -283,6 +283,15 @@ class BodyLauncher:
             # Chorus's own: replay compares only what a codec decodes.
             self.store.append_nowait(gate.session_id, notice, origin=ORIGIN_CHORUS)
 
+    def interactive(
+        self, body: str, cwd: Path, more_env: dict[str, str]
+    ) -> tuple[Path | None, dict[str, str]]:
+        """The CLI and environment of a person's interactive run of ``body`` in ``cwd``
+        (``chorus talk``): the body's own environment plus ``more_env``, and its CLI
+        wrapped in the same OS sandbox a body of the session gets."""
+        env = {**self._env(body), **more_env}
+        return self._sandboxed(body, cwd, env), env
+
     def _env(self, body: str) -> dict[str, str]:
         """The process environment plus what Chorus gives ``body``; every value Chorus
         gives is registered with the redactor."""
