@@ -63,8 +63,10 @@ OWNER = {
     "agents": "_agents_cmd",
     **dict.fromkeys(("migrate", "nodes"), "_cluster_cmd"),
     **dict.fromkeys(
-        ("ask", "doctor", "interrupt", "jobs", "log", "start", "status", "steer", "stop")
-        + ("task", "watch"),
+        (
+            *("ask", "doctor", "interrupt", "jobs", "log", "start"),
+            *("status", "steer", "stop", "task", "watch"),
+        ),
         "_daemon_cmd",
     ),
     "demo": "_demo_cmd",

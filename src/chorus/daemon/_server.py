@@ -250,6 +250,7 @@ async def _serve_app(app: Starlette, lock: int, ready: int | None, config: Choru
             uvicorn.Config(
                 app,
                 fd=listener.fileno(),
+                http="h11",  # the parser its tests ran with (httptools serves the meter only)
                 log_level="warning",
                 lifespan="on",
                 # A streaming `chorus ask` must not hold the shutdown past

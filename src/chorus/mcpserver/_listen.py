@@ -111,6 +111,7 @@ def _kept_port(path: Path) -> int:
 def _config(app: ChannelApp) -> uvicorn.Config:
     return uvicorn.Config(
         app,
+        http="h11",  # the parser its tests ran with (httptools serves the meter only)
         lifespan="off",
         ws="none",
         log_config=None,
