@@ -4,11 +4,22 @@ With a REPORT path, the first SIGUSR1 starts tracemalloc (so start-up and warm-u
 at full speed) and takes the baseline; each later one writes the 25 allocation sites
 that grew most since (by traceback): what is still alive of what was allocated after
 warm-up.
+
+SIGUSR2 writes a probe to ``probe.json`` beside the report (or in CHORUS_HOME without
+one): the RSS, the number of objects the garbage collector tracks and the count of
+each type. When a file ``trim`` lies there, the probe also calls glibc's
+``malloc_trim(0)`` and gives the RSS after it: what of the RSS is memory the allocator
+holds but nothing uses (fragmentation), not live objects.
 """
 
 from __future__ import annotations
 
+import collections
+import ctypes
+import gc
+import json
 import linecache
+import os
 import signal
 import sys
 import tracemalloc
@@ -41,6 +52,27 @@ def _report(out: Path) -> None:
     signal.signal(signal.SIGUSR1, dump)
 
 
+def _probe(folder: Path) -> None:
+    def probe(signum: int, frame: FrameType | None) -> None:
+        objects = gc.get_objects()
+        types = collections.Counter(type(o).__qualname__ for o in objects)
+        found = {"rss_kb": _rss_kb(), "objects": len(objects), "types": dict(types)}
+        del objects
+        if (folder / "trim").exists():
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+            found["rss_after_trim_kb"] = _rss_kb()
+        _publish(folder / "probe.json", json.dumps(found))
+
+    signal.signal(signal.SIGUSR2, probe)
+
+
+def _rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
 def _publish(out: Path, text: str) -> None:
     """Write aside, then rename: the bench sees the whole report or none."""
     tmp = out.with_suffix(".tmp")
@@ -51,6 +83,7 @@ def _publish(out: Path, text: str) -> None:
 def main() -> None:
     if len(sys.argv) > 1:
         _report(Path(sys.argv[1]))
+    _probe(Path(sys.argv[1]).parent if len(sys.argv) > 1 else Path(os.environ["CHORUS_HOME"]))
     from chorus.daemon._server import main as serve
 
     serve()

@@ -9,8 +9,18 @@ like ``chorus ask``.
 
     uv run python bench/bench_soak.py [--jobs 10000] [--warmup 1000] [--tracemalloc]
 
-Prints the daemon's RSS every 1,000 jobs and the growth after warm-up; with
-``--tracemalloc`` (slower) also the allocation sites that grew most after warm-up.
+Prints the daemon's RSS every 1,000 jobs and the growth after warm-up, with the
+number of objects the garbage collector tracks (live Python objects: a leak grows
+it, allocator fragmentation does not); at the end the types that grew most after
+warm-up, and the RSS before and after glibc's ``malloc_trim(0)`` (what the allocator
+held without use). With ``--tracemalloc`` (slower) also the allocation sites that
+grew most after warm-up. ``MALLOC_ARENA_MAX=2`` in the environment reaches the daemon.
+
+The body is a fake (the tiny ACP agent above), not a real CLI: what is measured is
+the daemon, not a model. The config is the default but for notifications and the
+TCP gateway, so memory extraction runs after each job as it does by default; with
+the fake it fails at the handshake (the agent has no ``plan`` mode), a logged error
+per job, instead of a model turn.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -54,13 +65,6 @@ def _start(home: Path, report: Path | None) -> subprocess.Popen[bytes]:
     return proc
 
 
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def _wave(client: httpx.Client, work: Path, size: int) -> int:
     """Submit ``size`` jobs, wait for all to end; return how many failed."""
     job = {"prompt": "hello", "body": "fake", "cwd": str(work)}
@@ -71,6 +75,28 @@ def _wave(client: httpx.Client, work: Path, size: int) -> int:
             time.sleep(0.05)
         failed += state != "succeeded"
     return failed
+
+
+def _probe(proc: subprocess.Popen[bytes], folder: Path, trim: bool = False) -> dict[str, Any]:
+    """The daemon's RSS and objects (``_soak_daemon.py``), optionally after a trim."""
+    out = folder / "probe.json"
+    out.unlink(missing_ok=True)
+    (folder / "trim").unlink(missing_ok=True)
+    if trim:
+        (folder / "trim").touch()
+    proc.send_signal(signal.SIGUSR2)
+    deadline = time.monotonic() + 120
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return json.loads(out.read_text()) if out.exists() else {}
+
+
+def _grown(base: dict[str, Any], now: dict[str, Any], top: int = 12) -> list[str]:
+    """The types whose objects grew most from ``base`` to ``now``."""
+    old, new = base.get("types", {}), now.get("types", {})
+    diff = {name: n - old.get(name, 0) for name, n in new.items()}
+    worst = sorted(diff.items(), key=lambda kv: -kv[1])[:top]
+    return [f"{n:+8d}  {name}" for name, n in worst if n > 0]
 
 
 def _snapshot(proc: subprocess.Popen[bytes], report: Path | None) -> None:
@@ -97,12 +123,16 @@ def main() -> None:
         _config(home)
         os.environ["CHORUS_HOME"] = str(home)
         report = Path(tmp) / "tracemalloc.txt" if args.tracemalloc else None
+        print(
+            f"body: fake ACP agent ({AGENT.name}), one process per job; "
+            f"MALLOC_ARENA_MAX={os.environ.get('MALLOC_ARENA_MAX', 'unset')}"
+        )
         proc = _start(home, report)
         # A plain client with a long timeout: a tracemalloc snapshot stalls the daemon.
         transport = httpx.HTTPTransport(uds=str(home / "run" / "chorus.sock"))
         try:
             with httpx.Client(transport=transport, base_url="http://chorus", timeout=300) as client:
-                _soak(proc, client, work, report, args)
+                _soak(proc, client, work, report, args, Path(tmp) if report else home)
         finally:
             stop_daemon()
         if report is not None:
@@ -110,23 +140,44 @@ def main() -> None:
             print(report.read_text())
 
 
-def _soak(proc, client, work, report, args) -> None:  # type: ignore[no-untyped-def]
+def _soak(proc, client, work, report, args, folder) -> None:  # type: ignore[no-untyped-def]
     started, done, failed = time.monotonic(), 0, 0
-    after_warmup: float | None = None
-    print(f"{'jobs':>7} {'RSS MB':>8} {'vs warm-up':>11} {'jobs/s':>7} {'failed':>7}")
+    base: dict[str, Any] = {}
+    print(
+        f"{'jobs':>7} {'RSS MB':>8} {'vs warm-up':>11} {'objects':>9} {'vs warm-up':>11}"
+        f" {'jobs/s':>7} {'failed':>7}"
+    )
     while done < args.jobs:
         failed += _wave(client, work, min(args.wave, args.jobs - done))
         done = min(done + args.wave, args.jobs)
         if done == args.warmup:
+            base = _probe(proc, folder)
             _snapshot(proc, report)
-        if done % 1000 == 0 or done == args.jobs:
-            rss = _rss_mb(proc.pid)
-            if done >= args.warmup and after_warmup is None:
-                after_warmup = rss
-            growth = f"{(rss / after_warmup - 1) * 100:+.1f}%" if after_warmup else "-"
+        if done % 1000 == 0 or done == args.jobs or done == args.warmup:
+            now = base if done == args.warmup else _probe(proc, folder)
             rate = done / (time.monotonic() - started)
-            print(f"{done:>7} {rss:>8.1f} {growth:>11} {rate:>7.1f} {failed:>7}", flush=True)
+            print(f"{done:>7} {_row(now, base)} {rate:>7.1f} {failed:>7}", flush=True)
     _snapshot(proc, report)
+    _ending(proc, folder, base)
+
+
+def _row(now: dict[str, Any], base: dict[str, Any]) -> str:
+    rss, objects = now["rss_kb"] / 1024, now["objects"]
+    if not base:
+        return f"{rss:>8.1f} {'-':>11} {objects:>9} {'-':>11}"
+    growth = (now["rss_kb"] / base["rss_kb"] - 1) * 100
+    return f"{rss:>8.1f} {growth:>+10.1f}% {objects:>9} {objects - base['objects']:>+11d}"
+
+
+def _ending(proc: subprocess.Popen[bytes], folder: Path, base: dict[str, Any]) -> None:
+    now = _probe(proc, folder, trim=True)
+    print("\nobject types that grew most after warm-up:")
+    print("\n".join(_grown(base, now)) or "  none")
+    before, after = now["rss_kb"] / 1024, now["rss_after_trim_kb"] / 1024
+    print(
+        f"\nRSS {before:.1f} MB; after malloc_trim(0) {after:.1f} MB "
+        f"({after - before:+.1f} MB: held by the allocator, unused)"
+    )
 
 
 if __name__ == "__main__":
