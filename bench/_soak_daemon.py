@@ -6,10 +6,13 @@ that grew most since (by traceback): what is still alive of what was allocated a
 warm-up.
 
 SIGUSR2 writes a probe to ``probe.json`` beside the report (or in CHORUS_HOME without
-one): the RSS, the number of objects the garbage collector tracks and the count of
-each type. When a file ``trim`` lies there, the probe also calls glibc's
+one): after a full collection (so that garbage awaiting the collector is not counted
+as alive), the RSS, the number of objects the garbage collector tracks and the count
+of each type. When a file ``trim`` lies there, the probe also calls glibc's
 ``malloc_trim(0)`` and gives the RSS after it: what of the RSS is memory the allocator
-holds but nothing uses (fragmentation), not live objects.
+holds but nothing uses (fragmentation), not live objects. When a file ``chain`` there
+names a type, the probe adds what holds its oldest three instances: a chain of
+referrers up to a module or the event loop.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import os
 import signal
 import sys
 import tracemalloc
+import types
 from pathlib import Path
 from types import FrameType
 
@@ -53,10 +57,21 @@ def _report(out: Path) -> None:
 
 
 def _probe(folder: Path) -> None:
+    sizes: dict[int, int] = {}  # the big containers' lengths at the last probe
+
     def probe(signum: int, frame: FrameType | None) -> None:
+        collected = gc.collect()
         objects = gc.get_objects()
-        types = collections.Counter(type(o).__qualname__ for o in objects)
-        found = {"rss_kb": _rss_kb(), "objects": len(objects), "types": dict(types)}
+        kinds = collections.Counter(type(o).__qualname__ for o in objects)
+        found: dict[str, object] = {"rss_kb": _rss_kb(), "objects": len(objects)}
+        found |= {"collected": collected, "types": dict(kinds)}
+        found["grown"] = _grown_containers(objects, sizes)
+        wanted = folder / "chain"
+        if wanted.exists():
+            name = wanted.read_text().strip()
+            some = [o for o in objects if type(o).__qualname__ == name][:3]
+            objects.clear()
+            found["chains"] = [_holders(o) for o in some]
         del objects
         if (folder / "trim").exists():
             ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -64,6 +79,68 @@ def _probe(folder: Path) -> None:
         _publish(folder / "probe.json", json.dumps(found))
 
     signal.signal(signal.SIGUSR2, probe)
+
+
+def _grown_containers(objects: list[object], sizes: dict[int, int]) -> list[str]:
+    """Containers of 200 items or more that grew by 50 or more since the last probe,
+    with what holds them: a map that grows with every job shows here."""
+    big = {id(o): o for o in objects if _length(o) >= 200}
+    for obj in objects:  # dicts of atomic keys and values are not tracked: reach them
+        for ref in gc.get_referents(obj):
+            if isinstance(ref, dict) and not gc.is_tracked(ref) and len(ref) >= 200:
+                big[id(ref)] = ref
+    out = []
+    for key, obj in big.items():
+        was = sizes.get(key)
+        if was is not None and _length(obj) - was >= 50:
+            holders = " <- ".join(_holders(obj)[::-1][:8])
+            out.append(f"{type(obj).__qualname__} {was} -> {_length(obj)}: {holders}")
+    sizes.clear()
+    sizes.update({key: _length(obj) for key, obj in big.items()})
+    return out
+
+
+def _length(obj: object) -> int:
+    if isinstance(obj, (dict, list, set, collections.deque)):
+        return len(obj)
+    return 0
+
+
+def _holders(obj: object, limit: int = 200_000) -> list[str]:
+    """The shortest chain of referrers from a module (or the event loop) to ``obj``."""
+    seen, queue, up = {id(obj)}, collections.deque([obj]), {id(obj): obj}
+    parent: dict[int, object] = {}
+    while queue and len(seen) < limit:
+        here = queue.popleft()
+        if isinstance(here, types.ModuleType) or type(here).__name__.endswith("EventLoop"):
+            return _describe(here, parent)
+        for ref in gc.get_referrers(here):
+            if (
+                id(ref) in seen
+                or isinstance(ref, types.FrameType)
+                or any(ref is x for x in (queue, up, parent))
+            ):
+                continue
+            seen.add(id(ref))
+            up[id(ref)], parent[id(ref)] = ref, here
+            queue.append(ref)
+    return ["(no chain found)"]
+
+
+def _describe(top: object, parent: dict[int, object]) -> list[str]:
+    chain, here = [], top
+    while here is not None:
+        chain.append(f"{type(here).__qualname__} {_label(here)}")
+        here = parent.get(id(here))
+    return chain
+
+
+def _label(obj: object) -> str:
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__
+    if isinstance(obj, dict):
+        return "keys " + ", ".join(map(str, list(obj)[:6]))[:160]
+    return repr(obj)[:120] if isinstance(obj, (str, int, tuple)) else ""
 
 
 def _rss_kb() -> int:

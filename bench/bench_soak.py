@@ -45,10 +45,11 @@ AGENT = ROOT / "tests" / "bodies" / "acp" / "fake_acp_agent.py"
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
-def _config(home: Path) -> None:
+def _config(home: Path, parallel: int) -> None:
     home.mkdir()
     (home / "config.toml").write_text(
-        "[daemon]\nnotifications = false\n[gateway]\ntcp = false\n"
+        f"[daemon]\nnotifications = false\nmax_parallel_jobs = {parallel}\n"
+        "[gateway]\ntcp = false\n"
         f"[agents.fake]\ncommand = {json.dumps(sys.executable)}\n"
         f'args = [{json.dumps(str(AGENT))}]\nprotocol = "acp"\n'
     )
@@ -116,11 +117,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1_000)
     parser.add_argument("--wave", type=int, default=50)
     parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--parallel", type=int, default=3, help="[daemon] max_parallel_jobs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="chorus-soak-") as tmp:
         home, work = Path(tmp) / "home", Path(tmp) / "work"
         work.mkdir()
-        _config(home)
+        _config(home, args.parallel)
         os.environ["CHORUS_HOME"] = str(home)
         report = Path(tmp) / "tracemalloc.txt" if args.tracemalloc else None
         print(
@@ -157,6 +159,8 @@ def _soak(proc, client, work, report, args, folder) -> None:  # type: ignore[no-
             now = base if done == args.warmup else _probe(proc, folder)
             rate = done / (time.monotonic() - started)
             print(f"{done:>7} {_row(now, base)} {rate:>7.1f} {failed:>7}", flush=True)
+            for line in now.get("grown", []):
+                print(f"        grew: {line}", flush=True)
     _snapshot(proc, report)
     _ending(proc, folder, base)
 
