@@ -64,7 +64,7 @@ def _probe(folder: Path) -> None:
         objects = gc.get_objects()
         kinds = collections.Counter(type(o).__qualname__ for o in objects)
         found: dict[str, object] = {"rss_kb": _rss_kb(), "objects": len(objects)}
-        found |= {"collected": collected, "types": dict(kinds)}
+        found |= {"collected": collected, "types": dict(kinds), **_memory()}
         found["grown"] = _grown_containers(objects, sizes)
         wanted = folder / "chain"
         if wanted.exists():
@@ -141,6 +141,20 @@ def _label(obj: object) -> str:
     if isinstance(obj, dict):
         return "keys " + ", ".join(map(str, list(obj)[:6]))[:160]
     return repr(obj)[:120] if isinstance(obj, (str, int, tuple)) else ""
+
+
+def _memory() -> dict[str, int]:
+    """Where the memory is: anonymous RSS, Python's allocated blocks, SQLite's own
+    memory (its page caches: bounded by ``cache_size`` per connection)."""
+    status = Path("/proc/self/status").read_text().splitlines()
+    anon = next((int(x.split()[1]) for x in status if x.startswith("RssAnon:")), 0)
+    sqlite = ctypes.CDLL("libsqlite3.so.0")
+    sqlite.sqlite3_memory_used.restype = ctypes.c_int64
+    return {
+        "anon_kb": anon,
+        "py_blocks": sys.getallocatedblocks(),
+        "sqlite_kb": sqlite.sqlite3_memory_used() // 1024,
+    }
 
 
 def _rss_kb() -> int:

@@ -4,23 +4,25 @@ Each job is a fast scripted one: a tiny ACP agent (tests/bodies/acp/fake_acp_age
 one process per job, as every job starts its body) answers ``hello`` at once, so
 the daemon's own per-job work (queue, session, store, policy gate, events, SSE) is
 what is measured, thousands of times. Jobs are submitted in waves of ``--wave``
-(3 run at once, the default ``max_parallel_jobs``), each job on a new session
+(``--parallel`` run at once: ``max_parallel_jobs``, 3 by default), each job on a new session
 like ``chorus ask``.
 
-    uv run python bench/bench_soak.py [--jobs 10000] [--warmup 1000] [--tracemalloc]
+    uv run python bench/bench_soak.py [--jobs 10000] [--warmup 1000] [--parallel 3] [--tracemalloc]
 
 Prints the daemon's RSS every 1,000 jobs and the growth after warm-up, with the
 number of objects the garbage collector tracks (live Python objects: a leak grows
 it, allocator fragmentation does not); at the end the types that grew most after
 warm-up, and the RSS before and after glibc's ``malloc_trim(0)`` (what the allocator
-held without use). With ``--tracemalloc`` (slower) also the allocation sites that
+held without use). Each row also splits the RSS: anonymous memory, SQLite's own
+(its page caches, bounded by ``cache_size`` per connection) and Python's allocated
+blocks. With ``--tracemalloc`` (slower) also the allocation sites that
 grew most after warm-up. ``MALLOC_ARENA_MAX=2`` in the environment reaches the daemon.
 
 The body is a fake (the tiny ACP agent above), not a real CLI: what is measured is
-the daemon, not a model. The config is the default but for notifications and the
-TCP gateway, so memory extraction runs after each job as it does by default; with
-the fake it fails at the handshake (the agent has no ``plan`` mode), a logged error
-per job, instead of a model turn.
+the daemon, not a model. The config is the default but for notifications, the TCP
+gateway and ``max_parallel_jobs``, so memory extraction runs after each job as it
+does by default; with the fake it fails at the handshake (the agent has no ``plan``
+mode), a logged error per job, instead of a model turn.
 """
 
 from __future__ import annotations
@@ -146,8 +148,8 @@ def _soak(proc, client, work, report, args, folder) -> None:  # type: ignore[no-
     started, done, failed = time.monotonic(), 0, 0
     base: dict[str, Any] = {}
     print(
-        f"{'jobs':>7} {'RSS MB':>8} {'vs warm-up':>11} {'objects':>9} {'vs warm-up':>11}"
-        f" {'jobs/s':>7} {'failed':>7}"
+        f"{'jobs':>7} {'RSS MB':>8} {'vs warm-up':>11} {'anon MB':>8} {'SQLite MB':>9}"
+        f" {'py blocks':>10} {'objects':>9} {'vs warm-up':>11} {'jobs/s':>7} {'failed':>7}"
     )
     while done < args.jobs:
         failed += _wave(client, work, min(args.wave, args.jobs - done))
@@ -167,10 +169,11 @@ def _soak(proc, client, work, report, args, folder) -> None:  # type: ignore[no-
 
 def _row(now: dict[str, Any], base: dict[str, Any]) -> str:
     rss, objects = now["rss_kb"] / 1024, now["objects"]
+    where = f"{now['anon_kb'] / 1024:>8.1f} {now['sqlite_kb'] / 1024:>9.1f} {now['py_blocks']:>10}"
     if not base:
-        return f"{rss:>8.1f} {'-':>11} {objects:>9} {'-':>11}"
+        return f"{rss:>8.1f} {'-':>11} {where} {objects:>9} {'-':>11}"
     growth = (now["rss_kb"] / base["rss_kb"] - 1) * 100
-    return f"{rss:>8.1f} {growth:>+10.1f}% {objects:>9} {objects - base['objects']:>+11d}"
+    return f"{rss:>8.1f} {growth:>+10.1f}% {where} {objects:>9} {objects - base['objects']:>+11d}"
 
 
 def _ending(proc: subprocess.Popen[bytes], folder: Path, base: dict[str, Any]) -> None:
