@@ -15,8 +15,10 @@ it, allocator fragmentation does not); at the end the types that grew most after
 warm-up, and the RSS before and after glibc's ``malloc_trim(0)`` (what the allocator
 held without use). Each row also splits the RSS: anonymous memory, SQLite's own
 (its page caches, bounded by ``cache_size`` per connection) and Python's allocated
-blocks. With ``--tracemalloc`` (slower) also the allocation sites that
-grew most after warm-up. ``MALLOC_ARENA_MAX=2`` in the environment reaches the daemon.
+blocks. With ``--trim`` each row also gives the RSS after ``malloc_trim(0)`` (as the
+daemon does once idle after jobs). With ``--tracemalloc`` (slower) also the allocation
+sites that grew most after warm-up. ``MALLOC_ARENA_MAX=2`` in the environment reaches
+the daemon.
 
 The body is a fake (the tiny ACP agent above), not a real CLI: what is measured is
 the daemon, not a model. The config is the default but for notifications, the TCP
@@ -119,6 +121,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=1_000)
     parser.add_argument("--wave", type=int, default=50)
     parser.add_argument("--tracemalloc", action="store_true")
+    parser.add_argument("--trim", action="store_true", help="malloc_trim at each row")
     parser.add_argument("--parallel", type=int, default=3, help="[daemon] max_parallel_jobs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="chorus-soak-") as tmp:
@@ -155,10 +158,10 @@ def _soak(proc, client, work, report, args, folder) -> None:  # type: ignore[no-
         failed += _wave(client, work, min(args.wave, args.jobs - done))
         done = min(done + args.wave, args.jobs)
         if done == args.warmup:
-            base = _probe(proc, folder)
+            base = _probe(proc, folder, args.trim)
             _snapshot(proc, report)
         if done % 1000 == 0 or done == args.jobs or done == args.warmup:
-            now = base if done == args.warmup else _probe(proc, folder)
+            now = base if done == args.warmup else _probe(proc, folder, args.trim)
             rate = done / (time.monotonic() - started)
             print(f"{done:>7} {_row(now, base)} {rate:>7.1f} {failed:>7}", flush=True)
             for line in now.get("grown", []):
@@ -173,7 +176,12 @@ def _row(now: dict[str, Any], base: dict[str, Any]) -> str:
     if not base:
         return f"{rss:>8.1f} {'-':>11} {where} {objects:>9} {'-':>11}"
     growth = (now["rss_kb"] / base["rss_kb"] - 1) * 100
-    return f"{rss:>8.1f} {growth:>+10.1f}% {where} {objects:>9} {objects - base['objects']:>+11d}"
+    row = f"{rss:>8.1f} {growth:>+10.1f}% {where} {objects:>9} {objects - base['objects']:>+11d}"
+    if "rss_after_trim_kb" in now:  # --trim: what an idle daemon keeps, after its trim
+        trimmed = now["rss_after_trim_kb"]
+        row += f"  trimmed {trimmed / 1024:.1f} MB"
+        row += f" ({(trimmed / base['rss_after_trim_kb'] - 1) * 100:+.1f}%)"
+    return row
 
 
 def _ending(proc: subprocess.Popen[bytes], folder: Path, base: dict[str, Any]) -> None:
