@@ -3,10 +3,10 @@ falls idle after work.
 
 glibc's ``malloc`` keeps what is freed in its arenas (the main heap, and one per
 thread that allocated: the store's writer and readers, the executor's threads) and
-rarely returns it. A soak of 5,000 jobs measured 9 MB of the daemon's RSS so held
-(128.8 MB, 119.8 MB after ``malloc_trim(0)``) while its live objects stayed flat.
+rarely returns it. Soaks of 5,000 jobs measured 5.7 to 9 MB of the daemon's RSS so held
+(126.6 MB, 121.0 MB after ``malloc_trim(0)``) while its live objects stayed flat.
 :class:`IdleTrim` calls ``malloc_trim(0)`` once, :data:`TRIM_DELAY_S` after the last
-job of a spell ended, if no session is busy then: a few milliseconds, never while
+job of a spell ended, if no session is busy then: one walk of the arenas, never while
 jobs run. Without glibc (macOS, musl) it does nothing.
 """
 
