@@ -93,6 +93,20 @@ def test_a_metered_job_counts_its_requests_never_its_bodys_own_report_too() -> N
     assert ledger.today()["usd"] == 1.75
 
 
+def test_the_ledger_keeps_no_entry_of_an_ended_job() -> None:
+    ledger = Ledger()
+    for n in range(1000):
+        job = f"j{n}"
+        ledger.observe(metered(0.01, job=job, request=f"r{n}") if n % 2 else turn(0.01, job=job))
+        ledger.refused[job] = "over"
+        ledger.observe(JobEnded(state="succeeded", job_id=job, ts=time.time()))
+    ledger.observe(turn(0.5, job="running"))
+    assert ledger.jobs == {"running": 0.5}
+    assert ledger.refused == {}
+    assert ledger._metered == set()
+    assert ledger.today()["usd"] == 10.5  # the day's spend still counts every job
+
+
 def test_a_request_over_the_budget_is_refused_before_it_goes_out() -> None:
     ledger = Ledger()
     limits = BudgetConfig(per_job_usd=0.5)

@@ -5,6 +5,8 @@ migrations)."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import json
 import sqlite3
 import threading
@@ -34,6 +36,7 @@ from chorus.store import (
     UnknownControlRequestError,
     UnknownSessionError,
 )
+from chorus.store._db import READER_CACHE_KIB
 from tests.store.conftest import MakeStore, db_rows
 
 
@@ -200,6 +203,29 @@ async def test_database_is_wal_with_recorded_migrations(sqlite_store: SqliteStor
         sqlite_rows, store.path, "SELECT version FROM schema_version"
     )
     assert versions == [(v,) for v in range(1, LATEST_VERSION + 1)]
+
+
+def sqlite_memory_kib() -> int:
+    """What SQLite itself holds now (its page caches above all), KiB."""
+    lib = ctypes.CDLL(ctypes.util.find_library("sqlite3") or "libsqlite3.so.0")
+    lib.sqlite3_memory_used.restype = ctypes.c_int64
+    return int(lib.sqlite3_memory_used()) // 1024
+
+
+async def test_a_reader_keeps_a_bounded_page_cache(sqlite_store: SqliteStore) -> None:
+    store = sqlite_store
+    sid = (await store.create_session("b")).id
+    for _ in range(6):  # a log of over 3 MB
+        await store.append_many(sid, [Text(text=f"{i} " + "x" * 1000) for i in range(500)])
+    before = sqlite_memory_kib()
+    for _ in range(4):
+        assert len(await store.read_events(sid)) == 3000
+    readers = list(store._reader_dbs)  # each read may have run on another reader
+    assert readers
+    grown = sqlite_memory_kib() - before
+    assert grown < len(readers) * (READER_CACHE_KIB + 256)  # not the default 2 MB each
+    for db in readers:
+        assert db.conn.execute("PRAGMA cache_size").fetchone() == (-READER_CACHE_KIB,)
 
 
 async def test_a_newer_schema_is_refused(chorus_home: Path) -> None:

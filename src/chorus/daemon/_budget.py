@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from chorus.config import BudgetConfig
-from chorus.events import ErrorCode, ErrorInfo, Event, Metered, TurnCompleted
+from chorus.events import ErrorCode, ErrorInfo, Event, JobEnded, Metered, TurnCompleted
 from chorus.store import Store
 
 
@@ -52,6 +52,15 @@ class Ledger:
             self._observe_metered(event)
         elif isinstance(event, TurnCompleted) and event.cost_usd and not self._is_metered(event):
             self._add(event, event.cost_usd)
+        elif isinstance(event, JobEnded) and event.job_id:
+            self._forget(event.job_id)
+
+    def _forget(self, job_id: str) -> None:
+        """An ended job spends no more: drop its entries (a long-running daemon would
+        otherwise keep one per job it ever ran)."""
+        self.jobs.pop(job_id, None)
+        self.refused.pop(job_id, None)
+        self._metered.discard(job_id)
 
     def _is_metered(self, event: Event) -> bool:
         return (event.job_id or event.session_id) in self._metered

@@ -9,7 +9,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import uvicorn
@@ -36,6 +36,7 @@ from chorus.daemon._reload import reload_routes
 from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
 from chorus.daemon._tools import install_tools
+from chorus.daemon._trim import IdleTrim, libc_trim
 from chorus.daemon._warmup import warm_up
 from chorus.dashboard import login_routes
 from chorus.flags import FlagDesk
@@ -229,6 +230,17 @@ def _hook(sup: Supervisor, config: ChorusConfig, extractions: Extractions) -> No
     if config.router.notify_on_failover:
         sup.outcomes.subscribe(JobFailedOver, notify_failover)
     sup.outcomes.subscribe(JobEnd, lambda end: extractions.hook(end.job, end.ended))
+    sup.outcomes.subscribe(JobEnd, _trimming(sup))
+
+
+def _trimming(sup: Supervisor) -> Callable[[JobEnd], Awaitable[None]]:
+    """At each job's end, plan giving the allocator's free memory back once idle."""
+    trim = IdleTrim(lambda: bool(sup.queue.busy()), libc_trim())
+
+    async def noted(end: JobEnd) -> None:
+        trim.note()
+
+    return noted
 
 
 def _routes(sup: Supervisor, gateway: Gateway, sched: Scheduler) -> list[BaseRoute]:
