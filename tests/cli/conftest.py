@@ -20,3 +20,7 @@ Chorus = _daemon.Chorus
 write_config = _daemon.write_config
 chorus = _daemon.chorus
 daemon_with = _daemon.daemon_with
+module_chorus = _daemon.module_chorus
+shared_chorus = _daemon.shared_chorus
+module_daemon = _daemon.module_daemon
+shared_daemon = _daemon.shared_daemon

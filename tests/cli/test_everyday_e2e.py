@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.e2e
 
 
-def test_piped_ask_prints_only_the_final_answer(chorus: Chorus) -> None:
+def test_piped_ask_prints_only_the_final_answer(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([shell("echo hi > out.txt"), text("The summary.")])
     result = chorus.run("ask", "summarize", "--body", "claude")
     assert result.returncode == 0, result.stderr
@@ -32,7 +33,8 @@ def test_piped_ask_prints_only_the_final_answer(chorus: Chorus) -> None:
     assert "queued" in result.stderr
 
 
-def test_events_format_shows_each_thing_once(chorus: Chorus) -> None:
+def test_events_format_shows_each_thing_once(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([thinking("let me think", "the answer is 42")])
     result = chorus.run("ask", "think", "--body", "claude", "--format", "events")
     assert result.returncode == 0, result.stderr
@@ -60,7 +62,8 @@ def test_watch_json_and_id_prefixes(chorus: Chorus) -> None:
     assert job_id not in table
 
 
-def test_steer_unknown_job_exits_2_and_writes_nothing(chorus: Chorus) -> None:
+def test_steer_unknown_job_exits_2_and_writes_nothing(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.run("start")
     before = chorus.client.jobs()
     result = chorus.run("steer", "nosuchjob", "go left")
@@ -167,7 +170,8 @@ def test_status_names_every_body_and_the_gateway(chorus: Chorus) -> None:
     assert data["gateway"]["tcp"]
 
 
-def test_on_a_terminal_a_live_status_line_shows_then_clears(chorus: Chorus) -> None:
+def test_on_a_terminal_a_live_status_line_shows_then_clears(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([slow_text("streamed slowly", chunks=3, delay=1.2)])
     primary, terminal = pty.openpty()
     proc = subprocess.Popen(

@@ -31,7 +31,8 @@ def _chorus(
     )
 
 
-def test_piped_text_reaches_the_model_with_the_prompt(chorus: Chorus) -> None:
+def test_piped_text_reaches_the_model_with_the_prompt(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([text("It was a marker.")])
     done = _chorus(
         chorus, "ask", "what was piped?", "--body", "claude", stdin=b"PIPED-MARKER-7731\n"
@@ -42,20 +43,23 @@ def test_piped_text_reaches_the_model_with_the_prompt(chorus: Chorus) -> None:
     assert "PIPED-MARKER-7731" in said
 
 
-def test_dash_takes_the_prompt_from_stdin(chorus: Chorus) -> None:
+def test_dash_takes_the_prompt_from_stdin(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([text("ok")])
     done = _chorus(chorus, "ask", "-", "--body", "claude", stdin=b"the prompt itself\n")
     assert done.returncode == 0, done.stderr
     assert "the prompt itself" in (chorus.server.turn_requests()[0].last_user_text() or "")
 
 
-def test_a_prompt_over_the_limit_exits_2_with_nothing_written(chorus: Chorus) -> None:
+def test_a_prompt_over_the_limit_exits_2_with_nothing_written(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.run("start")
+    before = chorus.client.jobs()
     huge = b"x" * (3 << 20)
     done = _chorus(chorus, "ask", "-", "--body", "claude", stdin=huge)
     assert done.returncode == 2, done.stderr
     assert b"max_prompt_bytes" in done.stderr
-    assert chorus.client.jobs() == []
+    assert chorus.client.jobs() == before
     assert chorus.server.requests == []
 
 
@@ -66,7 +70,8 @@ def test_bad_utf8_in_the_prompt_is_exit_2_with_its_position(chorus: Chorus) -> N
     assert b"Traceback" not in done.stderr
 
 
-def test_a_closed_pipe_ends_quietly(chorus: Chorus) -> None:
+def test_a_closed_pipe_ends_quietly(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([text("one")] * 3)
     for n in range(3):
         assert _chorus(chorus, "task", f"job {n}", "--body", "claude").returncode == 0

@@ -15,9 +15,11 @@ from typing import Any, BinaryIO
 
 import pytest
 
-from chorus.daemon import DaemonClient, stop_daemon
+from chorus.daemon import DaemonClient, is_responding, stop_daemon
 from chorus.events import parse_event
+from chorus.store import JOB_TERMINAL
 from chorus.testing import Cli, ModelServer, claude_env, offline_env
+from tests._wait import until
 
 
 def run_chorus(
@@ -167,33 +169,93 @@ def daemon_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., Dae
     assert server.errors == []
 
 
-@pytest.fixture(scope="module")
-def module_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
-    """One home, scripted server and daemon (started by the first ``chorus`` call) for
-    a whole test module; stopped after its last test. Use ``shared_daemon``."""
-    root = tmp_path_factory.mktemp("module-daemon")
+def _module_home(
+    request: pytest.FixtureRequest, factory: pytest.TempPathFactory
+) -> Iterator[tuple[Path, Path, ModelServer]]:
+    """A home, work folder and started scripted server for a whole test module, with
+    CHORUS_HOME pointing at that home; the daemon (started by the first ``chorus``
+    call) is stopped after the module's last test, then the server's errors checked."""
+    root = factory.mktemp(f"module-{request.module.__name__.rsplit('.', 1)[-1]}")
     home, work = root / "chorus-home", root / "work"
     work.mkdir()
     with ModelServer() as server, pytest.MonkeyPatch.context() as env:
         env.setenv("CHORUS_HOME", str(home))
         env.setenv("CHORUS_MEMORY_EXTRACTION", "0")
-        three_bodies_config(home, root, server, [])
-        yield Daemon(home, work, server)
+        yield root, home, server
         stop_daemon()
     assert server.errors == []
 
 
-@pytest.fixture
-def shared_daemon(module_daemon: Daemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Daemon:
-    """The module's daemon (as ``daemon_with()`` makes, without extra lines), for a test
-    that only submits jobs and reads its own: the test's ``chorus`` calls use the
-    module's CHORUS_HOME, in a work folder of the test's own. A test that stops,
-    kills or reconfigures its daemon, or reads the server's or the daemon's whole
-    history, takes ``daemon_with`` (a daemon of its own)."""
-    monkeypatch.setenv("CHORUS_HOME", str(module_daemon.home))
+def _config_of(request: pytest.FixtureRequest) -> list[str]:
+    """The module's ``SHARED_DAEMON_CONFIG``: extra ``[daemon]`` lines (and further
+    tables) for the daemon its tests share; none by default."""
+    return list(getattr(request.module, "SHARED_DAEMON_CONFIG", ()))
+
+
+@pytest.fixture(scope="module")
+def module_daemon(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Daemon]:
+    """One home, scripted server and daemon (the three bodies, a lane each, and the
+    module's ``SHARED_DAEMON_CONFIG``) for a whole test module. Use ``shared_daemon``."""
+    for root, home, server in _module_home(request, tmp_path_factory):
+        three_bodies_config(home, root, server, _config_of(request))
+        yield Daemon(home, root / "work", server)
+
+
+@pytest.fixture(scope="module")
+def module_chorus(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Chorus]:
+    """One home, scripted server and daemon as ``chorus`` makes (Claude on the default
+    lane) for a whole test module. Use ``shared_chorus``."""
+    for root, home, server in _module_home(request, tmp_path_factory):
+        env = claude_env(root / "claude-home", server.url)
+        write_config(home, {"claude": env}, "\n".join(_config_of(request)))
+        yield Chorus(home, root / "work", server)
+
+
+def _idle() -> bool:
+    """The daemon (if one runs) has no job queued or running."""
+    if not is_responding():
+        return True
+    return all(j["state"] in JOB_TERMINAL for j in DaemonClient(autostart=False).jobs())
+
+
+def _share(
+    home: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Path]:
+    """A test's turn on a module's daemon: its ``chorus`` calls use the module's
+    CHORUS_HOME, from a work folder of its own, with the server's scenarios and
+    recorded requests reset; after the test, its jobs have ended (none of them runs
+    on into the next test)."""
+    monkeypatch.setenv("CHORUS_HOME", str(home))
+    server.reset()
     work = tmp_path / "work"
     work.mkdir()
-    return Daemon(module_daemon.home, work, module_daemon.server)
+    yield work
+    until(_idle, 60)
+
+
+@pytest.fixture
+def shared_daemon(
+    module_daemon: Daemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Daemon]:
+    """The module's daemon (as ``daemon_with(*SHARED_DAEMON_CONFIG)`` makes), for a test
+    that only submits jobs and reads its own: see ``_share``. A test that stops,
+    kills or reconfigures its daemon, or reads the daemon's whole history (every
+    job, every session), takes ``daemon_with`` (a daemon of its own)."""
+    for work in _share(module_daemon.home, module_daemon.server, monkeypatch, tmp_path):
+        yield Daemon(module_daemon.home, work, module_daemon.server)
+
+
+@pytest.fixture
+def shared_chorus(
+    module_chorus: Chorus, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Chorus]:
+    """The module's ``chorus`` daemon, shared as ``shared_daemon`` is (same rules)."""
+    for work in _share(module_chorus.home, module_chorus.server, monkeypatch, tmp_path):
+        yield Chorus(module_chorus.home, work, module_chorus.server)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -203,7 +265,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
-        if "shared_daemon" in getattr(item, "fixturenames", ()):
+        if {"module_daemon", "module_chorus"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(f"daemon-{item.path.stem}"))
 
 

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.e2e
 
 
-def test_ask_runs_a_tool_and_streams_events(chorus: Chorus) -> None:
+def test_ask_runs_a_tool_and_streams_events(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([shell("echo hello > out.txt"), text("all done")])
     result = chorus.run("ask", "make out.txt", "--body", "claude", "--format", "events")
     assert result.returncode == 0, result.stderr
@@ -32,7 +33,8 @@ def test_ask_runs_a_tool_and_streams_events(chorus: Chorus) -> None:
     assert "job succeeded" in result.stdout
 
 
-def test_ask_json_prints_parseable_events_ending_with_job_ended(chorus: Chorus) -> None:
+def test_ask_json_prints_parseable_events_ending_with_job_ended(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([text("just text")])
     result = chorus.run("ask", "say something", "--body", "claude", "--json")
     assert result.returncode == 0, result.stderr
@@ -44,7 +46,8 @@ def test_ask_json_prints_parseable_events_ending_with_job_ended(chorus: Chorus) 
     assert any(getattr(e, "text", None) == "just text" for e in events)
 
 
-def test_task_returns_at_once_then_watch_follows_to_the_end(chorus: Chorus) -> None:
+def test_task_returns_at_once_then_watch_follows_to_the_end(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([slow_text("slowly but surely", chunks=8, delay=0.25)])
     started = time.monotonic()
     task = chorus.run("task", "take your time", "--body", "claude")
@@ -58,7 +61,8 @@ def test_task_returns_at_once_then_watch_follows_to_the_end(chorus: Chorus) -> N
     assert chorus.client.job(job_id)["state"] == "succeeded"
 
 
-def test_second_job_of_a_session_waits_behind_the_first(chorus: Chorus) -> None:
+def test_second_job_of_a_session_waits_behind_the_first(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([slow_text("first job", chunks=8, delay=0.25), text("second job")])
     first = chorus.run("task", "one", "--body", "claude").stdout.strip()
     until(lambda: chorus.client.job(first)["session_id"] is not None)
@@ -73,7 +77,8 @@ def test_second_job_of_a_session_waits_behind_the_first(chorus: Chorus) -> None:
     assert "first job" in json.dumps(last.body)
 
 
-def test_interrupt_ends_a_running_job_as_cancelled(chorus: Chorus) -> None:
+def test_interrupt_ends_a_running_job_as_cancelled(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([slow_text("never finished " * 10, chunks=40, delay=0.25)])
     job_id = chorus.run("task", "long", "--body", "claude").stdout.strip()
     _streaming(chorus, job_id)
@@ -99,7 +104,8 @@ def _body_pgid(chorus: Chorus, job_id: str) -> int:
     return int(_session(chorus, job_id)["transport"]["pgid"])
 
 
-def test_body_killed_mid_job_is_resumed_and_the_job_completes(chorus: Chorus) -> None:
+def test_body_killed_mid_job_is_resumed_and_the_job_completes(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script(
         [slow_text("interrupted by a crash " * 5, chunks=40, delay=0.25), text("recovered")]
     )

@@ -43,10 +43,8 @@ def _ask_framework(chorus: Daemon, prompt: str, **fields: Any) -> dict[str, Any]
     return dict(chorus.client.job(job["id"]))
 
 
-def test_consensus_plans_on_three_vendors_and_one_body_executes(
-    daemon_with: Callable[..., Daemon],
-) -> None:
-    chorus = daemon_with()
+def test_consensus_plans_on_three_vendors_and_one_body_executes(shared_daemon: Daemon) -> None:
+    chorus = shared_daemon
     server = chorus.server
     server.script([text(PLAN_YES), shell("echo yes > chosen.txt"), text("done")], lane="claude")
     server.script([text(PLAN_SAME)], lane="codex")
@@ -79,10 +77,8 @@ def test_consensus_plans_on_three_vendors_and_one_body_executes(
     assert "## " not in context[plan_at + 2 :]
 
 
-def test_reflect_has_another_vendor_review_and_the_first_revise(
-    daemon_with: Callable[..., Daemon],
-) -> None:
-    chorus = daemon_with()
+def test_reflect_has_another_vendor_review_and_the_first_revise(shared_daemon: Daemon) -> None:
+    chorus = shared_daemon
     server = chorus.server
     server.script(
         [shell("echo draft > notes.txt"), text("wrote notes.txt"), text("fixed: added a title")],
@@ -105,9 +101,9 @@ def test_reflect_has_another_vendor_review_and_the_first_revise(
 
 
 def test_an_unknown_framework_or_planner_is_refused_and_writes_nothing(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.run("start")
     before = chorus.client.jobs()
     with pytest.raises(UserError, match="unknown framework 'vote'"):

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.e2e
 SECRET = "".join(["native", "-secret-", "Q4v9"])
 MARKER = "sudo-listed-this-marker"
 SANDBOX_OFF = ("[sandbox]", 'mode = "off"')
+#: The daemon this module's tests share (see ``shared_daemon``) runs without the sandbox.
+SHARED_DAEMON_CONFIG = SANDBOX_OFF
 
 
 def results(chorus: Daemon, lane: str) -> list[str]:
@@ -47,9 +49,9 @@ def run(chorus: Daemon, body: str, lane: str, mode: str, turns: list[Reply]) -> 
 
 @pytest.mark.parametrize("mode", ["default", "acceptEdits", "plan", "bypassPermissions"])
 def test_claude_never_reads_a_denied_file_it_would_read_unasked(
-    daemon_with: Callable[..., Daemon], mode: str
+    shared_daemon: Daemon, mode: str
 ) -> None:
-    chorus = daemon_with(*SANDBOX_OFF)
+    chorus = shared_daemon
     work = chorus.work
     read = tool_call("Read", {"file_path": str(work / ".env")})
     seen = run(chorus, "claude", "claude", mode, [read, shell("cat .env")])
@@ -59,17 +61,17 @@ def test_claude_never_reads_a_denied_file_it_would_read_unasked(
     assert "[Chorus policy] denied this shell call [filesystem.denied_path]" in seen[1]
 
 
-def test_claude_plan_mode_writes_nothing(daemon_with: Callable[..., Daemon]) -> None:
-    chorus = daemon_with(*SANDBOX_OFF)
+def test_claude_plan_mode_writes_nothing(shared_daemon: Daemon) -> None:
+    chorus = shared_daemon
     target = str(chorus.work / "plan.txt")
     seen = run(chorus, "claude", "claude", "plan", [write_file(target, "planned\n")])
     assert not (chorus.work / "plan.txt").exists(), seen
     assert "plan mode" in seen[0]
 
 
-def test_claude_still_reads_an_ordinary_file(daemon_with: Callable[..., Daemon]) -> None:
+def test_claude_still_reads_an_ordinary_file(shared_daemon: Daemon) -> None:
     """The deny rules are narrow: a file the policy does not deny is read as before."""
-    chorus = daemon_with(*SANDBOX_OFF)
+    chorus = shared_daemon
     (chorus.work / "notes.txt").write_text("ordinary-content-31\n")
     read = tool_call("Read", {"file_path": str(chorus.work / "notes.txt")})
     seen = run(chorus, "claude", "claude", "default", [read])
@@ -95,9 +97,9 @@ def gemini_refused(seen: list[str], *, asked: bool) -> None:
 
 @pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
 def test_gemini_refuses_denied_paths_and_commands_by_its_own_policy(
-    daemon_with: Callable[..., Daemon], mode: str
+    shared_daemon: Daemon, mode: str
 ) -> None:
-    chorus = daemon_with(*SANDBOX_OFF)
+    chorus = shared_daemon
     gemini_refused(run(chorus, "gemini", "gemini", mode, GEMINI_TRIES), asked=True)
 
 
@@ -113,20 +115,20 @@ def test_gemini_headless_in_yolo_still_refuses_them(daemon_with: Callable[..., D
     gemini_refused(seen, asked=False)
 
 
-def test_gemini_plan_mode_writes_nothing(daemon_with: Callable[..., Daemon]) -> None:
+def test_gemini_plan_mode_writes_nothing(shared_daemon: Daemon) -> None:
     """Plan mode is read-only on Gemini with the generated file in place (Gemini's own
     plan rules refuse this write too; the file's plan rule is a second layer)."""
-    chorus = daemon_with(*SANDBOX_OFF)
+    chorus = shared_daemon
     seen = run(chorus, "gemini", "gemini", "plan", [write_file("plan.txt", "planned\n")])
     assert not (chorus.work / "plan.txt").exists(), seen
 
 
 def test_codex_plan_mode_asks_chorus_about_sudo_and_is_refused(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
     """Codex's plan mode used approvalPolicy "never": ``sudo ls`` ran unasked in the
     read-only sandbox. Now Codex asks, and Chorus's policy refuses."""
-    chorus = daemon_with(*SANDBOX_OFF)
+    chorus = shared_daemon
     seen = run(chorus, "codex", "codex", "plan", [shell("sudo ls"), write_file("p.txt", "x\n")])
     # Refused before it ran (sudo may not even be installed: "command not found"
     # would mean Codex ran it unasked, as it did under "never").

@@ -17,7 +17,7 @@ from chorus.client._lifecycle import read_pid
 from chorus.policy import SENSITIVE_PATHS
 from chorus.testing import error, shell, slow_text, text
 from tests._procs import alive
-from tests._wait import CLI_INTERVAL, until
+from tests._wait import until
 
 if TYPE_CHECKING:
     from conftest import Chorus
@@ -37,11 +37,20 @@ def _routine_file(chorus: Chorus, name: str, body: str) -> Path:
     return path
 
 
+def _fired(chorus: Chorus, name: str) -> list[dict[str, Any]]:
+    """The routine's firings, asked of the daemon's API (the tests read them through
+    the CLI once they are there)."""
+    return list(chorus.client.call("GET", f"/routines/{name}/history"))
+
+
 def _done(chorus: Chorus, job_id: str) -> bool:
     return str(chorus.client.job(job_id)["state"]) in ("succeeded", "failed", "cancelled")
 
 
-def test_routine_run_queues_a_job_that_completes_and_shows_in_history(chorus: Chorus) -> None:
+def test_routine_run_queues_a_job_that_completes_and_shows_in_history(
+    shared_chorus: Chorus,
+) -> None:
+    chorus = shared_chorus
     chorus.server.script([shell("echo from-routine > routine-out.txt"), text("routine done")])
     out = chorus.work / "out"
     out.mkdir()
@@ -72,7 +81,10 @@ def test_routine_run_queues_a_job_that_completes_and_shows_in_history(chorus: Ch
     assert row["last"]["job_state"] == "succeeded"
 
 
-def test_bad_routine_file_exits_2_names_file_and_key_and_writes_nothing(chorus: Chorus) -> None:
+def test_bad_routine_file_exits_2_names_file_and_key_and_writes_nothing(
+    shared_chorus: Chorus,
+) -> None:
+    chorus = shared_chorus
     spec = _routine_file(
         chorus,
         "broken",
@@ -86,7 +98,8 @@ def test_bad_routine_file_exits_2_names_file_and_key_and_writes_nothing(chorus: 
     assert not (chorus.home / "routines" / "broken.toml").exists()
 
 
-def test_an_invalid_routine_is_listed_as_invalid_beside_a_valid_one(chorus: Chorus) -> None:
+def test_an_invalid_routine_is_listed_as_invalid_beside_a_valid_one(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     routines = chorus.home / "routines"
     routines.mkdir(parents=True, exist_ok=True)
     (routines / "tz.toml").write_text(
@@ -121,11 +134,7 @@ def test_a_burst_of_file_writes_fires_one_run_after_the_debounce(chorus: Chorus)
         (watched / f"note-{i % 3}.md").write_text(f"version {i}\n")
         (watched / ".git" / "index").write_text(f"noise {i}\n")
         time.sleep(0.2)
-    until(
-        lambda: bool(_json(chorus, "routine", "history", "onchange")),
-        timeout=30,
-        interval=CLI_INTERVAL,
-    )
+    until(lambda: bool(_fired(chorus, "onchange")), timeout=30)
     assert time.monotonic() - started >= 1.2 + 1.5  # fired only after the quiet period
     time.sleep(4)  # nothing more comes of the same burst
     (firing,) = _json(chorus, "routine", "history", "onchange")
@@ -208,9 +217,9 @@ def test_daemon_killed_right_after_a_firing_never_fires_it_again(chorus: Chorus)
     )
     assert chorus.run("routine", "create", "--file", str(spec)).returncode == 0
     assert chorus.run("start").returncode == 0
-    until(
-        lambda: bool(_json(chorus, "routine", "history", "oneshot")), timeout=30
-    )  # asked often: the kill must come right after the firing
+    # Asked often (of the API: a CLI start takes longer): the kill must come right
+    # after the firing.
+    until(lambda: bool(_fired(chorus, "oneshot")), timeout=30)
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
@@ -235,20 +244,13 @@ def test_daemon_down_over_a_firing_catches_up_exactly_once(chorus: Chorus) -> No
     )
     assert chorus.run("routine", "create", "--file", str(spec)).returncode == 0
     assert chorus.run("start").returncode == 0
-    until(
-        lambda: any(r["name"] == "missed" for r in _json(chorus, "routine", "list")),
-        interval=CLI_INTERVAL,
-    )
+    until(lambda: any(r["name"] == "missed" for r in chorus.client.call("GET", "/routines")))
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)  # down before the firing time ...
     time.sleep(max(0.0, at.timestamp() - time.time()) + 2)
     assert chorus.run("start").returncode == 0  # ... and back after it
-    until(
-        lambda: bool(_json(chorus, "routine", "history", "missed")),
-        timeout=30,
-        interval=CLI_INTERVAL,
-    )
+    until(lambda: bool(_fired(chorus, "missed")), timeout=30)
     time.sleep(4)
     (firing,) = _json(chorus, "routine", "history", "missed")
     assert firing["outcome"] == "queued"  # run_latest_once, inside the grace window
@@ -273,7 +275,8 @@ def test_a_job_failing_on_an_overloaded_api_is_retried_and_completes(chorus: Cho
     assert _json(chorus, "status")["pending_retries"] == 0
 
 
-def test_enable_disable_history_and_rm_from_the_cli(chorus: Chorus) -> None:
+def test_enable_disable_history_and_rm_from_the_cli(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     spec = _routine_file(chorus, "hourly", 'every = "1h"\n[routine.task]\nprompt = "p"\n')
     assert chorus.run("routine", "create", "--file", str(spec)).returncode == 0
     assert _json(chorus, "routine", "disable", "hourly") == {"name": "hourly", "enabled": False}
@@ -291,7 +294,8 @@ def test_enable_disable_history_and_rm_from_the_cli(chorus: Chorus) -> None:
     assert chorus.run("routine", "run", "nope").returncode == 2
 
 
-def test_a_routine_job_over_its_timeout_is_interrupted(chorus: Chorus) -> None:
+def test_a_routine_job_over_its_timeout_is_interrupted(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([slow_text("this takes far too long " * 10, chunks=60, delay=0.5)])
     spec = _routine_file(
         chorus,

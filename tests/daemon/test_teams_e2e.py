@@ -20,7 +20,7 @@ from chorus.client._lifecycle import read_pid
 from chorus.events import Notice
 from chorus.testing import shell, slow_text, text, tool_call
 from tests._procs import alive
-from tests._wait import CLI_INTERVAL, until
+from tests._wait import until
 
 if TYPE_CHECKING:
     from conftest import Daemon
@@ -90,9 +90,8 @@ def test_a_claude_and_a_codex_member_work_at_once_and_the_coordinator_merges(
     # a message dropped into perf's folder by `mv` is picked up by the watcher
     _drop(chorus, "perf", "note.json", json.dumps({"text": "look at app.py first"}), tmp_path)
     inbox = _drop(chorus, "perf", "bad.json", "{not json", tmp_path)
-    until(
-        lambda: len(_json(chorus, "team", "messages", "audit", "perf")) == 1, interval=CLI_INTERVAL
-    )
+    until(lambda: len(chorus.client.call("GET", "/teams/audit/messages?member=perf")) == 1)
+    assert len(_json(chorus, "team", "messages", "audit", "perf")) == 1
     until(lambda: (inbox / "rejected" / "bad.json.reason").exists())
     assert "not valid JSON" in (inbox / "rejected" / "bad.json.reason").read_text()
     assert not (inbox / "note.json").exists()
@@ -105,7 +104,7 @@ def test_a_claude_and_a_codex_member_work_at_once_and_the_coordinator_merges(
         "--assign", "perf=find the slow loop",
     )  # fmt: skip
     # both members run at the same time, as `team status` shows
-    until(lambda: _states(chorus) | {"coordinator": "-"} == {
+    until(lambda: _states_of(chorus, "audit") | {"coordinator": "-"} == {
         "coordinator": "-", "perf": "running", "security": "running"
     }, interval=RACING)  # fmt: skip
     out, err = run.communicate(timeout=240)
@@ -202,8 +201,8 @@ def test_the_coordinator_splits_the_task_and_a_missing_body_does_not_stop_the_re
     assert len(view.read_text().splitlines()) == 3
 
 
-def test_a_member_uses_the_team_tools_as_itself(daemon_with: Callable[..., Daemon]) -> None:
-    chorus = daemon_with()
+def test_a_member_uses_the_team_tools_as_itself(shared_daemon: Daemon) -> None:
+    chorus = shared_daemon
     server = chorus.server
     server.script(
         [
@@ -236,9 +235,9 @@ def test_a_member_uses_the_team_tools_as_itself(daemon_with: Callable[..., Daemo
 
 
 def test_teardown_refuses_while_a_member_runs_and_force_stops_it_by_steps(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     chorus.server.script(
         [slow_text("still going " * 40, chunks=240, delay=0.25), text("never")], lane="claude"
     )
@@ -275,7 +274,9 @@ def test_teardown_refuses_while_a_member_runs_and_force_stops_it_by_steps(
 
 
 def _states_of(chorus: Daemon, team: str) -> dict[str, str]:
-    status = _json(chorus, "team", "status", team)
+    """The members' states as ``team status --json`` shows them, asked of the daemon's
+    API (polled often: a CLI start each time would cost half a second of CPU)."""
+    status = chorus.client.call("GET", f"/teams/{team}")
     return {m["name"]: m["state"] for m in status["members"]}
 
 
@@ -302,11 +303,7 @@ def test_a_daemon_killed_mid_turn_loses_no_message_and_posts_the_result_once(
     run.communicate(timeout=60)  # the run's driver died with the daemon
     until(lambda: not alive(pid), 10)
     assert chorus.run("start").returncode == 0
-    until(
-        lambda: _states_of(chorus, "crash").get("m") == "succeeded",
-        timeout=120,
-        interval=CLI_INTERVAL,
-    )
+    until(lambda: _states_of(chorus, "crash").get("m") == "succeeded", timeout=120)
     [task] = _json(chorus, "team", "messages", "crash", "m")
     assert task["state"] == "acked"  # carried by the re-attached turn, acked at its end
     # The restarted daemon re-attached to the running CLI: the turn was not
@@ -319,13 +316,18 @@ def test_a_daemon_killed_mid_turn_loses_no_message_and_posts_the_result_once(
     assert "daemon stopped during the run" in run_state["error"]
 
 
+#: 60 characters in 60 pieces, 0.25 s apart: a 15 s turn, time for ``team send`` to
+#: start while it runs on a loaded machine.
+FIRST_PART = "first part done " + "and more " * 5
+
+
 def test_a_message_for_a_busy_member_that_cannot_steer_waits_for_its_turn_boundary(
-    daemon_with: Callable[..., Daemon],
+    shared_daemon: Daemon,
 ) -> None:
-    chorus = daemon_with()
+    chorus = shared_daemon
     server = chorus.server
     server.script(
-        [slow_text("first part done", chunks=24, delay=0.25), text("LATE-NOTE-HANDLED")],
+        [slow_text(FIRST_PART, chunks=60, delay=0.25), text("LATE-NOTE-HANDLED")],
         lane="gemini",
     )
     server.script([text("SYNTH")], lane="claude")

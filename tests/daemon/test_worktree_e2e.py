@@ -126,7 +126,8 @@ def test_two_jobs_in_their_own_worktrees_then_merge_and_a_refused_rm(chorus: Cho
     assert Path(rows[ids[1]]["path"]).is_dir()
 
 
-def test_a_follow_up_job_of_the_session_resumes_in_the_same_worktree(chorus: Chorus) -> None:
+def test_a_follow_up_job_of_the_session_resumes_in_the_same_worktree(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     make_repo(chorus.work)
     chorus.server.script(
         [text("remembered: blue"), shell("echo again > again.txt"), text("second done")]
@@ -269,7 +270,8 @@ def test_failover_continues_in_the_same_worktree(chorus_home: Path, tmp_path: Pa
     ]
 
 
-def test_the_agents_own_commit_lands_on_the_jobs_branch(chorus: Chorus) -> None:
+def test_the_agents_own_commit_lands_on_the_jobs_branch(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     make_repo(chorus.work)
     commit = "echo mine > mine.txt && git add mine.txt && git commit -qm 'agent commit'"
     chorus.server.script([shell(commit), text("committed")])

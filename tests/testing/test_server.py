@@ -74,6 +74,24 @@ def test_lanes_have_independent_scenarios(model_server: ModelServer) -> None:
     assert model_server.turn_requests(lane="a")[0].last_user_text() == "hi"
 
 
+def test_reset_forgets_scenarios_requests_and_rate_limit(model_server: ModelServer) -> None:
+    model_server.script([text("main"), text("left over")])
+    lane_url = model_server.script([text("lane a")], lane="a")
+    model_server.state_rate_limit(5)
+    first = httpx.post(model_server.url + CLAUDE, json=claude_body(), timeout=10)
+    assert "anthropic-ratelimit-requests-remaining" in first.headers
+    model_server.reset()
+    assert model_server.requests == []
+    assert (model_server.remaining_turns(), model_server.remaining_turns("a")) == (0, 0)
+    lane = httpx.post(lane_url + CLAUDE, json=claude_body(), timeout=10)
+    assert streamed_text(lane) == EXHAUSTED_TEXT
+    assert "anthropic-ratelimit-requests-remaining" not in lane.headers
+    model_server.script([text("after")])
+    main = httpx.post(model_server.url + CLAUDE, json=claude_body(), timeout=10)
+    assert streamed_text(main) == "after"
+    assert [r.kind for r in model_server.requests] == ["exhausted", "turn"]
+
+
 def test_bad_lane_name_is_rejected(model_server: ModelServer) -> None:
     with pytest.raises(ValueError, match="bad lane"):
         model_server.lane_url("a/b")

@@ -197,6 +197,16 @@ class ModelServer:
             self._lanes[lane] = _Lane(turns)
         return self.lane_url(lane) if self._httpd is not None else ""
 
+    def reset(self) -> None:
+        """Forget every lane's scenario, the recorded requests and the stated rate
+        limit, as a fresh server would (the port and its connections stay): one server
+        shared by several tests starts each test clean. Errors are kept, so a caller
+        that checks :attr:`errors` at the end still sees what went wrong earlier."""
+        with self._lock:
+            self._lanes = {DEFAULT_LANE: _Lane(())}
+            self._requests = []
+            self._rate_limit, self._rate_left = None, {}
+
     def state_rate_limit(self, requests: int | None) -> None:
         """Send rate-limit headers with every streamed answer, as the providers do:
         ``requests`` a minute, one fewer left after each (Anthropic's
