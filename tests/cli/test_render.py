@@ -35,6 +35,18 @@ def test_deltas_stream_and_the_whole_message_is_not_repeated() -> None:
     assert out.splitlines() == ["   1 assistant Hello", "   4 job succeeded"]
 
 
+def test_a_metered_request_mid_answer_leaves_the_streamed_line_whole() -> None:
+    out = _render(
+        [
+            {"type": "text_delta", "text": "streamed s", "message_id": "m1"},
+            {"type": "metered", "api": "anthropic", "usage": {"input_tokens": 3}},
+            {"type": "text_delta", "text": "lowly", "message_id": "m1"},
+            {"type": "text", "text": "streamed slowly", "message_id": "m1"},
+        ]
+    )
+    assert out == "   1 assistant streamed slowly\n"
+
+
 def test_delta_only_bodies_show_their_answer() -> None:
     """ACP bodies (gemini, claude-code-acp, codex-acp) send only deltas."""
     out = _render([{"type": "text_delta", "text": "from "}, {"type": "text_delta", "text": "acp"}])

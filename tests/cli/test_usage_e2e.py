@@ -1,4 +1,5 @@
-"""``chorus usage`` sums what the bodies reported per completed turn, from the log."""
+"""``chorus usage`` sums each completed turn's usage from the log: the meter's
+priced records where the meter saw the requests."""
 
 from __future__ import annotations
 
@@ -22,19 +23,22 @@ def test_usage_by_body_model_day_and_session(chorus: Chorus) -> None:
     for prompt in ("first", "second"):
         asked = chorus.run("ask", prompt, "--body", "claude", "--json")
         assert asked.returncode == 0, asked.stderr
-    turns = [
+    logged = [
         json.loads(line)
         for line in chorus.run("log", _newest(chorus), "--json").stdout.splitlines()
-        if '"turn_completed"' in line
     ]
+    turns = [e for e in logged if e["type"] == "turn_completed"]
     assert len(turns) == 1
     per_turn = turns[0]
+    # the meter's own price of the turn's requests (on by default) is what counts
+    metered = [e["cost_usd"] for e in logged if e["type"] == "metered"]
+    assert metered
     assert chorus.run("stop").returncode == 0
 
     rows = json.loads(chorus.run("usage", "--json").stdout)
     assert [(r["key"], r["turns"]) for r in rows] == [("claude", 2)]
     assert rows[0]["input_tokens"] == 2 * per_turn["usage"]["input_tokens"]
-    assert rows[0]["cost_usd"] == pytest.approx(2 * per_turn["cost_usd"])
+    assert rows[0]["cost_usd"] == pytest.approx(2 * sum(metered))
     days = json.loads(chorus.run("usage", "--by", "day", "--json").stdout)
     assert [r["key"] for r in days] == [dt.date.today().isoformat()]
     models = json.loads(chorus.run("usage", "--by", "model", "--json").stdout)

@@ -23,6 +23,10 @@ SECRET = "tok-9f8e7d6c5b4a-DEPLOY-0123"
 def test_sudo_denied_audited_and_secret_never_written(chorus: Chorus) -> None:
     policy = DEFAULT_POLICY_TOML.replace("env_allowed = []", 'env_allowed = ["DEPLOY_TOKEN"]')
     (chorus.home / "policy.toml").write_text(policy)
+    # Without the meter, so the value itself reaches the model (the meter would send
+    # `[SECRET:DEPLOY_TOKEN]`, tests/daemon/test_meter_e2e.py): the log must still hide it.
+    with (chorus.home / "config.toml").open("a") as f:
+        f.write("[meter]\nenabled = false\n")
     stored = chorus.run("secret", "set", "DEPLOY_TOKEN", "--value", SECRET)
     assert stored.returncode == 0, stored.stderr
     chorus.server.script(

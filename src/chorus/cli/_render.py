@@ -28,7 +28,12 @@ Segments = list[tuple[str, str]]
 Write = Callable[[Segments, str], None]
 
 _COMMAND_TAGS = re.compile(r"</?local-command-std(?:out|err)>|</?command-(?:name|message|args)>")
-_HIDDEN = frozenset({"status", "control_request", "control_response", "tool_output_delta"})
+#: Not shown as lines: protocol traffic, and the meter's per-request records (they
+#: land mid-answer; their usage and cost are in the turn's ``done`` line and
+#: ``chorus usage``), which would break a streamed line in two.
+_HIDDEN = frozenset(
+    {"status", "control_request", "control_response", "tool_output_delta", "metered"}
+)
 
 
 def clean(text: str) -> str:
