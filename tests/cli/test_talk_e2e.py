@@ -146,6 +146,21 @@ def _logged(chorus: Chorus, session_id: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in mirror.read_text().splitlines()]
 
 
+def _check_talked(chorus: Chorus, term: Terminal, session_id: str) -> None:
+    """The talk's summary counted a turn; the typed prompt and its answer joined the
+    log once, and the prompt reached the scripted model through the sandboxed CLI."""
+    summary = [line for line in term.screen().splitlines() if line.startswith(b'{"session_id"')]
+    assert summary, term.screen()[-2000:]
+    assert json.loads(summary[-1])["turns"] >= 1
+    logged = _logged(chorus, session_id)
+    typed = [e["message"] for e in logged if e["type"] == "notice" and e.get("kind") == "talk"]
+    assert "ping please" in typed
+    assert "hello" not in typed  # only what the talk added
+    texts = [e["text"] for e in logged if e["type"] == "text"]
+    assert texts.count("talk answer PONG") == 1
+    assert any("ping please" in json.dumps(r.body) for r in chorus.server.requests)
+
+
 def _claude_onboarded(home: Path, work: Path) -> None:
     """The interactive UI's first-run screens (theme, API key, trust) already answered."""
     path = home / ".claude.json"
@@ -227,17 +242,7 @@ def test_talk_runs_claude_under_the_mode_and_sandbox_and_logs_the_turns(
     assert term.finish() == 0, term.screen()[-2000:]
     assert (chorus.work / "inside.txt").exists()  # the roots are writable
     assert outside.exists() == (sandbox == "off")  # outside them: only without the sandbox
-    summary = [line for line in term.screen().splitlines() if line.startswith(b'{"session_id"')]
-    assert summary, term.screen()[-2000:]
-    assert json.loads(summary[-1])["turns"] >= 1
-    logged = _logged(chorus, session["id"])
-    typed = [e["message"] for e in logged if e["type"] == "notice" and e.get("kind") == "talk"]
-    assert "ping please" in typed
-    assert "hello" not in typed  # only what the talk added
-    texts = [e["text"] for e in logged if e["type"] == "text"]
-    assert texts.count("talk answer PONG") == 1
-    # the typed prompt reached the scripted model through the sandboxed CLI
-    assert any("ping please" in json.dumps(r.body) for r in chorus.server.requests)
+    _check_talked(chorus, term, session["id"])
     _check_session_log(chorus, session["id"])
 
 
@@ -452,13 +457,4 @@ def test_talk_drives_the_codex_and_gemini_uis_in_the_sandbox_and_logs_the_turns(
     assert term.finish() == 0, term.screen()[-2000:]
     assert (chorus.work / "inside.txt").exists()  # the roots are writable
     assert not outside.exists()  # outside them: the sandbox refused
-    summary = [line for line in term.screen().splitlines() if line.startswith(b'{"session_id"')]
-    assert summary, term.screen()[-2000:]
-    assert json.loads(summary[-1])["turns"] >= 1
-    logged = _logged(chorus, session["id"])
-    typed = [e["message"] for e in logged if e["type"] == "notice" and e.get("kind") == "talk"]
-    assert "ping please" in typed
-    assert "hello" not in typed  # only what the talk added
-    texts = [e["text"] for e in logged if e["type"] == "text"]
-    assert texts.count("talk answer PONG") == 1
-    assert any("ping please" in json.dumps(r.body) for r in chorus.server.requests)
+    _check_talked(chorus, term, session["id"])
