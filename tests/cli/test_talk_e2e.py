@@ -431,8 +431,11 @@ def test_talk_drives_the_codex_and_gemini_uis_in_the_sandbox_and_logs_the_turns(
     _other_cli(chorus, tmp_path, cli)
     chorus.server.script([text("first answer"), text("talk answer PONG")])
     session = _ask(chorus, "hello", body=cli)
+    # a CI marker in the environment must not turn the CLI's interface off
     term = Terminal(
-        [sys.executable, "-m", "chorus", "talk", session["id"][:10], "--json"], chorus.work
+        [sys.executable, "-m", "chorus", "talk", session["id"][:10], "--json"],
+        chorus.work,
+        env={**os.environ, "CI": "true"},
     )
     terminals.append(term)
     _ready_ui(term, cli)

@@ -86,7 +86,7 @@ def _tell(plan: dict[str, Any]) -> None:
 def _run(plan: dict[str, Any]) -> int:
     """The CLI in this terminal; a Ctrl-C there is the CLI's, never ends the talk
     before its turns are brought in."""
-    env = {**os.environ, **plan["env"]}
+    env = _terminal_env({**os.environ, **plan["env"]})
     # a handler, not SIG_IGN: the CLI (exec resets handlers) still gets its Ctrl-C
     before = signal.signal(signal.SIGINT, _let_the_cli_have_it)
     try:
@@ -95,6 +95,19 @@ def _run(plan: dict[str, Any]) -> int:
         raise UserError(f"cannot start {plan['cli']}: {exc}") from exc
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+# Markers that make a CLI skip its own interface whatever the terminal (Gemini
+# goes headless under CI=true and then exits "No input provided via stdin").
+_HEADLESS_MARKERS = ("CI", "GITHUB_ACTIONS")
+
+
+def _terminal_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` without the CI markers when a person's terminal is here: the talk
+    is for the CLI's own interface."""
+    if not sys.stdin.isatty():
+        return env
+    return {k: v for k, v in env.items() if k not in _HEADLESS_MARKERS}
 
 
 def _let_the_cli_have_it(signum: int, frame: object) -> None:

@@ -7,13 +7,16 @@ import asyncio
 import contextlib
 
 from chorus.events import Text
-from chorus.store import Redactor, SessionExistsError, SqliteStore
+from chorus.store import Redactor, SessionExistsError, SqliteStore, repair_store
 
 SESSION = "crash"
 
 
 async def main() -> None:
     async with SqliteStore(redactor=Redactor()) as store:
+        # As the daemon does at start: a kill between a commit and its mirror
+        # write left the mirror behind the log; it is rebuilt before any append.
+        await repair_store(store)
         # A previous run was killed: carry on where it stopped.
         with contextlib.suppress(SessionExistsError):
             await store.create_session("crash-body", session_id=SESSION)
