@@ -64,6 +64,11 @@ class Tally:
     left: int = 0  # --kill body: processes of the killed body's group left running
     missed: int = 0  # --kill body: rounds where no launcher was found to kill
     fresh: int = 0  # --kill body: rounds whose session got a new native session (no resume)
+    # --kill body, each round once: the job succeeded on the same native session,
+    # succeeded on a new one (rebuilt from Chorus's log), or did not succeed
+    native: int = 0
+    new: int = 0
+    failed: int = 0
 
 
 def _until(check: Callable[[], bool], timeout: float) -> bool:
@@ -173,6 +178,9 @@ def _group_left(handle: dict[str, Any]) -> int:
 
 def _kill_launcher(work: Path, handle: dict[str, Any], since: float) -> bool:
     launchers = _launchers(work, handle, since)
+    if not launchers:
+        seen = _clis(work, lambda pid, started, inside: inside)
+        print(f"no launcher: handle {handle}, CLIs in the work dir {seen}", file=sys.stderr)
     if launchers:
         os.kill(launchers[0][1], signal.SIGKILL)
     return bool(launchers)
@@ -207,7 +215,7 @@ def _round(
         time.sleep(0.3)  # the new daemon has just re-attached; the turn runs on
         _kill_daemon()
     with contextlib.suppress(subprocess.TimeoutExpired):
-        _chorus(work, "watch", job_id, timeout=120)
+        _chorus(work, "watch", job_id, timeout=args.round_timeout)
     _score(DaemonClient(), job_id, session_id, words, handle, tally)
     turns = len(server.turn_requests(lane=lane)) - before
     tally.rerun += turns - 1
@@ -216,8 +224,58 @@ def _round(
     tally.left += _group_left(handle) if args.kill == "body" else 0
     now = DaemonClient().session(session_id)["native_session_id"]
     tally.fresh += args.kill == "body" and bool(native) and now != native
-    if args.kill != "body":
+    if args.kill == "body":
+        _classify(body, n, DaemonClient().job(job_id)["state"], native, now, session_id, tally)
+    else:
         stop_daemon()
+
+
+def _classify(
+    body: str,
+    n: int,
+    state: str,
+    before: str | None,
+    after: str | None,
+    session_id: str,
+    tally: Tally,
+) -> None:
+    """Score how a body-kill round ended: on the same native session, on a new one,
+    or not at all; say so with the resume notices the session logged."""
+    notes = _resume_notes(session_id)
+    rebuilt = any(m.startswith("rebuilt from the log") for m in notes)
+    if state != "succeeded":
+        verdict = "failed"
+    elif before and after == before and not rebuilt:
+        verdict = "native"
+    else:
+        verdict = "new"
+    setattr(tally, verdict, getattr(tally, verdict) + 1)
+    why = "; ".join(notes) or "no resume notice"
+    print(f"{body} round {n}: {verdict} (native id {before} -> {after}; {why})", file=sys.stderr)
+
+
+def _resume_notes(session_id: str) -> list[str]:
+    """The messages of the session's ``resume`` notices, in order."""
+    with sqlite3.connect(_home() / "chorus.db") as conn:
+        rows = conn.execute(
+            "SELECT payload FROM events WHERE session_id = ? AND type = 'notice' ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+    notices = [json.loads(r[0]) for r in rows]
+    return [str(p.get("message")) for p in notices if p.get("kind") == "resume"]
+
+
+def _guarded(
+    body: str, n: int, server: ModelServer, work: Path, args: argparse.Namespace, tally: Tally
+) -> None:
+    """One round; one that breaks (a CLI call timed out, the daemon did not answer)
+    counts as failed and the bench goes on."""
+    try:
+        _round(body, n, server, work, args, tally)
+    except Exception as exc:  # a bench round, reported
+        tally.failed += 1
+        print(f"{body} round {n}: failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+    print(f"  load {_load()}", file=sys.stderr)
 
 
 def _lane(body: str) -> str:
@@ -285,20 +343,27 @@ def main() -> None:
     parser.add_argument("--twice", action="store_true", help="kill again just after re-attach")
     parser.add_argument("--clis", default="claude,codex,gemini", help="bodies, by name")
     parser.add_argument("--kill", choices=("daemon", "body"), default="daemon")
+    parser.add_argument("--round-timeout", type=float, default=240, help="seconds per round")
     args = parser.parse_args()
     bodies = tuple(args.clis.split(","))
     clis = tuple(dict.fromkeys(_lane(b) for b in bodies))
     tallies: dict[str, Tally] = {}
+    load_start = _load()
     with bench_home(clis) as (server, work, root):
         with (_home() / "config.toml").open("a") as config:
             config.write(_acp_env(bodies, server, root) + "\n")
         for body in bodies:
             tallies[body] = Tally()
             for n in range(args.rounds):
-                _round(body, n, server, work, args, tallies[body])
+                _guarded(body, n, server, work, args, tallies[body])
         integrity = _integrity(_home())
     _report(args, tallies)
     print(f"PRAGMA integrity_check: {integrity}")
+    print(f"load average at start {load_start}, at end {_load()}")
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _report(args: argparse.Namespace, tallies: dict[str, Tally]) -> None:
@@ -314,6 +379,10 @@ def _report(args: argparse.Namespace, tallies: dict[str, Tally]) -> None:
             f"{body:16} {done:>10} {t.lost:>5} {t.duplicated:>5} {t.rerun:>7}"
             f" {t.seq_faults:>4} {same:>9} {t.left:>5} {t.missed:>6} {t.fresh:>6}"
         )
+    if args.kill == "body":
+        print("resumed natively / resumed on a new native session / failed, per body:")
+        for body, t in tallies.items():
+            print(f"{body:16} {t.native:>3} / {t.new:>3} / {t.failed:>3}  of {args.rounds}")
 
 
 if __name__ == "__main__":
