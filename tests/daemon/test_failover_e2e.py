@@ -16,6 +16,7 @@ from chorus.daemon import DaemonClient, stop_daemon
 from chorus.events import Handoff, JobEnded, Notice, Routed
 from chorus.testing import ModelServer, error, offline_env, shell, text
 from chorus.testing._anthropic import regain_date
+from tests._wait import until
 
 pytestmark = pytest.mark.e2e
 
@@ -204,12 +205,13 @@ def _chorus(work: Path, *args: str) -> str:
 
 
 def test_the_body_that_finished_is_credited_and_the_one_it_left_is_shown(
-    lanes: tuple[ModelServer, Path],
+    lanes: tuple[ModelServer, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Claude runs out of quota, Codex finishes: the job's end, its record (``jobs``,
     ``jobs --json``), ``usage`` and the router's success stats credit Codex, and both
     names are shown."""
     server, work = lanes
+    monkeypatch.setenv("COLUMNS", "200")  # the tables' cells stay on one line
     server.script([error("quota", times=None)], lane="claude")
     server.script([text("codex finished it")], lane="codex")
     result, events = _ask(work, "Finish this on whichever body can")
@@ -229,3 +231,35 @@ def test_the_body_that_finished_is_credited_and_the_one_it_left_is_shown(
     health = {h["key"].split("@")[0]: h for h in DaemonClient().status()["health"]}
     assert health["codex"]["outcomes"] == [True]  # the success is Codex's
     assert health["claude"]["outcomes"] == [False]
+    _check_metrics_credit_codex()
+    _check_the_session_lists_codexs_model(work, ended.session_id or "")
+
+
+def _metrics() -> dict[str, float]:
+    status, raw = DaemonClient().request("GET", "/metrics")
+    assert status == 200
+    lines = [x for x in raw.decode().splitlines() if x and not x.startswith("#")]
+    return {name: float(value) for name, value in (x.rsplit(" ", 1) for x in lines)}
+
+
+def _check_metrics_credit_codex() -> None:
+    """The jobs metric counts the job once, for Codex; the failover series names both."""
+    done = 'chorus_jobs_total{body="codex",state="succeeded"}'
+    until(lambda: _metrics().get(done) == 1.0, timeout=60)  # fed off the log
+    samples = _metrics()
+    assert 'chorus_jobs_total{body="claude",state="succeeded"}' not in samples
+    assert samples['chorus_failovers_total{from_body="claude",to_body="codex"}'] == 1.0
+
+
+def _check_the_session_lists_codexs_model(work: Path, session_id: str) -> None:
+    """After the failover, ``sessions list`` shows the model of the body that finished."""
+    logged = json.loads(_chorus(work, "sessions", "show", session_id, "--json"))["events"]
+    started = [e for e in logged if e["type"] == "session_started" and e["body"] == "codex"]
+    model = started[-1]["model"]
+    assert model
+    rows = {r["id"]: r for r in json.loads(_chorus(work, "sessions", "list", "--json"))}
+    row = rows[session_id]
+    assert (row["body"], row["active_body"], row["model"]) == ("claude", "codex", model)
+    line = next(x for x in _chorus(work, "sessions", "list").splitlines() if session_id[:8] in x)
+    assert "codex (after claude)" in line, line
+    assert model in line, line

@@ -15,7 +15,7 @@ import pytest
 
 from chorus._errors import UserError
 from chorus.client._paths import socket_path
-from chorus.events import JobEnded, Steer, ToolCall, TurnCompleted
+from chorus.events import JobEnded, SessionStarted, Steer, ToolCall, TurnCompleted, parse_event
 from chorus.gateway import UcpClient
 from chorus.testing import ModelServer, shell, slow_text, text
 from tests._wait import until
@@ -41,19 +41,35 @@ def _said(server: ModelServer, lane: str) -> str:
 
 @pytest.mark.parametrize("body", BODIES)
 def test_two_asks_in_one_session_share_one_process_and_its_history(
-    shared_daemon: Daemon, body: str
+    shared_daemon: Daemon, body: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
     chorus = shared_daemon
     chorus.server.script([text("the code word is heron"), text("it was heron")], lane=body)
     first = chorus.ask("remember the code word", "--body", body)
     pid = chorus.session_of(first)["transport"]["pgid"]
     assert _alive(pid)  # the body stays up between jobs
+    _check_listed_model(chorus, first)
     second = chorus.ask("which word?", "--session", first[-1].session_id)
     assert isinstance(second[-1], JobEnded)
     assert second[-1].state == "succeeded"
     assert chorus.session_of(second)["transport"]["pgid"] == pid  # the same CLI process
     last = chorus.server.turn_requests(lane=body)[-1]
     assert "heron" in json.dumps(last.body)  # the second turn saw the first
+
+
+def _check_listed_model(chorus: Daemon, events: list[Any]) -> None:
+    """``sessions list`` (``--json`` and the table) shows the model the CLI said it runs
+    (a spare body announced it before the job: the session's log has it)."""
+    shown = chorus.run("sessions", "show", events[-1].session_id, "--json").stdout
+    logged = [parse_event(json.dumps(e)) for e in json.loads(shown)["events"]]
+    model = next(e.model for e in logged if isinstance(e, SessionStarted))
+    assert model
+    listed = json.loads(chorus.run("sessions", "list", "--json").stdout)
+    assert {r["id"]: r["model"] for r in listed}[events[-1].session_id] == model
+    table = chorus.run("sessions", "list").stdout  # COLUMNS=200: no cell wraps
+    row = next(line for line in table.splitlines() if events[-1].session_id[:8] in line)
+    assert model in row, table
 
 
 def test_an_idle_body_is_closed_and_the_next_job_resumes_natively(

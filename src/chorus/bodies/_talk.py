@@ -28,6 +28,7 @@ from pathlib import Path
 from chorus.bodies.claude._transcript import claude_talk_events
 from chorus.bodies.codex._rollout import _open_beneath, codex_home
 from chorus.bodies.codex._talk import codex_talk_events
+from chorus.bodies.gemini._chats import gemini_state
 from chorus.bodies.gemini._transcript import gemini_talk_events
 from chorus.events import Event, Notice, ToolCall
 
@@ -74,8 +75,7 @@ def state_home(cli: str, env: Mapping[str, str]) -> Path | None:
     if cli == "codex":
         return codex_home(env)
     if cli == "gemini":
-        base = env.get("GEMINI_CLI_HOME") or home
-        return Path(base) / ".gemini" if base else None
+        return gemini_state(env)
     return None
 
 

@@ -90,6 +90,14 @@ def stored_sessions(limit: int) -> list[dict[str, Any]]:
     async def read() -> list[dict[str, Any]]:
         async with open_store() as store:
             rows = await store.list_sessions(limit=limit)
-        return [dataclasses.asdict(s) for s in rows]
+        return [
+            {**dataclasses.asdict(s), "active_body": _active(s.transport, s.body)} for s in rows
+        ]
 
     return asyncio.run(read())
+
+
+def _active(transport: dict[str, Any], body: str) -> str:
+    """The body a session runs on now (``GET /sessions``'s ``active_body``)."""
+    active = transport.get("active_body")
+    return active if isinstance(active, str) else body

@@ -293,6 +293,12 @@ def _console_writer(console: Any) -> Write:
 # -- tables ------------------------------------------------------------------------------
 
 
+def _body_now(session: dict[str, Any]) -> str:
+    """The body a session runs on, and the one it began on if it moved (failover)."""
+    now = session.get("active_body") or session["body"]
+    return now if now == session["body"] else f"{now} (after {session['body']})"
+
+
 def session_table(rows: list[dict[str, Any]], ids: dict[str, str]) -> None:
     """``chorus sessions list`` as a table on stdout (loads rich)."""
     from datetime import datetime
@@ -310,6 +316,6 @@ def session_table(rows: list[dict[str, Any]], ids: dict[str, str]) -> None:
 
     table = Table("id", "body", "model", "state", "events", "created", "updated")
     for s in rows:
-        cells = [ids[s["id"]], s["body"], s["model"] or "-", s["state"], str(s["last_seq"])]
+        cells = [ids[s["id"]], _body_now(s), s["model"] or "-", s["state"], str(s["last_seq"])]
         table.add_row(*cells, when(s["created_at"]), when(s["updated_at"]))
     console.print(table)

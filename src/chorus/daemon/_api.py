@@ -26,6 +26,7 @@ from starlette.routing import BaseRoute, Route
 
 from chorus._json_input import read_object
 from chorus.daemon._cluster import nodes_status
+from chorus.daemon._job_run import active_body
 from chorus.daemon._requests import read_job_request
 from chorus.daemon._supervisor import Supervisor
 from chorus.daemon._talk_api import talk_routes
@@ -56,7 +57,8 @@ def _job_json(job: JobRecord, sup: Supervisor) -> dict[str, Any]:
 
 
 def _session_json(session: SessionRecord) -> dict[str, Any]:
-    return asdict(session)
+    """The record, and ``active_body``: the body it runs on now (it moves on failover)."""
+    return {**asdict(session), "active_body": active_body(session)}
 
 
 async def _job(sup: Supervisor, request: Request) -> JobRecord:

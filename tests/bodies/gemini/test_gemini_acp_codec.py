@@ -60,7 +60,7 @@ def test_handshake_state(main: Any) -> None:
     state = main.codec.state
     assert state.agent.agent_info.version == "0.61.0"
     assert state.agent.agent_capabilities.load_session is True
-    assert main.codec.can_load_session is False  # advertised, but the quirk vetoes it
+    assert main.codec.can_load_session is True  # the body renames the chat file first
     assert state.session_id == "c2f16ee8-f7ae-4d46-ae3c-77d67a58f176"
     assert state.modes == ("default", "autoEdit", "yolo", "plan")
     assert "gemini-2.5-pro" in state.models

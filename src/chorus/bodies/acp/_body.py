@@ -234,6 +234,7 @@ class AcpBody(Body):
         why = "no native session to resume"
         if resume and self.codec.can_load_session:
             try:
+                self._before_load(resume)
                 await self._call(self.codec.load_session(resume, cwd, servers))
             except AcpRpcError as exc:
                 why = f"session/load of {resume} failed: {exc}"
@@ -253,6 +254,10 @@ class AcpBody(Body):
         extra = [str(r) for r in self.roots.roots[1:]] if self._agent_takes_extra_roots() else []
         await self._call(self.codec.new_session(cwd, servers, extra))
         await self._resumed(False, why)
+
+    def _before_load(self, session_id: str) -> None:
+        """What an agent needs done before ``session/load`` of ``session_id`` (nothing
+        by default)."""
 
     def _agent_takes_http(self) -> bool:
         """Whether the agent's ``initialize`` said it reaches HTTP MCP servers (else
@@ -306,6 +311,8 @@ class AcpBody(Body):
     # -- turns ---------------------------------------------------------------------------
 
     async def _send_prompt(self, prompt: str) -> None:
+        if self._tg is None:  # the agent is gone (or never came): no turn begins
+            raise self._not_running()
         self._begin_turn()
         try:
             request_id, line = self.codec.prompt(prompt)
@@ -494,8 +501,17 @@ class AcpBody(Body):
     def _task(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         if self._tg is None:
             coro.close()
-            raise AcpStateError(f"{self.agent.name}: body not running")
+            raise self._not_running()
         return self._tg.create_task(coro)
+
+    def _not_running(self) -> Exception:
+        """Why no task can start: the agent's process ended (a crash, which a job
+        survives by resuming), or the body never started."""
+        if self._transport is None:
+            return AcpStateError(f"{self.agent.name}: body not running")
+        return BodyCrashedError(
+            f"{self.agent.name}: agent process ended", exit_code=self.exit_code, stderr_tail=""
+        )
 
     async def _supervise(self) -> None:
         try:

@@ -17,7 +17,7 @@ class AcpQuirks:
     """What an agent needs beyond the protocol as written.
 
     ``load_session`` False means never call ``session/load`` even when the agent
-    advertises it (Gemini's destroys the stored session). ``read_text_file``
+    advertises it. ``read_text_file``
     controls the ``fs.readTextFile`` client capability; ``missing_file_as_empty``
     answers a read of a missing file with ``""`` instead of an error (Gemini
     fails to create new files otherwise). ``mode_update_prefix`` marks an
@@ -49,7 +49,6 @@ class AcpQuirks:
 
 
 GEMINI_QUIRKS = AcpQuirks(
-    load_session=False,
     missing_file_as_empty=True,
     mode_update_prefix="[MODE_UPDATE] ",
     tool_id_separator="__",

@@ -52,7 +52,7 @@ ACP_CAPABILITIES = Capabilities(
 
 GEMINI_ACP_CAPABILITIES = replace(
     ACP_CAPABILITIES,
-    resume=Support.UNSUPPORTED,  # session/load fails and destroys the stored session
+    # session/load (its chat file of the current minute renamed first: the load resets it)
     rate_limit_signal=Support.NATIVE,  # JSON-RPC error code 429 on session/prompt
 )
 

@@ -1,8 +1,9 @@
 """Gemini CLI bodies: ACP (the primary channel) and one-shot ``stream-json`` runs.
 
 :class:`GeminiAcpBody` is the generic ACP body bound to the built-in ``gemini``
-entry (``gemini --acp``; its quirks: no ``session/load``, missing files read as
-empty, mode changes announced as text, tool names in call ids).
+entry (``gemini --acp``; its quirks: ``session/load`` resets a chat file of the
+current minute, which the body renames first; missing files read as empty, mode
+changes announced as text, tool names in call ids).
 
 :class:`GeminiBody` is the fallback: one ``gemini --output-format stream-json``
 process per turn (the prompt on its stdin), chained with ``--resume <session id>``. It has
@@ -30,6 +31,7 @@ from chorus.bodies._inject import gemini_env
 from chorus.bodies._lifecycle import BodyState
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
 from chorus.bodies.acp import GEMINI_ACP_CAPABILITIES, AcpAgent, AcpBody, acp_agent
+from chorus.bodies.gemini._chats import gemini_state, spare_this_minute
 from chorus.bodies.gemini._codec import GeminiStreamCodec
 from chorus.bodies.gemini._errors import EXIT_BAD_INPUT, RunInProgressError
 from chorus.bodies.gemini._settings import settings_problems
@@ -85,6 +87,13 @@ class GeminiAcpBody(AcpBody):
         """Warn about settings that make Gemini slow to fail, then start as any ACP body."""
         await _settings_notices(self, self.options)
         await super().start()
+
+    def _before_load(self, session_id: str) -> None:
+        """Keep the session's chat file from being reset by the load (see
+        :mod:`chorus.bodies.gemini._chats`)."""
+        state = gemini_state(self._spawn_spec().env)
+        if state is not None:
+            spare_this_minute(state, session_id)
 
 
 @dataclass(slots=True)
