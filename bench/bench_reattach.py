@@ -46,7 +46,7 @@ from chorus.bodies import CLI_OF, process_start_time
 from chorus.client._lifecycle import read_pid
 from chorus.daemon import DaemonClient, stop_daemon
 from chorus.events import TextDelta
-from chorus.testing import ModelServer, offline_env, slow_text
+from chorus.testing import ModelServer, offline_env, slow_text, text
 
 WORDS = 24
 #: The ACP adapters and the CLI whose model API (and scripted lane) each drives.
@@ -192,10 +192,12 @@ def _round(
     words = [f"r{n}w{i}" for i in range(WORDS)]
     lane = _lane(body)
     later = [slow_text(" ".join(words), chunks=WORDS, delay=0.05)] if args.kill == "body" else []
-    server.script([slow_text(" ".join(words), chunks=WORDS, delay=0.25), *later], lane=lane)
+    warm = [text("warmed up")] if args.warm else []
+    server.script([*warm, slow_text(" ".join(words), chunks=WORDS, delay=0.25), *later], lane=lane)
+    since = time.time()  # (--warm: the body starts in the warm-up job)
+    session = _warm_session(work, body, n) if args.warm else []
     before = len(server.turn_requests(lane=lane))
-    since = time.time()
-    job_id = _chorus(work, "task", f"round {n}", "--body", body).stdout.strip()
+    job_id = _chorus(work, "task", f"round {n}", "--body", body, *session).stdout.strip()
     client = DaemonClient(autostart=False)
     if args.kill == "body":  # mid-turn: the model is streaming (a one-shot body
         # may show no text before its turn ends)
@@ -206,8 +208,10 @@ def _round(
     session_id = client.job(job_id)["session_id"]
     native = client.session(session_id)["native_session_id"]
     handle = client.session(session_id)["transport"].get("body_handle") or {}
+    killed = True
     if args.kill == "body":
-        tally.missed += not _kill_launcher(work, handle, since)
+        killed = _kill_launcher(work, handle, since)
+        tally.missed += not killed
     else:
         _kill_daemon()
     if args.twice:
@@ -225,9 +229,18 @@ def _round(
     now = DaemonClient().session(session_id)["native_session_id"]
     tally.fresh += args.kill == "body" and bool(native) and now != native
     if args.kill == "body":
-        _classify(body, n, DaemonClient().job(job_id)["state"], native, now, session_id, tally)
+        state = DaemonClient().job(job_id)["state"] if killed else "missed"
+        _classify(body, n, state, native, now, session_id, tally)
     else:
         stop_daemon()
+
+
+def _warm_session(work: Path, body: str, n: int) -> list[str]:
+    """``--session ID`` of a new session of ``body`` with one turn done (``--warm``)."""
+    done = _chorus(work, "ask", f"warm up {n}", "--body", body, "--json")
+    first = json.loads(done.stdout.splitlines()[0])
+    session_id = DaemonClient(autostart=False).job(first["job_id"])["session_id"]
+    return ["--session", session_id]
 
 
 def _classify(
@@ -240,9 +253,13 @@ def _classify(
     tally: Tally,
 ) -> None:
     """Score how a body-kill round ended: on the same native session, on a new one,
-    or not at all; say so with the resume notices the session logged."""
+    or not at all; say so with the resume notices the session logged. A round where
+    no launcher was found to kill is no sample (counted as ``missed`` only)."""
     notes = _resume_notes(session_id)
     rebuilt = any(m.startswith("rebuilt from the log") for m in notes)
+    if state == "missed":
+        print(f"{body} round {n}: missed (nothing killed)", file=sys.stderr)
+        return
     if state != "succeeded":
         verdict = "failed"
     elif before and after == before and not rebuilt:
@@ -344,6 +361,9 @@ def main() -> None:
     parser.add_argument("--clis", default="claude,codex,gemini", help="bodies, by name")
     parser.add_argument("--kill", choices=("daemon", "body"), default="daemon")
     parser.add_argument("--round-timeout", type=float, default=240, help="seconds per round")
+    parser.add_argument(
+        "--warm", action="store_true", help="kill in a session's second turn, not its first"
+    )
     args = parser.parse_args()
     bodies = tuple(args.clis.split(","))
     clis = tuple(dict.fromkeys(_lane(b) for b in bodies))
@@ -369,7 +389,8 @@ def _load() -> str:
 def _report(args: argparse.Namespace, tallies: dict[str, Tally]) -> None:
     mode = "twice (again just after the re-attach)" if args.twice else "once"
     victim = "the body's launcher" if args.kill == "body" else "the daemon"
-    print(f"kill -9 of {victim} mid-turn, {mode} per round, {args.rounds} rounds per body")
+    turn = "in a session's second turn" if args.warm else "in a new session's first turn"
+    print(f"kill -9 of {victim} mid-turn {turn}, {mode} per round, {args.rounds} rounds per body")
     head = ("body", "completed", "lost", "dup", "re-run", "seq", "same pid", "left", "missed")
     print("{:16} {:>10} {:>5} {:>5} {:>7} {:>4} {:>9} {:>5} {:>6} {:>6}".format(*head, "fresh"))
     for body, t in tallies.items():
@@ -382,7 +403,8 @@ def _report(args: argparse.Namespace, tallies: dict[str, Tally]) -> None:
     if args.kill == "body":
         print("resumed natively / resumed on a new native session / failed, per body:")
         for body, t in tallies.items():
-            print(f"{body:16} {t.native:>3} / {t.new:>3} / {t.failed:>3}  of {args.rounds}")
+            killed = args.rounds - t.missed
+            print(f"{body:16} {t.native:>3} / {t.new:>3} / {t.failed:>3}  of {killed} killed")
 
 
 if __name__ == "__main__":

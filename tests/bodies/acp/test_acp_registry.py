@@ -33,7 +33,7 @@ def test_builtins() -> None:
         ("--acp", "--debug"),
         GEMINI_QUIRKS,
     )
-    assert gemini.capabilities.resume is Support.UNSUPPORTED
+    assert gemini.capabilities.resume is Support.NATIVE  # session/load, its chat file spared
     assert gemini.capabilities.rate_limit_signal is Support.NATIVE
     assert acp_agent("codex-acp").package == "@zed-industries/codex-acp"
     assert acp_agent("claude-code-acp").capabilities == ACP_CAPABILITIES
@@ -73,9 +73,11 @@ def test_config_entry_needs_a_command(chorus_home: Path) -> None:
 def test_open_acp_body_carries_the_agents_declaration(tmp_path: Path) -> None:
     body = open_acp_body("gemini", BodyOptions(cwd=tmp_path))
     assert isinstance(body, AcpBody)
-    assert (type(body).name, type(body).capabilities.resume) == ("gemini", Support.UNSUPPORTED)
+    caps = type(body).capabilities
+    assert (type(body).name, caps.rate_limit_signal) == ("gemini", Support.NATIVE)
     other = open_acp_body("codex-acp", BodyOptions(cwd=tmp_path))
     assert type(other).name == "codex-acp"
+    assert type(other).capabilities.rate_limit_signal is not Support.NATIVE
     assert type(other) is type(open_acp_body("codex-acp", BodyOptions(cwd=tmp_path)))
 
 
