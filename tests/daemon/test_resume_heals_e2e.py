@@ -1,6 +1,6 @@
-"""a follow-up, after a daemon restart, on a body that cannot resume natively
-(Gemini over ACP has no session/load) still knows the earlier turns: the body gets
-the session's transcript from the log, and the scripted server sees it."""
+"""a follow-up after a daemon restart knows the earlier turns: Gemini over ACP loads
+its own session; a body whose CLI lost its session gets the session's transcript
+from the log instead, and the scripted server sees it."""
 
 from __future__ import annotations
 
@@ -48,7 +48,11 @@ def _ask(work: Path, *args: str) -> list[object]:
     return [parse_event(line) for line in done.stdout.splitlines()]
 
 
-def test_gemini_follow_up_is_rebuilt_from_the_log(gemini_daemon: tuple[ModelServer, Path]) -> None:
+def test_gemini_follow_up_after_a_restart_resumes_its_own_session(
+    gemini_daemon: tuple[ModelServer, Path],
+) -> None:
+    """Gemini over ACP loads its own session (``session/load``) in a new process: the
+    earlier turns reach the model as Gemini's own history, not as text Chorus wrote."""
     server, work = gemini_daemon
     server.script([text("noted: pineapple"), text("the word was pineapple")])
     first = _ask(work, "remember the word pineapple", "--body", "gemini")
@@ -57,16 +61,19 @@ def test_gemini_follow_up_is_rebuilt_from_the_log(gemini_daemon: tuple[ModelServ
     follow = _ask(work, "which word did I give you?", "--session", session)
     requests = server.turn_requests()
     assert len(requests) == 2
-    seen = json.dumps(requests[1].body)
-    assert "remember the word pineapple" in seen  # the earlier prompt
-    assert "noted: pineapple" in seen  # and the earlier answer
+    contents = requests[1].body["contents"]
+    said = [(c["role"], json.dumps(c["parts"])) for c in contents]
+    assert any(role == "model" and "noted: pineapple" in parts for role, parts in said)
+    assert "remember the word pineapple" in json.dumps(contents)
     notices = [e.message for e in follow if isinstance(e, Notice) and e.kind == "resume"]
     assert len(notices) == 1
-    assert notices[0].startswith("rebuilt from the log")
+    assert notices[0].startswith("resumed natively")
+    assert (follow[-1].state, follow[-1].result) == ("succeeded", "the word was pineapple")  # type: ignore[attr-defined]
 
 
-#: One-shot bodies whose CLI keeps the session on disk: (body, CLI lane, files to lose).
+#: Bodies whose CLI keeps the session on disk: (body, CLI lane, files to lose).
 LOST_SESSIONS = {
+    "gemini": ("gemini", "gemini-home", "session-*.json*"),
     "codex-exec": ("codex", "codex-home", "rollout-*.jsonl"),
     "gemini-headless": ("gemini", "gemini-home", "session-*.json*"),
 }

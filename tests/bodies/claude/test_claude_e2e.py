@@ -306,6 +306,20 @@ async def test_print_body_runs_tools_and_resumes(tmp_path: Path, work: Path, cla
     assert {"make p.txt", "-are you there?"} <= set(history)
 
 
+async def test_print_body_names_a_new_sessions_id_before_the_cli_says_it(
+    tmp_path: Path, work: Path, claude: Path
+) -> None:
+    """A new session's id is Chorus's (``--session-id``): known as soon as the process
+    starts, so a turn killed before the CLI's first line can still be resumed."""
+    with ModelServer(Scenario.of(text("named"))) as server:
+        async with ClaudePrintBody(_options(tmp_path, work, claude, server.url)) as body:
+            events = await _turn(body, "hello")
+            argv = list(body._transport.spec.argv) if body._transport else []
+    chosen = argv[argv.index("--session-id") + 1]
+    assert "--resume" not in argv
+    assert _one(events, SessionStarted).native_session_id == chosen == body.native_session_id
+
+
 async def test_print_body_interrupt(tmp_path: Path, work: Path, claude: Path) -> None:
     with ModelServer(Scenario.of(slow_text("x y z w v u", chunks=20, delay=0.3))) as server:
         async with ClaudePrintBody(_options(tmp_path, work, claude, server.url)) as body:

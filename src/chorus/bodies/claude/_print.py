@@ -1,10 +1,10 @@
 """The one-shot Claude body: ``claude -p --output-format stream-json --verbose``, the
 prompt on stdin.
 
-Each turn is its own process; the next turn resumes the session the previous
-one confirmed (``--resume``). Same codec as the bidirectional body. There is
-no stdin channel, so no permission callback: tools the permission mode does
-not allow are refused by the CLI itself, in its own words (they show in
+Each turn is its own process; the first names the session's id (``--session-id``,
+chosen by Chorus) and the next ones resume it (``--resume``). Same codec as the
+bidirectional body. There is no stdin channel, so no permission callback: tools the
+permission mode does not allow are refused by the CLI itself, in its own words (they show in
 ``permission_denials``); the session logs the policy's rule and reason for such a
 refusal and the model is told with the next prompt.
 """
@@ -12,6 +12,7 @@ refusal and the model is told with the next prompt.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import ClassVar
 
 from chorus._errors import BodyError
@@ -108,10 +109,11 @@ class ClaudePrintBody(Body):
         if not await wait_task(runner, _EXIT_WAIT):
             raise BodyError("claude-print runs one turn at a time; the last one still runs")
 
-    def _argv(self, resume: str | None) -> list[str]:
+    def _argv(self, resume: str | None, new_id: str | None = None) -> list[str]:
         policy_args = self.options.permission_args
         mode = None if policy_args is not None else self.permission_mode
         flags = session_flags(model=self.model, permission_mode=mode, resume=resume)
+        flags += ["--session-id", new_id] if new_id and not resume else []
         flags += policy_args or ()
         # The prompt goes on stdin (see _spawn): no size limit, never read as a flag.
         return [
@@ -126,11 +128,15 @@ class ClaudePrintBody(Body):
 
     async def _spawn_turn(self, prompt: str, resume: str | None) -> ProcessTransport:
         """Start the turn's process and write the prompt to its stdin (``claude -p``
-        reads the prompt from stdin when none is given; argv is capped at 128 KiB)."""
-        spec = spawn_spec(self.options, self._argv(resume))
+        reads the prompt from stdin when none is given; argv is capped at 128 KiB). A new
+        session gets its id from Chorus (``--session-id``): it is known from the start,
+        so a turn killed before the CLI said it can still be resumed."""
+        new_id = None if resume else str(uuid.uuid4())
+        spec = spawn_spec(self.options, self._argv(resume, new_id))
         transport = ProcessTransport(spec, tap=self.options.raw_tap)
         await transport.start()
         self._transport = transport
+        self.native_session_id = self.native_session_id if resume else new_id
         await transport.send_input(prompt)
         return transport
 
