@@ -74,6 +74,7 @@ from chorus.events import (
     Event,
     Notice,
     SessionEnded,
+    SessionStarted,
     TurnCompleted,
     TurnFailed,
 )
@@ -204,6 +205,10 @@ class AcpBody(Body):
 
     async def _emit(self, event: Event) -> None:
         # The class is shared by every ACP agent: events carry the agent's name.
+        if isinstance(event, SessionStarted) and event.native_session_id:
+            # Known before the session stores the event, so it stores the id with it
+            # (a crash before the handshake's end still resumes this session).
+            self.native_session_id = event.native_session_id
         await self._enqueue(event.model_copy(update={"body": self.agent.name}))
 
     # -- handshake ---------------------------------------------------------------------
