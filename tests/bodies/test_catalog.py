@@ -53,3 +53,9 @@ def test_agents_list_json_shows_capabilities_and_flags_missing_programs(
     assert {reasons[b] for b in ("claude-print", "codex-exec", "gemini-headless")} == {
         "with the next prompt (the CLI refuses in its own words)"
     }
+    # What each body does not do as the others do, said where the matrix found it.
+    limits = {name: " ".join(row["limits"]) for name, row in bodies.items()}
+    assert "next prompt" in limits["claude-print"]
+    assert "neither asked nor logged" in limits["codex-acp"]
+    assert "rebuilt from Chorus's log" in limits["claude-code-acp"]
+    assert limits["claude"] == limits["codex"] == ""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from chorus.bodies import body_catalog
 from chorus.events import PermissionDecision, parse_event
 from chorus.policy import is_told
 from chorus.sandbox import bwrap_path
@@ -160,6 +161,14 @@ def expected(body: str, mode: str, attempt: Try) -> tuple[str, bool | None]:
     key = (body, attempt.name, mode) if (body, attempt.name, mode) in NOT_SAME_TURN else None
     when, logs, _ = NOT_SAME_TURN.get(key or (body, attempt.name), (SAME, True, ""))
     return when, logs
+
+
+def test_agents_list_says_where_a_body_is_not_told_in_the_same_turn(chorus_home: Path) -> None:
+    """Each body the matrix expects not to get the policy's reason in the same turn
+    says so in ``agents list`` (its limits name the policy's reason or the check)."""
+    limits = {body.name: " ".join(body.limits) for body in body_catalog()}
+    for body in sorted({key[0] for key in NOT_SAME_TURN}):
+        assert "policy" in limits[body] or "asked" in limits[body], body
 
 
 @pytest.fixture

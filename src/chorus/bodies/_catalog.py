@@ -24,6 +24,37 @@ POLICY_REASON = {
     Support.EMULATED: "same turn, in a message Chorus adds",
     Support.UNSUPPORTED: "with the next prompt (the CLI refuses in its own words)",
 }
+_NEXT = "the policy's reason comes with the next prompt"
+#: What a built-in body does not do as the others do, as the real CLIs showed it (the
+#: policy matrix, tests/daemon/test_policy_matrix_e2e.py, and bench/bench_reattach.py).
+LIMITS: dict[str, tuple[str, ...]] = {
+    "gemini": (
+        "a refusal over ACP carries no reason: Chorus gives the policy's reason with a "
+        "prompt at the end of the same turn",
+        "Gemini's own checks refuse a .env read and a write outside the workspace before "
+        "Chorus is asked, naming no path: the model gets Gemini's words, not the policy's",
+        f"in plan mode Gemini's own check refuses a write first: {_NEXT}",
+    ),
+    "claude-print": (f"claude -p cannot ask: Claude refuses in its own words; {_NEXT}",),
+    "codex-exec": (
+        f"commands Codex runs unasked meet the sandbox, and exec rejects a patch in its own "
+        f"words: {_NEXT}",
+    ),
+    "gemini-headless": (
+        f"Gemini's own checks refuse a .env read, a write outside the workspace and a write "
+        f"in plan mode first: {_NEXT}",
+    ),
+    "claude-code-acp": (
+        f"a command it runs unasked (cat) meets the sandbox (Permission denied): {_NEXT}",
+        "killed in a new session's first turn it has stored no conversation (its own "
+        "Claude Code writes a turn at the turn's end): the session is rebuilt from "
+        "Chorus's log",
+    ),
+    "codex-acp": (
+        "a command Codex knows as safe (cat) runs unasked and is reported as no tool call: "
+        "neither asked nor logged, the sandbox still holds (.env is hidden)",
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +82,13 @@ class BodyInfo:
             "problem": self.problem,
             "capabilities": self.capabilities.as_dict(),
             "policy_reason": POLICY_REASON[self.capabilities.denial_reason],
+            "limits": list(self.limits),
         }
+
+    @property
+    def limits(self) -> tuple[str, ...]:
+        """What this body does not do as the others do (known of built-in bodies)."""
+        return LIMITS.get(self.name, ())
 
 
 def _found(find: Any) -> tuple[Path | None, str | None]:

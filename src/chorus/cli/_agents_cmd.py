@@ -80,3 +80,6 @@ def list_agents(
         )
     console.print(table)
     console.print(bodies_table(bodies))
+    for body in bodies:
+        for limit in body.limits:
+            console.print(f"{body.name}: {limit}", highlight=False, markup=False)
