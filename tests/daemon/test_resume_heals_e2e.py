@@ -52,9 +52,12 @@ def test_gemini_follow_up_after_a_restart_resumes_its_own_session(
     gemini_daemon: tuple[ModelServer, Path],
 ) -> None:
     """Gemini over ACP loads its own session (``session/load``) in a new process: the
-    earlier turns reach the model as Gemini's own history, not as text Chorus wrote."""
+    earlier turns reach the model as Gemini's own history, not as text Chorus wrote;
+    and again after a second restart (the file the load left behind would have had
+    Gemini's cleanup delete the session at the next start)."""
     server, work = gemini_daemon
-    server.script([text("noted: pineapple"), text("the word was pineapple")])
+    answers = ["noted: pineapple", "the word was pineapple", "still pineapple"]
+    server.script([text(a) for a in answers])
     first = _ask(work, "remember the word pineapple", "--body", "gemini")
     session = first[0].session_id  # type: ignore[attr-defined]
     stop_daemon()  # the warm body goes with it: the follow-up needs a fresh Gemini
@@ -69,6 +72,13 @@ def test_gemini_follow_up_after_a_restart_resumes_its_own_session(
     assert len(notices) == 1
     assert notices[0].startswith("resumed natively")
     assert (follow[-1].state, follow[-1].result) == ("succeeded", "the word was pineapple")  # type: ignore[attr-defined]
+    stop_daemon()
+    again = _ask(work, "and now?", "--session", session)
+    said = [(c["role"], json.dumps(c["parts"])) for c in server.turn_requests()[2].body["contents"]]
+    assert any(role == "model" and "the word was pineapple" in parts for role, parts in said)
+    notices = [e.message for e in again if isinstance(e, Notice) and e.kind == "resume"]
+    assert notices == [notices[0]]
+    assert notices[0].startswith("resumed natively")
 
 
 #: Bodies whose CLI keeps the session on disk: (body, CLI lane, files to lose).

@@ -6,7 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from chorus.bodies.gemini._chats import gemini_state, spare_this_minute
+from chorus.bodies.gemini._chats import (
+    chat_files,
+    drop_load_stubs,
+    gemini_state,
+    spare_this_minute,
+)
 
 SESSION = "ff885f35-b472-42e6-8883-cde6c51f93d1"
 NOW = datetime(2026, 11, 27, 1, 2, 39, tzinfo=UTC)
@@ -40,7 +45,7 @@ def test_a_taken_name_or_a_link_is_left_alone(tmp_path: Path) -> None:
     linked = _chat(tmp_path, "01-01", project="other")
     (linked.parent / stored.name).symlink_to(linked)
     assert spare_this_minute(tmp_path, SESSION, NOW) == []
-    assert stored.exists() and taken.exists()
+    assert all(f.exists() for f in (stored, taken))
 
 
 def test_a_project_folder_that_is_a_link_is_not_followed(tmp_path: Path) -> None:
@@ -55,3 +60,25 @@ def test_the_state_folder_follows_gemini_cli_home_then_home() -> None:
     assert gemini_state({"GEMINI_CLI_HOME": "/g", "HOME": "/h"}) == Path("/g/.gemini")
     assert gemini_state({"HOME": "/h"}) == Path("/h/.gemini")
     assert gemini_state({}) is None
+
+
+HEADER = f'{{"sessionId":"{SESSION}","projectHash":"x","kind":"main"}}\n'
+CONTEXT = (
+    '{"$set":{"messages":[{"id":"c","type":"user",'
+    '"content":[{"text":"<session_context>\\nThis is Gemini.\\n</session_context>"}]}]}}\n'
+)
+PROMPT = '{"id":"u1","type":"user","content":[{"text":"first prompt"}]}\n'
+
+
+def test_a_load_s_empty_file_is_dropped_and_the_conversation_kept(tmp_path: Path) -> None:
+    loaded = _chat(tmp_path, "01-01")
+    loaded.write_text(HEADER + CONTEXT + PROMPT)
+    older_stub = _chat(tmp_path, "00-30")  # there before the load: not the load's
+    older_stub.write_text(HEADER + CONTEXT)
+    before = chat_files(tmp_path, SESSION)
+    stub = _chat(tmp_path, "01-02")
+    stub.write_text(HEADER + CONTEXT)
+    talked = _chat(tmp_path, "01-03")
+    talked.write_text(HEADER + CONTEXT + PROMPT)
+    assert drop_load_stubs(tmp_path, SESSION, before) == [stub]
+    assert all(f.exists() for f in (loaded, older_stub, talked))

@@ -244,6 +244,7 @@ class AcpBody(Body):
             except AcpRpcError as exc:
                 why = f"session/load of {resume} failed: {exc}"
             else:
+                self._after_load(resume)
                 await self._resumed(True)
                 return
             await self._emit(Notice(kind="resume_fallback", message=f"{self.agent.name}: {why}"))
@@ -263,6 +264,10 @@ class AcpBody(Body):
     def _before_load(self, session_id: str) -> None:
         """What an agent needs done before ``session/load`` of ``session_id`` (nothing
         by default)."""
+
+    def _after_load(self, session_id: str) -> None:
+        """What an agent needs done after a ``session/load`` of ``session_id`` that
+        worked (nothing by default)."""
 
     def _agent_takes_http(self) -> bool:
         """Whether the agent's ``initialize`` said it reaches HTTP MCP servers (else

@@ -31,7 +31,12 @@ from chorus.bodies._inject import gemini_env
 from chorus.bodies._lifecycle import BodyState
 from chorus.bodies._transport import ProcessTransport, SpawnSpec
 from chorus.bodies.acp import GEMINI_ACP_CAPABILITIES, AcpAgent, AcpBody, acp_agent
-from chorus.bodies.gemini._chats import gemini_state, spare_this_minute
+from chorus.bodies.gemini._chats import (
+    chat_files,
+    drop_load_stubs,
+    gemini_state,
+    spare_this_minute,
+)
 from chorus.bodies.gemini._codec import GeminiStreamCodec
 from chorus.bodies.gemini._errors import EXIT_BAD_INPUT, RunInProgressError
 from chorus.bodies.gemini._settings import settings_problems
@@ -78,6 +83,7 @@ class GeminiAcpBody(AcpBody):
 
     def __init__(self, options: BodyOptions, agent: AcpAgent | None = None) -> None:
         super().__init__(options, agent or acp_agent("gemini"))
+        self._chats_before: set[Path] = set()  # the session's chat files before a load
 
     @classmethod
     def _for_attach(cls, options: BodyOptions) -> Self:
@@ -94,6 +100,13 @@ class GeminiAcpBody(AcpBody):
         state = gemini_state(self._spawn_spec().env)
         if state is not None:
             spare_this_minute(state, session_id)
+            self._chats_before = chat_files(state, session_id)
+
+    def _after_load(self, session_id: str) -> None:
+        """Delete the empty file the load left, which would get the session deleted."""
+        state = gemini_state(self._spawn_spec().env)
+        if state is not None:
+            drop_load_stubs(state, session_id, self._chats_before)
 
 
 @dataclass(slots=True)
