@@ -54,7 +54,7 @@ async def _turn(body: ClaudeBody | CodexBody | GeminiAcpBody, prompt: str) -> li
     return [e async for e in body.turn(prompt)]
 
 
-async def test_gemini_without_session_load_rebuilds_from_the_log(tmp_path: Path) -> None:
+async def test_gemini_unknown_session_rebuilds_from_the_log(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     with ModelServer(Scenario.of(text("pineapple, yes"), text("still here"))) as server:
@@ -70,7 +70,7 @@ async def test_gemini_without_session_load_rebuilds_from_the_log(tmp_path: Path)
         assert "which word?" in json.dumps(server.turn_requests()[0].body)
     notices = _resume_notices(first)
     assert len(notices) == 1
-    assert notices[0].startswith("rebuilt from the log: gemini has no session/load")
+    assert notices[0].startswith(f"rebuilt from the log: session/load of {UNKNOWN} failed")
     assert isinstance(second[-1], TurnCompleted)
     assert not _resume_notices(second)
 
