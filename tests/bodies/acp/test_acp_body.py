@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
+import signal
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +32,7 @@ from chorus.events import (
     TurnCompleted,
     TurnFailed,
 )
+from tests._wait import until_async
 
 T = TypeVar("T")
 
@@ -205,6 +208,20 @@ async def test_agent_crash_mid_turn_is_body_crashed(fake_config: Path, work: Pat
     assert failed.error.native["exit_code"] == 3
     assert isinstance(ended, SessionEnded)
     assert (ended.reason, ended.exit_code) == ("crashed", 3)
+
+
+async def test_an_agent_gone_before_the_prompt_is_a_crash_not_a_refusal(
+    fake_config: Path, work: Path
+) -> None:
+    """Killed between its session's start and the prompt: the turn raises a crash (a
+    job resumes after one), not "not running" (a job fails on that)."""
+    async with open_acp_body("fake", _options(work)) as body:
+        pid = body.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        await until_async(lambda: body._tg is None, 30)  # its reader saw the end
+        with pytest.raises(BodyCrashedError):
+            await _turn(body, "hello")
 
 
 async def test_quota_error_is_quota_exhausted(fake_config: Path, work: Path) -> None:
