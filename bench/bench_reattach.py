@@ -49,6 +49,8 @@ from chorus.events import TextDelta
 from chorus.testing import ModelServer, offline_env, slow_text, text
 
 WORDS = 24
+#: Bodies that stream no text deltas: killed 1.5 s after their turn's request.
+NO_DELTAS = frozenset({"codex-exec"})
 #: The ACP adapters and the CLI whose model API (and scripted lane) each drives.
 ACP_LANES = {"claude-code-acp": "claude", "codex-acp": "codex"}
 
@@ -199,10 +201,12 @@ def _round(
     before = len(server.turn_requests(lane=lane))
     job_id = _chorus(work, "task", f"round {n}", "--body", body, *session).stdout.strip()
     client = DaemonClient(autostart=False)
-    if args.kill == "body":  # mid-turn: the model is streaming (a one-shot body
-        # may show no text before its turn ends)
+    if args.kill == "body" and body in NO_DELTAS:  # mid-turn: the model is streaming
         _until(lambda: len(server.turn_requests(lane=lane)) > before, 90)
         time.sleep(1.5)
+    elif args.kill == "body":  # mid-turn: the job's own body has streamed some text (a
+        # request on the lane may be another CLI's: a spare body's, a model router's)
+        _until(lambda: len(_deltas(client, job_id)) >= 2, 90)
     else:
         _until(lambda: len(_deltas(client, job_id)) >= 4, 90)
     session_id = client.job(job_id)["session_id"]
