@@ -19,9 +19,18 @@ instead of the same one (``fresh``: a CLI killed in its first turn may have stor
 no conversation to resume, claude-code-acp's had none, and the session is then
 rebuilt from Chorus's log); then the store's ``PRAGMA integrity_check``.
 
+With ``--kill body`` each round is also scored, from the session's own ``resume``
+notices and native id: resumed natively (the same native session carried the job
+on), resumed on a new native session (rebuilt from Chorus's log), or failed (the
+job did not succeed); a round where no launcher was found is no sample. The body
+is killed once the job's own body has streamed some text (``codex-exec``, which
+streams none, 1.5 s after its turn's request), in a new session's first turn, or
+with ``--warm`` in a session's second turn. The load average is printed at the
+start and the end, and after each round on stderr.
+
     uv run python bench/bench_reattach.py [--rounds 20] [--twice] [--clis claude,codex]
-    uv run python bench/bench_reattach.py --kill body [--clis claude,codex-exec,...]
-    uv run python bench/bench_reattach.py --kill body --clis claude-code-acp,codex-acp --rounds 3
+    uv run python bench/bench_reattach.py --kill body [--warm] [--round-timeout 240]
+        [--clis claude,claude-print,codex,codex-exec,gemini,gemini-headless,codex-acp]
 """
 
 from __future__ import annotations
