@@ -108,11 +108,14 @@ def test_codex_exec_logs_audits_and_replays_every_tool_call(
     assert "replay matches the log" in replayed.stdout
 
 
-#: One-shot body -> (its lane on the scripted server, the model of the follow-up job).
-ONE_SHOT = {
+#: Body -> (its lane on the scripted server, the model of the follow-up job).
+SWITCHED = {
     "claude-print": ("claude", "claude-sonnet-4-5"),
     "codex-exec": ("codex", "gpt-5.4"),
     "gemini-headless": ("gemini", "gemini-2.5-pro"),
+    "claude": ("claude", "claude-sonnet-4-5"),
+    "codex": ("codex", "gpt-5.4"),
+    "gemini": ("gemini", "gemini-2.5-pro"),
 }
 
 
@@ -123,10 +126,10 @@ def _model_of(body: Any, path: str) -> str:
     return path.split("/models/")[-1].split(":")[0]
 
 
-@pytest.mark.parametrize("body", sorted(ONE_SHOT))
+@pytest.mark.parametrize("body", sorted(SWITCHED))
 def test_replay_matches_after_a_model_switch(daemon_with: Callable[..., Daemon], body: str) -> None:
     chorus = daemon_with()
-    lane, model = ONE_SHOT[body]
+    lane, model = SWITCHED[body]
     chorus.server.script([shell("echo one > one.txt"), text("first"), text("second")], lane=lane)
     first = chorus.ask("make one.txt", "--body", body)
     session = first[-1].session_id
