@@ -58,7 +58,8 @@ from chorus.events import TextDelta
 from chorus.testing import ModelServer, offline_env, slow_text, text
 
 WORDS = 24
-#: Bodies that stream no text deltas: killed 1.5 s after their turn's request.
+#: Bodies that stream no text deltas: killed 1.5 s after their turn's request, once
+#: their CLI runs.
 NO_DELTAS = frozenset({"codex-exec"})
 #: The ACP adapters and the CLI whose model API (and scripted lane) each drives.
 ACP_LANES = {"claude-code-acp": "claude", "codex-acp": "codex"}
@@ -210,8 +211,10 @@ def _round(
     before = len(server.turn_requests(lane=lane))
     job_id = _chorus(work, "task", f"round {n}", "--body", body, *session).stdout.strip()
     client = DaemonClient(autostart=False)
-    if args.kill == "body" and body in NO_DELTAS:  # mid-turn: the model is streaming
-        _until(lambda: len(server.turn_requests(lane=lane)) > before, 90)
+    if args.kill == "body" and body in NO_DELTAS:  # mid-turn: the model is streaming to
+        # this job's own CLI (a request on the lane may be another CLI's)
+        asked = lambda: len(server.turn_requests(lane=lane)) > before  # noqa: E731
+        _until(lambda: asked() and bool(_launchers(work, {}, since)), 90)
         time.sleep(1.5)
     elif args.kill == "body":  # mid-turn: the job's own body has streamed some text (a
         # request on the lane may be another CLI's: a spare body's, a model router's)
