@@ -203,9 +203,12 @@ def _round(
 ) -> None:
     words = [f"r{n}w{i}" for i in range(WORDS)]
     lane = _lane(body)
-    later = [slow_text(" ".join(words), chunks=WORDS, delay=0.05)] if args.kill == "body" else []
+    slow = slow_text(" ".join(words), chunks=WORDS, delay=0.25)
+    # --kill body: the resumed turn is asked again; and a request of another CLI on the
+    # lane (the daemon's warm-up of a CLI, Claude's classifier) may take a reply first
+    later = [slow] * 3 if args.kill == "body" else []
     warm = [text("warmed up")] if args.warm else []
-    server.script([*warm, slow_text(" ".join(words), chunks=WORDS, delay=0.25), *later], lane=lane)
+    server.script([*warm, slow, *later], lane=lane)
     since = time.time()  # (--warm: the body starts in the warm-up job)
     session = _warm_session(work, body, n) if args.warm else []
     before = len(server.turn_requests(lane=lane))
