@@ -215,7 +215,8 @@ class MeterProcess:
         self, channel: str, rest: str, scope: Scope, receive: Receive, send: Send
     ) -> None:
         try:
-            await asyncio.wait_for(self.armed.wait(), ARM_TIMEOUT)
+            if not self.armed.is_set():
+                await asyncio.wait_for(self.armed.wait(), ARM_TIMEOUT)
         except TimeoutError:
             reply = api_error(_api_of(rest), 502, _UNARMED, "bad_gateway")
             await _bare(send, 502, reply.body, b"application/json")
