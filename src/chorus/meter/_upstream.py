@@ -101,6 +101,7 @@ class Conn(asyncio.Protocol):
         self._size = 0
         self._head = False
         self._complete = False
+        self._keep_alive = False
         self._error: UpstreamError | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._paused = False
@@ -160,6 +161,7 @@ class Conn(asyncio.Protocol):
     def on_message_complete(self) -> None:
         if self._head:
             self._complete = True
+            self._keep_alive = self.parser.should_keep_alive()  # reset once this returns
             self._wake()
 
     # -- the answer ------------------------------------------------------------------
@@ -186,6 +188,11 @@ class Conn(asyncio.Protocol):
             self.transport.resume_reading()
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
+    @property
+    def ended(self) -> bool:
+        """The answer came whole and all of it was read."""
+        return self._complete and not self._chunks
+
     def header(self, name: bytes) -> str:
         """The first value of header ``name`` (lower case), ``""`` when absent."""
         for key, value in self.headers:
@@ -202,7 +209,7 @@ class Conn(asyncio.Protocol):
             and self._error is None
             and not self._chunks
             and self.transport is not None
-            and self.parser.should_keep_alive()
+            and self._keep_alive
         )
         if reusable:
             self.pool.keep(self)
