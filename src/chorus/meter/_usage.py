@@ -247,16 +247,19 @@ class UsageReader:
             _READ[self.api](self.tally, value)
 
 
-#: Events that never carry a model or usage: the text and arguments streamed piece by
-#: piece, most of a long stream's events, which are then not parsed at all.
-_ANTHROPIC_BULK = frozenset({"content_block_delta", "ping"})
+#: Events that never carry a model or usage: the content blocks and the text and
+#: arguments streamed piece by piece, most of a stream's events, which are then not
+#: parsed at all.
+_ANTHROPIC_BULK = frozenset(
+    {"content_block_start", "content_block_delta", "content_block_stop", "ping"}
+)
 
 
 def _no_usage(api: Api, name: str | None) -> bool:
     if name is None:
         return False
-    if api == "openai":
-        return name.endswith(".delta")
+    if api == "openai":  # an item's or a part's events (response.output_item.added...):
+        return name.count(".") > 1  # the model and usage are in response.<state> ones
     return api == "anthropic" and name in _ANTHROPIC_BULK
 
 
