@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chorus.events import Usage
-from chorus.meter._sse import SseSplitter
+from chorus.meter._sse import SseSplitter, event_name, parse_event
 
 Api = Literal["anthropic", "openai", "gemini"]
 APIS: tuple[Api, ...] = ("anthropic", "openai", "gemini")
@@ -218,9 +218,11 @@ class UsageReader:
             if len(self._json) + len(data) <= MAX_JSON_BYTES:
                 self._json += data
             return False
-        for event in self._sse.feed(data):
-            if not _no_usage(self.api, event.event):
-                self._event(event.data)
+        for block in self._sse.blocks(data):
+            if not _no_usage(self.api, event_name(block)):
+                event = parse_event(block)
+                if event is not None:
+                    self._event(event.data)
         return self.tally.done
 
     def close(self) -> Tally:
