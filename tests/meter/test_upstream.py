@@ -199,3 +199,26 @@ async def test_an_https_upstream_is_reached_over_tls_and_its_certificate_checked
     assert trusted.status_code == 200
     assert trusted.content == _EVENT
     assert len(up.requests) == 1  # the untrusted one never left
+
+
+async def test_a_client_that_goes_away_before_any_answer_closes_the_upstream_request(
+    meter: MeterApp,
+) -> None:
+    """While the model still thinks (no answer's head yet) a client that hangs up
+    closes the meter's request upstream, not only once the answer began."""
+    hung_up = asyncio.Event()
+
+    async def thinking(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        await reader.read()  # nothing is answered; the meter's end is awaited
+        hung_up.set()
+        writer.close()
+
+    server = await asyncio.start_server(thinking, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    async with server, channel_running(None, None, {"meter": meter}) as channel:
+        base = meter_url(channel, "s1", "anthropic", url)
+        async with httpx.AsyncClient(timeout=httpx.Timeout(60, read=0.5)) as client:
+            with pytest.raises(httpx.ReadTimeout):
+                await client.post(base + "/v1/messages", json={"stream": True})
+        await asyncio.wait_for(hung_up.wait(), 30)

@@ -196,7 +196,7 @@ class _Exchange:
     async def run(self, body: bytes, receive: Receive, send: Send) -> None:
         try:
             origin = origin_of(self.target.upstream)
-            conn = await self.meter.upstream().request(
+            conn = await self.meter.upstream().send(
                 str(self.scope.get("method", "GET")).encode("latin-1"),
                 origin,
                 self._target(),
@@ -204,18 +204,36 @@ class _Exchange:
                 body,
             )
         except (UpstreamError, ValueError) as exc:
-            why = str(exc) or type(exc).__name__
-            await _answer(send, unreachable_reply(self.target.api, self.target.upstream, why))
+            await self._unreachable(send, exc)
+            return
+        # From now on a client that goes away closes the upstream request, even
+        # while the upstream has not answered yet (a model may think for minutes).
+        watch = asyncio.create_task(self._watch(receive, conn))
+        try:
+            await self._answered(conn, send)
+        finally:
+            watch.cancel()
+            conn.release()
+
+    async def _answered(self, conn: Conn, send: Send) -> None:
+        try:
+            await conn.head()
+        except UpstreamError as exc:
+            if not self.cut:
+                await self._unreachable(send, exc)
             return
         encoding = conn.header(b"content-encoding")
         reader = UsageReader(self.target.api, conn.header(b"content-type"), encoding)
         if self.hidden and encoding.strip().lower() in ("", "identity"):
             self.restorer = Restorer(self.target.api, self.hidden, reader.streaming)
         try:
-            await self._relay(conn, reader, receive, send)
+            await self._relay(conn, reader, send)
         finally:
-            conn.release()
             self._record(conn, reader)
+
+    async def _unreachable(self, send: Send, exc: Exception) -> None:
+        why = str(exc) or type(exc).__name__
+        await _answer(send, unreachable_reply(self.target.api, self.target.upstream, why))
 
     def _target(self) -> bytes:
         """The path below the upstream's base, and the query, as the client sent them."""
@@ -223,7 +241,7 @@ class _Exchange:
         path = _raw_tail(self.scope) or quote(self.target.path, safe=_PATH_SAFE).encode()
         return path + b"?" + query if query else path
 
-    async def _relay(self, conn: Conn, reader: UsageReader, receive: Receive, send: Send) -> None:
+    async def _relay(self, conn: Conn, reader: UsageReader, send: Send) -> None:
         await send(
             {
                 "type": "http.response.start",
@@ -231,11 +249,7 @@ class _Exchange:
                 "headers": _response_headers(conn.headers, self.restorer is not None),
             }
         )
-        watch = asyncio.create_task(self._watch(receive, conn))
-        try:
-            await self._pump(conn, reader, send)
-        finally:
-            watch.cancel()
+        await self._pump(conn, reader, send)
 
     async def _watch(self, receive: Receive, conn: Conn) -> None:
         """The client went away: close the upstream request (the pump's read ends)."""

@@ -9,8 +9,9 @@ waiting for more). No redirect is followed, nothing is retried, no timeout appli
 once connected (a model may think for minutes; the CLI keeps its own), and no
 proxy from the environment is used (as the meter's httpx client before it).
 
-- :class:`Upstream`: the pool; :meth:`Upstream.request` sends one request and
-  returns its :class:`Conn` once the answer's head came.
+- :class:`Upstream`: the pool; :meth:`Upstream.send` sends one request and returns
+  its :class:`Conn` (:meth:`Conn.head` waits for the answer's head),
+  :meth:`Upstream.request` both.
 - :class:`Conn`: the answer (``status``, ``headers``) and its body; :meth:`Conn.release`
   gives the connection back (kept when the answer ended cleanly), :meth:`Conn.abort`
   closes it (the client went away).
@@ -279,6 +280,22 @@ class Upstream:
         self._ssl: ssl.SSLContext | None = None
         self._closed = False
 
+    async def send(
+        self,
+        method: bytes,
+        origin: Origin,
+        target: bytes,
+        headers: Sequence[tuple[bytes, bytes]],
+        body: bytes,
+    ) -> Conn:
+        """Send one request (on a kept connection, else a new one): its connection,
+        whose :meth:`Conn.head` comes next."""
+        conn = self._take(origin) or await self._connect(origin)
+        conn._start(head_only=method == b"HEAD")
+        assert conn.transport is not None
+        conn.transport.write(request_head(method, origin, target, headers, len(body)) + body)
+        return conn
+
     async def request(
         self,
         method: bytes,
@@ -288,10 +305,7 @@ class Upstream:
         body: bytes,
     ) -> Conn:
         """Send one request; its connection once the answer's head came."""
-        conn = self._take(origin) or await self._connect(origin)
-        conn._start(head_only=method == b"HEAD")
-        assert conn.transport is not None
-        conn.transport.write(request_head(method, origin, target, headers, len(body)) + body)
+        conn = await self.send(method, origin, target, headers, body)
         try:
             await conn.head()
         except BaseException:
