@@ -301,7 +301,9 @@ class _Exchange:
             return
         usage = tally.usage()
         model = tally.model or _model_hint(self.target.path)
-        event = Metered(
+        # built from values typed here already: not validated again (the daemon
+        # validates the record it reads)
+        event = Metered.model_construct(
             api=api,
             model=model,
             usage=usage,

@@ -49,7 +49,7 @@ class Tally:
     done: bool = False
 
     def usage(self) -> Usage:
-        return Usage(
+        return Usage.model_construct(  # counts made ints by _int: not validated again
             input_tokens=self.input,
             output_tokens=self.output,
             cached_input_tokens=self.cached,
