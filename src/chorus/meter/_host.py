@@ -127,7 +127,8 @@ class MeterHost:
         self._task = asyncio.create_task(self.run(), name="meter-link")
 
     async def linked(self) -> None:
-        """Return once the meter's process has been linked (tests, the bench)."""
+        """Return once the meter's process has taken this daemon's hello (it asks this
+        daemon from then on: tests, the bench)."""
         await self._event().wait()
 
     def _event(self) -> asyncio.Event:
@@ -155,7 +156,6 @@ class MeterHost:
 
     async def _linked(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writer = writer
-        self._event().set()
         told = asyncio.create_task(self._retell(), name="meter-retell")
         try:
             self._catch_up()
@@ -189,6 +189,8 @@ class MeterHost:
         message = json.loads(line)
         if message.get("op") == "record":
             self._take(int(message["end"]), dict(message["record"]))
+        elif message.get("op") == "ready":
+            self._event().set()
         elif message.get("op") == "admit":
             channel = str(message.get("channel"))
             why = self.admit(channel, str(message.get("api")))

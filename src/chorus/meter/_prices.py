@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,10 @@ class Price:
         return total / _MILLION
 
 
+#: Model names whose price is kept found (names come from the providers' answers).
+_MAX_FOUND = 1024
+
+
 def _or(value: float | None, default: float) -> float:
     return default if value is None else value
 
@@ -46,13 +50,20 @@ class PriceTable:
     """Prices by model name or prefix (the longest matching key wins)."""
 
     prices: Mapping[str, Price]
+    #: Each model name's price once looked up (a model request each: not again).
+    _found: dict[str, Price | None] = field(default_factory=dict, compare=False, repr=False)
 
     def price(self, model: str | None) -> Price | None:
         if not model:
             return None
+        if model in self._found:
+            return self._found[model]
         name = model.rsplit("/", 1)[-1]  # "models/gemini-2.5-flash"
         keys = [k for k in self.prices if name.startswith(k)]
-        return self.prices[max(keys, key=len)] if keys else None
+        found = self.prices[max(keys, key=len)] if keys else None
+        if len(self._found) < _MAX_FOUND:
+            self._found[model] = found
+        return found
 
     def cost(self, model: str | None, usage: Usage) -> float | None:
         """What ``usage`` of ``model`` costs; None for a model the table lacks."""

@@ -13,8 +13,9 @@ one JSON object a line:
 
 - from the daemon: ``hello``/``secrets`` (the values to hide; whether a budget is
   set, else no ``admit`` is asked), ``verdict`` (a budget's answer), ``exit``;
-- to the daemon: ``admit`` (may this session's request go?) and ``record`` (a line
-  just appended to the spool, with its end offset).
+- to the daemon: ``ready`` (the hello was taken: this daemon is asked from now on),
+  ``admit`` (may this session's request go?) and ``record`` (a line just appended
+  to the spool, with its end offset).
 
 Model requests wait for the first ``hello`` (up to :data:`ARM_TIMEOUT`), so none
 leaves before the secrets are known. Without a daemon a budget's last verdict for
@@ -93,9 +94,12 @@ class _Link:
         self.ids = itertools.count(1)
 
     def send(self, message: Mapping[str, Any]) -> bool:
+        return self.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+
+    def write(self, line: bytes) -> bool:
         if self.writer is None or self.writer.is_closing():
             return False
-        self.writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+        self.writer.write(line)
         return True
 
     def drop(self, writer: asyncio.StreamWriter) -> None:
@@ -147,8 +151,10 @@ class MeterProcess:
         self._keep({"kind": "quota", "api": api, "upstream": upstream, "windows": found, "at": at})
 
     def _keep(self, record: dict[str, Any]) -> None:
-        end = self.spool.append(record)
-        self.link.send({"op": "record", "end": end, "record": record})
+        line = self.spool.line(record)
+        end = self.spool.append_line(line)
+        # the spool's line is the message's record, not encoded twice
+        self.link.write(b'{"op":"record","end":%d,"record":%s}\n' % (end, line.rstrip(b"\n")))
 
     # -- the daemon's link --------------------------------------------------------------
 
@@ -181,6 +187,8 @@ class MeterProcess:
             if not self.ask:
                 self.verdicts.clear()
             self.armed.set()
+            if op == "hello":
+                self.link.send({"op": "ready"})
         elif op == "verdict":
             self._verdict(message)
         elif op == "exit" and self.server is not None:
@@ -215,7 +223,8 @@ class MeterProcess:
         self, channel: str, rest: str, scope: Scope, receive: Receive, send: Send
     ) -> None:
         try:
-            await asyncio.wait_for(self.armed.wait(), ARM_TIMEOUT)
+            if not self.armed.is_set():
+                await asyncio.wait_for(self.armed.wait(), ARM_TIMEOUT)
         except TimeoutError:
             reply = api_error(_api_of(rest), 502, _UNARMED, "bad_gateway")
             await _bare(send, 502, reply.body, b"application/json")

@@ -10,9 +10,10 @@ arrives. Nothing is retried or swallowed; an upstream that cannot be reached is 
 request. On the way each answer's usage is read (``_usage``), priced
 (``_prices``) and handed to the sink as a :class:`chorus.events.Metered` before the
 client can see the answer's end (so a budget is current when the next request
-comes); its rate-limit headers go to the :class:`QuotaBook`. Before a POST is
-forwarded the sink may refuse it (a budget reached): the CLI then gets a 400 in
-its API's error shape and ends its turn.
+comes, and a record is kept before its CLI can exit); its rate-limit headers go to
+the :class:`QuotaBook`. Connections to the upstreams are kept alive (``_upstream``).
+Before a POST is forwarded the sink may refuse it (a budget reached): the CLI then
+gets a 400 in its API's error shape and ends its turn.
 
 Secrets stay home (``_secrets``): the known values in a POST's body are replaced by
 ``[SECRET:<name>]`` before it goes (a body compressed in a way the meter cannot read
@@ -23,17 +24,17 @@ header dropped: the body changes).
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import itertools
 import logging
-import socket
+import os
 import time
-import uuid
 import zlib
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
-
-import anyio
+from typing import Any, Protocol
+from urllib.parse import quote
 
 from chorus.events import Metered
 from chorus.meter._point import Target, resolve
@@ -47,10 +48,8 @@ from chorus.meter._replies import (
     unreachable_reply,
 )
 from chorus.meter._secrets import Restorer, SecretBook
+from chorus.meter._upstream import Conn, Upstream, UpstreamError, origin_of
 from chorus.meter._usage import Api, UsageReader
-
-if TYPE_CHECKING:
-    import httpx
 
 log = logging.getLogger("chorus.meter")
 
@@ -99,20 +98,11 @@ class NullSink:
         return None
 
 
-def new_client() -> httpx.AsyncClient:
-    """The upstream client: no timeout on reads (a model may think for minutes; the
-    CLI keeps its own), no redirects followed, none of httpx's own default headers.
-    (httpx is imported here, on the first model request: it costs the daemon's start.)"""
-    import httpx
-
-    timeout = httpx.Timeout(connect=30.0, read=None, write=60.0, pool=None)
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
-    # No Nagle: a request's headers and body leave at once, not 40 ms apart.
-    nodelay = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
-    transport = httpx.AsyncHTTPTransport(limits=limits, socket_options=nodelay)
-    client = httpx.AsyncClient(timeout=timeout, transport=transport, follow_redirects=False)
-    client.headers.clear()
-    return client
+def new_client() -> Upstream:
+    """The upstream client (``_upstream``): connections kept alive per origin, no
+    timeout once connected (a model may think for minutes; the CLI keeps its own), no
+    redirects followed, no headers of its own but the ``Host`` and length."""
+    return Upstream()
 
 
 @dataclass(eq=False)
@@ -126,9 +116,9 @@ class MeterApp:
     prices: PriceTable = field(default_factory=price_table)
     quotas: QuotaBook = field(default_factory=QuotaBook)
     max_request_bytes: int = MAX_REQUEST_BYTES
-    client: httpx.AsyncClient | None = None  # made on the first request
+    client: Upstream | None = None  # made on the first request
 
-    def upstream(self) -> httpx.AsyncClient:
+    def upstream(self) -> Upstream:
         if self.client is None:
             self.client = new_client()
         return self.client
@@ -163,7 +153,7 @@ class MeterApp:
 
     async def close(self) -> None:
         if self.client is not None:
-            await self.client.aclose()
+            await self.client.close()
 
 
 @dataclass(eq=False)
@@ -204,115 +194,126 @@ class _Exchange:
         return [*((k, v) for k, v in headers if k.lower() not in drop), _IDENTITY]
 
     async def run(self, body: bytes, receive: Receive, send: Send) -> None:
-        import httpx  # loaded by upstream()
-
-        request = self.meter.upstream().build_request(
-            str(self.scope.get("method", "GET")),
-            self._url(),
-            headers=self._headers(),
-            content=body,
-        )
         try:
-            response = await self.meter.upstream().send(request, stream=True)
-        except httpx.HTTPError as exc:
-            why = str(exc) or type(exc).__name__
-            await _answer(send, unreachable_reply(self.target.api, self.target.upstream, why))
+            origin = origin_of(self.target.upstream)
+            conn = await self.meter.upstream().send(
+                str(self.scope.get("method", "GET")).encode("latin-1"),
+                origin,
+                self._target(),
+                self._headers(),
+                body,
+            )
+        except (UpstreamError, ValueError) as exc:
+            await self._unreachable(send, exc)
             return
-        reader = UsageReader(
-            self.target.api,
-            response.headers.get("content-type", ""),
-            response.headers.get("content-encoding", ""),
-        )
-        plain = response.headers.get("content-encoding", "identity") in ("", "identity")
-        if self.hidden and plain:
+        # From now on a client that goes away closes the upstream request, even
+        # while the upstream has not answered yet (a model may think for minutes).
+        watch = asyncio.create_task(self._watch(receive, conn))
+        try:
+            await self._answered(conn, send)
+        finally:
+            watch.cancel()
+            conn.release()
+
+    async def _answered(self, conn: Conn, send: Send) -> None:
+        try:
+            await conn.head()
+        except UpstreamError as exc:
+            if not self.cut:
+                await self._unreachable(send, exc)
+            return
+        encoding = conn.header(b"content-encoding")
+        reader = UsageReader(self.target.api, conn.header(b"content-type"), encoding)
+        if self.hidden and encoding.strip().lower() in ("", "identity"):
             self.restorer = Restorer(self.target.api, self.hidden, reader.streaming)
         try:
-            await self._relay(response, reader, receive, send)
+            await self._relay(conn, reader, send)
         finally:
-            await response.aclose()
-            self._record(response, reader)
+            self._record(conn, reader)
 
-    def _url(self) -> str:
+    async def _unreachable(self, send: Send, exc: Exception) -> None:
+        why = str(exc) or type(exc).__name__
+        await _answer(send, unreachable_reply(self.target.api, self.target.upstream, why))
+
+    def _target(self) -> bytes:
+        """The path below the upstream's base, and the query, as the client sent them."""
         query = self.scope.get("query_string") or b""
-        path = _raw_tail(self.scope) or self.target.path
-        return self.target.upstream + path + ("?" + query.decode("latin-1") if query else "")
+        path = _raw_tail(self.scope) or quote(self.target.path, safe=_PATH_SAFE).encode()
+        return path + b"?" + query if query else path
 
-    async def _relay(
-        self, response: httpx.Response, reader: UsageReader, receive: Receive, send: Send
-    ) -> None:
+    async def _relay(self, conn: Conn, reader: UsageReader, send: Send) -> None:
         await send(
             {
                 "type": "http.response.start",
-                "status": response.status_code,
-                "headers": _response_headers(response, self.restorer is not None),
+                "status": conn.status,
+                "headers": _response_headers(conn.headers, self.restorer is not None),
             }
         )
-        done = False
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._watch, receive, group.cancel_scope)
-            done = await self._pump(response, reader, send)
-            group.cancel_scope.cancel()
-        if done and not self.cut:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        await self._pump(conn, reader, send)
 
-    async def _watch(self, receive: Receive, scope: anyio.CancelScope) -> None:
-        """The client went away: stop reading the upstream (its request is closed)."""
+    async def _watch(self, receive: Receive, conn: Conn) -> None:
+        """The client went away: close the upstream request (the pump's read ends)."""
         while (await receive())["type"] != "http.disconnect":
             pass
         self.cut = True
-        scope.cancel()
+        conn.abort()
 
-    async def _pump(self, response: httpx.Response, reader: UsageReader, send: Send) -> bool:
-        """Every chunk to the client as it comes; a JSON answer's last chunk only once
-        its usage is recorded. False when the upstream broke off."""
-        import httpx  # loaded by upstream()
-
+    async def _pump(self, conn: Conn, reader: UsageReader, send: Send) -> None:
+        """Every chunk to the client as it comes, the answer's end with the last one
+        when it came with it (a JSON answer's last chunk is held to the end, where the
+        restorer may change it); the answer left unended when the upstream broke off."""
         streamed = reader.streaming
         held = b""
         try:
-            async for chunk in response.aiter_raw():
+            while chunk := await conn.read():
                 if reader.feed(chunk):
-                    self._record(response, reader)
+                    self._record(conn, reader)
                 out = self.restorer.feed(chunk) if self.restorer else chunk
                 if not streamed:
                     out, held = held, out
+                elif conn.ended and self.restorer is None:
+                    held = out  # the last bytes: they go with the end, in one write
+                    break
                 if out:
-                    await _body(send, out)
-        except httpx.HTTPError as exc:
-            log.info("meter: %s broke off: %s", self.target.upstream, type(exc).__name__)
+                    await send({"type": "http.response.body", "body": out, "more_body": True})
+        except UpstreamError as exc:
+            if not self.cut:
+                log.info("meter: %s broke off: %s", self.target.upstream, exc)
             self.cut = True
-            return False
-        self._record(response, reader)
+            return
+        self._record(conn, reader)  # before the client can see the end
         held += self.restorer.close() if self.restorer else b""
-        if held:
-            await _body(send, held)
-        return True
+        if not self.cut:
+            await send({"type": "http.response.body", "body": held, "more_body": False})
 
-    def _record(self, response: httpx.Response, reader: UsageReader) -> None:
+    def _record(self, conn: Conn, reader: UsageReader) -> None:
         if self.recorded:
             return
         self.recorded = True
         tally = reader.close()
         now = time.time()
         api = self.target.api
-        status, body = response.status_code, reader.error_body()
-        windows = windows_from(api, status, response.headers, body, now)
+        windows = windows_from(
+            api, conn.status, _HeaderView(conn.headers), reader.error_body(), now
+        )
         self.meter.quotas.update(api, self.target.upstream, windows, now)
         if self.scope.get("method") != "POST":
             return
         usage = tally.usage()
         model = tally.model or _model_hint(self.target.path)
-        event = Metered(
+        # built from values typed here already: not validated again (the daemon
+        # validates the record it reads)
+        event = Metered.model_construct(
             api=api,
             model=model,
             usage=usage,
             cost_usd=self.meter.prices.cost(model, usage),
-            status=response.status_code,
+            status=conn.status,
             upstream=self.target.upstream,
             path=self.target.path,
             duration_ms=int((time.monotonic() - self.started) * 1000),
             complete=tally.done and not self.cut,
-            request_id=uuid.uuid4().hex,
+            request_id=next(_REQUEST_IDS),
         )
         try:
             self.meter.sink.record(self.channel, event)
@@ -328,16 +329,22 @@ def _model_hint(path: str) -> str | None:
     return tail.split(":", 1)[0] or None
 
 
-def _raw_tail(scope: Scope) -> str:
+def _raw_tail(scope: Scope) -> bytes:
     """The request's path below its ref, as the client encoded it."""
     raw = scope.get("raw_path")
     if not isinstance(raw, bytes):
-        return ""
+        return b""
     parts = raw.split(b"?", 1)[0].split(b"/", 6)  # "", s, token, meter, api, ref, rest
-    return "/" + parts[6].decode("latin-1") if len(parts) > 6 else ""
+    return b"/" + parts[6] if len(parts) > 6 else b""
 
 
 _IDENTITY = (b"accept-encoding", b"identity")
+#: Each request's id: unique (a random prefix a process) and cheap (no ``uuid4``,
+#: a system call each).
+_ID_PREFIX = os.urandom(8).hex()
+_REQUEST_IDS = (f"{_ID_PREFIX}{n:016x}" for n in itertools.count(1))
+#: What a path may hold unquoted (only when no raw path came with the request).
+_PATH_SAFE = "/:@!$&'()*+,;=-._~%"
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -370,10 +377,30 @@ def _request_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
     return [(k, v) for k, v in scope.get("headers") or [] if k.lower() not in drop]
 
 
-def _response_headers(response: httpx.Response, rewritten: bool) -> list[tuple[bytes, bytes]]:
+def _response_headers(
+    headers: list[tuple[bytes, bytes]], rewritten: bool
+) -> list[tuple[bytes, bytes]]:
     """The upstream's headers for the client (no length where the body is rewritten)."""
     drop = _HOP_BY_HOP | {b"content-length"} if rewritten else _HOP_BY_HOP
-    return [(k, v) for k, v in response.headers.raw if k.lower() not in drop]
+    return [(k, v) for k, v in headers if k.lower() not in drop]
+
+
+class _HeaderView(Mapping[str, str]):
+    """An answer's headers by lower-case name, for the quota (the first of each)."""
+
+    def __init__(self, headers: list[tuple[bytes, bytes]]) -> None:
+        self._headers: dict[str, str] = {}
+        for name, value in headers:
+            self._headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+
+    def __getitem__(self, name: str) -> str:
+        return self._headers[name.lower()]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._headers)
+
+    def __len__(self) -> int:
+        return len(self._headers)
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:
@@ -391,10 +418,6 @@ async def _read_body(receive: Receive, limit: int) -> bytes | None:
         parts.append(chunk)
         if not message.get("more_body"):
             return b"".join(parts)
-
-
-async def _body(send: Send, chunk: bytes) -> None:
-    await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
 
 async def _answer(send: Send, reply: Reply, content_type: bytes = b"application/json") -> None:

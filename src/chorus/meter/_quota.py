@@ -45,9 +45,11 @@ def windows_from(
     if api == "gemini":
         return _gemini(status, body, now)
     pattern, swap = (_ANTHROPIC, False) if api == "anthropic" else (_OPENAI, True)
+    prefix = "anthropic-ratelimit-" if api == "anthropic" else "x-ratelimit-"
     found: dict[str, Window] = {}
     for name, value in headers.items():
-        match = pattern.fullmatch(name.lower())
+        low = name.lower()
+        match = pattern.fullmatch(low) if low.startswith(prefix) else None
         if match is None:
             continue
         window, part = (match.group(2), match.group(1)) if swap else match.groups()

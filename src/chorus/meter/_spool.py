@@ -21,7 +21,13 @@ class Spool:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
 
     def append(self, record: dict[str, Any]) -> int:
-        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        return self.append_line(self.line(record))
+
+    @staticmethod
+    def line(record: dict[str, Any]) -> bytes:
+        return (json.dumps(record, separators=(",", ":")) + "\n").encode()
+
+    def append_line(self, line: bytes) -> int:
         os.write(self._fd, line)  # one write: a reader sees a line whole or not at all
         return os.lseek(self._fd, 0, os.SEEK_CUR)
 

@@ -1,8 +1,10 @@
 """Server-sent events, split incrementally: bytes in (any chunking), events out.
 
 Linear in the stream's length whatever its chunking: the bytes not yet part of a
-whole event stay in one buffer, searched for an event's end only where new bytes
-came (a long stream of small deltas, or one big event in small chunks)."""
+whole event wait as they came, and only a chunk that ends an event (looked for in
+that chunk, and across its start) has them joined and split at once, in C (a long
+stream of small deltas: one split a read; one big event in small chunks: one
+search of each chunk, one join at its end)."""
 
 from __future__ import annotations
 
@@ -23,43 +25,66 @@ class SseSplitter:
     """Feed it the bytes of a ``text/event-stream`` as they come; it returns the events
     completed so far (``\\n`` or ``\\r\\n`` line ends, comments skipped)."""
 
-    _buffer: bytearray = field(default_factory=bytearray)
-    #: Where in the buffer an event's end may start (before it: none).
-    _scanned: int = 0
+    #: The bytes of the event under way, as they came (``\\n`` line ends).
+    _pending: list[bytes] = field(default_factory=list)
+    _size: int = 0
     #: A ``\\r`` that ended the last chunk (its ``\\n`` may open the next one).
     _cr: bytes = b""
     _skipping: bool = False
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
+        return [event for block in self.blocks(chunk) if (event := parse_event(block))]
+
+    def blocks(self, chunk: bytes) -> list[bytes]:
+        """As :meth:`feed`, the events' raw blocks (``\\n`` line ends, no blank line):
+        a reader that wants few of them looks at their :func:`event_name` first."""
         data = self._cr + chunk
         self._cr = b"\r" if data.endswith(b"\r") else b""
-        self._buffer += (data[:-1] if self._cr else data).replace(b"\r\n", b"\n")
-        events = self._split()
-        if len(self._buffer) > MAX_EVENT_BYTES:
-            self._buffer, self._scanned, self._skipping = bytearray(), 0, True
-        return events
+        data = data[:-1] if self._cr else data
+        if b"\r" in data:  # one byte looked for (memchr) before two are
+            data = data.replace(b"\r\n", b"\n")
+        if not data:
+            return []
+        ends = b"\n\n" in data or (
+            data.startswith(b"\n") and bool(self._pending) and self._pending[-1].endswith(b"\n")
+        )
+        self._pending.append(data)
+        self._size += len(data)
+        blocks = self._split() if ends else []
+        if self._size > MAX_EVENT_BYTES:
+            self._pending, self._size, self._skipping = [], 0, True
+        return blocks
 
-    def _split(self) -> list[SseEvent]:
-        buffer, events, start = self._buffer, [], 0
-        while (end := buffer.find(b"\n\n", max(start, self._scanned))) >= 0:
-            if self._skipping:
-                self._skipping = False
-            elif (event := _event(bytes(buffer[start:end]))) is not None:
-                events.append(event)
-            start, self._scanned = end + 2, 0
-        del buffer[:start]
-        self._scanned = max(0, len(buffer) - 1)
-        return events
+    def _split(self) -> list[bytes]:
+        parts = b"".join(self._pending).split(b"\n\n")
+        tail = parts.pop()
+        self._pending, self._size = ([tail] if tail else []), len(tail)
+        if self._skipping:  # the end of an event too large to keep
+            self._skipping = False
+            parts = parts[1:]
+        return [part for part in parts if part]
 
     def close(self) -> list[SseEvent]:
         """The last event when the stream ended without its blank line."""
-        block = bytes(self._buffer + self._cr).rstrip(b"\r\n")
-        self._buffer, self._scanned, self._cr = bytearray(), 0, b""
-        event = None if self._skipping or not block else _event(block)
+        block = (b"".join(self._pending) + self._cr).rstrip(b"\r\n")
+        self._pending, self._size, self._cr = [], 0, b""
+        event = None if self._skipping or not block else parse_event(block)
         return [event] if event is not None else []
 
 
-def _event(block: bytes) -> SseEvent | None:
+def event_name(block: bytes) -> str | None:
+    """A raw event's name without reading its data (None: it has none)."""
+    if block.startswith(b"event:"):
+        line = block.split(b"\n", 1)[0][6:]
+        return (line[1:] if line.startswith(b" ") else line).decode("utf-8", "replace")
+    if b"\nevent:" not in block:
+        return None
+    event = parse_event(block)
+    return event.event if event is not None else None
+
+
+def parse_event(block: bytes) -> SseEvent | None:
+    """One raw event (``\\n`` line ends), None when it has no data."""
     name: str | None = None
     data: list[str] = []
     for raw in block.decode("utf-8", "replace").split("\n"):

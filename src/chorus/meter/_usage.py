@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chorus.events import Usage
-from chorus.meter._sse import SseSplitter
+from chorus.meter._sse import SseSplitter, event_name, parse_event
 
 Api = Literal["anthropic", "openai", "gemini"]
 APIS: tuple[Api, ...] = ("anthropic", "openai", "gemini")
@@ -49,7 +49,7 @@ class Tally:
     done: bool = False
 
     def usage(self) -> Usage:
-        return Usage(
+        return Usage.model_construct(  # counts made ints by _int: not validated again
             input_tokens=self.input,
             output_tokens=self.output,
             cached_input_tokens=self.cached,
@@ -218,9 +218,11 @@ class UsageReader:
             if len(self._json) + len(data) <= MAX_JSON_BYTES:
                 self._json += data
             return False
-        for event in self._sse.feed(data):
-            if not _no_usage(self.api, event.event):
-                self._event(event.data)
+        for block in self._sse.blocks(data):
+            if not _no_usage(self.api, event_name(block)):
+                event = parse_event(block)
+                if event is not None:
+                    self._event(event.data)
         return self.tally.done
 
     def close(self) -> Tally:
@@ -247,16 +249,19 @@ class UsageReader:
             _READ[self.api](self.tally, value)
 
 
-#: Events that never carry a model or usage: the text and arguments streamed piece by
-#: piece, most of a long stream's events, which are then not parsed at all.
-_ANTHROPIC_BULK = frozenset({"content_block_delta", "ping"})
+#: Events that never carry a model or usage: the content blocks and the text and
+#: arguments streamed piece by piece, most of a stream's events, which are then not
+#: parsed at all.
+_ANTHROPIC_BULK = frozenset(
+    {"content_block_start", "content_block_delta", "content_block_stop", "ping"}
+)
 
 
 def _no_usage(api: Api, name: str | None) -> bool:
     if name is None:
         return False
-    if api == "openai":
-        return name.endswith(".delta")
+    if api == "openai":  # an item's or a part's events (response.output_item.added...):
+        return name.count(".") > 1  # the model and usage are in response.<state> ones
     return api == "anthropic" and name in _ANTHROPIC_BULK
 
 
