@@ -325,3 +325,29 @@ async def test_a_cli_that_died_at_start_fails_the_first_write_with_its_stderr(
     assert info.value.exit_code == 3
     assert "boom: broken install" in info.value.stderr_tail
     await transport.close()
+
+
+async def test_a_cli_that_ends_between_the_check_and_the_write_is_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a loaded machine the CLI can end after ``write_line`` saw it running and
+    before its write: the FIFO has no reader then (EPIPE), which is a crash with the
+    CLI's status, never a bare ``BrokenPipeError`` (a job failed as ``unknown``)."""
+    spec = SpawnSpec(
+        argv=["/bin/sh", "-c", "read line; echo 'boom: gone' >&2; exit 3"],
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    transport = DetachedTransport(spec, tmp_path / "run")
+    await transport.start()
+    await transport.write_line("first")  # read: the CLI ends
+    assert await transport.wait(60) == 3
+    pid = transport.pid
+    assert pid is not None
+    assert await _gone(pid, within=60)  # the wrapper too: nobody reads the FIFO
+    monkeypatch.setattr(DetachedTransport, "running", property(lambda self: True))
+    with pytest.raises(BodyCrashedError) as info:
+        await transport.write_line("{}")
+    assert info.value.exit_code == 3
+    assert "boom: gone" in info.value.stderr_tail
+    await transport.close()

@@ -208,6 +208,32 @@ def test_a_worktree_job_cannot_plant_hooks_in_the_main_repository(
     assert PLANTED in seen  # the policy let the script run: the sandbox is what held
     assert "COMMITTED" in seen  # the job's own commit still works
     assert "own-commit" in committed
+    if body == "codex":
+        _codex_commits_in_its_own_sandbox(chorus, main)
+
+
+def _codex_commits_in_its_own_sandbox(chorus: Daemon, main: Path) -> None:
+    """Codex runs each command first in its own workspace sandbox (and outside it only
+    when it spots a denial in the output, which it may read too early on a loaded
+    machine): what a commit writes of the main repository is writable there too, and
+    never its config or hooks."""
+    roots = [Path(r) for r in _codex_writable_roots(chorus.work.parent / "codex-home")]
+    common = main.resolve()
+    assert {common / "objects", common / "refs", common / "logs"} <= set(roots), roots
+    assert any(r.parent == common / "worktrees" for r in roots), roots
+    for kept in (common / "config", common / "hooks" / "post-commit"):
+        assert not any(kept.is_relative_to(r) for r in roots), (kept, roots)
+
+
+def _codex_writable_roots(codex_home: Path) -> list[str]:
+    """The writable roots of Codex's own sandbox in its turns (from its rollouts)."""
+    roots: list[str] = []
+    for rollout in codex_home.glob(TRANSCRIPTS["codex"]):
+        for line in rollout.read_text().splitlines():
+            record = json.loads(line)
+            if record.get("type") == "turn_context":
+                roots += record["payload"]["sandbox_policy"].get("writable_roots", [])
+    return roots
 
 
 #: The cell whose test also plants with the sandbox off.

@@ -104,6 +104,6 @@ def test_a_cli_that_exits_at_once_fails_the_job_as_body_crashed(
         ended = parse_event(done.stdout.splitlines()[-1])
         assert isinstance(ended, JobEnded)
         assert ended.error is not None
-        assert ended.error.code == "body_crashed"
+        assert ended.error.code == "body_crashed", ended.error.message
     finally:
         stop_daemon()

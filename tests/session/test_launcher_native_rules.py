@@ -9,9 +9,11 @@ import pytest
 from chorus.bodies import allow_all
 from chorus.config import ChorusConfig
 from chorus.policy import Policy
+from chorus.sandbox import tool_path
 from chorus.session import Launch
 from chorus.session._launcher import BodyLauncher, PolicyGuards
 from chorus.store import SqliteStore
+from tests._repo import git, make_repo
 
 CONFIG = ChorusConfig.model_validate({"sandbox": {"mode": "off"}})
 
@@ -67,3 +69,27 @@ def test_a_one_shot_body_sees_the_policy_from_the_sessions_folder(
     assert f"Read(/{work}/private)" in rules  # Claude's absolute paths start with //
     assert f"Edit(/{work}/private/**)" in rules
     assert not [r for r in rules if str(Path.cwd() / "private") in r]
+
+
+@pytest.mark.skipif(tool_path() is None, reason="no sandbox tool")
+def test_in_a_worktree_codex_may_write_what_a_commit_writes_of_the_repository(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    """Under the OS sandbox, Codex's own workspace sandbox lets a worktree's commit
+    write the main repository's objects, refs, logs and the worktree's folder (else the
+    commit waits on Codex retrying it outside once it spots the denial, which it may
+    miss on a loaded machine); never the repository's config or hooks."""
+    repo, tree = tmp_path / "repo", tmp_path / "tree"
+    repo.mkdir()
+    make_repo(repo)
+    git(repo, "worktree", "add", "-q", str(tree))
+    common = (repo / ".git").resolve()
+    boxed = ChorusConfig.model_validate({"sandbox": {"mode": "auto"}})
+    for config, wanted in ((boxed, True), (CONFIG, False)):
+        launcher = BodyLauncher(config, store, guards=PolicyGuards(Policy()))
+        codex = launcher.options_for(str(tree), launch("codex"), lambda *a: None)
+        roots = [Path(r) for r in codex.extra.get("allowed_roots", ())]
+        assert ({common / "objects", common / "refs", common / "logs"} <= set(roots)) is wanted
+        assert any(r.parent == common / "worktrees" for r in roots) is wanted
+        assert not any((common / "config").is_relative_to(r) for r in roots)
+        assert not any((common / "hooks").is_relative_to(r) for r in roots)

@@ -460,23 +460,29 @@ class DetachedTransport:
     # -- writing ---------------------------------------------------------------------
 
     async def write_line(self, line: str) -> None:
-        """Write one line plus ``\\n`` into the FIFO."""
+        """Write one line plus ``\\n`` into the FIFO. Raises :class:`BodyCrashedError`
+        when the CLI is gone: before the write, or during it (it may end between the
+        check and the write: the FIFO then has no reader)."""
         if "\n" in line:
             raise ValueError("a line written to a body must not contain a newline")
         if len(line) > self.spec.max_line_bytes:
             raise LineTooLongError(self.spec.max_line_bytes)
         fd = self._stdin_fd
         if fd is None or not self.running:
-            raise BodyCrashedError(
-                "agent process is not running",
-                exit_code=self.returncode,
-                stderr_tail=self.stderr_tail or _tail(self._path("stderr")),
-            )
+            raise self._gone("agent process is not running")
         async with self._write_lock:
             self._emit("stdin", line)
             self._log_sent(line)
             self._quiet = 0  # an answer is due: look often again
-            await asyncio.to_thread(_write_all, fd, line.encode("utf-8") + b"\n")
+            try:
+                await asyncio.to_thread(_write_all, fd, line.encode("utf-8") + b"\n")
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise self._gone(f"agent stdin closed: {exc}") from exc
+
+    def _gone(self, why: str) -> BodyCrashedError:
+        """The error of a write to a CLI that has ended, with its exit code and stderr."""
+        tail = self.stderr_tail or _tail(self._path("stderr"))
+        return BodyCrashedError(why, exit_code=self.returncode, stderr_tail=tail)
 
     def _log_sent(self, line: str) -> None:
         """Keep what we wrote, with the size stdout had then (``sent`` file): a new

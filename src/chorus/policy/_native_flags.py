@@ -248,9 +248,11 @@ def allowed_roots(policy: Policy, ctx: PathContext) -> list[str]:
     return [ctx.expand(p) for p in policy.filesystem.allowed_paths if p != "{cwd}"]
 
 
-def writable_roots(entry: BodyFlags, policy: Policy, ctx: PathContext) -> list[str]:
-    """The ``-c`` override that makes the allowed roots writable (Codex)."""
-    extra = allowed_roots(policy, ctx)
+def writable_roots(
+    entry: BodyFlags, policy: Policy, ctx: PathContext, also: tuple[str, ...] = ()
+) -> list[str]:
+    """The ``-c`` override that makes the allowed roots (and ``also``) writable (Codex)."""
+    extra = [*allowed_roots(policy, ctx), *also]
     if entry.writable_roots is None or not extra:
         return []
     return ["-c", entry.writable_roots.format(roots=json.dumps(extra))]

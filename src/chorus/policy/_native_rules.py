@@ -47,10 +47,17 @@ class NativeRules:
 
 
 def native_rules(
-    body: str, policy: Policy, *, ctx: PathContext, table: NativeTable | None = None
+    body: str,
+    policy: Policy,
+    *,
+    ctx: PathContext,
+    table: NativeTable | None = None,
+    also: tuple[str, ...] = (),
 ) -> NativeRules:
     """The rules for ``body`` under ``policy`` in ``ctx`` (``ctx.cwd``: the body's
-    folder); empty for a body the ``[long_lived]`` table does not list."""
+    folder); empty for a body the ``[long_lived]`` table does not list. ``also``:
+    folders besides the policy's that the body may write (what a commit in a git
+    worktree writes of the main repository, where the OS sandbox allows it)."""
     table = table or load_native_table()
     sibling = table.long_lived.get(body)
     if sibling is None:
@@ -59,7 +66,7 @@ def native_rules(
     # The CLI asks Chorus (its reason, its audit) where it can; else it refuses denied
     # paths itself (commands: it asks about them anyway).
     args = ask_rules(entry, policy, ctx) or deny_rules(entry, policy, ctx, commands=False)
-    args += writable_roots(entry, policy, ctx)
+    args += writable_roots(entry, policy, ctx, also)
     args += policy_file_args(entry, policy, ctx, asks=True)
-    roots = allowed_roots(policy, ctx) if entry.writable_roots else []
+    roots = [*allowed_roots(policy, ctx), *also] if entry.writable_roots else []
     return NativeRules(body, tuple(args), tuple(roots))

@@ -17,16 +17,19 @@ from chorus.sandbox._build import (
     write_wrapper,
 )
 from chorus.sandbox._bwrap import Layout, argv, outermost
+from chorus.sandbox._git import GitPaths, git_paths
 from chorus.sandbox._seatbelt import profile, seatbelt_argv
 from chorus.sandbox._state import state_cli
 
 __all__ = [
     "SHARED",
+    "GitPaths",
     "Layout",
     "Mode",
     "active",
     "argv",
     "bwrap_path",
+    "git_paths",
     "layout",
     "outermost",
     "profile",

@@ -51,8 +51,8 @@ from chorus.policy import (
     register_env,
 )
 from chorus.sandbox import active as sandbox_active
+from chorus.sandbox import git_paths, state_cli, tool_path, write_wrapper
 from chorus.sandbox import layout as sandbox_layout
-from chorus.sandbox import state_cli, tool_path, write_wrapper
 from chorus.session._errors import SessionError
 from chorus.session._reattach import detached_options
 from chorus.session._spares import Redirect, Spare
@@ -266,9 +266,20 @@ class BodyLauncher:
         calls it would approve without asking Chorus (``chorus.policy.native_rules``)."""
         if self.guards is None:
             return options
-        rules = native_rules(body, self.guards.policy, ctx=PathContext.current(options.cwd))
+        ctx = PathContext.current(options.cwd)
+        rules = native_rules(body, self.guards.policy, ctx=ctx, also=self._git_roots(options.cwd))
         extra = {**options.extra, "allowed_roots": rules.roots} if rules.roots else options.extra
         return replace(options, extra_args=(*options.extra_args, *rules.args), extra=extra)
+
+    def _git_roots(self, cwd: Path) -> tuple[str, ...]:
+        """In a git worktree, under the OS sandbox: what a commit writes of the main
+        repository, writable in the CLI's own sandbox too (Codex's workspace sandbox
+        runs each command first, and only a denial it recognises in the output, which
+        it may read too early on a loaded machine, retries it outside). The OS sandbox
+        keeps the repository's config and hooks, and the worktree's pointers, read-only."""
+        if not sandbox_active(self.config.sandbox.mode):
+            return ()
+        return tuple(str(p) for p in git_paths(cwd).writable)
 
     def _notice(self, gate: PolicyGate, message: str) -> None:
         """A mode the body cannot honour is never changed silently: the

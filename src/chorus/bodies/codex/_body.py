@@ -61,6 +61,7 @@ from chorus.bodies.codex._codec import (
 )
 from chorus.bodies.codex._errors import CodexRequestError
 from chorus.bodies.codex._exec_codec import EXEC_BODY_NAME, ExecCodec
+from chorus.bodies.codex._mcp_startup import McpStartup
 from chorus.bodies.codex._policy import BODY_NAME, MODE_POLICIES, mode_policy
 from chorus.bodies.codex._rollout import RolloutTail, codex_home
 from chorus.events import (
@@ -137,6 +138,8 @@ class CodexBody(Body):
         self._approvals: set[asyncio.Task[None]] = set()
         self._router = RequestRouter[RpcResponse](self.name)
         self._start_lock = asyncio.Lock()  # held while turn/start is in flight
+        #: MCP servers still starting: a turn waits for them (their tools in it).
+        self._mcp_startup = McpStartup()
         self._interrupt_lock = asyncio.Lock()
         self._next_model: str | None = None
         self._next_mode: str | None = None
@@ -263,6 +266,7 @@ class CodexBody(Body):
             await self._emit(item)
 
     def _observe(self, event: Event) -> None:
+        self._mcp_startup.observe(event)
         if isinstance(event, SessionStarted):
             self.native_session_id = self._codec.thread_id
             self.model = self._codec.model
@@ -329,6 +333,7 @@ class CodexBody(Body):
 
     async def _send_prompt(self, prompt: str) -> None:
         self._begin_turn()
+        await self._mcp_startup.settled(self.options.start_timeout)  # else: without them
         async with self._start_lock:
             request = self._codec.turn_start(prompt, model=self._next_model, mode=self._next_mode)
             self._next_model = self._next_mode = None
