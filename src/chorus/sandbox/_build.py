@@ -185,9 +185,18 @@ def write_wrapper(path: Path, tool: str, box: Layout, executable: Path) -> Path:
     first = tmp_lines(box) if Path(tool).name == "sandbox-exec" else []
     line = " ".join(_quote(a) for a in _wrapped(path, tool, box, executable))
     lines = ["#!/bin/sh", *first, f'exec {line} "$@"']
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text = "\n".join(lines) + "\n"
+    if not _holds(path, text):  # named by its layout's digest: mostly written already
+        path.write_text(text, encoding="utf-8")
     os.chmod(path, stat.S_IRWXU)
     return path
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _wrapped(path: Path, tool: str, box: Layout, executable: Path) -> list[str]:
