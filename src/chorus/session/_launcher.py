@@ -4,7 +4,8 @@
 A body gets the process environment, its ``[agents.NAME.env]``, the secrets the
 policy lets it have, its model API's base URL at its session's meter
 (``chorus.meter``), the native permission flags the policy allows when it cannot ask
-(one-shot bodies), the CLI the daemon's config points at, the
+(one-shot bodies), the CLI the daemon's config points at (Codex's native program,
+not its Node launcher: ``_native``), the
 session's model and cwd, its native resume id, the store's raw tap, and a
 permission callback (the session's trampoline to the current turn's gate).
 """
