@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from chorus._errors import AgentNotFoundError
 from chorus.agents import find_agent
 from chorus.bodies import allow_all
 from chorus.config import ChorusConfig
@@ -72,12 +73,18 @@ def test_any_other_program_is_run_as_it_is(tmp_path: Path) -> None:
     assert native_cli(tmp_path / "missing").path == tmp_path / "missing"
 
 
+@pytest.mark.e2e
 def test_the_pinned_codex_runs_natively_and_answers_like_its_launcher(
     tmp_path: Path, chorus_home: Path
 ) -> None:
     """The real install: the launcher's program and Chorus's give the same version,
     and a Codex body's options name the native program with the variables."""
-    launcher_path = find_agent("codex")
+    try:
+        launcher_path = find_agent("codex")
+    except AgentNotFoundError as exc:
+        if os.environ.get("CHORUS_REQUIRE_AGENTS") == "1":
+            raise
+        pytest.skip(f"codex CLI not installed: {exc}")
     found = native_cli(launcher_path)
     assert found.path != launcher_path
     assert found.path.name == "codex"
