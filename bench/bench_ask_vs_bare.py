@@ -43,6 +43,7 @@ from chorus.testing import ModelServer, headless_argv, offline_env, shell, text
 
 ANSWER = "bench-answer-7f3a"
 SCENARIO = [shell("echo hi > out.txt"), text(ANSWER)]
+EXTRACTED = text("[]")  # memory extraction's answer: nothing to remember
 CHORUS = str(Path(sys.executable).with_name("chorus"))
 CONFIGS = {"default": "", "spares": "spare_bodies = true"}
 
@@ -96,13 +97,28 @@ def _bare(cli: str, root: Path, server: ModelServer, work: Path, n: int) -> dict
 
 
 def _chorus(cli: str, server: ModelServer, work: Path) -> dict[str, float]:
-    """`chorus ask` on a new session, then a follow-up on the same live session."""
-    server.script(SCENARIO * 2, lane=cli)
+    """`chorus ask` on a new session, then a follow-up on the same live session. After
+    each job, memory extraction (on by default) makes one model call of its own on the
+    same lane: it is given its own reply and awaited, off the clock, so that each job
+    gets the whole scenario and runs alone, as the bare CLI's does."""
+    server.script([*SCENARIO, EXTRACTED] * 2, lane=cli)
     base = [CHORUS, "ask", "make out.txt", "--json"]
     cold, first, out = _timed([*base, "--body", cli], cwd=work, env=os.environ.copy())
+    _await_extraction(server, cli, left=len(SCENARIO) + 1)
     session = json.loads(out.splitlines()[-1])["session_id"]
     warm, _, _ = _timed([*base, "--session", session], cwd=work, env=os.environ.copy())
+    _await_extraction(server, cli, left=0)
     return {"cold": cold, "first": first, "warm": warm}
+
+
+def _await_extraction(server: ModelServer, lane: str, left: int, timeout: float = 60) -> None:
+    """Until the job's memory extraction took its reply, and a moment for it to end."""
+    deadline = time.monotonic() + timeout
+    while server.remaining_turns(lane) > left:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"memory extraction made no model call in {timeout:.0f}s")
+        time.sleep(0.05)
+    time.sleep(0.5)
 
 
 def _wait_for_spare(cli: str, timeout: float = 90) -> int:

@@ -46,6 +46,7 @@ from pathlib import Path
 from chorus._errors import BodyCrashedError, BodyTimeoutError, LineTooLongError
 from chorus.bodies._framing import LineFramer
 from chorus.bodies._transport import AgentTransport, ProcessTransport, RawTap, SpawnSpec
+from chorus.bodies._wake import FileWake
 from chorus.config import body_umask
 
 #: The orphan watch (a background function of the wrapper, in its group): every
@@ -349,7 +350,8 @@ class DetachedTransport:
         """Yield stdout lines from :attr:`offset` on, until the CLI has ended and its
         output is read; :attr:`offset` is the byte just after each yielded line."""
         buf = bytearray()
-        with self._path("stdout").open("rb") as out:
+        wake = FileWake(self._path("stdout"))  # a write ends the idle wait at once
+        with contextlib.closing(wake), self._path("stdout").open("rb") as out:
             out.seek(self.offset)
             while not self._detached:
                 chunk = out.read(_CHUNK)
@@ -360,7 +362,7 @@ class DetachedTransport:
                     if (lost := self._lost(out.fileno(), out.tell())) is not None:
                         self._give_up(lost)
                         return
-                    await self._idle_wait()
+                    await self._idle_wait(wake)
                     continue
                 self._quiet = 0
                 buf += chunk
@@ -368,11 +370,12 @@ class DetachedTransport:
                     if line:
                         yield line[0]
 
-    async def _idle_wait(self) -> None:
-        """Wait before looking at stdout again: 20 ms at first, doubling while it stays
-        quiet, at most 320 ms (an idle warm body costs a few reads a second); any
-        output or any line we write makes it 20 ms again."""
-        await asyncio.sleep(_POLL * (1 << min(self._quiet, 4)))
+    async def _idle_wait(self, wake: FileWake) -> None:
+        """Wait before looking at stdout again: until it is written (``_wake``), or else
+        20 ms at first, doubling while it stays quiet, at most 320 ms (an idle warm
+        body costs a few reads a second); any output or any line we write makes it
+        20 ms again."""
+        await wake.wait(_POLL * (1 << min(self._quiet, 4)))
         self._quiet += 1
 
     def _lost(self, fd: int, position: int) -> str | None:

@@ -127,7 +127,7 @@ def check_installed(name: str, config: ChorusConfig | None = None) -> None:
 
     config = config or load_config()
     if name in _BUILTIN:
-        find_agent(CLI_OF[name])
+        find_agent(CLI_OF[name], config)
         return
     if name not in _acp_names(config):
         raise _unknown(name, config)

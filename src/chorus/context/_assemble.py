@@ -31,7 +31,7 @@ from typing import Any, Literal
 from chorus.context._project import ProjectContext, load_project
 from chorus.context._system import load_soul, render_spec, system_spec
 from chorus.memory import Hit, Memory, MemorySettings, item_line
-from chorus.policy import Policy, load_policy
+from chorus.policy import Policy, load_policy, policy_path
 
 #: Sections trimmed first come first.
 TRIM_ORDER = ("daily", "items", "system", "memory_md", "project", "identity", "plan")
@@ -133,11 +133,30 @@ def assemble(
     own = memory is None
     mem = memory or Memory(settings=settings)
     try:
-        project = load_project(cwd, policy or load_policy())
+        project = load_project(cwd, policy or current_policy())
         return _assemble(mem, cwd, task, plan, now or dt.datetime.now().astimezone(), project)
     finally:
         if own:
             mem.close()
+
+
+def current_policy() -> Policy:
+    """``CHORUS_HOME/policy.toml`` as it is now: parsed again only when the file
+    changed (its inode, size, mode or modification time), not at every body start."""
+    path = policy_path()
+    try:
+        info = path.stat()
+    except OSError:
+        return load_policy(path)
+    key = (str(path), info.st_ino, info.st_size, info.st_mode, info.st_mtime_ns)
+    if _POLICY and _POLICY[0][0] == key:
+        return _POLICY[0][1]
+    policy = load_policy(path)
+    _POLICY[:] = [(key, policy)]
+    return policy
+
+
+_POLICY: list[tuple[tuple[str, int, int, int, int], Policy]] = []
 
 
 def _assemble(

@@ -112,9 +112,11 @@ class Memory:
     def _check_embedder(self) -> None:
         """A changed embedder makes stored vectors meaningless: rebuild them."""
         name = self.embedder.name if self.embedder else "none"
-        if self.index.meta("embedder") not in (None, name):
+        stored = self.index.meta("embedder")
+        if stored not in (None, name):
             self.reindex()
-        self.index.set_meta("embedder", name)
+        if stored != name:  # no write when it is the same (a reader's open stays a read)
+            self.index.set_meta("embedder", name)
 
     def _vec(self, text: str) -> bytes | None:
         return to_blob(self.embedder.embed(text)) if self.embedder else None

@@ -23,6 +23,7 @@ from chorus.sandbox._git import git_paths
 from chorus.sandbox._seatbelt import SANDBOX_EXEC, Expanded, profile, seatbelt_argv, tmp_lines
 from chorus.sandbox._state import state_paths
 from chorus.sandbox._stubs import denied_programs, stub_targets, write_stubs
+from chorus.sandbox._walk import is_tree_pattern, tree_matches
 
 Mode = Literal["auto", "enforce", "off"]
 
@@ -151,8 +152,12 @@ def _hidden(
     """Existing denied paths, split into folders and files (CHORUS_HOME is hidden
     on its own)."""
     found: set[Path] = set()
+    tree = [p for p in patterns if is_tree_pattern(p)]
+    for root in roots:  # one walk for all the ``**/NAME`` patterns
+        found.update(tree_matches(tree, root, _MAX_MATCHES) if tree else ())
     for pattern in patterns:
-        found.update(_matches(pattern, roots))
+        if pattern not in tree:
+            found.update(_matches(pattern, roots))
     found.discard(chorus_home.resolve())
     dirs = tuple(sorted(p for p in found if p.is_dir()))
     files = tuple(sorted(p for p in found if p.is_file()))
@@ -180,9 +185,18 @@ def write_wrapper(path: Path, tool: str, box: Layout, executable: Path) -> Path:
     first = tmp_lines(box) if Path(tool).name == "sandbox-exec" else []
     line = " ".join(_quote(a) for a in _wrapped(path, tool, box, executable))
     lines = ["#!/bin/sh", *first, f'exec {line} "$@"']
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text = "\n".join(lines) + "\n"
+    if not _holds(path, text):  # named by its layout's digest: mostly written already
+        path.write_text(text, encoding="utf-8")
     os.chmod(path, stat.S_IRWXU)
     return path
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _wrapped(path: Path, tool: str, box: Layout, executable: Path) -> list[str]:

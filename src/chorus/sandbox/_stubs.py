@@ -31,8 +31,40 @@ def denied_programs(policy: Policy) -> tuple[str, ...]:
 def stub_targets(names: Iterable[str], env: Mapping[str, str]) -> tuple[tuple[str, Path], ...]:
     """``(name, path)`` of every existing copy of each denied program, symlinks followed.
     A link to another program (``halt`` -> ``systemctl``) is left to the ``PATH`` stub,
-    so the program it points to is not shadowed too."""
-    folders = [f for f in (*env.get("PATH", "").split(os.pathsep), *_SYSTEM_BIN) if f]
+    so the program it points to is not shadowed too. Remembered while no folder
+    searched changed (a program added, removed or replaced changes its folder)."""
+    folders = tuple(
+        dict.fromkeys(f for f in (*env.get("PATH", "").split(os.pathsep), *_SYSTEM_BIN) if f)
+    )
+    key, stamps = (tuple(names), folders), _stamps(folders)
+    known = _FOUND.get(key)
+    if known is not None and known[0] == stamps and all(p.is_file() for _, p in known[1]):
+        return known[1]
+    found = _find(key[0], folders)
+    if len(_FOUND) >= _KEPT:
+        _FOUND.clear()
+    _FOUND[key] = (stamps, found)
+    return found
+
+
+_Targets = tuple[tuple[str, Path], ...]
+#: (names, folders) -> (the folders' modification times, the targets found then).
+_FOUND: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[int, ...], _Targets]] = {}
+_KEPT = 64
+
+
+def _stamps(folders: Iterable[str]) -> tuple[int, ...]:
+    """Each folder's modification time (-1: none there)."""
+    out = []
+    for folder in folders:
+        try:
+            out.append(os.stat(folder).st_mtime_ns)
+        except OSError:
+            out.append(-1)
+    return tuple(out)
+
+
+def _find(names: Iterable[str], folders: Iterable[str]) -> _Targets:
     found: dict[Path, str] = {}
     for name in names:
         for folder in folders:

@@ -4,7 +4,8 @@
 A body gets the process environment, its ``[agents.NAME.env]``, the secrets the
 policy lets it have, its model API's base URL at its session's meter
 (``chorus.meter``), the native permission flags the policy allows when it cannot ask
-(one-shot bodies), the CLI the daemon's config points at, the
+(one-shot bodies), the CLI the daemon's config points at (Codex's native program,
+not its Node launcher: ``_native``), the
 session's model and cwd, its native resume id, the store's raw tap, and a
 permission callback (the session's trampoline to the current turn's gate).
 """
@@ -54,6 +55,7 @@ from chorus.sandbox import active as sandbox_active
 from chorus.sandbox import git_paths, state_cli, tool_path, write_wrapper
 from chorus.sandbox import layout as sandbox_layout
 from chorus.session._errors import SessionError
+from chorus.session._native import NativeCli, native_cli
 from chorus.session._reattach import detached_options
 from chorus.session._spares import Redirect, Spare
 from chorus.store import ORIGIN_CHORUS, SessionRecord, Store
@@ -313,13 +315,20 @@ class BodyLauncher:
         if self.guards is not None:
             given.update(self.guards.env_for(body))
         register_env(self.store.redactor, given, os.environ)
-        return {**os.environ, **given}
+        cli = self._cli(body)
+        return {**os.environ, **given, **(cli.env if cli is not None else {})}
 
     def _executable(self, body: str) -> Path | None:
-        """The CLI of a built-in body as the daemon's config says (None for ACP)."""
+        """The program of a built-in body's CLI (None for ACP)."""
+        cli = self._cli(body)
+        return cli.path if cli is not None else None
+
+    def _cli(self, body: str) -> NativeCli | None:
+        """A built-in body's CLI as the daemon's config says, its native program run
+        directly (no Node start per body, see ``_native``); None for ACP."""
         from chorus.agents import find_agent
 
-        return find_agent(CLI_OF[body], self.config) if body in CLI_OF else None
+        return native_cli(find_agent(CLI_OF[body], self.config)) if body in CLI_OF else None
 
     def _sandboxed(self, body: str, cwd: Path, env: dict[str, str]) -> Path | None:
         """The body's CLI, wrapped in its OS sandbox when ``[sandbox]`` says so."""
