@@ -1,6 +1,6 @@
 """kill -9 the daemon mid-turn, N times per CLI; the next daemon must re-attach to the
 body and carry the same turn on. With ``--kill body``: kill -9 the body's own launcher
-(the ``node`` process of its CLI) mid-turn instead; the daemon must end what is left of
+(its ``node`` launcher or its native program) mid-turn instead; the daemon must end what is left of
 the body and resume the session natively, and the job must succeed.
 
 Each round runs one real job (claude, codex, gemini, and the ACP adapters

@@ -1,7 +1,8 @@
 """No process of a body outlives it, and no body outlives its daemon for long.
 
-A Codex whose ``node`` launcher is killed leaves no native ``codex app-server`` behind
-(it would hold the thread, and the resume would fail "already has an active writer");
+A Codex whose CLI process is killed (its native ``codex app-server``, which Chorus runs
+without the ``node`` launcher) leaves nothing of its group behind (a child left would
+hold the thread, and the resume would fail "already has an active writer");
 the job resumes and succeeds. Bodies a daemon killed with SIGKILL left running (to be
 re-attached) are ended by ``chorus stop``, and end themselves after
 ``[daemon] orphan_timeout_s`` with no daemon; the job then resumes natively."""
@@ -46,12 +47,18 @@ def _handle(chorus: Daemon, job_id: str) -> dict[str, Any]:
     return dict(session["transport"]["body_handle"])
 
 
-def _node_launcher(pgid: int) -> int:
-    """The ``node`` process that runs Codex's JavaScript launcher, in ``pgid``."""
-    for pid, _ in group(pgid):
+def _codex_cli(pgid: int) -> int:
+    """The Codex CLI's own process in ``pgid``: its ``node`` launcher where one runs,
+    else the native app-server Chorus starts directly."""
+    procs = group(pgid)
+    for pid, _ in procs:
         if os.path.basename(os.readlink(f"/proc/{pid}/exe")).startswith("node"):
             return pid
-    raise AssertionError(f"no node launcher in group {pgid}: {group(pgid)}")
+    for pid, cmd in procs:
+        exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+        if exe == "codex" and "app-server" in cmd:
+            return pid
+    raise AssertionError(f"no Codex CLI in group {pgid}: {procs}")
 
 
 def test_codex_launcher_killed_mid_turn_leaves_no_app_server_and_resumes(
@@ -67,7 +74,7 @@ def test_codex_launcher_killed_mid_turn_leaves_no_app_server_and_resumes(
     first = _handle(chorus, job_id)
     pgid = int(first["pid"])
     natives = [(pid, started_at(pid)) for pid, cmd in group(pgid) if "app-server" in cmd]
-    os.kill(_node_launcher(pgid), signal.SIGKILL)
+    os.kill(_codex_cli(pgid), signal.SIGKILL)
     watched = chorus.run("watch", job_id, timeout=180)
     assert watched.returncode == 0, watched.stdout[-3000:] + watched.stderr[-3000:]
     assert chorus.client.job(job_id)["state"] == "succeeded"
