@@ -265,7 +265,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:
-        if {"module_daemon", "module_chorus"} & set(getattr(item, "fixturenames", ())):
+        if {"module_daemon", "module_chorus", "module_dash"} & set(
+            getattr(item, "fixturenames", ())
+        ):
             item.add_marker(pytest.mark.xdist_group(f"daemon-{item.path.stem}"))
 
 

@@ -17,9 +17,18 @@ import pytest
 from chorus.daemon import DaemonClient, is_responding, stop_daemon
 from chorus.testing import ModelServer, claude_env, free_port
 from tests._wait import until
-from tests.daemon.conftest import run_chorus
+from tests.daemon.conftest import _idle, run_chorus
 
-__all__ = ["DashDaemon", "csrf_of", "dash_with", "login_url", "until", "write_config"]
+__all__ = [
+    "DashDaemon",
+    "csrf_of",
+    "dash_with",
+    "login_url",
+    "module_dash",
+    "shared_dash",
+    "until",
+    "write_config",
+]
 
 
 @dataclass
@@ -137,3 +146,44 @@ def dash_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., DashD
             for proc in dash.procs:
                 proc.wait(timeout=60)
     assert server.errors == []
+
+
+@pytest.fixture(scope="module")
+def module_dash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashDaemon]:
+    """One home, scripted server and daemon with its dashboard (as ``dash_with()``
+    makes) for a whole test module, started at once. Use ``shared_dash``."""
+    root = tmp_path_factory.mktemp("module-dash")
+    home, work = root / "chorus-home", root / "work"
+    work.mkdir()
+    with ModelServer() as server, pytest.MonkeyPatch.context() as env:
+        env.setenv("CHORUS_HOME", str(home))
+        env.setenv("CHORUS_MEMORY_EXTRACTION", "0")
+        port = free_port()
+        write_config(home, claude_env(root / "claude-home", server.url), port, [])
+        dash = DashDaemon(home, work, server, port)
+        dash.start()
+        yield dash
+        stop_daemon()
+        for proc in dash.procs:
+            proc.wait(timeout=60)
+    assert server.errors == []
+
+
+@pytest.fixture
+def shared_dash(
+    module_dash: DashDaemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[DashDaemon]:
+    """The module's dashboard daemon for a test that only submits jobs and reads its
+    own (its jobs, flags, audit entries): the server's scenarios and requests reset, a
+    work folder of its own, its clients closed and its jobs ended after it. A test
+    that reconfigures or stops the daemon, or reads every job, takes ``dash_with``."""
+    monkeypatch.setenv("CHORUS_HOME", str(module_dash.home))
+    module_dash.server.reset()
+    work = tmp_path / "work"
+    work.mkdir()
+    dash = DashDaemon(module_dash.home, work, module_dash.server, module_dash.port)
+    dash.procs.append(module_dash.procs[0])  # started: ``run`` starts none
+    yield dash
+    for client in dash.clients:
+        client.close()
+    until(_idle, 60)
