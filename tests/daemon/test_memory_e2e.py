@@ -22,6 +22,9 @@ from chorus.testing import ModelServer, offline_env, slow_text, text, tool_call
 from tests.daemon.conftest import Daemon
 
 pytestmark = pytest.mark.e2e
+# The module's shared daemon: a context holds two memory items at most, so that an
+# item only the prompt finds is told from the most recent ones.
+SHARED_DAEMON_CONFIG = ("[memory]", "top_n = 2")
 
 BODIES = ("claude", "codex", "gemini")
 
@@ -234,13 +237,12 @@ FILLERS = (
 
 @pytest.mark.parametrize("body", BODIES)
 def test_the_first_jobs_context_has_the_items_relevant_to_its_prompt(
-    lanes: tuple[ModelServer, Path], chorus_home: Path, body: str
+    shared: tuple[ModelServer, Path], body: str
 ) -> None:
     """The body starts with the job's prompt as its task: an older item the prompt
-    finds is in its context, though the two most recent items would fill top_n."""
-    server, work = lanes
-    with (chorus_home / "config.toml").open("a") as config:
-        config.write("[memory]\ntop_n = 2\n")
+    finds is in its context, though the two most recent items would fill top_n. (An
+    item added again is seen again: the fillers are the most recent for every body.)"""
+    server, work = shared
     _remember(work, "The staging database runs on host db-staging-7", *FILLERS)
     server.script([text("on db-staging-7")], lane=body)
     ask(work, body, "which host runs the staging database?")
@@ -255,7 +257,8 @@ def test_a_warm_bodys_next_job_gets_the_memory_relevant_to_its_prompt(
 ) -> None:
     """The second job runs on the warm body of the first: the items its prompt finds
     that the body's context did not have come in a small block before the prompt;
-    an item already in the context is not repeated."""
+    an item already in the context is not repeated. (A daemon of its own: the block
+    holds only what this test remembered.)"""
     server, work = lanes
     with (chorus_home / "config.toml").open("a") as config:
         config.write("[memory]\ntop_n = 2\n")
