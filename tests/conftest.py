@@ -24,6 +24,46 @@ from chorus.testing import (
     prepare_cli,
 )
 
+#: The fixtures of a daemon shared by a module's tests (tests/daemon/conftest.py,
+#: tests/dashboard/conftest.py).
+_MODULE_DAEMONS = {"module_daemon", "module_chorus", "module_dash"}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> Iterator[None]:
+    """The tests of a module that share its daemon run on one xdist worker (with
+    ``--dist loadgroup``), so the module starts one daemon, not one per worker."""
+    if config.pluginmanager.hasplugin("xdist"):
+        for item in items:
+            if _MODULE_DAEMONS & set(getattr(item, "fixturenames", ())):
+                item.add_marker(pytest.mark.xdist_group(f"daemon-{item.path.stem}"))
+    result = yield
+    _name_groups(config, items)
+    return result
+
+
+def _name_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker, name each grouped test ``<nodeid>@<group>``, the name its
+    loadgroup scheduler groups by. xdist renames them itself, but since pytest 9.2
+    keeps node ids structured its renaming no longer takes (pytest-xdist#1386) and
+    the groups spread over every worker; this does it where it did not."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        marks = item.iter_markers("xdist_group")
+        names = sorted(
+            {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in marks}
+        )
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix):
+            node_id = getattr(item, "_id", None)
+            if node_id is None:  # an older pytest: a plain string
+                item._nodeid = item.nodeid + suffix  # type: ignore[attr-defined]
+            else:
+                item._id = type(node_id).parse(item.nodeid + suffix)
+
 
 def _left_running(folder: Path) -> list[int]:
     """Processes (not this one) whose command line names ``folder``: bodies a test

@@ -202,7 +202,8 @@ def test_on_a_terminal_a_live_status_line_shows_then_clears(shared_chorus: Choru
     assert "job succeeded" in out
 
 
-def test_steer_a_finished_job_by_prefix_queues_a_follow_up(chorus: Chorus) -> None:
+def test_steer_a_finished_job_by_prefix_queues_a_follow_up(shared_chorus: Chorus) -> None:
+    chorus = shared_chorus
     chorus.server.script([text("first"), text("followed up"), text("again")])
     job_id = chorus.run("task", "one", "--body", "claude").stdout.strip()
     assert chorus.run("watch", job_id).returncode == 0

@@ -258,17 +258,6 @@ def shared_chorus(
         yield Chorus(module_chorus.home, work, module_chorus.server)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests of a module that share its daemon run on one xdist worker (with
-    ``--dist loadgroup``), so the module starts one daemon, not one per worker."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if {"module_daemon", "module_chorus"} & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group(f"daemon-{item.path.stem}"))
-
-
 @dataclass
 class TinyDisk:
     """A real, small filesystem (tmpfs) that a test can fill up and free again."""

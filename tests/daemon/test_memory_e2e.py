@@ -19,8 +19,12 @@ from chorus.events import JobEnded, MemoryChanged, parse_event
 from chorus.policy import AuditLog
 from chorus.store import SqliteStore
 from chorus.testing import ModelServer, offline_env, slow_text, text, tool_call
+from tests.daemon.conftest import Daemon
 
 pytestmark = pytest.mark.e2e
+# The module's shared daemon: a context holds two memory items at most, so that an
+# item only the prompt finds is told from the most recent ones.
+SHARED_DAEMON_CONFIG = ("[memory]", "top_n = 2")
 
 BODIES = ("claude", "codex", "gemini")
 
@@ -42,6 +46,17 @@ def lanes(chorus_home: Path, tmp_path: Path) -> Iterator[tuple[ModelServer, Path
         yield server, work
         stop_daemon()
     assert server.errors == []
+
+
+@pytest.fixture
+def shared(shared_daemon: Daemon, tmp_path: Path) -> tuple[ModelServer, Path]:
+    """The module's daemon (the three bodies on their lanes, as ``lanes`` configures
+    them) and a work folder of this test's own in a git repository of its own: for a
+    test whose checks hold whatever other tests of the module remembered before it."""
+    work = tmp_path / "repo" / "app"
+    work.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(work.parent)], check=True)
+    return shared_daemon.server, work
 
 
 def chorus(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -76,9 +91,9 @@ def first_request(server: ModelServer, lane: str) -> str:
 
 @pytest.mark.parametrize("body", BODIES)
 def test_a_fact_added_on_the_cli_reaches_a_new_session_of_each_body(
-    lanes: tuple[ModelServer, Path], body: str
+    shared: tuple[ModelServer, Path], body: str
 ) -> None:
-    server, work = lanes
+    server, work = shared
     added = chorus(work, "memory", "add", "The user's favourite colour is teal", "--type", "fact")
     assert added.returncode == 0, added.stderr
     server.script([text("noted")], lane=body)
@@ -100,14 +115,21 @@ MEMORY_WRITE = {
 }
 # Codex defers MCP tools behind tool_search; a model then calls them by namespace.
 NAMESPACE = {"codex": "mcp__chorus"}
+# A decision each body remembers, and the words that find it: unlike each other, since
+# the bodies share the module's memory and a near-copy would reinforce the first.
+DECISIONS = {
+    "claude": ("The deploy window is Tuesday 14:00 UTC", "deploy window"),
+    "codex": ("Database migrations run only on Sunday nights", "database migrations"),
+    "gemini": ("The release freeze starts every December 15th", "release freeze"),
+}
 
 
 @pytest.mark.parametrize("body", BODIES)
 def test_a_memory_write_call_is_searchable_and_in_the_next_context(
-    lanes: tuple[ModelServer, Path], body: str
+    shared: tuple[ModelServer, Path], body: str
 ) -> None:
-    server, work = lanes
-    fact = f"The deploy window for {body} is Tuesday 14:00 UTC"
+    server, work = shared
+    fact, query = DECISIONS[body]
     server.script(
         [
             tool_call(
@@ -120,21 +142,23 @@ def test_a_memory_write_call_is_searchable_and_in_the_next_context(
         ],
         lane=body,
     )
-    events = ask(work, body, "remember the deploy window")
+    events = ask(work, body, "remember the decision")
+    session_id = events[0].session_id  # type: ignore[attr-defined]
     result = server.turn_requests(lane=body)[1].last_tool_result()
     assert result is not None
     assert not result.is_error, result.content
     assert '"op": "add"' in result.content, result.content
-    found = chorus(work, "memory", "search", "deploy window", "--json")
-    hits = json.loads(found.stdout)
-    assert hits[0]["text"] == fact
+    found = chorus(work, "memory", "search", query, "--json")
+    hits = [h for h in json.loads(found.stdout) if h["text"] == fact]
+    assert len(hits) == 1, found.stdout
     assert hits[0]["item"]["source_kind"] == "agent"
-    # The daemon ran the tool (the body is sandboxed) and audited the call.
+    # The daemon ran the tool (the body is sandboxed) and audited the call: once, for
+    # this session (an earlier test's calls are its own sessions').
     audited = [e for e in AuditLog().entries() if e.kind == "mcp_tool_call"]
-    assert [(e.data["tool"], e.data["ok"]) for e in audited] == [("memory_write", True)]
-    assert audited[0].session_id == events[0].session_id  # type: ignore[attr-defined]
+    mine = [(e.data["tool"], e.data["ok"]) for e in audited if e.session_id == session_id]
+    assert mine == [("memory_write", True)]
     # The write is also an event in the calling session's log.
-    logged = asyncio.run(_session_events(events[0].session_id))  # type: ignore[attr-defined]
+    logged = asyncio.run(_session_events(session_id))
     writes = [(e.op, e.item_id) for e in logged if isinstance(e, MemoryChanged)]
     assert writes == [("add", hits[0]["item"]["id"])]
     ask(work, body, "anything planned?")
@@ -143,9 +167,9 @@ def test_a_memory_write_call_is_searchable_and_in_the_next_context(
 
 @pytest.mark.parametrize("body", BODIES)
 def test_chorus_md_imports_reach_the_body_and_an_escaping_one_does_not(
-    lanes: tuple[ModelServer, Path], body: str
+    shared: tuple[ModelServer, Path], body: str
 ) -> None:
-    server, work = lanes
+    server, work = shared
     (work.parent.parent / "outside.md").write_text("OUTSIDE-SECRET-9137\n")
     (work / "docs").mkdir()
     (work / "docs" / "conventions.md").write_text("Convention: name branches feat/<topic>.\n")
@@ -213,13 +237,12 @@ FILLERS = (
 
 @pytest.mark.parametrize("body", BODIES)
 def test_the_first_jobs_context_has_the_items_relevant_to_its_prompt(
-    lanes: tuple[ModelServer, Path], chorus_home: Path, body: str
+    shared: tuple[ModelServer, Path], body: str
 ) -> None:
     """The body starts with the job's prompt as its task: an older item the prompt
-    finds is in its context, though the two most recent items would fill top_n."""
-    server, work = lanes
-    with (chorus_home / "config.toml").open("a") as config:
-        config.write("[memory]\ntop_n = 2\n")
+    finds is in its context, though the two most recent items would fill top_n. (An
+    item added again is seen again: the fillers are the most recent for every body.)"""
+    server, work = shared
     _remember(work, "The staging database runs on host db-staging-7", *FILLERS)
     server.script([text("on db-staging-7")], lane=body)
     ask(work, body, "which host runs the staging database?")
@@ -234,7 +257,8 @@ def test_a_warm_bodys_next_job_gets_the_memory_relevant_to_its_prompt(
 ) -> None:
     """The second job runs on the warm body of the first: the items its prompt finds
     that the body's context did not have come in a small block before the prompt;
-    an item already in the context is not repeated."""
+    an item already in the context is not repeated. (A daemon of its own: the block
+    holds only what this test remembered.)"""
     server, work = lanes
     with (chorus_home / "config.toml").open("a") as config:
         config.write("[memory]\ntop_n = 2\n")

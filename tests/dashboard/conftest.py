@@ -17,9 +17,18 @@ import pytest
 from chorus.daemon import DaemonClient, is_responding, stop_daemon
 from chorus.testing import ModelServer, claude_env, free_port
 from tests._wait import until
-from tests.daemon.conftest import run_chorus
+from tests.daemon.conftest import _idle, run_chorus
 
-__all__ = ["DashDaemon", "csrf_of", "dash_with", "login_url", "until", "write_config"]
+__all__ = [
+    "DashDaemon",
+    "csrf_of",
+    "dash_with",
+    "login_url",
+    "module_dash",
+    "shared_dash",
+    "until",
+    "write_config",
+]
 
 
 @dataclass
@@ -58,9 +67,9 @@ class DashDaemon:
         until(lambda: is_responding(0.5) or proc.poll() is not None, timeout=120)
         assert proc.poll() is None, (self.home / "daemon-start.log").read_text()[-2000:]
 
-    def login_url(self) -> str:
+    def login_url(self, *, cli: bool = False) -> str:
         self.start()
-        return login_url(self.work)
+        return login_url(self.work, cli=cli)
 
     def new_client(self, **options: Any) -> httpx.Client:
         """A client of the dashboard, closed at teardown (not logged in)."""
@@ -87,12 +96,17 @@ class DashDaemon:
         return DaemonClient()
 
 
-def login_url(work: Path) -> str:
-    """A one-time login URL of this CHORUS_HOME's dashboard (``chorus dashboard``)."""
-    done = run_chorus(work, "dashboard", "--json", "--no-open")
-    assert done.returncode == 0, done.stderr
-    url: str = json.loads(done.stdout)["url"]
-    return url
+def login_url(work: Path, *, cli: bool = False) -> str:
+    """A one-time login URL of this CHORUS_HOME's dashboard, as ``chorus dashboard``
+    gets it from the daemon (a typer command costs a test about 0.6 s of CPU); with
+    ``cli``, from that command itself run in ``work``."""
+    if cli:
+        done = run_chorus(work, "dashboard", "--json", "--no-open")
+        assert done.returncode == 0, done.stderr
+        return str(json.loads(done.stdout)["url"])
+    status, raw = DaemonClient().request("POST", "/dashboard/login")
+    assert status == 200, raw
+    return str(json.loads(raw)["url"])
 
 
 def csrf_of(client: httpx.Client) -> str:
@@ -137,3 +151,44 @@ def dash_with(chorus_home: Path, tmp_path: Path) -> Iterator[Callable[..., DashD
             for proc in dash.procs:
                 proc.wait(timeout=60)
     assert server.errors == []
+
+
+@pytest.fixture(scope="module")
+def module_dash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DashDaemon]:
+    """One home, scripted server and daemon with its dashboard (as ``dash_with()``
+    makes) for a whole test module, started at once. Use ``shared_dash``."""
+    root = tmp_path_factory.mktemp("module-dash")
+    home, work = root / "chorus-home", root / "work"
+    work.mkdir()
+    with ModelServer() as server, pytest.MonkeyPatch.context() as env:
+        env.setenv("CHORUS_HOME", str(home))
+        env.setenv("CHORUS_MEMORY_EXTRACTION", "0")
+        port = free_port()
+        write_config(home, claude_env(root / "claude-home", server.url), port, [])
+        dash = DashDaemon(home, work, server, port)
+        dash.start()
+        yield dash
+        stop_daemon()
+        for proc in dash.procs:
+            proc.wait(timeout=60)
+    assert server.errors == []
+
+
+@pytest.fixture
+def shared_dash(
+    module_dash: DashDaemon, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[DashDaemon]:
+    """The module's dashboard daemon for a test that only submits jobs and reads its
+    own (its jobs, flags, audit entries): the server's scenarios and requests reset, a
+    work folder of its own, its clients closed and its jobs ended after it. A test
+    that reconfigures or stops the daemon, or reads every job, takes ``dash_with``."""
+    monkeypatch.setenv("CHORUS_HOME", str(module_dash.home))
+    module_dash.server.reset()
+    work = tmp_path / "work"
+    work.mkdir()
+    dash = DashDaemon(module_dash.home, work, module_dash.server, module_dash.port)
+    dash.procs.append(module_dash.procs[0])  # started: ``run`` starts none
+    yield dash
+    for client in dash.clients:
+        client.close()
+    until(_idle, 60)
