@@ -14,6 +14,7 @@ import pytest
 
 from chorus._errors import ChorusError
 from chorus.agents import find_agent
+from chorus.session._native import native_cli
 from chorus.testing import CODEX_OFFLINE_FLAGS, GEMINI_MODEL, offline_env, shell, text
 
 if TYPE_CHECKING:
@@ -62,7 +63,8 @@ def test_talk_plan_and_import(
     wrapper = Path(plan["argv"][0]).read_text()
     assert plan["sandboxed"]
     assert "bwrap" in wrapper  # the same wrapper a body of the session gets
-    assert str(find_agent(cli)) in wrapper  # type: ignore[arg-type]
+    # the CLI's own program (Codex's native one, without its Node launcher)
+    assert str(native_cli(find_agent(cli)).path) in wrapper  # type: ignore[arg-type]
     daemon.server.script([shell("echo talked > talked.txt"), text("talk answer")], lane=cli)
     env = offline_env(cli, tmp_path / f"{cli}-home", daemon.server.lane_url(cli))  # type: ignore[arg-type]
     argv = RESUMED[cli](str(find_agent(cli)), native, "typed in the talk")  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ from typing import Any
 
 from chorus.meter._process import meter_dir, start_time
 from chorus.meter._spool import read_spool
+from chorus.meter._unix import socket_path
 
 log = logging.getLogger("chorus.meter")
 
@@ -142,7 +143,8 @@ class MeterHost:
             await self._start()
         while not self._closing:
             try:
-                reader, writer = await asyncio.open_unix_connection(str(self.dir / "link.sock"))
+                with socket_path(self.dir / "link.sock") as where:
+                    reader, writer = await asyncio.open_unix_connection(where)
             except OSError:
                 await self._absent()
                 continue

@@ -49,6 +49,7 @@ from chorus.meter._quota import QuotaBook, Window
 from chorus.meter._replies import api_error
 from chorus.meter._secrets import SecretBook
 from chorus.meter._spool import Spool
+from chorus.meter._unix import socket_path
 from chorus.meter._usage import APIS, Api
 
 log = logging.getLogger("chorus.meter")
@@ -236,7 +237,8 @@ class MeterProcess:
     async def serve(self, sock: socket.socket) -> None:
         link_path = self.dir / "link.sock"
         link_path.unlink(missing_ok=True)
-        link = await asyncio.start_unix_server(self.linked, path=str(link_path))
+        with socket_path(link_path) as where:
+            link = await asyncio.start_unix_server(self.linked, path=where)
         os.chmod(link_path, 0o600)
         self._write_pid(sock)
         self.server = uvicorn.Server(_config(self))
