@@ -50,7 +50,7 @@ async def test_watches_share_one_instance_closed_with_the_last(tmp_path: Path) -
 async def test_without_inotify_the_wait_is_a_sleep(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_wake, "_libc", lambda: None)
+    monkeypatch.setattr(_wake, "libc_with", lambda symbol: None)
     path = tmp_path / "stdout"
     path.touch()
     wake = FileWake(path)

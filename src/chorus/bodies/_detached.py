@@ -30,8 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import ctypes.util
-import functools
 import json
 import os
 import shutil
@@ -44,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chorus._errors import BodyCrashedError, BodyTimeoutError, LineTooLongError
+from chorus._libc import libc_with
 from chorus.bodies._framing import LineFramer
 from chorus.bodies._transport import AgentTransport, ProcessTransport, RawTap, SpawnSpec
 from chorus.bodies._wake import FileWake
@@ -714,7 +713,7 @@ def _punch(path: Path, start: int, end: int) -> bool:
     length = end - end % _PAGE - start
     if length <= 0:
         return False
-    libc = _libc()
+    libc = libc_with("fallocate")
     if libc is None:
         return False
     try:
@@ -726,16 +725,6 @@ def _punch(path: Path, start: int, end: int) -> bool:
         return int(done) == 0
     finally:
         os.close(fd)
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name, use_errno=True)
-    except OSError:
-        return None
-    return libc if hasattr(libc, "fallocate") else None
 
 
 def _raw_lines_before(run_dir: Path, offset: int) -> list[bytes]:

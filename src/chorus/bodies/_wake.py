@@ -15,27 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import ctypes.util
-import functools
 import os
 import struct
-import sys
 from pathlib import Path
+
+from chorus._libc import libc_with
 
 _IN_MODIFY = 0x2
 _EVENT = struct.Struct("iIII")  # wd, mask, cookie, len (then len bytes of name)
-
-
-@functools.cache
-def _libc() -> ctypes.CDLL | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name, use_errno=True)
-    except OSError:
-        return None
-    return libc if hasattr(libc, "inotify_init1") else None
 
 
 class _Inotify:
@@ -88,7 +75,7 @@ _INSTANCES: dict[asyncio.AbstractEventLoop, _Inotify] = {}
 
 def _instance(loop: asyncio.AbstractEventLoop) -> _Inotify | None:
     found = _INSTANCES.get(loop)
-    libc = _libc()
+    libc = libc_with("inotify_init1")
     if found is not None or libc is None:
         return found
     fd = int(libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC))

@@ -13,10 +13,10 @@ jobs run. Without glibc (macOS, musl) it does nothing.
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import logging
 from collections.abc import Callable
+
+from chorus._libc import libc_with
 
 log = logging.getLogger("chorus.daemon")
 
@@ -28,12 +28,8 @@ Trim = Callable[[], object]
 
 def libc_trim() -> Trim | None:
     """glibc's ``malloc_trim(0)``, or None where there is none."""
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        return None
-    return (lambda: trim(0)) if trim is not None else None
+    libc = libc_with("malloc_trim")
+    return (lambda: libc.malloc_trim(0)) if libc is not None else None
 
 
 class IdleTrim:
