@@ -14,6 +14,7 @@ import subprocess
 import sys
 import termios
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,7 +184,9 @@ def _ready(term: Terminal) -> None:
         term.wait_for("? for shortcuts", since=since)
 
 
-def _proc_of(native_id: str) -> int | None:
+def _proc_with(native_id: str, keep: Callable[[list[bytes]], bool]) -> int | None:
+    """A process whose arguments name ``native_id`` and pass ``keep`` (never the
+    sandbox wrapper)."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -191,9 +194,14 @@ def _proc_of(native_id: str) -> int | None:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if native_id.encode() in argv and b"--resume" in argv and b"bwrap" not in argv[0]:
+        if native_id.encode() in argv and b"bwrap" not in argv[0] and keep(argv):
             return int(entry.name)
     return None
+
+
+def _proc_of(native_id: str) -> int | None:
+    """The CLI resuming ``native_id``."""
+    return _proc_with(native_id, lambda argv: b"--resume" in argv)
 
 
 @pytest.fixture
@@ -411,17 +419,8 @@ def _quit(term: Terminal) -> None:
 
 
 def _native_proc(native_id: str) -> int | None:
-    """A process of the CLI resuming ``native_id`` (not its sandbox wrapper)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if native_id.encode() in argv and b"bwrap" not in argv[0] and b"talk" not in argv:
-            return int(entry.name)
-    return None
+    """A process of the CLI resuming ``native_id`` (not the talk itself)."""
+    return _proc_with(native_id, lambda argv: b"talk" not in argv)
 
 
 @pytest.mark.parametrize("cli", ["codex", "gemini"])
