@@ -88,6 +88,21 @@ def test_interrupt_ends_a_running_job_as_cancelled(shared_chorus: Chorus) -> Non
     assert chorus.client.job(job_id)["state"] == "cancelled"
 
 
+def test_an_interrupt_while_the_body_starts_cancels_the_job_before_its_turn(
+    shared_chorus: Chorus,
+) -> None:
+    chorus = shared_chorus
+    turns = len(chorus.server.turn_requests())
+    chorus.server.script([text("should never be asked")])
+    job_id = chorus.run("task", "stop at once", "--body", "claude").stdout.strip()
+    until(lambda: chorus.client.job(job_id)["state"] != "queued", timeout=60)
+    assert chorus.client.interrupt(job_id)["result"] == "interrupted"  # its CLI still starts
+    watched = chorus.run("watch", job_id, timeout=60)
+    assert watched.returncode == 3, watched.stdout + watched.stderr
+    assert chorus.client.job(job_id)["state"] == "cancelled"
+    assert len(chorus.server.turn_requests()) == turns  # the model was never asked
+
+
 def _streaming(chorus: Chorus, job_id: str) -> None:
     """Wait until the model is streaming the job's first (slow) turn and some of its
     text is stored."""

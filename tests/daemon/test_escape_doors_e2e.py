@@ -67,6 +67,19 @@ class Doors(Daemon):
     def open_files(self) -> int:
         return len(os.listdir(f"/proc/{self.pid()}/fd"))
 
+    def dashboard_connections(self) -> int:
+        """The daemon's open TCP connections on its dashboard port (not the listener)."""
+        pid = self.pid()
+        mine = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        port = f":{self.port:04X}"
+        count = 0
+        for table in ("tcp", "tcp6"):
+            for row in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+                cols = row.split()  # sl local remote state ... inode
+                on_port = cols[1].endswith(port) and cols[3] != "0A"  # 0A: LISTEN
+                count += on_port and f"socket:[{cols[9]}]" in mine
+        return count
+
     def unix(self) -> httpx.Client:
         """A raw HTTP client of the daemon's unix socket."""
         transport = httpx.HTTPTransport(uds=str(self.home / "run" / "chorus.sock"))
@@ -191,11 +204,12 @@ def test_a_body_flooding_the_dashboard_from_its_sandbox_cannot_take_the_daemon(
         text=True,
         cwd=doors.work,
     )
-    slowest, most = 0.0, 0
+    slowest, most, files = 0.0, 0, 0
     while ask.poll() is None:
         took = _status_s()
         slowest = max(slowest, 99.0 if took is None else took)
-        most = max(most, doors.open_files())
+        most = max(most, doors.dashboard_connections())
+        files = max(files, doors.open_files())
         time.sleep(0.2)
     out, err = ask.communicate()
     assert ask.returncode == 0, out[-2000:] + err[-2000:]
@@ -205,8 +219,12 @@ def test_a_body_flooding_the_dashboard_from_its_sandbox_cannot_take_the_daemon(
     # sandbox allowed the body no socket at all.
     ran = "flood closed 150 of 150" in seen
     assert ran or (body == "codex" and "Operation not permitted" in seen), seen[-1500:]
-    held = slowest < 3.0 and most <= before + 30 + 15
-    assert held, (slowest, most, before)
+    assert most > 0 or not ran, "the count of the daemon's connections saw no flood"
+    # At most the cap's 30 held at once (a few more for the moment between a
+    # connection over the cap being accepted and closed), and no runaway in files
+    # (the job's own pipes, logs and sockets come and go beside them).
+    held = slowest < 3.0 and most <= 30 + 5 and files <= before + 30 + 40
+    assert held, (slowest, most, files, before)
     escape_tally("doors", body, "bypassPermissions", held=held)
 
 

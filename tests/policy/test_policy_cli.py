@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,8 @@ TOKEN = "tok_abcdef0123456789"
 
 def chorus(*args: str, stdin: str | None = None) -> tuple[int, str]:
     result = runner.invoke(app, list(args), input=stdin)
+    crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
+    assert not crashed, "".join(traceback.format_exception(result.exception))
     return result.exit_code, result.output
 
 

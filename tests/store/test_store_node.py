@@ -53,6 +53,27 @@ async def test_a_dead_nodes_job_is_taken_over(store: Store) -> None:
     assert live.held == {job.id}
 
 
+async def test_a_job_the_other_node_already_ended_is_still_stopped_here(store: Store) -> None:
+    """The frozen node wakes after the job went elsewhere and ended there: its body
+    here may still be running the turn, so it is stopped all the same."""
+    frozen = WorkerNode(store, bodies=[], lease_s=1.0, node_id="frozen")
+    live = WorkerNode(store, bodies=[], lease_s=1.0, node_id="live")
+    job = await store.create_job("x")
+    assert await frozen.claim() is not None
+    await asyncio.sleep(1.2)
+    await live.renew()
+    assert await live.claim() is not None
+    await store.update_job(job.id, state=JobState.SUCCEEDED)  # it ended on "live"
+    lost: list[str] = []
+
+    async def stop_it(job_id: str) -> None:
+        lost.append(job_id)
+
+    frozen.on_lost = stop_it
+    await frozen.renew()
+    assert (frozen.held, lost) == (set(), [job.id])
+
+
 async def test_a_job_that_ended_is_dropped_quietly(store: Store) -> None:
     lost: list[str] = []
 

@@ -23,7 +23,7 @@ import time
 from chorus._errors import ChorusError, UserError
 from chorus.cli._render import Renderer, plain_writer, rich_writer
 from chorus.cli._stdin import job_prompt
-from chorus.client import DaemonClient, NotRunningError
+from chorus.client import DaemonClient, DaemonLostError, NotRunningError
 
 #: ``typing`` is not imported at run time: it costs the fast path milliseconds.
 TYPE_CHECKING = False
@@ -143,10 +143,23 @@ class Printer:
                 sys.stdout.flush()
 
 
+#: How often a stream the daemon cut by going away is taken up again, and the pause.
+RECONNECTS, RECONNECT_PAUSE_S = 3, 0.5
+
+
 def follow(client: DaemonClient, job_id: str, printer: Printer) -> None:
-    """Print the job's events from the printer's last seq until the job ends."""
-    for line in client.event_lines(job_id, from_seq=printer.last_seq + 1):
-        printer.feed(line)
+    """Print the job's events from the printer's last seq until the job ends. A stream
+    cut because the daemon went away (a crash, a restart) is taken up again from the
+    last seq printed, on the daemon in its place (started if need be)."""
+    for left in range(RECONNECTS, -1, -1):
+        try:
+            for line in client.event_lines(job_id, from_seq=printer.last_seq + 1):
+                printer.feed(line)
+            return
+        except (ConnectionResetError, BrokenPipeError) as exc:
+            if not left:
+                raise DaemonLostError(f"lost the daemon: {exc}; the job may go on") from exc
+            time.sleep(RECONNECT_PAUSE_S)
 
 
 def _stream_to_end(client: DaemonClient, job_id: str, printer: Printer) -> int:

@@ -98,11 +98,11 @@ class JobRun:
     # -- control ----------------------------------------------------------------------
 
     async def interrupt(self) -> bool:
-        """Interrupt the running turn; False when no turn runs."""
-        if self.session is None:
-            return False
+        """Interrupt the running turn; one asked for while the body still starts ends
+        the job as soon as the body is there, before its turn begins."""
         self.interrupted = True
-        await self.session.interrupt()
+        if self.session is not None:
+            await self.session.interrupt()
         return True
 
     # -- running --------------------------------------------------------------------------
@@ -157,6 +157,7 @@ class JobRun:
             self.session = session = await self.sup.hub.acquire(
                 record.id, body, model=model, gate=gate, mode=mode, brief=brief
             )
+            turn.interrupted = self.interrupted  # asked while the body started
             final = await session.run(turn)
         except BodyCrashedError as exc:  # a body that died between its turns: restart it
             return TurnFailed(error=error_info(exc))

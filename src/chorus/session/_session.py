@@ -333,6 +333,8 @@ class Session:
         try:
             await self._adapt(turn)
             prompt: str | None = await self._with_recall(turn.prompt)
+            if turn.interrupted:  # before it reached the body: it never does
+                final, prompt = _NOT_STARTED, None
             while prompt is not None:
                 self._life.to(State.RUNNING)
                 final = await self._body_turn(turn, prompt)
@@ -611,10 +613,12 @@ class Session:
         """Interrupt the running turn (its emulated steers are dropped); False when
         nothing ran."""
         turn = self._current
-        if turn is None or self.state not in (State.RUNNING, State.INTERRUPTING):
+        if turn is None or self.ended:
             return False
         turn.interrupted = True
         turn.steers.clear()
+        if self.state not in (State.RUNNING, State.INTERRUPTING):
+            return True  # not at the body yet: ``_run`` ends it before it starts
         if self.state is State.RUNNING:
             self._life.to(State.INTERRUPTING)
         await self.body.interrupt()
@@ -742,6 +746,12 @@ _END_GRACE = 5.0
 #: The ``terminal_reason`` of a body's end the turn goes on after (a denial's or a
 #: steer's follow-up): a brain does not take it for the turn's end.
 CONTINUES = "continues"
+
+
+#: The end of a turn interrupted before it reached its body.
+_NOT_STARTED = TurnFailed(
+    error=ErrorInfo(code=ErrorCode.INTERRUPTED, message="interrupted before the turn started")
+)
 
 
 def _inner_end_marked(event: TurnCompleted | TurnFailed, body: Body) -> Event:

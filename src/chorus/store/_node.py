@@ -110,9 +110,10 @@ class WorkerNode:
 
     async def _lost(self, job_id: str) -> None:
         job = await self.store.get_job(job_id)
-        if job.state in JOB_TERMINAL or job.node == self.id:
-            return  # it simply ended
+        if job.node == self.id or (job.state in JOB_TERMINAL and job.node is None):
+            return  # it simply ended here
         where = f"node {job.node}" if job.node else "the queue"
+        # Even ended there already: its body here may still run, and must stop.
         log.warning("job %s went back to %s (its lease here lapsed); stopping it", job_id, where)
         if self.on_lost is not None:
             await self.on_lost(job_id)
