@@ -39,7 +39,9 @@ def test_a_worktree_writes_objects_refs_logs_and_its_own_folder(
     assert found.read_only == (
         main / "worktrees" / "wt" / "commondir",
         main / "worktrees" / "wt" / "gitdir",
+        main / "worktrees" / "wt" / "config.worktree",  # created empty to be held
     )
+    assert (main / "worktrees" / "wt" / "config.worktree").read_text() == ""
     assert found.common == (main,)
     assert main not in found.writable
 
@@ -81,7 +83,9 @@ def test_a_commit_in_the_worktree_works_but_the_repository_config_and_hooks_hold
         f"echo 'touch {tmp_path}/ran' > {main}/hooks/post-commit; "
         f"echo '* filter=x' > {main}/info/attributes; "
         f"echo 'gitdir: {tmp_path}' > {main}/worktrees/wt/gitdir; "
-        f"echo {tmp_path} > {main}/worktrees/wt/commondir"
+        f"echo {tmp_path} > {main}/worktrees/wt/commondir; "
+        f"printf '[core]\\n\\tfsmonitor = touch {tmp_path}/ran\\n'"
+        f" > {main}/worktrees/wt/config.worktree"
     )
     done = subprocess.run(
         [str(wrapper), "-c", script], capture_output=True, text=True, cwd=worktree
@@ -93,4 +97,12 @@ def test_a_commit_in_the_worktree_works_but_the_repository_config_and_hooks_hold
     assert not (main / "info" / "attributes").exists()
     assert (main / "worktrees" / "wt" / "commondir").read_text() == "../..\n"
     assert (main / "worktrees" / "wt" / "gitdir").read_text() == f"{worktree}/.git\n"
-    assert done.stderr.count("Read-only file system") >= 4, done.stderr
+    assert (main / "worktrees" / "wt" / "config.worktree").read_text() == ""
+    assert done.stderr.count("Read-only file system") >= 5, done.stderr
+    # CONTROL: with the worktree's own config on, that plant would run on a plain
+    # `git status` there.
+    git(tmp_path / "repo", "config", "extensions.worktreeConfig", "true")
+    plant = f"[core]\n\tfsmonitor = touch {tmp_path}/ran\n"
+    (main / "worktrees" / "wt" / "config.worktree").write_text(plant)
+    git(worktree, "status", "--porcelain")
+    assert (tmp_path / "ran").exists()

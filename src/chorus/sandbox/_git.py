@@ -12,6 +12,7 @@ of any other kind (a submodule's) adds nothing writable.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,16 @@ def git_paths(cwd: Path) -> GitPaths:
         return GitPaths()
     common = gitdir.parent.parent
     writable = _existing([*(common / name for name in COMMIT), gitdir])
+    _hold_worktree_config(gitdir)
     return GitPaths(writable, _existing(gitdir / name for name in POINTERS), (common,))
+
+
+def _hold_worktree_config(gitdir: Path) -> None:
+    """Create the worktree's own config empty when it has none, so that it is bound
+    read-only too: written in the writable folder by a body, it would give a later
+    git run there (``extensions.worktreeConfig``) a planted fsmonitor or hooksPath."""
+    with contextlib.suppress(OSError):
+        (gitdir / "config.worktree").touch(mode=0o644, exist_ok=True)
 
 
 def worktree_gitdir(cwd: Path) -> Path | None:
