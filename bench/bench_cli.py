@@ -7,7 +7,13 @@ daemon, and ``chorus start`` on a fresh CHORUS_HOME until it returns (the daemon
 it is ready and answers). Each figure is the median of ``--runs`` runs: wall time and
 the CPU time of the process (user + system, as the kernel counts it for the child;
 for ``start`` the starter's and the daemon's until ``start`` returned, which includes
-warm-up work the daemon began once ready). The machine's load
+warm-up work the daemon began once ready). Then ``start (fresh home) to idle``: the
+CPU seconds the daemon's whole tree spent from its spawn until it is idle and ready for
+a first job (its own threads, the warm-up among them, the meter's process, and every
+child it ran and reaped, such as the system probe's ``--version`` runs), beside the
+starter's; its wall figure is the time until the tree went idle. ``autostart (fresh
+home) to idle``: the same for a daemon a request started (``start_daemon()``, as
+``chorus ask`` does when none runs), which does not warm up. The machine's load
 (``uptime``) is printed too: wall times on a busy machine say little, CPU times more.
 
 Byte code is cached for the runs (in a temporary ``PYTHONPYCACHEPREFIX``), as an
@@ -59,23 +65,100 @@ def sample(runs: int, once: Callable[[], tuple[float, float]]) -> tuple[float, f
     return statistics.median(walls), statistics.median(cpus)
 
 
-def fresh_start(env: dict[str, str]) -> tuple[float, float]:
-    """``chorus start`` on an empty CHORUS_HOME, then stop that daemon: the wall time
-    until it returned, and the CPU time of the starter and of the daemon by then."""
+def sample_start(
+    runs: int, env: dict[str, str], argv: list[str] | None = None
+) -> list[tuple[float, float]]:
+    """:func:`fresh_start`'s two figures, each the median of ``runs`` runs (after one
+    warm-up run), with the range of the CPU figures over the runs."""
+    fresh_start(env, argv)
+    runs_done = [fresh_start(env, argv) for _ in range(runs)]
+    out = []
+    for i in (0, 1):
+        walls = [r[i][0] for r in runs_done]
+        cpus = [r[i][1] for r in runs_done]
+        RANGES.append(f"{min(cpus) * 1000:.0f}-{max(cpus) * 1000:.0f} ms")
+        out.append((statistics.median(walls), statistics.median(cpus)))
+    return out
+
+
+#: The CPU ranges of the start figures, printed after them.
+RANGES: list[str] = []
+
+
+#: A daemon started as a request that finds none starts it (no warm-up: the request
+#: loads what it needs), as ``chorus ask`` does.
+AUTOSTART = [PY, "-c", "from chorus.client import start_daemon; start_daemon()"]
+
+
+def fresh_start(
+    env: dict[str, str], argv: list[str] | None = None
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """``chorus start`` (or ``argv``) on an empty CHORUS_HOME, then stop that daemon: the wall time
+    until it returned, and the CPU time of the starter and of the daemon by then; then
+    the time until the daemon's tree went idle and the CPU time of the starter and of
+    that whole tree by then (:func:`until_idle`)."""
     with tempfile.TemporaryDirectory(prefix="chorus-bench-start-") as tmp:
         home = {**env, "CHORUS_HOME": str(Path(tmp) / "home")}
         try:
-            wall, cpu = timed(chorus("start"), home)
-            return wall, cpu + daemon_cpu(Path(tmp) / "home")
+            wall, cpu = timed(argv or chorus("start"), home)
+            pid = int((Path(tmp) / "home" / "run" / "daemon.pid").read_text().strip())
+            ready = (wall, cpu + proc_cpu(pid, children=False))
+            idle_wall, tree = until_idle(pid)
+            return ready, (wall + idle_wall, cpu + tree)
         finally:
             subprocess.run(chorus("stop"), env=home, capture_output=True, check=False)
 
 
-def daemon_cpu(home: Path) -> float:
-    """CPU seconds the home's daemon has used so far (its own, not its children's)."""
-    pid = (home / "run" / "daemon.pid").read_text().strip()
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def proc_cpu(pid: int, *, children: bool) -> float:
+    """CPU seconds process ``pid`` has used so far (with ``children``: and the children
+    it waited for); 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = sum(int(f) for f in fields[11 : 15 if children else 13])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> set[int]:
+    """``pid`` and every live process under it."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    tree, grew = {pid}, True
+    while grew:
+        found = {child for child, parent in parents.items() if parent in tree}
+        grew = not found <= tree
+        tree |= found
+    return tree
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of ``pid``'s whole tree: each live process's own and its reaped children's."""
+    return sum(proc_cpu(one, children=True) for one in descendants(pid))
+
+
+#: Idle: the tree used less than this share of one CPU over :data:`IDLE_WINDOW_S`.
+IDLE_SHARE, IDLE_WINDOW_S, IDLE_PATIENCE_S = 0.03, 1.0, 60.0
+
+
+def until_idle(pid: int) -> tuple[float, float]:
+    """Seconds until ``pid``'s tree went idle (a window of little CPU, not counted) and
+    the tree's CPU seconds by the window's start."""
+    start = time.perf_counter()
+    before = tree_cpu(pid)
+    while time.perf_counter() - start < IDLE_PATIENCE_S:
+        time.sleep(IDLE_WINDOW_S)
+        now = tree_cpu(pid)
+        if now - before < IDLE_SHARE * IDLE_WINDOW_S:
+            return time.perf_counter() - start - IDLE_WINDOW_S, before
+        before = now
+    raise SystemExit(f"the daemon {pid} was not idle after {IDLE_PATIENCE_S:.0f} s")
 
 
 #: The home of the read commands: claude is ``/bin/false`` (a job fails at once, no
@@ -163,8 +246,11 @@ def main() -> None:
         lines = [row("python -c pass", floor, floor)]
         if not args.start_only:
             lines += read_commands(args.runs, floor, env)
-        started = sample(args.start_runs, lambda: fresh_start(env))
-        lines.append(row("start (fresh home) to ready", started, floor))
+        ready, idle = sample_start(args.start_runs, env)
+        lines.append(row("start (fresh home) to ready", ready, floor) + f"  [{RANGES[0]}]")
+        lines.append(row("start (fresh home) to idle", idle, floor) + f"  [{RANGES[1]}]")
+        _, idle = sample_start(args.start_runs, env, AUTOSTART)
+        lines.append(row("autostart (fresh home) to idle", idle, floor) + f"  [{RANGES[3]}]")
     print("\n".join(lines))
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
 

@@ -270,8 +270,9 @@ def _sse_data(resp: Response, idle: float) -> Iterator[str]:
 
 
 def start_daemon() -> None:
-    """Start the daemon (it checks the config itself: a bad one raises
-    ``ConfigError`` naming the key at fault, exit 2, instead of "the daemon exited")."""
+    """Start the daemon for the call on its way (it checks the config itself: a bad
+    one raises ``ConfigError`` naming the key at fault, exit 2, instead of "the daemon
+    exited"). No warm-up: that call, a job say, loads what it needs itself."""
     from chorus.client._lifecycle import spawn_daemon
 
-    spawn_daemon()
+    spawn_daemon(warm_up=False)

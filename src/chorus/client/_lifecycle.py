@@ -24,6 +24,9 @@ from chorus.client._client import DaemonError, chorus_home, is_responding
 #: Set in the environment of a daemon that :func:`spawn_daemon` starts: its output is
 #: a pipe back to the starter until it writes :data:`READY` there (see ``_server``).
 SPAWNED_ENV = "CHORUS_DAEMON_SPAWNED"
+#: Set to ``0`` in the environment of a daemon started for a request already on its
+#: way (a job, a read): it skips the warm-up, as that request loads what it needs.
+WARM_UP_ENV = "CHORUS_DAEMON_WARM_UP"
 READY = b"chorus daemon: ready\n"
 
 
@@ -52,12 +55,14 @@ def read_pid() -> int | None:
         return None
 
 
-def spawn_daemon(*, wait: float = 20.0) -> int:
+def spawn_daemon(*, wait: float = 20.0, warm_up: bool = True) -> int:
     """Start a detached daemon for this ``CHORUS_HOME`` and wait until it answers.
 
     Idempotent: returns the running daemon's pid if one already answers. The daemon
     says it is ready on a pipe (no polling): until then its output comes back here,
-    so a config it refuses raises :class:`ConfigError` with its message (exit 2)."""
+    so a config it refuses raises :class:`ConfigError` with its message (exit 2).
+    Once ready it warms up what a first job needs, unless ``warm_up`` is false (a
+    request is on its way: the warm-up would only compete with it for the CPU)."""
     if is_responding():
         return read_pid() or 0
     read_end, write_end = os.pipe()
@@ -69,7 +74,7 @@ def spawn_daemon(*, wait: float = 20.0) -> int:
             stderr=write_end,
             start_new_session=True,
             close_fds=True,
-            env={**os.environ, SPAWNED_ENV: "1"},
+            env={**os.environ, SPAWNED_ENV: "1", WARM_UP_ENV: "1" if warm_up else "0"},
         )
     finally:
         os.close(write_end)

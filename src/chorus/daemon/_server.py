@@ -19,7 +19,7 @@ from starlette.routing import BaseRoute
 from chorus._errors import ConfigError
 from chorus.bodies import kill_detached_left, kill_live_groups
 from chorus.client._checks import load_checked_config
-from chorus.client._lifecycle import READY, SPAWNED_ENV, acquire_lock
+from chorus.client._lifecycle import READY, SPAWNED_ENV, WARM_UP_ENV, acquire_lock
 from chorus.client._paths import log_path, pid_path, socket_path
 from chorus.config import ChorusConfig, private_home, private_umask, tighten_home
 from chorus.context import soul
@@ -134,6 +134,7 @@ async def serve() -> int:
         print("chorus daemon: another daemon already runs for this CHORUS_HOME", file=sys.stderr)
         return 0
     ready = _output_to_log()
+    warm = _warms_up()
     _private_process()
     # SOUL.md made first, so its default is baselined; the config and policy as
     # started (checked above, as `chorus start` always did before) are trusted.
@@ -148,7 +149,7 @@ async def serve() -> int:
         return 2
     await repair_store(store)
     app = await _app(store, config, incidents)
-    await _serve_app(app, lock, ready, config)
+    await _serve_app(app, lock, ready, config if warm else None)
     return 0
 
 
@@ -167,11 +168,19 @@ def _output_to_log() -> int | None:
     return pipe
 
 
+def _warms_up() -> bool:
+    """Whether to warm up once serving: not when started for a request on its way
+    (``spawn_daemon(warm_up=False)``), which loads what it needs itself."""
+    return os.environ.pop(WARM_UP_ENV, "1") != "0"
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, which says on the starter's pipe when it serves, then warms
-    up what the first job needs (``_warmup``)."""
+    up what the first job needs (``_warmup``), given the config to warm up for."""
 
-    def __init__(self, config: uvicorn.Config, ready: int | None, chorus: ChorusConfig) -> None:
+    def __init__(
+        self, config: uvicorn.Config, ready: int | None, chorus: ChorusConfig | None
+    ) -> None:
         super().__init__(config)
         self._ready = ready
         self._chorus = chorus
@@ -186,7 +195,8 @@ class _Server(uvicorn.Server):
                 os.write(self._ready, READY)
             os.close(self._ready)
             self._ready = None
-        self._warming = asyncio.create_task(warm_up(self._chorus), name="warm-up")
+        if self._chorus is not None:
+            self._warming = asyncio.create_task(warm_up(self._chorus), name="warm-up")
 
 
 def _private_process() -> None:
@@ -252,9 +262,12 @@ def _routes(sup: Supervisor, gateway: Gateway, sched: Scheduler) -> list[BaseRou
     return routes + login_routes()  # chorus dashboard's one-time login URL
 
 
-async def _serve_app(app: Starlette, lock: int, ready: int | None, config: ChorusConfig) -> None:
-    """Serve ``app`` on the private socket until a signal; then clean up every body
-    left, the socket, the pid file and the lock."""
+async def _serve_app(
+    app: Starlette, lock: int, ready: int | None, warm: ChorusConfig | None
+) -> None:
+    """Serve ``app`` on the private socket until a signal (warming up for ``warm``
+    once serving, if given); then clean up every body left, the socket, the pid file
+    and the lock."""
     listener = _bind_private_socket()
     try:
         # uvicorn's own ``uds=`` would chmod the socket 0666; hand it our 0600 one.
@@ -270,7 +283,7 @@ async def _serve_app(app: Starlette, lock: int, ready: int | None, config: Choru
                 timeout_graceful_shutdown=3,
             ),
             ready,
-            config,
+            warm,
         )
         pid_path().write_text(str(os.getpid()))
         _keep_signals_for_cleanup()
