@@ -45,7 +45,7 @@ class ErrorCode(StrEnum):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class ErrorInfo(_Frozen):
@@ -405,7 +405,7 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
 
 EVENT_TYPES: tuple[type[_EventBase], ...] = (
     SessionStarted,

@@ -25,11 +25,11 @@ UCP_VERSION = 1
 
 
 class _Frame(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)
 
 
 #: A name, path or id that ends up on a command line or in a file name: no control
@@ -103,7 +103,9 @@ KnownRequest = Annotated[
     | StatusRequest,
     Field(discriminator="subtype"),
 ]
-KNOWN_REQUEST_ADAPTER: TypeAdapter[KnownRequest] = TypeAdapter(KnownRequest)
+KNOWN_REQUEST_ADAPTER: TypeAdapter[KnownRequest] = TypeAdapter(
+    KnownRequest, config=ConfigDict(defer_build=True)
+)
 KNOWN_SUBTYPES = frozenset(
     {
         "initialize",
@@ -196,8 +198,12 @@ OutboundFrame = Annotated[
     ControlResponse | ControlRequest | EventFrame | KeepAlive,
     Field(discriminator="type"),
 ]
-INBOUND_ADAPTER: TypeAdapter[InboundFrame] = TypeAdapter(InboundFrame)
-OUTBOUND_ADAPTER: TypeAdapter[OutboundFrame] = TypeAdapter(OutboundFrame)
+INBOUND_ADAPTER: TypeAdapter[InboundFrame] = TypeAdapter(
+    InboundFrame, config=ConfigDict(defer_build=True)
+)
+OUTBOUND_ADAPTER: TypeAdapter[OutboundFrame] = TypeAdapter(
+    OutboundFrame, config=ConfigDict(defer_build=True)
+)
 
 
 def parse_inbound(data: str | bytes, *, max_bytes: int = MAX_EVENT_BYTES) -> InboundFrame:
