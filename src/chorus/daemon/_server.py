@@ -31,13 +31,13 @@ from chorus.daemon._journal import journal
 from chorus.daemon._logging import QuietLoopErrors, install_logging, raise_fd_limit
 from chorus.daemon._metering import build_meter, meter_routes, metering
 from chorus.daemon._metrics import DaemonMetrics, following
-from chorus.daemon._outcomes import JobEnd, JobFailedOver
+from chorus.daemon._outcomes import JobEnd, JobFailedOver, JobStarted
 from chorus.daemon._reload import reload_routes
 from chorus.daemon._supervisor import Supervisor, _notify, notify_desktop, notify_failover
 from chorus.daemon._teams_api import team_routes
 from chorus.daemon._tools import install_tools
 from chorus.daemon._trim import IdleTrim, libc_trim
-from chorus.daemon._warmup import warm_up
+from chorus.daemon._warmup import first_job_warms_up, warm_up
 from chorus.dashboard import login_routes
 from chorus.flags import FlagDesk
 from chorus.gateway import Gateway
@@ -71,7 +71,9 @@ def _lifespan(
         meter = build_meter(sup)  # the model-API meter, on the channel's listener
         try:
             async with (
-                channel_running(sup.audit, sup.config.memory, meter_routes(meter)) as channel,
+                channel_running(
+                    sup.audit, sup.config.memory, meter_routes(meter), warm=False
+                ) as channel,  # its MCP SDK loads at the first job (``_warmup``)
                 metering(channel, meter),
                 sup.hub.running(),
             ):
@@ -231,7 +233,8 @@ async def _app(store: Store, config: ChorusConfig, incidents: list[Incident]) ->
 
 
 def _hook(sup: Supervisor, config: ChorusConfig, extractions: Extractions) -> None:
-    """What the supervisor tells others: status, outcomes, failovers."""
+    """What the supervisor tells others: status, outcomes, failovers, the first job's
+    start (the warm-up of its MCP channel)."""
     sup.status_hooks.append(
         lambda: {"spend_today": sup.ledger.today(), "budget": sup.config.budget.model_dump()}
     )
@@ -241,6 +244,7 @@ def _hook(sup: Supervisor, config: ChorusConfig, extractions: Extractions) -> No
         sup.outcomes.subscribe(JobFailedOver, notify_failover)
     sup.outcomes.subscribe(JobEnd, lambda end: extractions.hook(end.job, end.ended))
     sup.outcomes.subscribe(JobEnd, _trimming(sup))
+    sup.outcomes.subscribe(JobStarted, first_job_warms_up())
 
 
 def _trimming(sup: Supervisor) -> Callable[[JobEnd], Awaitable[None]]:

@@ -1,18 +1,30 @@
-"""What the first job would otherwise wait for, done once the daemon serves: the
-routed bodies' code (a codec's schema is hundreds of pydantic models: seconds to
-import under load) and the context's system facts (a few ``--version`` runs, cached
-in ``workspace/system.json`` for a day). In a thread, so the daemon answers meanwhile;
-a job that comes first simply finds part of it done."""
+"""What the first job would otherwise wait for, loaded in a thread so the daemon
+answers meanwhile (a job that comes first simply finds part of it done; nothing is
+loaded twice: Python imports a module once, the system facts are cached).
+
+* When its first job starts (:func:`first_job_warms_up`): the MCP SDK and the tools
+  its body's channel serves (a second of imports under load), while the body's CLI
+  boots. A daemon no job ever reaches never loads them.
+* Once a daemon started by ``chorus start`` serves (:func:`warm_up`): that too, the
+  routed bodies' code (a codec's schema is hundreds of pydantic models) and the
+  context's system facts (a few ``--version`` runs, cached in
+  ``workspace/system.json`` for a day). A daemon started for a request on its way
+  (``chorus ask`` finding none) does not: that request loads what it needs itself,
+  and a warm-up beside it would only compete for the CPU.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from chorus._errors import ChorusError
 from chorus.bodies import body_class
 from chorus.config import ChorusConfig
 from chorus.context import system_spec
+from chorus.daemon._outcomes import JobStarted
+from chorus.mcpserver import registered_tools
 
 log = logging.getLogger("chorus.daemon")
 
@@ -22,6 +34,7 @@ async def warm_up(config: ChorusConfig) -> None:
 
 
 def _warm(config: ChorusConfig) -> None:
+    _channel_sdk()
     for name in dict.fromkeys(config.router.bodies):
         try:
             body_class(name, config)
@@ -31,3 +44,29 @@ def _warm(config: ChorusConfig) -> None:
         system_spec()
     except OSError as exc:
         log.debug("warm-up: no system facts: %s", exc)
+
+
+def _channel_sdk() -> None:
+    """What a body's MCP channel serves with: the SDK and the registered tools."""
+    import mcp.server.mcpserver  # noqa: F401  the SDK takes a second to import
+
+    registered_tools()
+
+
+def first_job_warms_up() -> Callable[[JobStarted], Awaitable[None]]:
+    """A :class:`JobStarted` subscriber that, at the first job, loads the channel's
+    MCP SDK in a thread (not awaited: the job goes on meanwhile)."""
+    warming: list[asyncio.Task[None]] = []
+
+    async def started(_: JobStarted) -> None:
+        if not warming:
+            warming.append(asyncio.create_task(_sdk_in_thread(), name="mcp-import"))
+
+    return started
+
+
+async def _sdk_in_thread() -> None:
+    try:
+        await asyncio.to_thread(_channel_sdk)
+    except ImportError as exc:  # the channel says so when a body connects
+        log.debug("warm-up: MCP SDK not loaded: %s", exc)

@@ -46,16 +46,20 @@ async def channel_running(
     audit: AuditLog | None,
     memory_table: dict[str, Any] | None,
     routes: dict[str, SessionRoute] | None = None,
+    *,
+    warm: bool = True,
 ) -> AsyncIterator[Channel]:
     """Serve every session's channel for the block's life; bodies started meanwhile
     are given their session's URL (``chorus.bodies.channel_servers``). ``routes``:
-    what else each session reaches under its token (``/s/<token>/<name>/...``)."""
+    what else each session reaches under its token (``/s/<token>/<name>/...``).
+    With ``warm`` the MCP SDK is imported in the background at once (the daemon
+    instead does so when its first job starts: ``chorus.daemon._warmup``)."""
     sock = bind_channel()
     channel = Channel(HOST, int(sock.getsockname()[1]), channel_key())
     app = ChannelApp(channel.key, audit, memory_table, routes=dict(routes or {}))
     server = _EmbeddedServer(_config(app))
     task = asyncio.create_task(server.serve(sockets=[sock]), name="mcp-channel")
-    warm = asyncio.create_task(app.warm(), name="mcp-import")
+    warming = asyncio.create_task(app.warm(), name="mcp-import") if warm else None
     open_channel(channel)
     try:
         yield channel
@@ -64,7 +68,8 @@ async def channel_running(
         server.should_exit = True
         await task
         await app.close()
-        warm.cancel()
+        if warming is not None:
+            warming.cancel()
         sock.close()
 
 
