@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from chorus.client import DaemonClient
+from chorus.client import DaemonClient, is_responding
 from chorus.testing import text
 
 if TYPE_CHECKING:
@@ -106,6 +106,40 @@ def test_read_commands_against_a_daemon_load_nothing_heavy(chorus: Chorus, tmp_p
     logged = run_listing(chorus.work, tmp_path, "log", job, "--json")[0].stdout.splitlines()
     assert json.loads(logged[-1])["type"] == "job_ended"
     assert [json.loads(line)["job_id"] for line in logged] == [job] * len(logged)
+    done, modules = run_listing(chorus.work, tmp_path, "interrupt", job[:8], "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {"result": "not running (succeeded)"}
+    assert heavy(modules) == []
+    done, modules = run_listing(chorus.work, tmp_path, "stop", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {
+        "stopped": True,
+        "left": [],
+        "cancelled": [],
+        "ended_bodies": 0,
+        "kept_bodies": False,
+    }
+    assert heavy(modules) == []
+    assert not is_responding()
+
+
+def test_stop_with_no_daemon_says_so_and_loads_nothing_heavy(
+    chorus_home: Path, tmp_path: Path
+) -> None:
+    done, modules = run_listing(tmp_path, tmp_path, "stop")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "no daemon was running\n"
+    assert heavy(modules) == []
+    done, modules = run_listing(tmp_path, tmp_path, "stop", "--json", "--keep-bodies")
+    assert json.loads(done.stdout) == {
+        "stopped": False,
+        "left": [],
+        "cancelled": [],
+        "ended_bodies": 0,
+        "kept_bodies": False,
+    }
+    assert not (chorus_home / "run" / "keep-bodies").exists()  # nothing to keep
+    assert heavy(modules) == []
 
 
 def test_help_and_typos_still_go_to_typer(chorus_home: Path, tmp_path: Path) -> None:

@@ -63,6 +63,9 @@ SAME_ARGV = [
     ["log", "j1", "--json"],
     ["sessions", "list", "--limit", "7", "--json"],
     ["sessions", "list"],
+    ["stop", "--cancel-jobs", "--json"],
+    ["stop", "--keep-bodies"],
+    ["interrupt", "j1", "--json"],
 ]
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,88 +29,9 @@ console = Console()
 
 _JSON = typer.Option(False, "--json", help=HELP["as_json"])
 
-# ask, task, steer, jobs, watch, status, start, log: built from the command table of ``_fast``.
+# ask, task, steer, jobs, watch, status, start, log, stop, interrupt: built from the command
+# table of ``_fast``.
 register_everyday(app)
-
-
-@app.command()
-def interrupt(job_id: str, as_json: bool = typer.Option(False, "--json")) -> None:
-    """Interrupt a running job (or cancel a queued one)."""
-    from chorus.client import DaemonClient
-
-    answer = DaemonClient().interrupt(job_id)
-    typer.echo(json.dumps(answer) if as_json else answer["result"])
-
-
-@app.command()
-def stop(
-    cancel_jobs: bool = typer.Option(
-        False, "--cancel-jobs", help="Cancel running and queued jobs instead of keeping them."
-    ),
-    keep_bodies: bool = typer.Option(
-        False,
-        "--keep-bodies",
-        help="Leave the agent CLIs running (e.g. to upgrade Chorus); the next start "
-        "re-attaches to them and running turns carry on.",
-    ),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Stop the daemon; says which jobs are left (they resume at the next start).
-
-    With --cancel-jobs, running and queued jobs are cancelled first. Agent CLIs that
-    a daemon left running (killed, or stopped with --keep-bodies) are ended too,
-    unless --keep-bodies is given."""
-    from chorus.client import end_bodies_left, stop_daemon
-    from chorus.session import keep_flag
-
-    left, cancelled = _jobs_left(cancel_jobs)
-    if keep_bodies:
-        keep_flag().touch()
-    stopped = stop_daemon()
-    if not stopped:
-        keep_flag().unlink(missing_ok=True)  # nothing to keep: no daemon ran
-    ended = 0 if keep_bodies else end_bodies_left()
-    if as_json:
-        out = {"stopped": stopped, "left": left, "cancelled": cancelled, "ended_bodies": ended}
-        typer.echo(json.dumps({**out, "kept_bodies": keep_bodies and stopped}))
-        return
-    typer.echo("daemon stopped" if stopped else "no daemon was running")
-    if keep_bodies and stopped:
-        typer.echo("agent CLIs left running; the next start re-attaches to them")
-    if ended:
-        typer.echo(f"ended {ended} agent CLI(s) a daemon had left running")
-    if cancelled:
-        typer.echo(f"cancelled {len(cancelled)} job(s): {' '.join(i[:12] for i in cancelled)}")
-    if left:
-        typer.echo(
-            f"{len(left)} job(s) left unfinished, they resume at the next start"
-            f" (`chorus start`; or `chorus stop --cancel-jobs`): {' '.join(i[:12] for i in left)}"
-        )
-
-
-def _jobs_left(cancel: bool) -> tuple[list[str], list[str]]:
-    """Ids of the running and queued jobs; with ``cancel``, (still open, cancelled)."""
-    from chorus.client import DaemonClient, NotRunningError
-
-    client = DaemonClient(autostart=False)
-    try:
-        open_jobs = [j["id"] for j in client.jobs() if j["state"] in ("running", "queued")]
-    except NotRunningError:
-        return [], []
-    if not cancel:
-        return open_jobs, []
-    left, deadline = open_jobs, time.monotonic() + 30
-    while left and time.monotonic() < deadline:
-        for job_id in left:  # again while a job is between states (starting, resuming)
-            client.interrupt(job_id)
-        time.sleep(0.5)
-        left = _open_jobs(client, left)
-    cancelled = [j for j in open_jobs if client.job(j)["state"] == "cancelled"]
-    return left, cancelled
-
-
-def _open_jobs(client: Any, ids: list[str]) -> list[str]:
-    return [j for j in ids if client.job(j)["state"] in ("running", "queued")]
 
 
 def _client() -> Any:

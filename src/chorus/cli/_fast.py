@@ -66,6 +66,9 @@ HELP = {
     "member": "The team's member, with --team.",
     "no_failover": "On a quota error fail the job instead of moving it to another body.",
     "limit": "Show at most this many sessions, newest first.",
+    "cancel_jobs": "Cancel running and queued jobs instead of keeping them.",
+    "keep_bodies": "Leave the agent CLIs running (e.g. to upgrade Chorus); the next start "
+    "re-attaches to them and running turns carry on.",
 }
 
 #: Help of positional arguments, by command (the typer commands show it).
@@ -76,6 +79,7 @@ ARGUMENT_HELP = {
     },
     "watch": {"job_id": "Default: the newest job."},
     "log": {"job_id": "The job, or a session (id or unique prefix)."},
+    "interrupt": {"job_id": "The job (id or unique prefix)."},
 }
 
 #: Each command's help, shared with the typer commands.
@@ -92,6 +96,11 @@ SUMMARY = {
     "log": "Print a job's events so far, without following (never starts a daemon); "
     "given a session, the whole session's: job by job and the turns had in `chorus talk`.",
     "sessions list": "List recorded sessions, newest first.",
+    "stop": "Stop the daemon; says which jobs are left (they resume at the next start).\n\n"
+    "With --cancel-jobs, running and queued jobs are cancelled first. Agent CLIs that "
+    "a daemon left running (killed, or stopped with --keep-bodies) are ended too, "
+    "unless --keep-bodies is given.",
+    "interrupt": "Interrupt a running job (or cancel a queued one).",
 }
 
 
@@ -138,6 +147,12 @@ SPECS: dict[str, Spec] = {
         numbers={"limit": 50},
         helps={"as_json": "One JSON array instead of a table."},
     ),
+    "stop": Spec(
+        (),
+        0,
+        flags={"--cancel-jobs": "cancel_jobs", "--keep-bodies": "keep_bodies", "--json": "as_json"},
+    ),
+    "interrupt": Spec(("job_id",), 1),
 }
 
 
@@ -231,6 +246,8 @@ RUN: dict[str, Callable[[dict[str, Any]], int]] = {
     "start": lambda v: _jobs().start(v["as_json"]),
     "log": lambda v: _jobs().log(v["job_id"], v["as_json"]),
     "sessions list": lambda v: _jobs().sessions_list(v["limit"], v["as_json"]),
+    "stop": lambda v: _jobs().stop(v["cancel_jobs"], v["keep_bodies"], v["as_json"]),
+    "interrupt": lambda v: _jobs().interrupt(v["job_id"], v["as_json"]),
 }
 
 

@@ -29,6 +29,7 @@ from chorus.client import DaemonClient, DaemonLostError, NotRunningError
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from chorus.cli._progress import StatusLine
@@ -455,6 +456,88 @@ def start(as_json: bool = False) -> int:
             f"warning: the TCP gateway is off: {gateway['tcp_error']}\n"
             "change [gateway] port in config.toml (or set tcp = false), then chorus stop\n"
         )
+    return EXIT_OK
+
+
+def stop(cancel_jobs: bool = False, keep_bodies: bool = False, as_json: bool = False) -> int:
+    """Stop the daemon; say which jobs are left (with ``cancel_jobs``: cancel them
+    first), and end the agent CLIs a daemon left running unless ``keep_bodies``."""
+    from chorus.client import end_bodies_left, stop_daemon
+
+    left, cancelled = _jobs_left(cancel_jobs)
+    if keep_bodies:
+        _keep_flag().touch()
+    stopped = stop_daemon()
+    if not stopped:
+        _keep_flag().unlink(missing_ok=True)  # nothing to keep: no daemon ran
+    ended = 0 if keep_bodies else end_bodies_left()
+    if as_json:
+        out = {"stopped": stopped, "left": left, "cancelled": cancelled, "ended_bodies": ended}
+        print(json.dumps({**out, "kept_bodies": keep_bodies and stopped}))
+        return EXIT_OK
+    print("\n".join(_stop_lines(stopped, keep_bodies, ended, left, cancelled)))
+    return EXIT_OK
+
+
+def _stop_lines(
+    stopped: bool, keep_bodies: bool, ended: int, left: list[str], cancelled: list[str]
+) -> list[str]:
+    lines = ["daemon stopped" if stopped else "no daemon was running"]
+    if keep_bodies and stopped:
+        lines.append("agent CLIs left running; the next start re-attaches to them")
+    if ended:
+        lines.append(f"ended {ended} agent CLI(s) a daemon had left running")
+    if cancelled:
+        lines.append(f"cancelled {len(cancelled)} job(s): {' '.join(i[:12] for i in cancelled)}")
+    if left:
+        lines.append(
+            f"{len(left)} job(s) left unfinished, they resume at the next start"
+            f" (`chorus start`; or `chorus stop --cancel-jobs`): {' '.join(i[:12] for i in left)}"
+        )
+    return lines
+
+
+def _keep_flag() -> Path:
+    """``run/keep-bodies`` (``chorus.session.keep_flag``, without loading the session
+    package): while it exists a stopping daemon leaves its bodies running."""
+    from chorus.client import chorus_home
+
+    home = chorus_home()  # made 0700 (tightened if others could enter), as run_dir() does
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if home.stat().st_mode & 0o077:
+        os.chmod(home, 0o700)
+    run = home / "run"
+    run.mkdir(exist_ok=True, mode=0o700)
+    return run / "keep-bodies"
+
+
+def _jobs_left(cancel: bool) -> tuple[list[str], list[str]]:
+    """Ids of the running and queued jobs; with ``cancel``, (still open, cancelled)."""
+    client = DaemonClient(autostart=False)
+    try:
+        open_jobs = [j["id"] for j in client.jobs() if j["state"] in ("running", "queued")]
+    except NotRunningError:
+        return [], []
+    if not cancel:
+        return open_jobs, []
+    left, deadline = open_jobs, time.monotonic() + 30
+    while left and time.monotonic() < deadline:
+        for job_id in left:  # again while a job is between states (starting, resuming)
+            client.interrupt(job_id)
+        time.sleep(0.5)
+        left = _open_jobs(client, left)
+    cancelled = [j for j in open_jobs if client.job(j)["state"] == "cancelled"]
+    return left, cancelled
+
+
+def _open_jobs(client: DaemonClient, ids: list[str]) -> list[str]:
+    return [j for j in ids if client.job(j)["state"] in ("running", "queued")]
+
+
+def interrupt(job_id: str, as_json: bool = False) -> int:
+    """Interrupt a running job (or cancel a queued one)."""
+    answer = DaemonClient().interrupt(job_id)
+    print(json.dumps(answer) if as_json else answer["result"])
     return EXIT_OK
 
 

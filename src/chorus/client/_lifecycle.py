@@ -151,20 +151,31 @@ def end_bodies_left() -> int:
     directory's pid file names it (a pid now another process's is never signalled).
     Holds the daemon lock meanwhile, so none starts and takes them over; with a
     daemon running it does nothing (its bodies are its own). Returns how many."""
+    lock = acquire_lock()
+    if lock is None:
+        return 0
+    try:
+        return _end_left() if _any_left() else 0
+    finally:
+        os.close(lock)
+
+
+def _any_left() -> bool:
+    """Whether a body's or the meter's pid file is there (else nothing to end, and
+    the bodies' and the meter's code need not load)."""
+    run = chorus_home() / "run"
+    return (run / "meter" / "pid").exists() or any((run / "bodies").glob("*/pid"))
+
+
+def _end_left() -> int:
     from chorus.bodies import end_detached
     from chorus.config import run_dir
     from chorus.meter import end_meter_left
     from chorus.session import bodies_dir
 
-    lock = acquire_lock()
-    if lock is None:
-        return 0
-    try:
-        ended = sum(end_detached(run) for run in sorted(bodies_dir().glob("*")))
-        end_meter_left(run_dir())  # the model-API meter they talked through
-        return ended
-    finally:
-        os.close(lock)
+    ended = sum(end_detached(run) for run in sorted(bodies_dir().glob("*")))
+    end_meter_left(run_dir())  # the model-API meter they talked through
+    return ended
 
 
 def _alive(pid: int) -> bool:
