@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import select
 import signal
@@ -161,10 +162,23 @@ def end_bodies_left() -> int:
 
 
 def _any_left() -> bool:
-    """Whether a body's or the meter's pid file is there (else nothing to end, and
-    the bodies' and the meter's code need not load)."""
+    """Whether a body's pid file is there, or the meter's naming its live process
+    (else nothing is left to end, and the bodies' and the meter's code need not load)."""
     run = chorus_home() / "run"
-    return (run / "meter" / "pid").exists() or any((run / "bodies").glob("*/pid"))
+    return _meter_alive(run / "meter" / "pid") or any((run / "bodies").glob("*/pid"))
+
+
+def _meter_alive(pid_file: Path) -> bool:
+    """The check ``chorus.meter.end_meter_left`` makes: the pid file's process still
+    runs, started when the file says (a pid now another process's does not count)."""
+    try:
+        data = json.loads(pid_file.read_text())
+        pid, started = int(data["pid"]), data["started"]
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    fields = stat.rsplit(")", 1)[1].split()
+    return started is not None and fields[0] != "Z" and int(fields[19]) == started
 
 
 def _end_left() -> int:
