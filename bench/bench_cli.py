@@ -1,10 +1,11 @@
 """How fast the everyday commands answer: ``python bench/bench_cli.py``.
 
 In one run, beside ``python -c pass`` (the floor: an interpreter that does nothing):
-``chorus status --json``, ``chorus jobs --json``, ``chorus sessions list --json`` and
-``chorus log JOB --json`` against a running daemon, ``chorus jobs --json`` with no
-daemon, and ``chorus start`` on a fresh CHORUS_HOME until it returns (the daemon said
-it is ready and answers). Each figure is the median of ``--runs`` runs: wall time and
+``chorus status --json``, ``chorus jobs --json``, ``chorus sessions list --json``,
+``chorus log JOB --json`` and ``chorus interrupt JOB --json`` (an ended job) against a
+running daemon, ``chorus jobs --json`` and ``chorus stop --json`` with no daemon, and
+``chorus start`` on a fresh CHORUS_HOME until it returns (the daemon said it is ready
+and answers). Each figure is the median of ``--runs`` runs: wall time and
 the CPU time of the process (user + system, as the kernel counts it for the child;
 for ``start`` the starter's and the daemon's until ``start`` returned, which includes
 warm-up work the daemon began once ready). Then ``start (fresh home) to idle``: the
@@ -197,6 +198,8 @@ def read_commands(runs: int, floor: tuple[float, float], base: dict[str, str]) -
         Path(tmp, "home", "config.toml").write_text(CONFIG)
         cold = sample(runs, lambda: timed(chorus("jobs", "--json"), env))
         lines.append(row("jobs --json (no daemon)", cold, floor))
+        cold = sample(runs, lambda: timed(chorus("stop", "--json"), env))
+        lines.append(row("stop --json (no daemon)", cold, floor))
         subprocess.run(chorus("start"), env=env, check=True, capture_output=True)
         try:
             job = a_job(env)
@@ -206,6 +209,7 @@ def read_commands(runs: int, floor: tuple[float, float], base: dict[str, str]) -
                 ["jobs"],
                 ["sessions", "list", "--json"],
                 ["log", job, "--json"],
+                ["interrupt", job, "--json"],
             ):
                 name = " ".join(argv).replace(job, "JOB")
                 figures = sample(runs, functools.partial(timed, chorus(*argv), env))

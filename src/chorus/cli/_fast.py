@@ -151,8 +151,9 @@ SPECS: dict[str, Spec] = {
         (),
         0,
         flags={"--cancel-jobs": "cancel_jobs", "--keep-bodies": "keep_bodies", "--json": "as_json"},
+        helps={"as_json": "One JSON object."},
     ),
-    "interrupt": Spec(("job_id",), 1),
+    "interrupt": Spec(("job_id",), 1, helps={"as_json": "One JSON object."}),
 }
 
 
