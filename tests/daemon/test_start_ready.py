@@ -82,3 +82,39 @@ def test_the_daemon_warms_up_the_system_facts_before_any_job(home: Path) -> None
     assert spec.exists(), "no warm-up: system facts not cached"
     assert json.loads(spec.read_text())["cpus"] == os.cpu_count()
     assert is_responding()
+
+
+def _cpu_ticks(pid: int) -> int:
+    """The clock ticks process ``pid`` has used, its threads' and reaped children's."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15])
+
+
+def _until_idle(pid: int, window: float = 1.0, patience: float = 90.0) -> None:
+    """Return once ``pid`` used under 3% of a CPU for two windows in a row."""
+    quiet, before = 0, _cpu_ticks(pid)
+    deadline = time.monotonic() + patience
+    while quiet < 2 and time.monotonic() < deadline:
+        time.sleep(window)
+        now = _cpu_ticks(pid)
+        quiet = quiet + 1 if now - before < 0.03 * window * os.sysconf("SC_CLK_TCK") else 0
+        before = now
+    assert quiet >= 2, f"daemon {pid} still busy after {patience:.0f} s"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc")
+def test_a_daemon_started_for_a_request_does_not_warm_up(home: Path) -> None:
+    """A request that finds no daemon (``chorus ask``, say) starts one that skips the
+    warm-up: the request loads what it needs itself. No system facts are probed."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from chorus.client import start_daemon; start_daemon()"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ.copy(),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    pid = int((home / "run" / "daemon.pid").read_text())
+    _until_idle(pid)
+    assert is_responding()
+    assert not (home / "workspace" / "system.json").exists()
