@@ -254,7 +254,7 @@ def main() -> None:
         lines.append(row("start (fresh home) to ready", ready, floor) + f"  [{RANGES[0]}]")
         lines.append(row("start (fresh home) to idle", idle, floor) + f"  [{RANGES[1]}]")
         _, idle = sample_start(args.start_runs, env, AUTOSTART)
-        lines.append(row("autostart (fresh home) to idle", idle, floor) + f"  [{RANGES[3]}]")
+        lines.append(row("autostart (fresh) to idle", idle, floor) + f"  [{RANGES[3]}]")
     print("\n".join(lines))
     print(subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
 
