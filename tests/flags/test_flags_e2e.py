@@ -102,7 +102,8 @@ def test_a_rejection_after_the_job_ended_becomes_a_follow_up(
 
 
 def test_a_flag_deadline_survives_a_daemon_kill_9(dash_with: Callable[..., DashDaemon]) -> None:
-    dash = dash_with("[flags]", 'flag_timeout = "6s"')
+    # Long enough to kill the daemon before it under load (the CLI's polls are slow).
+    dash = dash_with("[flags]", 'flag_timeout = "15s"')
     dash.server.script([FLAG_CALL, shell("sleep 30"), *(text("went on") for _ in range(4))])
     job_id = dash.run("task", "tidy the logs", "--body", "claude").stdout.strip()
     until(lambda: len(_flags(dash)) == 1)
