@@ -10,6 +10,7 @@ import asyncio
 import base64
 import json
 import os
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +22,9 @@ import pytest
 from chorus.bodies import Channel, channel_key, session_token
 from chorus.config import run_dir
 from chorus.meter import MeterHost, meter_url
+from chorus.meter._host import BUDGET_S
 from chorus.meter._process import start_time, token_channel
-from chorus.testing import ModelServer, shell, text
+from chorus.testing import ModelServer, shell, slow_text, text
 
 SECRET = "pw-" + "9f8e7d6c5b4a"
 HOST = "127.0.0.1"
@@ -30,22 +32,37 @@ HOST = "127.0.0.1"
 
 @dataclass
 class Daemonish:
-    """What the daemon gives the host: its ledger's answers, what it keeps."""
+    """What the daemon gives the host: its ledger's answers (the sessions asked
+    about, in order), what it keeps; ``spend`` refuses a session once a record of it
+    is taken (as the ledger does when a request's cost reaches a limit)."""
 
     refuse: dict[str, str] = field(default_factory=dict)
     kept: list[dict[str, Any]] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)
+    spend: dict[str, str] = field(default_factory=dict)
+    slow_s: float = 0.0
 
     def ingest(self, record: dict[str, Any]) -> None:
+        time.sleep(self.slow_s)
         self.kept.append(record)
+        channel = record.get("channel")
+        if record["kind"] == "metered" and channel in self.spend:
+            self.refuse[channel] = self.spend[channel]
 
     def admit(self, channel: str, api: str) -> str | None:
+        self.asked.append(channel)
+        return self.verdict(channel, api)
+
+    def verdict(self, channel: str, api: str) -> str | None:
         return self.refuse.get(channel)
 
     def secrets(self) -> dict[str, str]:
         return {"DB_PASSWORD": SECRET}
 
     def host(self) -> MeterHost:
-        return MeterHost(run_dir(), self.ingest, self.admit, self.secrets, orphan_s=60)
+        return MeterHost(
+            run_dir(), self.ingest, self.admit, self.secrets, orphan_s=60, verdict=self.verdict
+        )
 
 
 @pytest.fixture
@@ -149,3 +166,69 @@ def test_the_processs_token_check_agrees_with_the_channels() -> None:
     assert token_channel(key, token) == "abc-1"
     assert token_channel(os.urandom(32), token) is None
     assert token_channel(key, token[:-1] + ("0" if token[-1] != "0" else "1")) is None
+
+
+async def test_the_budget_is_pushed_a_session_asked_about_once(server: ModelServer) -> None:
+    """With a budget set, the meter asks about a session once, then goes by the
+    verdicts the daemon pushes; a verdict that turns (spend elsewhere, while a request
+    streams) stops the next request in the API's error shape, the one in flight
+    whole; the refusal is the daemon's (asked again: it ends the job)."""
+    daemon = Daemonish()
+    host = daemon.host()
+    port = host.open()
+    host.start()
+    server.script([text(f"a{n}") for n in range(4)] + [slow_text("streaming", chunks=10)])
+    url = _url(port, "s1", server.url) + "/responses"
+    try:
+        await asyncio.wait_for(host.linked(), 60)
+        async with httpx.AsyncClient(timeout=60) as client:
+            for n in range(4):
+                answer = await client.post(url, json=BODY)
+                assert answer.status_code == 200
+                assert f"a{n}" in answer.text
+            assert daemon.asked == ["s1"]  # once: the pushed verdicts answered the rest
+
+            async with client.stream("POST", url, json=BODY) as streaming:
+                assert streaming.status_code == 200
+                daemon.refuse["s1"] = "today's spend $5.00 reached $5.00 (daily_usd)"
+                whole = (await streaming.aread()).decode()
+            assert whole.count("response.output_text.delta") >= 10  # all of it came
+            assert "response.completed" in whole
+            await asyncio.sleep(BUDGET_S * 3)  # the daemon saw the change and pushed it
+            refused = await client.post(url, json=BODY)
+    finally:
+        await host.close(keep=False)
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    assert error["code"] == "budget_exceeded"
+    assert "daily_usd" in error["message"]
+    assert daemon.asked == ["s1", "s1"]  # the refusal was the daemon's own
+    assert len([r for r in server.requests_of() if r.method == "POST"]) == 5
+
+
+async def test_a_request_right_after_one_that_reached_the_budget_is_refused(
+    server: ModelServer,
+) -> None:
+    """The request after the one whose cost reached the limit waits for the daemon's
+    word on that record: the budget is overshot by the request in flight only."""
+    daemon = Daemonish(spend={"s1": "this job spent $0.02 of its $0.01 (per_job_usd)"})
+    daemon.slow_s = 0.5  # a busy daemon: the CLI's next request comes first
+    host = daemon.host()
+    port = host.open()
+    host.start()
+    server.script([text("first"), text("never")])
+    url = _url(port, "s1", server.url) + "/responses"
+
+    def cli() -> tuple[httpx.Response, httpx.Response]:  # a thread: not the daemon's loop
+        with httpx.Client(timeout=60) as client:
+            return client.post(url, json=BODY), client.post(url, json=BODY)
+
+    try:
+        await asyncio.wait_for(host.linked(), 60)
+        first, second = await asyncio.to_thread(cli)
+    finally:
+        await host.close(keep=False)
+    assert first.status_code == 200
+    assert second.status_code == 400
+    assert "per_job_usd" in second.json()["error"]["message"]
+    assert len([r for r in server.requests_of() if r.method == "POST"]) == 1

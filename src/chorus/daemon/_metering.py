@@ -59,6 +59,7 @@ class DaemonMeter:
             self.secrets,
             orphan_s=sup.config.daemon.orphan_timeout_s or 900.0,
             budgets=self.budgets,
+            verdict=self.verdict,
         )
 
     def budgets(self) -> bool:
@@ -67,11 +68,17 @@ class DaemonMeter:
         return bool(budget.daily_usd or budget.per_job_usd or budget.bodies)
 
     def admit(self, channel: str, api: str) -> str | None:
-        job, body = self._where(channel)
-        why = refusal(self.sup.ledger, self.sup.config.budget, job or "", body or "")
+        """The meter asks before a request goes: a refusal stops the job."""
+        why = self.verdict(channel, api)
+        job, _ = self._where(channel)
         if why is not None and job is not None:
             self.sup.ledger.refused.setdefault(job, why)
         return why
+
+    def verdict(self, channel: str, api: str) -> str | None:
+        """What :meth:`admit` would say, the job left alone (pushed to the meter)."""
+        job, body = self._where(channel)
+        return refusal(self.sup.ledger, self.sup.config.budget, job or "", body or "")
 
     def ingest(self, record: dict[str, Any]) -> asyncio.Future[Event] | None:
         if record.get("kind") == "quota":

@@ -9,8 +9,12 @@ with that socket (a request that comes first waits in the listen queue). ``run``
 then keeps the link: on each connect it says hello (the secrets, the verdicts), reads
 the spool from the offset last stored (the records made while no daemon listened),
 then takes the records as they come and answers each ``admit`` (asked only while
-``budgets`` says a budget is set); a meter process that
-dies is started again on the same port. Each record is handed to ``ingest``, which
+``budgets`` says a budget is set). While one is, the budget is pushed to the meter
+rather than asked for each request: the ``verdict`` of each session the meter asked
+about, again after each batch of records taken (with the offset taken, which the
+meter's next request waits for) and whenever a verdict changes otherwise (other
+spend, a reload: looked at every :data:`BUDGET_S`). A meter process that dies is
+started again on the same port. Each record is handed to ``ingest``, which
 may return a future that settles once the record is kept: its offset is then stored
 (``meter/ingested``), so a record is read again after a crash rather than lost.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -37,8 +42,14 @@ from chorus.meter._unix import socket_path
 log = logging.getLogger("chorus.meter")
 
 HOST = "127.0.0.1"
-#: How often the secrets and budgets are looked at for a change to tell the meter.
+#: How often the secrets and budgets' presence are looked at for a change to tell
+#: the meter.
 RETELL_S = 2.0
+#: How often the sessions' verdicts are looked at for a change to push to the meter.
+BUDGET_S = 0.25
+_RETELL_TICKS = max(1, round(RETELL_S / BUDGET_S))
+#: The sessions whose verdicts are pushed (the ones asked about most lately).
+MAX_SESSIONS = 256
 #: Ingest a record: (the record) → a future settled once it is kept, or None.
 Ingest = Callable[[dict[str, Any]], "asyncio.Future[Any] | None"]
 #: May this session's request go to this API: None, or why not.
@@ -56,9 +67,14 @@ class MeterHost:
         secrets: Callable[[], Mapping[str, str]],
         orphan_s: float = 900.0,
         budgets: Callable[[], bool] = lambda: True,
+        verdict: Admit | None = None,
     ) -> None:
+        """``admit`` answers the meter's question (and may act on a refusal: the
+        daemon ends the job); ``verdict`` is the same answer without acting on it
+        (the pushed ones; ``admit`` when not given)."""
         self.run_dir, self.dir = run, meter_dir(run)
         self.ingest, self.admit, self.secrets = ingest, admit, secrets
+        self.verdict = verdict or admit
         self.budgets = budgets
         self.orphan_s = orphan_s
         self.port = 0
@@ -67,6 +83,11 @@ class MeterHost:
         self._writer: asyncio.StreamWriter | None = None
         self._seen = self._stored = self._read_offset()
         self._verdicts: dict[str, str | None] = {}
+        #: The sessions asked about (their verdicts pushed), with the API asked for.
+        self._asked: dict[str, str] = {}
+        self._pushed: dict[str, str | None] = {}
+        self._push_soon = False
+        self._ask = False  # whether the meter was told a budget is set
         self._closing = False
         self._task: asyncio.Task[None] | None = None
         self._linked_once: asyncio.Event | None = None
@@ -172,15 +193,26 @@ class MeterHost:
 
     async def _retell(self) -> None:
         """Say hello, then again whenever the secrets or the budgets' presence change
-        (a ``chorus secret set``, a reload): looked at every :data:`RETELL_S`."""
+        (a ``chorus secret set``, a reload): looked at every :data:`RETELL_S`; push the
+        verdicts that changed, looked at every :data:`BUDGET_S`."""
         said = self._hello("hello")
         self._send(said)
-        while True:
-            await asyncio.sleep(RETELL_S)
-            now = self._hello("secrets")
-            if (now["secrets"], now["ask"]) != (said["secrets"], said["ask"]):
-                self._send(now)
-                said = now
+        for tick in itertools.count(1):
+            await asyncio.sleep(BUDGET_S)
+            if tick % _RETELL_TICKS == 0:
+                said = self._retold(said)
+            if self._ask and self._sessions() != self._pushed:
+                self._push()
+
+    def _retold(self, said: dict[str, Any]) -> dict[str, Any]:
+        """Tell the meter the secrets and whether a budget is set, when they changed."""
+        now = self._hello("secrets")
+        if (now["secrets"], now["ask"]) == (said["secrets"], said["ask"]):
+            return said
+        self._send(now)
+        if self._ask:  # a budget set now: the records sent so far are taken
+            self._push()
+        return now
 
     def _catch_up(self) -> None:
         while batch := read_spool(self.dir / "records.jsonl", self._seen):
@@ -191,13 +223,40 @@ class MeterHost:
         message = json.loads(line)
         if message.get("op") == "record":
             self._take(int(message["end"]), dict(message["record"]))
+            self._push_after()
         elif message.get("op") == "ready":
             self._event().set()
         elif message.get("op") == "admit":
-            channel = str(message.get("channel"))
-            why = self.admit(channel, str(message.get("api")))
-            self._verdicts[channel] = why
-            self._send({"op": "verdict", "id": message.get("id"), "channel": channel, "why": why})
+            self._answer(message)
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        channel, api = str(message.get("channel")), str(message.get("api"))
+        why = self.admit(channel, api)
+        self._verdicts[channel] = why
+        self._asked.pop(channel, None)
+        self._asked[channel] = api  # the latest last: the oldest go first
+        while len(self._asked) > MAX_SESSIONS:
+            del self._asked[next(iter(self._asked))]
+        self._send({"op": "verdict", "id": message.get("id"), "channel": channel, "why": why})
+
+    # -- the budget, pushed ---------------------------------------------------------------
+
+    def _sessions(self) -> dict[str, str | None]:
+        """The verdict of each session asked about, as it stands."""
+        return {channel: self.verdict(channel, api) for channel, api in self._asked.items()}
+
+    def _push_after(self) -> None:
+        """Push once the records read at once are all taken (one push for a batch)."""
+        if self._ask and not self._push_soon:
+            self._push_soon = True
+            asyncio.get_running_loop().call_soon(self._push)
+
+    def _push(self) -> None:
+        """The sessions' verdicts and the offset of the records taken (the meter's next
+        request waits for it: then the verdicts count those records)."""
+        self._push_soon = False
+        self._pushed = self._sessions()
+        self._send({"op": "budget", "upto": self._seen, "sessions": self._pushed})
 
     def _take(self, end: int, record: dict[str, Any]) -> None:
         if end <= self._seen:
@@ -219,7 +278,12 @@ class MeterHost:
 
     def _hello(self, op: str) -> dict[str, Any]:
         secrets = dict(self.secrets())
-        return {"op": op, "secrets": secrets, "verdicts": self._verdicts, "ask": self.budgets()}
+        self._ask = self.budgets()
+        hello = {"op": op, "secrets": secrets, "verdicts": self._verdicts, "ask": self._ask}
+        if op == "hello":  # this daemon pushes its verdicts (an older one did not)
+            self._pushed = self._sessions() if self._ask else {}
+            hello |= {"push": True, "upto": self._seen, "sessions": self._pushed}
+        return hello
 
     # -- offsets ------------------------------------------------------------------------
 

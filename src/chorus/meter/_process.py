@@ -12,15 +12,23 @@ and talks to the daemon over ``<run dir>/meter/link.sock`` (0600, in a 0700 fold
 one JSON object a line:
 
 - from the daemon: ``hello``/``secrets`` (the values to hide; whether a budget is
-  set, else no ``admit`` is asked), ``verdict`` (a budget's answer), ``exit``;
+  set, else no ``admit`` is asked), ``verdict`` (a budget's answer), ``budget``
+  (pushed: the sessions' verdicts, and the spool offset of the last record it
+  took), ``exit``;
 - to the daemon: ``ready`` (the hello was taken: this daemon is asked from now on),
   ``admit`` (may this session's request go?) and ``record`` (a line just appended
   to the spool, with its end offset).
 
-Model requests wait for the first ``hello`` (up to :data:`ARM_TIMEOUT`), so none
-leaves before the secrets are known. Without a daemon a budget's last verdict for
-the session holds. It exits on ``exit``, on SIGTERM, when its run folder is gone,
-or after ``<orphan s>`` with no daemon linked and no request in flight.
+Budgets are answered from the verdicts the daemon pushes (``_Budget``): a request
+goes at once when its session's verdict is to go and the daemon has taken every
+record this process sent it (else it waits for the daemon's word on them, so a
+budget is overshot by the requests in flight at most); a session with no verdict
+yet, or refused, is asked about (a refusal is the daemon's to make: it ends the
+job). A daemon that does not push is asked before each request. Model requests
+wait for the first ``hello`` (up to :data:`ARM_TIMEOUT`), so none leaves before the
+secrets are known. Without a daemon a budget's last verdict for the session holds.
+It exits on ``exit``, on SIGTERM, when its run folder is gone, or after
+``<orphan s>`` with no daemon linked and no request in flight.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ import re
 import socket
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +101,7 @@ class _Link:
         self.writer: asyncio.StreamWriter | None = None
         self.pending: dict[int, asyncio.Future[str | None]] = {}
         self.ids = itertools.count(1)
+        self.budget = _Budget()
 
     def send(self, message: Mapping[str, Any]) -> bool:
         return self.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
@@ -110,6 +119,53 @@ class _Link:
                 if not future.done():
                     future.cancel()
             self.pending.clear()
+            self.budget.unlinked()
+
+
+class _Budget:
+    """The budget as the daemon pushes it: each session's verdict, and how far the
+    daemon has taken the records this process sent it (spool offsets)."""
+
+    def __init__(self) -> None:
+        #: Whether the daemon pushes (else it is asked before each request).
+        self.pushed = False
+        #: The end of the last metered record sent on the link, and the daemon's word
+        #: on how far it took them.
+        self.sent = self.taken = 0
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+    def current(self) -> bool:
+        """Whether the daemon's verdicts count every record sent."""
+        return self.pushed and self.taken >= self.sent
+
+    async def caught_up(self) -> None:
+        """Wait (up to :data:`ADMIT_TIMEOUT`) for the daemon's word on every record
+        sent so far."""
+        future = asyncio.get_running_loop().create_future()
+        waiter = (self.sent, future)
+        self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(future, ADMIT_TIMEOUT)
+        except TimeoutError:
+            log.warning("meter: the daemon took no record for %g s", ADMIT_TIMEOUT)
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiters.remove(waiter)
+
+    def took(self, upto: int) -> None:
+        """The daemon took the records up to spool offset ``upto``."""
+        self.taken = max(self.taken, upto)
+        for end, future in self._waiters:
+            if end <= self.taken and not future.done():
+                future.set_result(None)
+
+    def unlinked(self) -> None:
+        """No daemon (its last verdicts hold): nothing to wait for."""
+        self.pushed = False
+        self.sent = self.taken = 0
+        for _, future in self._waiters:
+            if not future.done():
+                future.set_result(None)
 
 
 class MeterProcess:
@@ -130,12 +186,29 @@ class MeterProcess:
 
     # -- the sink -----------------------------------------------------------------------
 
-    async def admit(self, channel: str, api: str) -> str | None:
+    def admit(self, channel: str, api: str) -> str | Awaitable[str | None] | None:
+        """At once when no budget is set, no daemon is linked, or the daemon's pushed
+        verdicts let the session go; else (an awaitable) after the daemon's word."""
+        if not self.ask or self.link.writer is None:
+            return self.verdicts.get(channel)
+        if self.link.budget.current() and self.verdicts.get(channel, _UNKNOWN) is None:
+            return None
+        return self._admit(channel, api)
+
+    async def _admit(self, channel: str, api: str) -> str | None:
+        budget = self.link.budget
+        if budget.pushed and not budget.current():
+            await budget.caught_up()  # the daemon's verdicts then count this one's records
+            if self.verdicts.get(channel, _UNKNOWN) is None:
+                return None
+        return await self._ask(channel, api)
+
+    async def _ask(self, channel: str, api: str) -> str | None:
+        """The daemon's verdict on the session (a refusal is the daemon's to make: it
+        ends the job; with no answer within :data:`ADMIT_TIMEOUT`, the last holds)."""
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         ask = next(self.link.ids)
-        if not self.ask or not self.link.send(
-            {"op": "admit", "id": ask, "channel": channel, "api": api}
-        ):
+        if not self.link.send({"op": "admit", "id": ask, "channel": channel, "api": api}):
             return self.verdicts.get(channel)
         self.link.pending[ask] = future
         try:
@@ -155,7 +228,9 @@ class MeterProcess:
         line = self.spool.line(record)
         end = self.spool.append_line(line)
         # the spool's line is the message's record, not encoded twice
-        self.link.write(b'{"op":"record","end":%d,"record":%s}\n' % (end, line.rstrip(b"\n")))
+        sent = self.link.write(b'{"op":"record","end":%d,"record":%s}\n' % (end, line[:-1]))
+        if sent and self.ask and record["kind"] == "metered":
+            self.link.budget.sent = end  # the next request waits for the daemon's word
 
     # -- the daemon's link --------------------------------------------------------------
 
@@ -182,18 +257,35 @@ class MeterProcess:
             return
         op = message.get("op") if isinstance(message, dict) else None
         if op in ("hello", "secrets"):
-            self.app.secrets = SecretBook(dict(message.get("secrets") or {}))
-            self.verdicts.update(message.get("verdicts") or {})
-            self.ask = message.get("ask") is not False
-            if not self.ask:
-                self.verdicts.clear()
-            self.armed.set()
-            if op == "hello":
-                self.link.send({"op": "ready"})
+            self._hello(op, message)
+        elif op == "budget":
+            self._budget(message)
         elif op == "verdict":
             self._verdict(message)
         elif op == "exit" and self.server is not None:
             self.server.should_exit = True
+
+    def _hello(self, op: str, message: dict[str, Any]) -> None:
+        self.app.secrets = SecretBook(dict(message.get("secrets") or {}))
+        self.verdicts.update(_verdicts(message.get("verdicts")))
+        self.ask = message.get("ask") is not False
+        if not self.ask:
+            self.verdicts.clear()
+            self.link.budget.took(self.link.budget.sent)  # nothing to wait for
+        self.armed.set()
+        if op == "hello":
+            self.link.budget.pushed = message.get("push") is True
+            self._budget(message)
+            self.link.send({"op": "ready"})
+
+    def _budget(self, message: dict[str, Any]) -> None:
+        """The daemon's pushed verdicts (all the sessions it keeps current: the others
+        are asked about) and how far it took the records."""
+        if isinstance(message.get("sessions"), dict):
+            self.verdicts = _verdicts(message["sessions"])
+        upto = message.get("upto")
+        if isinstance(upto, int):
+            self.link.budget.took(upto)
 
     def _verdict(self, message: dict[str, Any]) -> None:
         why = message.get("why")
@@ -277,6 +369,16 @@ class MeterProcess:
                 assert self.server is not None
                 self.server.should_exit = True
                 return
+
+
+#: No verdict for a session yet (a verdict of None lets it go).
+_UNKNOWN = "unknown"
+
+
+def _verdicts(value: Any) -> dict[str, str | None]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v if isinstance(v, str) else None for k, v in value.items()}
 
 
 def _api_of(rest: str) -> Api:

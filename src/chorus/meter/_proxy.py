@@ -25,7 +25,6 @@ header dropped: the body changes).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import itertools
 import logging
 import os
@@ -149,7 +148,7 @@ class MeterApp:
 
     async def _admit(self, channel: str, api: str) -> str | None:
         why = self.sink.admit(channel, api)
-        return await why if inspect.isawaitable(why) else why
+        return why if why is None or isinstance(why, str) else await why
 
     async def close(self) -> None:
         if self.client is not None:
