@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import json
@@ -87,16 +88,23 @@ def resolve(key: bytes, channel_id: str, rest: str) -> Target | None:
     was signed for ``channel_id``, else None."""
     api, _, tail = rest.lstrip("/").partition("/")
     ref, slash, path = tail.partition("/")
+    if api not in APIS:
+        return None
+    upstream = _signed(key, channel_id, api, ref)
+    return None if upstream is None else Target(api, upstream, slash + path)
+
+
+@functools.lru_cache(maxsize=1024)  # a body sends the same ref with every request
+def _signed(key: bytes, channel_id: str, api: Api, ref: str) -> str | None:
+    """The upstream ``ref`` names when it was signed for ``channel_id`` and ``api``."""
     coded, dot, mac = ref.partition(".")
-    if api not in APIS or not dot:
+    if not dot:
         return None
     try:
         upstream = base64.urlsafe_b64decode(coded + "=" * (-len(coded) % 4)).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
-    if not hmac.compare_digest(_mac(key, channel_id, api, upstream), mac):
-        return None
-    return Target(api, upstream, slash + path)
+    return upstream if hmac.compare_digest(_mac(key, channel_id, api, upstream), mac) else None
 
 
 # -- pointing a body at it -----------------------------------------------------------------

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import hmac
 import itertools
@@ -84,6 +85,7 @@ def start_time(pid: int) -> int | None:
     return int(fields[19]) if fields[0] != "Z" else None
 
 
+@functools.lru_cache(maxsize=1024)  # a body sends the same token with every request
 def token_channel(key: bytes, token: str) -> str | None:
     """The session a token was made for (as ``chorus.bodies.token_channel``, which
     this light process does not import)."""
@@ -218,7 +220,11 @@ class MeterProcess:
             return self.verdicts.get(channel)
 
     def record(self, channel: str, event: Metered) -> None:
-        self._keep({"kind": "metered", "channel": channel, "event": event.model_dump(mode="json")})
+        self.record_fields(channel, event.model_dump(mode="json"))
+
+    def record_fields(self, channel: str, fields: dict[str, Any]) -> None:
+        """A request's :class:`Metered` event, as its JSON fields (no model made)."""
+        self._keep({"kind": "metered", "channel": channel, "event": fields})
 
     def _stated(self, api: str, upstream: str, windows: Mapping[str, Window], at: float) -> None:
         found = {k: w.to_json() for k, w in windows.items()}
@@ -405,6 +411,7 @@ def _config(app: MeterProcess) -> uvicorn.Config:
         ws="none",
         log_config=None,
         log_level="warning",
+        access_log=False,  # not logged (its arguments were made for every request)
         proxy_headers=False,
         server_header=False,
         date_header=False,

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from chorus.events import Metered
+from chorus.events import Metered, Usage
 from chorus.meter._point import Target, resolve
 from chorus.meter._prices import PriceTable, price_table
 from chorus.meter._quota import QuotaBook, windows_from
@@ -84,7 +84,9 @@ class MeterSink(Protocol):
         awaitable of it: the meter's own process asks the daemon)."""
 
     def record(self, channel: str, event: Metered) -> None:
-        """One request's usage (called once per forwarded request)."""
+        """One request's usage (called once per forwarded request; a sink with a
+        ``record_fields(channel, fields)`` method is given the event's fields
+        instead, a dict of JSON values)."""
 
 
 class NullSink:
@@ -300,24 +302,37 @@ class _Exchange:
             return
         usage = tally.usage()
         model = tally.model or _model_hint(self.target.path)
-        # built from values typed here already: not validated again (the daemon
-        # validates the record it reads)
-        event = Metered.model_construct(
-            api=api,
-            model=model,
-            usage=usage,
-            cost_usd=self.meter.prices.cost(model, usage),
-            status=conn.status,
-            upstream=self.target.upstream,
-            path=self.target.path,
-            duration_ms=int((time.monotonic() - self.started) * 1000),
-            complete=tally.done and not self.cut,
-            request_id=next(_REQUEST_IDS),
-        )
+        # a Metered event's fields, of the types it has (the daemon validates the
+        # record it reads)
+        fields = {
+            "type": "metered",
+            "ts": now,
+            "api": api,
+            "model": model,
+            "usage": dict(usage.__dict__),
+            "cost_usd": self.meter.prices.cost(model, usage),
+            "status": conn.status,
+            "upstream": self.target.upstream,
+            "path": self.target.path,
+            "duration_ms": int((time.monotonic() - self.started) * 1000),
+            "complete": tally.done and not self.cut,
+            "request_id": next(_REQUEST_IDS),
+        }
         try:
-            self.meter.sink.record(self.channel, event)
+            self._sink(fields)
         except Exception:  # the answer must reach the CLI whatever the sink does
             log.exception("meter: recording a request failed")
+
+    def _sink(self, fields: dict[str, Any]) -> None:
+        """To the sink: as they are when it takes them so (``record_fields``: the
+        meter's process writes them out), else as a :class:`Metered` event."""
+        sink = self.meter.sink
+        as_fields = getattr(sink, "record_fields", None)
+        if as_fields is not None:
+            as_fields(self.channel, fields)
+            return
+        usage = Usage.model_construct(**fields["usage"])
+        sink.record(self.channel, Metered.model_construct(**(fields | {"usage": usage})))
 
 
 def _model_hint(path: str) -> str | None:
