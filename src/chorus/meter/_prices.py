@@ -7,9 +7,22 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from chorus.events import Usage
+
+class Counts(Protocol):
+    """Token counts as :class:`chorus.events.Usage` names them (a Usage, or the meter's
+    own tally of an answer)."""
+
+    @property
+    def input_tokens(self) -> int: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def cached_input_tokens(self) -> int: ...
+    @property
+    def cache_write_input_tokens(self) -> int: ...
+
 
 PRICES_FILE = Path(__file__).with_name("prices.toml")
 _MILLION = 1_000_000
@@ -24,7 +37,7 @@ class Price:
     cached_input: float | None = None
     cache_write: float | None = None
 
-    def cost(self, usage: Usage) -> float:
+    def cost(self, usage: Counts) -> float:
         """What ``usage`` costs (its input counts cached and cache-written tokens)."""
         cached, written = usage.cached_input_tokens, usage.cache_write_input_tokens
         fresh = max(0, usage.input_tokens - cached - written)
@@ -65,7 +78,7 @@ class PriceTable:
             self._found[model] = found
         return found
 
-    def cost(self, model: str | None, usage: Usage) -> float | None:
+    def cost(self, model: str | None, usage: Counts) -> float | None:
         """What ``usage`` of ``model`` costs; None for a model the table lacks."""
         price = self.price(model)
         return None if price is None else round(price.cost(usage), 10)

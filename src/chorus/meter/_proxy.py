@@ -74,6 +74,7 @@ _HOP_BY_HOP = frozenset(
 )
 #: Set by the HTTP client from the URL and the body it sends.
 _REQUEST_OWN = frozenset({b"host", b"content-length"})
+_NOT_FORWARDED = _HOP_BY_HOP | _REQUEST_OWN
 
 
 class MeterSink(Protocol):
@@ -295,12 +296,11 @@ class _Exchange:
         now = time.time()
         api = self.target.api
         windows = windows_from(
-            api, conn.status, _HeaderView(conn.headers), reader.error_body(), now
+            api, conn.status, _quota_view(api, conn.headers), reader.error_body(), now
         )
         self.meter.quotas.update(api, self.target.upstream, windows, now)
         if self.scope.get("method") != "POST":
             return
-        usage = tally.usage()
         model = tally.model or _model_hint(self.target.path)
         # a Metered event's fields, of the types it has (the daemon validates the
         # record it reads)
@@ -309,8 +309,8 @@ class _Exchange:
             "ts": now,
             "api": api,
             "model": model,
-            "usage": dict(usage.__dict__),
-            "cost_usd": self.meter.prices.cost(model, usage),
+            "usage": tally.usage_fields(),
+            "cost_usd": self.meter.prices.cost(model, tally),
             "status": conn.status,
             "upstream": self.target.upstream,
             "path": self.target.path,
@@ -387,8 +387,7 @@ def _unreadable(api: Api, encoding: str) -> Reply:
 
 
 def _request_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
-    drop = _HOP_BY_HOP | _REQUEST_OWN
-    return [(k, v) for k, v in scope.get("headers") or [] if k.lower() not in drop]
+    return [(k, v) for k, v in scope.get("headers") or [] if k.lower() not in _NOT_FORWARDED]
 
 
 def _response_headers(
@@ -397,6 +396,18 @@ def _response_headers(
     """The upstream's headers for the client (no length where the body is rewritten)."""
     drop = _HOP_BY_HOP | {b"content-length"} if rewritten else _HOP_BY_HOP
     return [(k, v) for k, v in headers if k.lower() not in drop]
+
+
+#: The headers each API states its quota in (by their start, lower case).
+_QUOTA_HEADERS: dict[str, bytes] = {"anthropic": b"anthropic-ratelimit-", "openai": b"x-ratelimit-"}
+
+
+def _quota_view(api: Api, headers: list[tuple[bytes, bytes]]) -> _HeaderView:
+    """An answer's rate-limit headers (Gemini states none: its errors say)."""
+    prefix = _QUOTA_HEADERS.get(api)
+    if prefix is None:
+        return _HeaderView([])
+    return _HeaderView([(k, v) for k, v in headers if k.lower().startswith(prefix)])
 
 
 class _HeaderView(Mapping[str, str]):

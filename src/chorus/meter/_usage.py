@@ -57,6 +57,34 @@ class Tally:
             reasoning_tokens=self.reasoning,
         )
 
+    def usage_fields(self) -> dict[str, int]:
+        """The counts as :class:`chorus.events.Usage`'s fields (no model made)."""
+        return {
+            "input_tokens": self.input,
+            "output_tokens": self.output,
+            "cached_input_tokens": self.cached,
+            "cache_write_input_tokens": self.cache_write,
+            "reasoning_tokens": self.reasoning,
+        }
+
+    # the names of Usage's fields, for the price table (``_prices.Counts``)
+
+    @property
+    def input_tokens(self) -> int:
+        return self.input
+
+    @property
+    def output_tokens(self) -> int:
+        return self.output
+
+    @property
+    def cached_input_tokens(self) -> int:
+        return self.cached
+
+    @property
+    def cache_write_input_tokens(self) -> int:
+        return self.cache_write
+
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
