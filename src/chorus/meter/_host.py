@@ -16,7 +16,8 @@ meter's next request waits for) and whenever a verdict changes otherwise (other
 spend, a reload: looked at every :data:`BUDGET_S`). A meter process that dies is
 started again on the same port. Each record is handed to ``ingest``, which
 may return a future that settles once the record is kept: its offset is then stored
-(``meter/ingested``), so a record is read again after a crash rather than lost.
+(``meter/ingested``, written at most every :data:`OFFSET_S`), so a record is read
+again after a crash rather than lost.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ HOST = "127.0.0.1"
 #: How often the secrets and budgets' presence are looked at for a change to tell
 #: the meter.
 RETELL_S = 2.0
+#: The offset the spool was read to is written at most this long after it moved.
+OFFSET_S = 0.1
 #: How often the sessions' verdicts are looked at for a change to push to the meter.
 BUDGET_S = 0.25
 _RETELL_TICKS = max(1, round(RETELL_S / BUDGET_S))
@@ -82,6 +85,7 @@ class MeterHost:
         self._proc: subprocess.Popen[bytes] | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._seen = self._stored = self._read_offset()
+        self._offset_timer: asyncio.TimerHandle | None = None
         self._verdicts: dict[str, str | None] = {}
         #: The sessions asked about (their verdicts pushed), with the API asked for.
         self._asked: dict[str, str] = {}
@@ -294,12 +298,20 @@ class MeterHost:
             return 0
 
     def _store_offset(self, end: int) -> None:
+        """Keep ``end`` as the offset read to: written within :data:`OFFSET_S` (one
+        write for the records kept meanwhile; a crash before it reads them again)."""
         if end <= self._stored:
             return
         self._stored = end
+        if self._offset_timer is None:
+            loop = asyncio.get_running_loop()
+            self._offset_timer = loop.call_later(OFFSET_S, self._write_offset)
+
+    def _write_offset(self) -> None:
+        self._offset_timer = None
         tmp = self.dir / f".ingested.{os.getpid()}"
         with contextlib.suppress(OSError):
-            tmp.write_text(f"{end}\n")
+            tmp.write_text(f"{self._stored}\n")
             tmp.replace(self.dir / "ingested")
 
     # -- the end ------------------------------------------------------------------------
@@ -319,6 +331,9 @@ class MeterHost:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._offset_timer is not None:  # the offset read to, kept now
+            self._offset_timer.cancel()
+            self._write_offset()
         if self._proc is None:
             return
         if keep:
