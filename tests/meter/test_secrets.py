@@ -44,6 +44,28 @@ def test_a_body_that_is_not_json_is_hidden_by_bytes() -> None:
     assert (out, hidden) == (b"raw [SECRET:DB_PASS] raw", {"DB_PASS": "hunter22"})
 
 
+def test_plain_values_are_hidden_in_the_body_as_sent_not_re_encoded() -> None:
+    """Values no JSON encoder escapes are replaced in the bytes themselves: the rest
+    of the body goes as the CLI wrote it (its spacing, its escapes)."""
+    book = SecretBook({"DB_PASS": "hunter22", "KEY": "sk-ant-api03-Xy_z9+Q="})
+    body = b'{"a" : "hunter22 \\u00e9 sk-ant-api03-Xy_z9+Q=",  "b": ["hunter22"]}'
+    out, hidden = book.hide(body)
+    assert hidden == {"DB_PASS": "hunter22", "KEY": "sk-ant-api03-Xy_z9+Q="}
+    assert out == b'{"a" : "[SECRET:DB_PASS] \\u00e9 [SECRET:KEY]",  "b": ["[SECRET:DB_PASS]"]}'
+
+
+def test_a_value_an_encoder_may_escape_otherwise_is_found_however_escaped() -> None:
+    """A value with a ``/`` (escaped ``\\/`` by some encoders) or ``<`` (``\\u003c`` by
+    Go's) is hidden in its every escape once one form of it is in the body."""
+    value = "https://user:pw<99>@host"
+    book = SecretBook({"URL": value})
+    odd = value.replace("/", "\\/").replace("<", "\\u003c").replace(">", "\\u003e")
+    body = ('{"x": "' + value + '", "y": "' + odd + '"}').encode()
+    out, hidden = book.hide(body)
+    assert hidden == {"URL": value}
+    assert json.loads(out) == {"x": "[SECRET:URL]", "y": "[SECRET:URL]"}
+
+
 def test_only_hidden_names_are_restored_json_escaped_in_arguments() -> None:
     text = '{"cmd": "echo [SECRET:API_TOKEN] [SECRET:OTHER] [SECRET:DB_PASS"}'
     back = json.loads(restore(text, {"API_TOKEN": TOKEN}, escape=True))
