@@ -416,6 +416,10 @@ def _config(app: MeterProcess) -> uvicorn.Config:
         server_header=False,
         date_header=False,
         timeout_graceful_shutdown=5,
+        # longer than the CLIs' own idle limits (Node's 4 s, reqwest's 90 s): the CLI
+        # closes an idle connection first, never the meter while a request is sent
+        # on it, and a CLI's next request does not connect again
+        timeout_keep_alive=120,
     )
 
 
