@@ -3,7 +3,8 @@
 Runs the meter as the daemon does (its own process, ``python -m chorus.meter``,
 linked to this one, which answers its budget questions and takes its records like
 the daemon; a secret known, so each request body is searched for it; with
-``--budget`` each request first asks this process whether it may go), then, in one
+``--budget`` a budget is set: the meter asks this process about the session once,
+then goes by the verdicts it pushes after each record), then, in one
 run, straight to an upstream and through the meter, alternating:
 
 1. **Added latency per request**, per API: ``--count`` streamed requests with a
@@ -484,7 +485,7 @@ def main() -> None:
     )
     parser.add_argument("--streams", type=int, default=3, help="long streams per way (part 3)")
     parser.add_argument(
-        "--budget", action="store_true", help="a budget is set: each request asks this process"
+        "--budget", action="store_true", help="a budget is set: the meter goes by the verdicts this process pushes"
     )
     parser.add_argument(
         "--bodies", type=Path, help=f"a folder with captured bodies: {', '.join(CAPTURED.values())}"
