@@ -485,7 +485,7 @@ def main() -> None:
     )
     parser.add_argument("--streams", type=int, default=3, help="long streams per way (part 3)")
     parser.add_argument(
-        "--budget", action="store_true", help="a budget is set: the meter goes by the verdicts this process pushes"
+        "--budget", action="store_true", help="a budget is set (its verdicts pushed)"
     )
     parser.add_argument(
         "--bodies", type=Path, help=f"a folder with captured bodies: {', '.join(CAPTURED.values())}"
