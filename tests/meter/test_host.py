@@ -194,7 +194,8 @@ async def test_the_budget_is_pushed_a_session_asked_about_once(server: ModelServ
                 whole = (await streaming.aread()).decode()
             assert whole.count("response.output_text.delta") >= 10  # all of it came
             assert "response.completed" in whole
-            await asyncio.sleep(BUDGET_S * 3)  # the daemon saw the change and pushed it
+            await _until(lambda: host._pushed.get("s1") is not None)  # seen and pushed
+            await asyncio.sleep(BUDGET_S)  # (the push on its way to the meter)
             refused = await client.post(url, json=BODY)
     finally:
         await host.close(keep=False)
