@@ -78,6 +78,7 @@ async def test_a_daemon_that_pushes_is_asked_about_a_session_once(
     assert wire.asked() == ["s1"]
 
     tell(process, op="budget", upto=0, sessions={"s1": "daily_usd reached"})
+    tell(process, op="secrets", secrets={}, ask=True, verdicts={"s1": None})  # older word
     refused = asyncio.ensure_future(settle(process.admit("s1", "openai")))
     await until(lambda: wire.asked() == ["s1", "s1"])  # a refusal is the daemon's to make
     answer(process, wire, "daily_usd reached")

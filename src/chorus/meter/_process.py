@@ -273,14 +273,16 @@ class MeterProcess:
 
     def _hello(self, op: str, message: dict[str, Any]) -> None:
         self.app.secrets = SecretBook(dict(message.get("secrets") or {}))
-        self.verdicts.update(_verdicts(message.get("verdicts")))
+        if op == "hello":
+            self.link.budget.pushed = message.get("push") is True
+        if not self.link.budget.pushed:  # (a pushing daemon's are its pushed ones)
+            self.verdicts.update(_verdicts(message.get("verdicts")))
         self.ask = message.get("ask") is not False
         if not self.ask:
             self.verdicts.clear()
             self.link.budget.took(self.link.budget.sent)  # nothing to wait for
         self.armed.set()
         if op == "hello":
-            self.link.budget.pushed = message.get("push") is True
             self._budget(message)
             self.link.send({"op": "ready"})
 
