@@ -16,8 +16,9 @@ meter's next request waits for) and whenever a verdict changes otherwise (other
 spend, a reload: looked at every :data:`BUDGET_S`). A meter process that dies is
 started again on the same port. Each record is handed to ``ingest``, which
 may return a future that settles once the record is kept: its offset is then stored
-(``meter/ingested``, written at most every :data:`OFFSET_S`), so a record is read
-again after a crash rather than lost.
+(``meter/ingested``, once per turn of the loop for the records kept in it), so a
+record is read again after a crash rather than lost, and the window in which a
+crash reads a kept record again stays a turn of the loop wide.
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ HOST = "127.0.0.1"
 #: How often the secrets and budgets' presence are looked at for a change to tell
 #: the meter.
 RETELL_S = 2.0
-#: The offset the spool was read to is written at most this long after it moved.
-OFFSET_S = 0.1
+#: The offset the spool was read to is written this long after it moved (0: at the
+#: loop's next turn, one write for the records kept meanwhile). Longer saves writes
+#: but widens the window in which a daemon's crash logs a kept record twice.
+OFFSET_S = 0.0
 #: How often the sessions' verdicts are looked at for a change to push to the meter.
 BUDGET_S = 0.25
 _RETELL_TICKS = max(1, round(RETELL_S / BUDGET_S))
