@@ -22,6 +22,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -102,15 +103,31 @@ def system_spec(*, now: float | None = None, max_age_s: float = SPEC_MAX_AGE_S) 
     """The cached spec, probed again when missing, unreadable or too old."""
     now = time.time() if now is None else now
     path = workspace_dir() / "system.json"
+    spec = _cached(path, now, max_age_s)
+    if spec is not None:
+        return spec
+    with _PROBING:  # a caller that finds a probe under way waits for its result
+        spec = _cached(path, now, max_age_s)
+        if spec is None:
+            spec = probe_system(now)
+            _replace(path, json.dumps(spec, indent=1))
+    return spec
+
+
+#: One probe at a time in a process: a job that needs the spec while the daemon's
+#: warm-up probes it waits for that probe instead of running every command again.
+_PROBING = threading.Lock()
+
+
+def _cached(path: Path, now: float, max_age_s: float) -> dict[str, Any] | None:
+    """The spec at ``path`` if it is readable and younger than ``max_age_s``."""
     try:
         spec: dict[str, Any] = json.loads(read_regular(path, 1 << 20))
         if now - float(spec.get("generated_at", 0)) < max_age_s:
             return spec
     except (OSError, ValueError, TypeError, AttributeError):
         pass
-    spec = probe_system(now)
-    _replace(path, json.dumps(spec, indent=1))
-    return spec
+    return None
 
 
 def _replace(path: Path, text: str) -> None:
