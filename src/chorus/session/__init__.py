@@ -9,30 +9,40 @@ records every event, and steers the running turn natively or by emulation;
 place a hub is.
 """
 
-from chorus.session._brains import Asker, Authority, BrainAnswer, settles
-from chorus.session._errors import IllegalTransitionError, SessionError
-from chorus.session._hub import HubLimits, SessionHub, checked_cwd
-from chorus.session._launcher import (
-    BodyFactory,
-    BodyLauncher,
-    Launch,
-    PolicyGuards,
-    checked_mode,
-    cli_name,
-    native_mode,
-    policy_guards,
-)
-from chorus.session._lifecycle import TRANSITIONS, Lifecycle, State
-from chorus.session._make import hub_limits, make_hub
-from chorus.session._reattach import (
-    Snapshot,
-    bodies_dir,
-    discard,
-    job_turn,
-    keep_flag,
-    snapshot_of,
-)
-from chorus.session._session import CAPABILITY_OF, Session, Turn, native_ids, start_time
+from __future__ import annotations
+
+import importlib
+
+#: ``typing`` is not imported at run time (the names load on first use).
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from chorus.session._brains import Asker, Authority, BrainAnswer, settles
+    from chorus.session._errors import IllegalTransitionError, SessionError
+    from chorus.session._hub import HubLimits, SessionHub, checked_cwd
+    from chorus.session._launcher import (
+        BodyFactory,
+        BodyLauncher,
+        Launch,
+        PolicyGuards,
+        checked_mode,
+        cli_name,
+        native_mode,
+        policy_guards,
+    )
+    from chorus.session._lifecycle import TRANSITIONS, Lifecycle, State
+    from chorus.session._make import hub_limits, make_hub
+    from chorus.session._reattach import (
+        Snapshot,
+        bodies_dir,
+        discard,
+        job_turn,
+        keep_flag,
+        snapshot_of,
+    )
+    from chorus.session._session import CAPABILITY_OF, Session, Turn, native_ids, start_time
 
 __all__ = [
     "CAPABILITY_OF",
@@ -69,3 +79,55 @@ __all__ = [
     "snapshot_of",
     "start_time",
 ]
+
+#: Each public name's private module (and its name there): loaded on first use.
+_LAZY: dict[str, tuple[str, str]] = {
+    "Asker": ("chorus.session._brains", "Asker"),
+    "Authority": ("chorus.session._brains", "Authority"),
+    "BrainAnswer": ("chorus.session._brains", "BrainAnswer"),
+    "settles": ("chorus.session._brains", "settles"),
+    "IllegalTransitionError": ("chorus.session._errors", "IllegalTransitionError"),
+    "SessionError": ("chorus.session._errors", "SessionError"),
+    "HubLimits": ("chorus.session._hub", "HubLimits"),
+    "SessionHub": ("chorus.session._hub", "SessionHub"),
+    "checked_cwd": ("chorus.session._hub", "checked_cwd"),
+    "BodyFactory": ("chorus.session._launcher", "BodyFactory"),
+    "BodyLauncher": ("chorus.session._launcher", "BodyLauncher"),
+    "Launch": ("chorus.session._launcher", "Launch"),
+    "PolicyGuards": ("chorus.session._launcher", "PolicyGuards"),
+    "checked_mode": ("chorus.session._launcher", "checked_mode"),
+    "cli_name": ("chorus.session._launcher", "cli_name"),
+    "native_mode": ("chorus.session._launcher", "native_mode"),
+    "policy_guards": ("chorus.session._launcher", "policy_guards"),
+    "TRANSITIONS": ("chorus.session._lifecycle", "TRANSITIONS"),
+    "Lifecycle": ("chorus.session._lifecycle", "Lifecycle"),
+    "State": ("chorus.session._lifecycle", "State"),
+    "hub_limits": ("chorus.session._make", "hub_limits"),
+    "make_hub": ("chorus.session._make", "make_hub"),
+    "Snapshot": ("chorus.session._reattach", "Snapshot"),
+    "bodies_dir": ("chorus.session._reattach", "bodies_dir"),
+    "discard": ("chorus.session._reattach", "discard"),
+    "job_turn": ("chorus.session._reattach", "job_turn"),
+    "keep_flag": ("chorus.session._reattach", "keep_flag"),
+    "snapshot_of": ("chorus.session._reattach", "snapshot_of"),
+    "CAPABILITY_OF": ("chorus.session._session", "CAPABILITY_OF"),
+    "Session": ("chorus.session._session", "Session"),
+    "Turn": ("chorus.session._session", "Turn"),
+    "native_ids": ("chorus.session._session", "native_ids"),
+    "start_time": ("chorus.session._session", "start_time"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``chorus.session.<name>``: import its private module on first use, then keep it here."""
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
