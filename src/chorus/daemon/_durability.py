@@ -20,12 +20,11 @@ import os
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from chorus._errors import BodyCrashedError, BodyError, BodyProtocolError, BodyTimeoutError
 from chorus.config import chorus_home
 from chorus.events import ErrorCode, ErrorInfo, Event, Notice, SessionEnded, TurnFailed
-from chorus.policy import PolicyGate
 from chorus.session import (
     Session,
     SessionHub,
@@ -38,6 +37,9 @@ from chorus.session import (
     start_time,
 )
 from chorus.store import ORIGIN_CHORUS, JobRecord, SessionRecord, StorageFullError, Store
+
+if TYPE_CHECKING:  # the policy's engine loads with the first gate, not at the start
+    from chorus.policy import PolicyGate
 
 log = logging.getLogger("chorus.daemon")
 T = TypeVar("T")
@@ -125,7 +127,7 @@ async def until_stored(write: Callable[[], Awaitable[T]], what: str) -> T:
 # -- bodies that outlived the daemon --------------------------------------------
 
 #: The supervisor's gate maker: (job, session, mode) → the job's gate.
-GateFor = Callable[[JobRecord, SessionRecord, str | None], PolicyGate | None]
+GateFor = Callable[[JobRecord, SessionRecord, str | None], "PolicyGate | None"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,12 +24,12 @@ from chorus.frameworks import (
 )
 from chorus.frameworks import framework_options as framework_options  # the supervisor's
 from chorus.permissions import PermissionAsk
-from chorus.policy import Verdict, Vote
 from chorus.store import JobRecord
 from chorus.worktrees import git_diff
 
 if TYPE_CHECKING:
     from chorus.daemon._supervisor import Supervisor
+    from chorus.policy import Verdict, Vote
 
 _RUNNERS = {
     "consensus": consensus,
@@ -112,6 +112,8 @@ class FrameworkPort:
         parsed = parse_vote(_text(record))
         if parsed is None:
             return None
+        from chorus.policy import Vote  # the engine loads with the first gate
+
         return Vote("deny" if parsed[0] == "deny" else "allow", parsed[1], voter)
 
     async def cost(self, record: JobRecord) -> float | None:

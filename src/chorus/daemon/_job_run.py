@@ -41,7 +41,7 @@ from chorus.events import (
     TurnFailed,
 )
 from chorus.permissions import PermissionAnswer, PermissionAsk
-from chorus.policy import PolicyGate, Verdict, Vote, denial_notice
+from chorus.policy import denial_notice
 from chorus.router import build_bundle
 from chorus.session import Session, Turn, native_mode
 from chorus.store import JobRecord, SessionRecord
@@ -49,6 +49,7 @@ from chorus.worktrees import guard_job_worktree, job_worktree
 
 if TYPE_CHECKING:
     from chorus.daemon._supervisor import Supervisor
+    from chorus.policy import PolicyGate, Verdict, Vote
 
 log = logging.getLogger("chorus.daemon")
 

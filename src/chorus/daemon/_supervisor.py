@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chorus._errors import UserError
 from chorus.agents import find_login
@@ -65,7 +65,7 @@ from chorus.events import (
 )
 from chorus.jobs import JobRequest
 from chorus.permissions import PermissionAnswer, PermissionAsk
-from chorus.policy import AuditLog, PermissionMode, Policy, PolicyGate, SecretStore
+from chorus.policy import AuditLog, PermissionMode, Policy, SecretStore
 from chorus.router import CooldownPolicy, HealthBook, Router, provider_key
 from chorus.session import (
     SessionError,
@@ -91,6 +91,9 @@ from chorus.worktrees import (
     report_orphans,
     start_job_worktree,
 )
+
+if TYPE_CHECKING:  # the policy's engine loads with the first gate, not at the start
+    from chorus.policy import PolicyGate
 
 log = logging.getLogger("chorus.daemon")
 

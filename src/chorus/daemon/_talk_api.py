@@ -33,7 +33,7 @@ from chorus._errors import UserError
 from chorus.bodies import CLI_OF
 from chorus.daemon._supervisor import Supervisor
 from chorus.events import Event, Notice
-from chorus.policy import PathContext, Policy, native_flags
+from chorus.policy import PathContext, Policy
 from chorus.sandbox import active as sandbox_active
 from chorus.sandbox import tool_path
 from chorus.store import SessionRecord, resolve_session_id
@@ -128,6 +128,8 @@ async def _plan(sup: Supervisor, record: SessionRecord) -> dict[str, Any]:
     cli, cwd = _cli(record), Path(record.cwd or os.getcwd())
     mode = await _mode(sup, record, policy)
     ctx = PathContext.current(cwd)
+    from chorus.policy import native_flags  # with the policy's engine: at a talk
+
     flags = native_flags(ONE_SHOT[cli], policy, mode=_checked(mode), ctx=ctx)
     # the body's own env (agent env, the policy's secrets) and the same sandbox wrapper
     exe, env = sup.hub.launcher.interactive(record.body, cwd, dict(flags.env))

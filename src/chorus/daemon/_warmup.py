@@ -6,8 +6,8 @@ loaded twice: Python imports a module once, the system facts are cached).
   its body's channel serves (a second of imports under load), while the body's CLI
   boots. A daemon no job ever reaches never loads them.
 * Once a daemon started by ``chorus start`` serves (:func:`warm_up`): that too, the
-  routed bodies' code (a codec's schema is hundreds of pydantic models) and the
-  context's system facts (a few ``--version`` runs, cached in
+  policy's engine, the routed bodies' code (a codec's schema is hundreds of pydantic
+  models) and the context's system facts (a few ``--version`` runs, cached in
   ``workspace/system.json`` for a day). A daemon started for a request on its way
   (``chorus ask`` finding none) does not: that request loads what it needs itself,
   and a warm-up beside it would only compete for the CPU.
@@ -35,6 +35,7 @@ async def warm_up(config: ChorusConfig) -> None:
 
 def _warm(config: ChorusConfig) -> None:
     _channel_sdk()
+    _policy_engine()
     for name in dict.fromkeys(config.router.bodies):
         try:
             body_class(name, config)
@@ -51,6 +52,12 @@ def _channel_sdk() -> None:
     import mcp.server.mcpserver  # noqa: F401  the SDK takes a second to import
 
     registered_tools()
+
+
+def _policy_engine() -> None:
+    """The policy's engine, which the first job's gate runs (the daemon's start
+    leaves it out)."""
+    from chorus.policy import native_flags, native_rules, policy_callback  # noqa: F401
 
 
 def first_job_warms_up() -> Callable[[JobStarted], Awaitable[None]]:

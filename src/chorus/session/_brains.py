@@ -28,10 +28,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from chorus.permissions import PermissionAnswer, PermissionAsk
-from chorus.policy import FlagError, PendingFlag, PolicyGate
+from chorus.policy import FlagError, PendingFlag
+
+if TYPE_CHECKING:  # the policy's engine loads with the first gate, not at the start
+    from chorus.policy import PolicyGate
 
 log = logging.getLogger("chorus.session")
 

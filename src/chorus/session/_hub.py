@@ -23,10 +23,11 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chorus.bodies import Body, PermissionCallback, allow_all, body_class, body_names
 from chorus.context import Brief
-from chorus.policy import SENSITIVE_PATHS, PathContext, PolicyGate, brain_cwd_problem
+from chorus.policy import SENSITIVE_PATHS, PathContext, brain_cwd_problem
 from chorus.session._brains import Authority
 from chorus.session._errors import SessionError
 from chorus.session._history import session_history
@@ -35,6 +36,9 @@ from chorus.session._reattach import Snapshot, counted, handed_out, keep_flag
 from chorus.session._session import Session, Turn, native_ids
 from chorus.session._spares import SpareKey, SparePool
 from chorus.store import SessionRecord, UnknownSessionError
+
+if TYPE_CHECKING:  # the policy's engine loads with the first gate, not at the start
+    from chorus.policy import PolicyGate
 
 log = logging.getLogger("chorus.session")
 

@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chorus._errors import UnknownBodyError
 from chorus.bodies import (
@@ -40,15 +41,10 @@ from chorus.meter import point_body
 from chorus.policy import (
     PERMISSION_MODES,
     AuditLog,
-    NativeFlags,
     PathContext,
     PermissionMode,
     Policy,
-    PolicyGate,
     SecretStore,
-    native_flags,
-    native_rules,
-    policy_callback,
     register_env,
 )
 from chorus.sandbox import active as sandbox_active
@@ -59,6 +55,9 @@ from chorus.session._native import NativeCli, native_cli
 from chorus.session._reattach import detached_options
 from chorus.session._spares import Redirect, Spare
 from chorus.store import ORIGIN_CHORUS, SessionRecord, Store
+
+if TYPE_CHECKING:  # the policy's engine loads with the first gate, not at the start
+    from chorus.policy import NativeFlags, PolicyGate
 
 log = logging.getLogger("chorus.session")
 
@@ -75,6 +74,8 @@ class PolicyGuards:
 
     def gate(self, *, session_id: str, cwd: str | None, mode: str | None) -> PolicyGate:
         """A fresh gate (``mode`` None: the policy's own mode)."""
+        from chorus.policy import policy_callback  # the engine: with the first gate
+
         return policy_callback(
             self.policy,
             self.audit,
@@ -256,6 +257,8 @@ class BodyLauncher:
             return None
         if body_class(body, self.config).capabilities.permission_callback != Support.UNSUPPORTED:
             return None
+        from chorus.policy import native_flags
+
         ctx = PathContext.current(gate.engine.cwd)
         flags = native_flags(body, self.guards.policy, mode=gate.mode, ctx=ctx)
         for note in flags.notes:
@@ -268,6 +271,8 @@ class BodyLauncher:
         calls it would approve without asking Chorus (``chorus.policy.native_rules``)."""
         if self.guards is None:
             return options
+        from chorus.policy import native_rules
+
         ctx = PathContext.current(options.cwd)
         rules = native_rules(body, self.guards.policy, ctx=ctx, also=self._git_roots(options.cwd))
         extra = {**options.extra, "allowed_roots": rules.roots} if rules.roots else options.extra

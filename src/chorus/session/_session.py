@@ -31,7 +31,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from chorus._errors import BodyCrashedError, ChorusError
 from chorus.bodies import (
@@ -62,7 +62,6 @@ from chorus.events import (
     TurnCompleted,
     TurnFailed,
 )
-from chorus.policy import PendingFlag, PolicyGate
 from chorus.session._approvals import approval_event
 from chorus.session._brains import Authority, BrainAsks
 from chorus.session._errors import SessionError
@@ -71,6 +70,9 @@ from chorus.session._lifecycle import Lifecycle, State
 from chorus.session._reattach import HANDLE_KEY, Snapshot, save_snapshot
 from chorus.session._spares import Spare
 from chorus.store import ORIGIN_CHORUS, SessionRecord, Store, event_origin
+
+if TYPE_CHECKING:  # the policy's engine loads with the first gate, not at the start
+    from chorus.policy import PendingFlag, PolicyGate
 
 log = logging.getLogger("chorus.session")
 T = TypeVar("T")
