@@ -1,11 +1,14 @@
 """What the daemon loads before it serves: not the talk transcript readers (every CLI's
 codec and the ACP SDK's schema: most of its start-up CPU), not the MCP SDK, not the
-dashboard's Markdown and code colouring. They load when first used (a talk, a page,
-the first job: the MCP SDK of its body's channel); the routed bodies' code loads in
-the warm-up of a daemon ``chorus start`` started, once it serves."""
+dashboard's Markdown and code colouring, not the policy's engine. They load when first
+used (a talk, a page, the first job: the MCP SDK of its body's channel, the engine of
+its gate); the routed bodies' code and the engine load in the warm-up of a daemon
+``chorus start`` started, once it serves. The packages whose public names load their
+private modules on first use still give every name of their ``__all__``."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -13,7 +16,25 @@ import sys
 import pytest
 
 #: Loaded on first use, never to start serving.
-LATER = ("acp", "chorus.bodies._talk", "chorus.bodies.gemini", "markdown_it", "pygments", "mcp")
+LATER = (
+    "acp",
+    "chorus.bodies._talk",
+    "chorus.bodies.gemini",
+    "markdown_it",
+    "pygments",
+    "mcp",
+    "chorus.policy._engine",
+    "chorus.policy._native_flags",
+    "chorus.policy._native_rules",
+)
+#: Packages whose public names load their private modules on first use.
+LAZY_PACKAGES = (
+    "chorus.config",
+    "chorus.policy",
+    "chorus.routines",
+    "chorus.session",
+    "chorus.store",
+)
 
 
 def loaded_by(module: str) -> set[str]:
@@ -38,10 +59,30 @@ def test_the_daemon_serves_before_loading_what_waits_for_first_use() -> None:
         ("chorus.bodies._talk", "acp"),
         ("chorus.dashboard._render; chorus.dashboard._render.markdown_html('x')", "markdown_it"),
         ("chorus.daemon._warmup; chorus.daemon._warmup._channel_sdk()", "mcp"),
+        ("chorus.daemon._warmup; chorus.daemon._warmup._policy_engine()", "chorus.policy._engine"),
+        (
+            "chorus.policy, chorus.session; chorus.session.PolicyGuards("
+            "chorus.policy.Policy()).gate(session_id='s', cwd=None, mode=None)",
+            "chorus.policy._engine",
+        ),
     ],
 )
 def test_the_check_sees_them_when_used(module: str, needs: str) -> None:
     assert needs in later(loaded_by(module))
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_every_public_name_of_a_lazy_package_resolves(package: str) -> None:
+    """Each name of ``__all__`` is there (``from package import name`` works) and is
+    its private module's object; a name that is not there says so."""
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        value = getattr(module, name)
+        source, attr = module._LAZY[name]
+        assert value is getattr(importlib.import_module(source), attr), name
+    assert set(module._LAZY) == set(module.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        _ = module.nothing_here
 
 
 def test_the_first_job_loads_the_mcp_sdk_once() -> None:
