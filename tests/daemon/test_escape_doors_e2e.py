@@ -70,7 +70,7 @@ class Doors(Daemon):
     def dashboard_connections(self) -> int:
         """The daemon's open TCP connections on its dashboard port (not the listener)."""
         pid = self.pid()
-        mine = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        mine = {_link(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
         port = f":{self.port:04X}"
         count = 0
         for table in ("tcp", "tcp6"):
@@ -91,6 +91,14 @@ class Doors(Daemon):
         return csrf_of(client)
 
 
+def _link(path: str) -> str:
+    """Where a file descriptor points; empty if it closed since it was listed."""
+    try:
+        return os.readlink(path)
+    except FileNotFoundError:
+        return ""
+
+
 def _file_limit(files: int) -> Callable[[], None]:
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
@@ -103,6 +111,21 @@ def doors(daemon_with: Callable[..., Daemon]) -> Doors:
     """The daemon's home and server (stopped at teardown); not started yet."""
     daemon = daemon_with()
     return Doors(daemon.home, daemon.work, daemon.server)
+
+
+@pytest.fixture(scope="module")
+def started_doors(module_daemon: Daemon) -> Doors:
+    """The module's daemon, started once with the dashboard's default caps."""
+    doors = Doors(module_daemon.home, module_daemon.work, module_daemon.server)
+    doors.start()
+    return doors
+
+
+@pytest.fixture
+def open_doors(started_doors: Doors, shared_daemon: Daemon) -> Doors:
+    """That daemon, for a test that neither restarts nor reconfigures it (nor reads
+    what other tests left in it): a work folder of its own, the server reset."""
+    return Doors(shared_daemon.home, shared_daemon.work, shared_daemon.server, started_doors.port)
 
 
 def _status_s(timeout: float = 5.0) -> float | None:
@@ -229,17 +252,16 @@ def test_a_body_flooding_the_dashboard_from_its_sandbox_cannot_take_the_daemon(
 
 
 def test_login_with_another_host_leaves_the_one_time_token_usable(
-    doors: Doors, escape_tally: Callable[..., None]
+    open_doors: Doors, escape_tally: Callable[..., None]
 ) -> None:
-    doors.start()
-    done = doors.run("dashboard", "--json", "--no-open")
+    done = open_doors.run("dashboard", "--json", "--no-open")
     url = json.loads(done.stdout)["url"]
-    path = url.removeprefix(doors.base)
-    with httpx.Client(base_url=doors.base, timeout=30) as rebound:
-        refused = rebound.get(path, headers={"Host": f"attacker.example:{doors.port}"})
+    path = url.removeprefix(open_doors.base)
+    with httpx.Client(base_url=open_doors.base, timeout=30) as rebound:
+        refused = rebound.get(path, headers={"Host": f"attacker.example:{open_doors.port}"})
         assert refused.status_code == 403
         assert "chorus_dashboard" not in refused.cookies
-    with httpx.Client(base_url=doors.base, timeout=30) as browser:
+    with httpx.Client(base_url=open_doors.base, timeout=30) as browser:
         held = browser.get(path).status_code == 303  # the token was not spent
         assert held
         assert browser.get("/api/jobs").status_code == 200
@@ -251,17 +273,16 @@ def test_login_with_another_host_leaves_the_one_time_token_usable(
 
 
 def test_links_pipes_and_folders_dropped_in_an_inbox_are_refused_unread(
-    doors: Doors, escape_tally: Callable[..., None], tmp_path: Path
+    open_doors: Doors, escape_tally: Callable[..., None], tmp_path: Path
 ) -> None:
-    doors.start()
-    created = doors.run("team", "create", "t", "--member", "perf=claude")
+    created = open_doors.run("team", "create", "t", "--member", "perf=claude")
     assert created.returncode == 0, created.stderr
     inbox = inbox_dir("t", "perf")
-    token = doors.home / "run" / "gateway.token"
+    token = open_doors.home / "run" / "gateway.token"
     assert DaemonClient().status()
     secret = token.read_text().strip() if token.exists() else "no-token"
-    (inbox / "token.txt").symlink_to(token if token.exists() else doors.home / "config.toml")
-    (inbox / "config.json").symlink_to(doors.home / "config.toml")
+    (inbox / "token.txt").symlink_to(token if token.exists() else open_doors.home / "config.toml")
+    (inbox / "config.json").symlink_to(open_doors.home / "config.toml")
     os.mkfifo(inbox / "pipe.txt")
     (inbox / "folder").mkdir()
     (inbox / "folder" / "inside.txt").write_text("in a folder")
@@ -272,7 +293,7 @@ def test_links_pipes_and_folders_dropped_in_an_inbox_are_refused_unread(
     names = ("token.txt", "config.json", "pipe.txt", "folder")
     until(lambda: all((rejected / f"{n}.reason").exists() for n in names))
     until(lambda: not (inbox / "plain.txt").exists())
-    messages = doors.run("team", "messages", "t", "--json")
+    messages = open_doors.run("team", "messages", "t", "--json")
     assert messages.returncode == 0, messages.stderr
     texts = [m["body"].get("text", "") for m in json.loads(messages.stdout)]
     assert texts == ["a real message"]
@@ -369,18 +390,17 @@ DASHBOARD_POSTS = ("/api/jobs/nosuchjob/steer", "/api/flags/nosuchflag/approve")
 
 @pytest.mark.parametrize(("payload", "words"), [(DEEP, "nested deeper"), (BAD_BYTES, "UTF-8")])
 def test_malformed_json_is_a_400_that_says_why_on_every_endpoint(
-    doors: Doors, escape_tally: Callable[..., None], payload: bytes, words: str
+    open_doors: Doors, escape_tally: Callable[..., None], payload: bytes, words: str
 ) -> None:
-    doors.start()
     answers: dict[str, tuple[int, Any]] = {}
-    with doors.unix() as unix:
+    with open_doors.unix() as unix:
         for path in UNIX_POSTS:
             resp = unix.post(path, content=payload, headers={"content-type": "application/json"})
             answers[path] = (resp.status_code, resp.json())
         assert unix.get("/status").status_code == 200
-    with httpx.Client(base_url=doors.base, timeout=30) as browser:
-        csrf = doors.login(browser)
-        headers = {"Origin": doors.base, "X-CSRF-Token": csrf}
+    with httpx.Client(base_url=open_doors.base, timeout=30) as browser:
+        csrf = open_doors.login(browser)
+        headers = {"Origin": open_doors.base, "X-CSRF-Token": csrf}
         for path in DASHBOARD_POSTS:
             resp = browser.post(path, content=payload, headers=headers)
             answers[path] = (resp.status_code, resp.json())
