@@ -25,8 +25,8 @@ from chorus.testing import (
 )
 
 #: The fixtures of a daemon shared by a module's tests (tests/daemon/conftest.py,
-#: tests/dashboard/conftest.py).
-_MODULE_DAEMONS = {"module_daemon", "module_chorus", "module_dash"}
+#: tests/dashboard/conftest.py, tests/fronts/conftest.py).
+_MODULE_DAEMONS = {"module_daemon", "module_chorus", "module_dash", "module_front"}
 
 
 @pytest.hookimpl(wrapper=True)

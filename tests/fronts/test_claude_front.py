@@ -7,6 +7,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,11 +58,11 @@ async def _collect(prompt: str, options: ClaudeAgentOptions) -> list[Any]:
 
 
 @pytest.mark.parametrize("body", ["codex", "gemini"])
-async def test_query_runs_a_shell_tool(front_home: FrontHome, body: str) -> None:
-    front_home.server.script([shell(f"echo from {body} > made.txt"), text("made it")])
-    options = _options(front_home, body, permission_mode="bypassPermissions")
+async def test_query_runs_a_shell_tool(shared_front: FrontHome, body: str) -> None:
+    shared_front.server.script([shell(f"echo from {body} > made.txt"), text("made it")])
+    options = _options(shared_front, body, permission_mode="bypassPermissions")
     messages = await asyncio.wait_for(_collect("make made.txt", options), 180)
-    assert (front_home.work / "made.txt").read_text().strip() == f"from {body}"
+    assert (shared_front.work / "made.txt").read_text().strip() == f"from {body}"
     init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
     assert init.data["claude_code_version"]
     session_id = init.data["session_id"]
@@ -74,16 +75,16 @@ async def test_query_runs_a_shell_tool(front_home: FrontHome, body: str) -> None
     assert not done.is_error
     assert done.result == "made it"
     assert done.session_id == session_id
-    events = await front_home.log(session_id)
+    events = await shared_front.log(session_id)
     assert {e.body for e in events if e.body} == {body}
     assert any(isinstance(e, ToolCall) and e.tool == "shell" for e in events)
     assert sum(isinstance(e, TurnCompleted) for e in events) == 1
 
 
 async def test_client_multi_turn_set_model_and_interrupt_on_gemini(
-    front_home: FrontHome,
+    shared_front: FrontHome,
 ) -> None:
-    front_home.server.script(
+    shared_front.server.script(
         [
             text("first answer"),
             text("second answer"),
@@ -91,7 +92,7 @@ async def test_client_multi_turn_set_model_and_interrupt_on_gemini(
             text("after the interrupt"),
         ]
     )
-    options = _options(front_home, "gemini", include_partial_messages=True)
+    options = _options(shared_front, "gemini", include_partial_messages=True)
     async with ClaudeSDKClient(options) as client:
         await client.query("one")
         first = [m async for m in client.receive_response()]
@@ -121,10 +122,10 @@ async def test_client_multi_turn_set_model_and_interrupt_on_gemini(
         await client.query("still there?")
         fourth = [m async for m in client.receive_response()]
         assert fourth[-1].result == "after the interrupt"  # type: ignore[union-attr]
-    paths = [r.path for r in front_home.server.turn_requests()]
+    paths = [r.path for r in shared_front.server.turn_requests()]
     assert "gemini-2.5-pro" not in paths[0]
     assert "gemini-2.5-pro" in paths[1]  # set_model reached the body
-    events = await front_home.log(session_id)
+    events = await shared_front.log(session_id)
     ends = [e for e in events if isinstance(e, TurnCompleted | TurnFailed)]
     assert [type(e).__name__ for e in ends] == [
         "TurnCompleted",
@@ -179,13 +180,13 @@ async def test_can_use_tool_denies_one_call_and_allows_another(
 
 @pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
 async def test_can_use_tool_is_asked_where_claude_code_asks(
-    front_home: FrontHome, body: str
+    shared_front: FrontHome, body: str
 ) -> None:
     """Default mode, default policy: Claude Code asks about a shell command that writes,
     not about ``ls``; so does ``chorus-claude`` on every body. The program's deny
     stops the call and its message reaches the model; a call the policy denies never
     reaches the program (its allow could not override it)."""
-    front_home.server.script(
+    shared_front.server.script(
         [
             shell("ls"),
             shell("echo one > one.txt"),
@@ -203,7 +204,8 @@ async def test_can_use_tool_is_asked_where_claude_code_asks(
             return PermissionResultDeny(message="TWO-IS-OFF-LIMITS for this program")
         return PermissionResultAllow()
 
-    options = _options(front_home, body, can_use_tool=decide)
+    options = _options(shared_front, body, can_use_tool=decide)
+    since = time.time()  # the module's daemon: only this test's decisions
     async with ClaudeSDKClient(options) as client:
         await client.query("write some files")
         messages = [m async for m in client.receive_response()]
@@ -214,7 +216,7 @@ async def test_can_use_tool_is_asked_where_claude_code_asks(
         ("Bash", "echo one > one.txt"),
         ("Bash", "echo two > two.txt"),
     ]
-    work = front_home.work
+    work = shared_front.work
     assert (work / "one.txt").read_text().strip() == "one"
     assert not (work / "two.txt").exists()
     assert not (work / ".env").exists()
@@ -223,9 +225,10 @@ async def test_can_use_tool_is_asked_where_claude_code_asks(
     assert [ids for _, _, ids in asked] == [i for i in use_ids if i in {a[2] for a in asked}]
     denied = [d["tool_input"]["command"] for d in done.permission_denials or []]
     assert denied.count("echo two > two.txt") == 1
-    sent = [json.dumps(r.body) for r in front_home.server.requests]
+    sent = [json.dumps(r.body) for r in shared_front.server.requests]
     assert any("TWO-IS-OFF-LIMITS for this program" in body for body in sent)
-    audit = [e.data for e in AuditLog().entries() if e.kind == "permission_decision"]
+    entries = AuditLog().entries(since=since)
+    audit = [e.data for e in entries if e.kind == "permission_decision"]
     reviews = [a for a in audit if a.get("rule") == "brain_review"]
     assert [(a["decision"], a["source"]) for a in reviews] == [("deny", "brain")]
 
@@ -258,16 +261,16 @@ async def _asked_by(options: ClaudeAgentOptions) -> list[str]:
 
 @pytest.mark.parametrize("mode", ["default", "acceptEdits"])
 async def test_asked_exactly_where_real_claude_code_asks(
-    front_home: FrontHome, tmp_path: Path, mode: str
+    shared_front: FrontHome, tmp_path: Path, mode: str
 ) -> None:
     """The same script, the same callback: real Claude Code 2.1 (the pinned CLI, the
     program's own ``cli_path``) and ``chorus-claude`` on a Codex body ask about the
     same calls."""
     script = [*(shell(c) for c in PARITY_COMMANDS), text("done")]
-    work = front_home.work
+    work = shared_front.work
     (work / "a.txt").write_text("alpha\n")
-    front_home.server.script(script)
-    env = offline_env("claude", tmp_path / "real-claude", front_home.server.url)
+    shared_front.server.script(script)
+    env = offline_env("claude", tmp_path / "real-claude", shared_front.server.url)
     real = ClaudeAgentOptions(
         cli_path=str(find_agent("claude")), cwd=str(work), env=env, permission_mode=mode
     )
@@ -275,9 +278,9 @@ async def test_asked_exactly_where_real_claude_code_asks(
     for made in ("b.txt", "c.txt"):
         (work / made).unlink()
     (work / "d1").rmdir()
-    front_home.server.script(script)
+    shared_front.server.script(script)
     by_chorus = await asyncio.wait_for(
-        _asked_by(_options(front_home, "codex", permission_mode=mode)), 180
+        _asked_by(_options(shared_front, "codex", permission_mode=mode)), 180
     )
     assert by_claude_code  # it asked about something: the comparison means something
     assert by_chorus == by_claude_code
@@ -325,11 +328,11 @@ def _decision(permission: str, reason: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
-async def test_hooks_run_through_chorus_on_every_body(front_home: FrontHome, body: str) -> None:
+async def test_hooks_run_through_chorus_on_every_body(shared_front: FrontHome, body: str) -> None:
     """``PreToolUse`` decides before ``can_use_tool`` (deny, allow), ``PostToolUse``
     sees each result, ``UserPromptSubmit`` adds context to the prompt, ``Stop`` sends
     the turn on with its reason: one result for the program."""
-    front_home.server.script(
+    shared_front.server.script(
         [
             shell("ls"),
             shell("echo one > one.txt"),
@@ -351,7 +354,7 @@ async def test_hooks_run_through_chorus_on_every_body(front_home: FrontHome, bod
         return PermissionResultAllow()
 
     options = _options(
-        front_home,
+        shared_front,
         body,
         can_use_tool=decide,
         hooks={
@@ -366,7 +369,7 @@ async def test_hooks_run_through_chorus_on_every_body(front_home: FrontHome, bod
         messages = [m async for m in client.receive_response()]
     results = [m for m in messages if isinstance(m, ResultMessage)]
     assert len(results) == 1
-    work = front_home.work
+    work = shared_front.work
     assert (work / "one.txt").exists()
     assert (work / "two.txt").exists()
     assert not (work / "three.txt").exists()
@@ -386,13 +389,13 @@ async def test_hooks_run_through_chorus_on_every_body(front_home: FrontHome, bod
         for m in messages
         if isinstance(m, SystemMessage) and m.subtype == "chorus_warning"
     ]
-    told = any("LS-DENIED" in json.dumps(r.body) for r in front_home.server.requests)
+    told = any("LS-DENIED" in json.dumps(r.body) for r in shared_front.server.requests)
     assert told != any("PreToolUse hook denied Bash" in w for w in warned)
     assert ("ls" in post) != told  # a call that ran has its PostToolUse
     assert hooks.seen[0] == ("UserPromptSubmit", "write three files")
     assert [c for e, c in hooks.seen if e == "Stop"] == ["False", "True"]
-    assert "PROMPT-CONTEXT-55" in json.dumps(front_home.server.turn_requests()[0].body)
-    sent = [json.dumps(r.body) for r in front_home.server.requests]
+    assert "PROMPT-CONTEXT-55" in json.dumps(shared_front.server.turn_requests()[0].body)
+    sent = [json.dumps(r.body) for r in shared_front.server.requests]
     assert any("THREE-BLOCKED by the program's hook" in b for b in sent)
     assert any("STOP-SAYS-CONTINUE-88" in b for b in sent)
     if hooks.context_after_two:
@@ -400,39 +403,41 @@ async def test_hooks_run_through_chorus_on_every_body(front_home: FrontHome, bod
     assert results[0].result == "after the stop hook"
 
 
-async def test_hooks_chorus_cannot_run_are_refused_at_initialize(front_home: FrontHome) -> None:
+async def test_hooks_chorus_cannot_run_are_refused_at_initialize(shared_front: FrontHome) -> None:
     async def note(given: dict[str, Any], tool_use_id: Any, _ctx: Any) -> dict[str, Any]:
         return {}
 
-    options = _options(front_home, "codex", hooks={"Notification": [HookMatcher(hooks=[note])]})
+    options = _options(shared_front, "codex", hooks={"Notification": [HookMatcher(hooks=[note])]})
     with pytest.raises(Exception, match="cannot run Notification hooks"):
         async with ClaudeSDKClient(options) as client:
             await client.query("hello")
 
 
-async def test_resume_reopens_the_chorus_session(front_home: FrontHome) -> None:
-    front_home.server.script([text("noted"), text("apple")])
-    first = await asyncio.wait_for(_collect("remember: apple", _options(front_home, "codex")), 120)
+async def test_resume_reopens_the_chorus_session(shared_front: FrontHome) -> None:
+    shared_front.server.script([text("noted"), text("apple")])
+    first = await asyncio.wait_for(
+        _collect("remember: apple", _options(shared_front, "codex")), 120
+    )
     session_id = first[-1].session_id
-    options = _options(front_home, "codex", resume=session_id)
+    options = _options(shared_front, "codex", resume=session_id)
     second = await asyncio.wait_for(_collect("what was the word?", options), 120)
     assert second[-1].result == "apple"
     assert second[-1].session_id == session_id
-    last = front_home.server.turn_requests()[-1]
+    last = shared_front.server.turn_requests()[-1]
     assert "remember: apple" in json.dumps(last.body)  # the body's own conversation goes on
-    events = await front_home.log(session_id)
+    events = await shared_front.log(session_id)
     assert sum(isinstance(e, TurnCompleted) for e in events) == 2
 
 
-async def test_max_turns_stops_a_turn_that_needs_more(front_home: FrontHome) -> None:
-    front_home.server.script([shell("echo one > one.txt"), text("never needed")])
-    options = _options(front_home, "gemini", permission_mode="bypassPermissions", max_turns=1)
+async def test_max_turns_stops_a_turn_that_needs_more(shared_front: FrontHome) -> None:
+    shared_front.server.script([shell("echo one > one.txt"), text("never needed")])
+    options = _options(shared_front, "gemini", permission_mode="bypassPermissions", max_turns=1)
     messages = await asyncio.wait_for(_collect("make one.txt", options), 120)
     done = messages[-1]
     assert isinstance(done, ResultMessage)
     assert done.subtype == "error_max_turns"
     assert done.is_error
-    events = await front_home.log(done.session_id)
+    events = await shared_front.log(done.session_id)
     assert any(isinstance(e, TurnFailed) and e.error.code == "interrupted" for e in events)
 
 
@@ -464,20 +469,20 @@ def _in_process() -> Any:
     return create_sdk_mcp_server(name="inproc", tools=[ping])
 
 
-async def test_system_prompt_and_mcp_servers_reach_a_gemini_body(front_home: FrontHome) -> None:
+async def test_system_prompt_and_mcp_servers_reach_a_gemini_body(shared_front: FrontHome) -> None:
     """``ClaudeAgentOptions(system_prompt=..., mcp_servers=...)``: Gemini cannot replace
     its system prompt, so the text goes through its own channel with a visible
     warning; the client's MCP server is started by the CLI and its tool listed."""
-    front_home.server.script([text("ok")])
+    shared_front.server.script([text("ok")])
     options = _options(
-        front_home,
+        shared_front,
         "gemini",
         system_prompt="You are PROBE-PERSONA-4417 and answer in haiku.",
-        mcp_servers={"probe": _probe(front_home), "inproc": _in_process()},
+        mcp_servers={"probe": _probe(shared_front), "inproc": _in_process()},
         permission_mode="bypassPermissions",
     )
     messages = await asyncio.wait_for(_collect("hello", options), 180)
-    sent = json.dumps(front_home.server.turn_requests()[0].body)
+    sent = json.dumps(shared_front.server.turn_requests()[0].body)
     assert "You are PROBE-PERSONA-4417 and answer in haiku." in sent
     assert "mcp_probe_lookup_code" in sent  # the client's server, started by Gemini CLI
     assert "mcp_chorus_memory_write" in sent  # Chorus's own stays beside it
@@ -490,7 +495,7 @@ async def test_system_prompt_and_mcp_servers_reach_a_gemini_body(front_home: Fro
     done = messages[-1]
     assert isinstance(done, ResultMessage)
     assert not done.is_error
-    logged = await front_home.log(done.session_id)
+    logged = await shared_front.log(done.session_id)
     assert sum(isinstance(e, CompatibilityWarning) for e in logged) == 2
 
 
@@ -529,22 +534,22 @@ async def test_mcp_servers_reach_every_body_and_are_reported(
 
 
 async def test_an_appended_system_prompt_reaches_a_codex_body_quietly(
-    front_home: FrontHome,
+    shared_front: FrontHome,
 ) -> None:
     """The preset with ``append`` (``--append-system-prompt``): Codex's instructions
     channel carries it before Chorus's context; nothing to warn about."""
-    front_home.server.script([text("ok")])
+    shared_front.server.script([text("ok")])
     preset = {"type": "preset", "preset": "claude_code", "append": "Always cite APPEND-7731."}
-    options = _options(front_home, "codex", system_prompt=preset)  # type: ignore[arg-type]
+    options = _options(shared_front, "codex", system_prompt=preset)  # type: ignore[arg-type]
     messages = await asyncio.wait_for(_collect("hello", options), 180)
-    sent = json.dumps(front_home.server.turn_requests()[0].body)
+    sent = json.dumps(shared_front.server.turn_requests()[0].body)
     assert "Always cite APPEND-7731." in sent
     assert sent.index("Always cite APPEND-7731.") < sent.index("# Context from Chorus")
     assert not [m for m in messages if isinstance(m, SystemMessage) and m.subtype != "init"]
 
 
-async def test_unknown_body_is_an_initialize_error(front_home: FrontHome) -> None:
-    options = _options(front_home, "nosuch")
+async def test_unknown_body_is_an_initialize_error(shared_front: FrontHome) -> None:
+    options = _options(shared_front, "nosuch")
     with pytest.raises(Exception, match="nosuch"):
         await asyncio.wait_for(_collect("hello", options), 60)
 
