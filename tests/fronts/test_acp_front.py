@@ -87,20 +87,20 @@ async def _start(conn: acp.ClientSideConnection, work: Path) -> schema.NewSessio
     return await asyncio.wait_for(conn.new_session(cwd=str(work), mcp_servers=[]), 120)
 
 
-async def test_session_new_mcp_servers_reach_a_claude_body(front_home: FrontHome) -> None:
+async def test_session_new_mcp_servers_reach_a_claude_body(shared_front: FrontHome) -> None:
     """``session/new``'s ``mcpServers`` go to the body as its own MCP config: Claude
     Code starts the client's server and names its tool to the model."""
-    work = front_home.work
+    work = shared_front.work
     script = work / "probe_mcp.py"
     script.write_text(Path(__file__).with_name("probe_mcp.py").read_text())
-    front_home.server.script([text("ok")])
+    shared_front.server.script([text("ok")])
     probe = schema.McpServerStdio(name="probe", command=sys.executable, args=[str(script)], env=[])
     remote = schema.HttpMcpServer(
         name="remote", url="http://127.0.0.1:9/mcp", headers=[], type="http"
     )
     client = Recorder()
     async with acp.spawn_agent_process(
-        client, *front_home.chorus, "acp", "--body", "claude", env=front_home.env, cwd=work
+        client, *shared_front.chorus, "acp", "--body", "claude", env=shared_front.env, cwd=work
     ) as (conn, _process):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         servers = [probe, remote]
@@ -109,16 +109,16 @@ async def test_session_new_mcp_servers_reach_a_claude_body(front_home: FrontHome
             conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hello")]), 120
         )
     assert done.stop_reason == "end_turn"
-    sent = json.dumps(front_home.server.turn_requests()[0].body)
+    sent = json.dumps(shared_front.server.turn_requests()[0].body)
     assert "mcp__probe__lookup_code" in sent
     assert "mcp__chorus__memory_write" in sent  # Chorus's own beside it
     assert "MCP server 'remote' (http) not passed" in client.message()  # said, not dropped
 
 
 @pytest.mark.parametrize("body", ["claude", "codex"])
-async def test_a_tool_turn_a_cancel_and_a_load(front_home: FrontHome, body: str) -> None:
-    work = front_home.work
-    front_home.server.script(
+async def test_a_tool_turn_a_cancel_and_a_load(shared_front: FrontHome, body: str) -> None:
+    work = shared_front.work
+    shared_front.server.script(
         [
             shell("echo made by acp > made.txt"),
             text("file made"),
@@ -129,7 +129,7 @@ async def test_a_tool_turn_a_cancel_and_a_load(front_home: FrontHome, body: str)
     )
     client = Recorder()
     async with acp.spawn_agent_process(
-        client, *front_home.chorus, "acp", "--body", body, env=front_home.env, cwd=work
+        client, *shared_front.chorus, "acp", "--body", body, env=shared_front.env, cwd=work
     ) as (conn, _process):
         new = await _start(conn, work)
         assert new.modes is not None
@@ -169,10 +169,10 @@ async def test_a_tool_turn_a_cancel_and_a_load(front_home: FrontHome, body: str)
             conn.prompt(session_id=new.session_id, prompt=[acp.text_block("still there?")]), 120
         )
         assert again.stop_reason == "end_turn"
-        assert front_home.server.turn_requests()[-1].body["model"] == other
+        assert shared_front.server.turn_requests()[-1].body["model"] == other
         assert "after the cancel" in client.message()
 
-    events = await front_home.log(new.session_id)
+    events = await shared_front.log(new.session_id)
     calls = [e for e in events if isinstance(e, ToolCall)]
     assert calls
     assert calls[0].tool == "shell"
@@ -184,7 +184,7 @@ async def test_a_tool_turn_a_cancel_and_a_load(front_home: FrontHome, body: str)
 
     client = Recorder()
     async with acp.spawn_agent_process(
-        client, *front_home.chorus, "acp", env=front_home.env, cwd=work
+        client, *shared_front.chorus, "acp", env=shared_front.env, cwd=work
     ) as (conn, _process):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         await asyncio.wait_for(
@@ -229,17 +229,23 @@ async def test_the_client_answers_permission_requests(front_home: FrontHome, bod
 
 
 @pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
-async def test_the_client_is_asked_where_its_mode_asks(front_home: FrontHome, body: str) -> None:
+async def test_the_client_is_asked_where_its_mode_asks(shared_front: FrontHome, body: str) -> None:
     """Default mode, default policy: the client is asked about the shell commands that
     write (not about ``ls``), on every body; its reject stops the call."""
-    front_home.server.script(
+    shared_front.server.script(
         [shell("ls"), shell("echo one > one.txt"), shell("echo two > two.txt"), text("done")]
     )
     client = Recorder(refuse="two")
     async with acp.spawn_agent_process(
-        client, *front_home.chorus, "acp", "--body", body, env=front_home.env, cwd=front_home.work
+        client,
+        *shared_front.chorus,
+        "acp",
+        "--body",
+        body,
+        env=shared_front.env,
+        cwd=shared_front.work,
     ) as (conn, _process):
-        new = await _start(conn, front_home.work)
+        new = await _start(conn, shared_front.work)
         assert new.modes is not None
         assert new.modes.current_mode_id == "default"
         done = await asyncio.wait_for(
@@ -256,23 +262,23 @@ async def test_the_client_is_asked_where_its_mode_asks(front_home: FrontHome, bo
     for call in client.asked:  # asked by the id of the tool call it is about
         assert "echo" in starts[call.tool_call_id]
     assert client.shown_first == [True, True]  # the tool call, then the question
-    assert (front_home.work / "one.txt").read_text().strip() == "one"
-    assert not (front_home.work / "two.txt").exists()
+    assert (shared_front.work / "one.txt").read_text().strip() == "one"
+    assert not (shared_front.work / "two.txt").exists()
 
 
-async def test_unknown_session_and_option_are_json_rpc_errors(front_home: FrontHome) -> None:
-    front_home.server.script([text("fine"), text("still fine")])
+async def test_unknown_session_and_option_are_json_rpc_errors(shared_front: FrontHome) -> None:
+    shared_front.server.script([text("fine"), text("still fine")])
     client = Recorder()
     async with acp.spawn_agent_process(
         client,
-        *front_home.chorus,
+        *shared_front.chorus,
         "acp",
         "--body",
         "claude",
-        env=front_home.env,
-        cwd=front_home.work,
+        env=shared_front.env,
+        cwd=shared_front.work,
     ) as (conn, _process):
-        new = await _start(conn, front_home.work)
+        new = await _start(conn, shared_front.work)
         with pytest.raises(acp.RequestError) as raised:
             await conn.prompt(session_id="no-such-session", prompt=[acp.text_block("hi")])
         assert raised.value.code == -32602
@@ -281,17 +287,17 @@ async def test_unknown_session_and_option_are_json_rpc_errors(front_home: FrontH
         done = await conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hi")])
         assert done.stop_reason == "end_turn"  # the agent kept serving
         assert client.message() == "fine"
-    env = front_home.env
+    env = shared_front.env
     async with acp.spawn_agent_process(
-        client, *front_home.chorus, "acp", "--body", "nosuch", env=env, cwd=front_home.work
+        client, *shared_front.chorus, "acp", "--body", "nosuch", env=env, cwd=shared_front.work
     ) as (conn, _process):
         await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
         with pytest.raises(acp.RequestError) as raised:
-            await conn.new_session(cwd=str(front_home.work), mcp_servers=[])
+            await conn.new_session(cwd=str(shared_front.work), mcp_servers=[])
         assert "nosuch" in str(raised.value.data)
         assert "nosuch" in str(raised.value)  # the message names the cause
         assert raised.value.code == -32602  # the request's fault, not Chorus's
-        await conn.load_session(cwd=str(front_home.work), session_id=new.session_id)
+        await conn.load_session(cwd=str(shared_front.work), session_id=new.session_id)
         done = await conn.prompt(session_id=new.session_id, prompt=[acp.text_block("hi")])
         assert done.stop_reason == "end_turn"
         assert client.message().endswith("still fine")

@@ -50,9 +50,9 @@ def _config(home: FrontHome, body: str) -> CodexConfig:
     )
 
 
-def test_codex_sdk_runs_a_shell_turn_and_an_interrupt_on_claude(front_home: FrontHome) -> None:
-    work = front_home.work
-    front_home.server.script(
+def test_codex_sdk_runs_a_shell_turn_and_an_interrupt_on_claude(shared_front: FrontHome) -> None:
+    work = shared_front.work
+    shared_front.server.script(
         [
             shell("echo from the codex sdk > made.txt"),
             text("made it"),
@@ -60,7 +60,7 @@ def test_codex_sdk_runs_a_shell_turn_and_an_interrupt_on_claude(front_home: Fron
             text("after the interrupt"),
         ]
     )
-    with Codex(_config(front_home, "claude")) as codex:
+    with Codex(_config(shared_front, "claude")) as codex:
         thread = codex.thread_start(cwd=str(work), sandbox=Sandbox.full_access)
         result = thread.run("make made.txt")
         assert result.status == TurnStatus.completed
@@ -88,7 +88,7 @@ def test_codex_sdk_runs_a_shell_turn_and_an_interrupt_on_claude(front_home: Fron
         again = thread.run("still there?")
         assert again.final_response == "after the interrupt"
         thread_id = thread.id
-    events = asyncio.run(front_home.log(thread_id))
+    events = asyncio.run(shared_front.log(thread_id))
     assert {e.body for e in events if e.body} == {"claude"}
     calls = [e for e in events if isinstance(e, ToolCall)]
     assert calls
@@ -98,36 +98,36 @@ def test_codex_sdk_runs_a_shell_turn_and_an_interrupt_on_claude(front_home: Fron
     assert ends == ["TurnCompleted", "TurnFailed", "TurnCompleted"]
 
 
-def test_thread_instructions_reach_a_claude_body(front_home: FrontHome) -> None:
+def test_thread_instructions_reach_a_claude_body(shared_front: FrontHome) -> None:
     """``thread_start(base_instructions=..., developer_instructions=...)``: a Claude body
     takes the base one as its whole system prompt and the developer one after it,
     with Chorus's context."""
-    front_home.server.script([text("ok")])
-    with Codex(_config(front_home, "claude")) as codex:
+    shared_front.server.script([text("ok")])
+    with Codex(_config(shared_front, "claude")) as codex:
         thread = codex.thread_start(
-            cwd=str(front_home.work),
+            cwd=str(shared_front.work),
             base_instructions="You are BASE-PERSONA-5521.",
             developer_instructions="Prefer DEV-RULE-8812.",
         )
         assert thread.run("hello").final_response == "ok"
         thread_id = thread.id
-    system = json.dumps(front_home.server.turn_requests()[0].body["system"])
+    system = json.dumps(shared_front.server.turn_requests()[0].body["system"])
     assert "You are BASE-PERSONA-5521." in system
     assert system.index("Prefer DEV-RULE-8812.") < system.index("# Context from Chorus")
     # Replaced, not added to: Claude Code's own prompt is gone (its one-line
     # identity and billing blocks stay: the CLI always sends them).
     assert "You are an agent working with the user toward their goals" not in system
-    events = asyncio.run(front_home.log(thread_id))
+    events = asyncio.run(shared_front.log(thread_id))
     assert not [e for e in events if e.type == "compatibility_warning"]
 
 
-def test_a_steer_and_a_resumed_thread(front_home: FrontHome) -> None:
+def test_a_steer_and_a_resumed_thread(shared_front: FrontHome) -> None:
     """On a Codex body (a Claude body has no steer: the client gets a JSON-RPC error)."""
-    front_home.server.script(
+    shared_front.server.script(
         [slow_text("a b c d e f g h i j k l", chunks=24, delay=0.25), *[text("ok")] * 3]
     )
-    with Codex(_config(front_home, "codex")) as codex:
-        thread = codex.thread_start(cwd=str(front_home.work))
+    with Codex(_config(shared_front, "codex")) as codex:
+        thread = codex.thread_start(cwd=str(shared_front.work))
         handle = thread.turn("count slowly")
         steered = None
         for note in handle.stream():
@@ -136,12 +136,12 @@ def test_a_steer_and_a_resumed_thread(front_home: FrontHome) -> None:
         assert steered is not None
         assert steered.turn_id == handle.id
         thread_id = thread.id
-    with Codex(_config(front_home, "codex")) as codex:
+    with Codex(_config(shared_front, "codex")) as codex:
         resumed = codex.thread_resume(thread_id)
         assert resumed.id == thread_id
         result = resumed.run("back again")
         assert result.final_response == "ok"
-    events = asyncio.run(front_home.log(thread_id))
+    events = asyncio.run(shared_front.log(thread_id))
     assert [e.text for e in events if isinstance(e, Steer)] == ["and then say ok"]
     assert sum(isinstance(e, TurnCompleted) for e in events) >= 2
 
@@ -173,10 +173,10 @@ def test_approval_requests_reach_the_low_level_client(front_home: FrontHome) -> 
 
 
 @pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
-def test_approvals_are_asked_where_codex_asks(front_home: FrontHome, body: str) -> None:
+def test_approvals_are_asked_where_codex_asks(shared_front: FrontHome, body: str) -> None:
     """``approvalPolicy: untrusted``, default policy: ``codex app-server`` asks about a
     command unless it only reads; so does the Codex front, on every body."""
-    front_home.server.script(
+    shared_front.server.script(
         [
             shell("ls"),
             shell("echo one > one.txt"),
@@ -191,17 +191,17 @@ def test_approvals_are_asked_where_codex_asks(front_home: FrontHome, body: str) 
         asked.append(params or {})
         return {"decision": "decline" if "two" in str(params) else "accept"}
 
-    with CodexClient(_config(front_home, body), approval_handler=decide) as client:
+    with CodexClient(_config(shared_front, body), approval_handler=decide) as client:
         client.initialize()
-        thread = client.thread_start({"cwd": str(front_home.work), "approvalPolicy": "untrusted"})
+        thread = client.thread_start({"cwd": str(shared_front.work), "approvalPolicy": "untrusted"})
         turn = client.turn_start(thread.thread.id, "write")
         done = client.wait_for_turn_completed(turn.turn.id)
     assert done.turn.status == TurnStatus.completed
     # Gemini's denial follow-up is part of the turn: it ends after that request
-    assert len(front_home.server.turn_requests()) == (5 if body == "gemini" else 4)
+    assert len(shared_front.server.turn_requests()) == (5 if body == "gemini" else 4)
     assert [params["command"] for params in asked] == ["echo one > one.txt", "echo two > two.txt"]
-    assert (front_home.work / "one.txt").read_text().strip() == "one"
-    assert not (front_home.work / "two.txt").exists()
+    assert (shared_front.work / "one.txt").read_text().strip() == "one"
+    assert not (shared_front.work / "two.txt").exists()
 
 
 def test_thread_mcp_servers_reach_the_body_and_are_listed(front_home: FrontHome) -> None:
@@ -246,20 +246,20 @@ def test_thread_mcp_servers_reach_the_body_and_are_listed(front_home: FrontHome)
     assert "'remote'" in warnings[0]
 
 
-def test_low_level_client_errors_keep_the_server_serving(front_home: FrontHome) -> None:
-    front_home.server.script([text("still serving")])
-    with CodexClient(_config(front_home, "claude")) as client:
+def test_low_level_client_errors_keep_the_server_serving(shared_front: FrontHome) -> None:
+    shared_front.server.script([text("still serving")])
+    with CodexClient(_config(shared_front, "claude")) as client:
         client.initialize()
         with pytest.raises(MethodNotFoundError):
             client.request("thread/teleport", {}, response_model=TurnStartResponse)
-        thread = client.thread_start({"cwd": str(front_home.work)})
+        thread = client.thread_start({"cwd": str(shared_front.work)})
         turn = client.turn_start(thread.thread.id, "hello")
         done = client.wait_for_turn_completed(turn.turn.id)
         assert done.turn.status == TurnStatus.completed
-    with CodexClient(_config(front_home, "nosuch")) as client:
+    with CodexClient(_config(shared_front, "nosuch")) as client:
         client.initialize()
         with pytest.raises(InvalidParamsError, match="nosuch"):
-            client.thread_start({"cwd": str(front_home.work)})
+            client.thread_start({"cwd": str(shared_front.work)})
 
 
 def test_bad_command_lines_exit_2() -> None:
