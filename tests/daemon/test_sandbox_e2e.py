@@ -10,19 +10,17 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from chorus.sandbox import bwrap_path
 from chorus.testing import shell, text
-
-if TYPE_CHECKING:
-    from conftest import Daemon
+from tests.daemon.conftest import Daemon
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(bwrap_path() is None, reason="no bubblewrap")]
 
 POLICY = 'version = 1\nmode = "bypassPermissions"\n'
+TOKEN = "gw-token-" + uuid.uuid4().hex
 
 
 @pytest.fixture
@@ -36,18 +34,36 @@ def victim() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def bypassing(module_daemon: Daemon) -> Daemon:
+    """The module's daemon, its policy ``bypassPermissions`` and its gateway token a
+    known one, both written before its first job starts it."""
+    (module_daemon.home / "policy.toml").write_text(POLICY)
+    token = module_daemon.home / "run" / "gateway.token"
+    token.parent.mkdir(parents=True, exist_ok=True)
+    token.write_text(TOKEN)
+    return module_daemon
+
+
+@pytest.fixture
+def sandboxed(bypassing: Daemon, shared_daemon: Daemon) -> Daemon:
+    """That daemon for one test, with a work folder of its own beside CHORUS_HOME (so
+    that ``cd ..`` reaches it, as from a daemon's own); the bodies' homes are beside
+    it too."""
+    work = bypassing.home.parent / f"work-{uuid.uuid4().hex[:8]}"
+    work.mkdir()
+    return Daemon(shared_daemon.home, work, shared_daemon.server)
+
+
 def _results(chorus: Daemon, lane: str) -> str:
     results = [r.last_tool_result() for r in chorus.server.turn_requests(lane=lane)]
     return json.dumps([r.content for r in results if r is not None])
 
 
 @pytest.mark.parametrize("body", ["claude", "codex"])
-def test_escapes_fail_inside_the_sandbox(
-    daemon_with: Callable[..., Daemon], victim: Path, body: str, tmp_path: Path
-) -> None:
-    chorus = daemon_with()
-    (chorus.home / "policy.toml").write_text(POLICY)
-    ssh = tmp_path / f"{body}-home" / ".ssh"
+def test_escapes_fail_inside_the_sandbox(sandboxed: Daemon, victim: Path, body: str) -> None:
+    chorus = sandboxed
+    ssh = chorus.home.parent / f"{body}-home" / ".ssh"
     ssh.mkdir(parents=True, exist_ok=True)
     (ssh / "id_rsa").write_text("PRIVATE-KEY-MATERIAL")
     commands = [
@@ -59,6 +75,7 @@ def test_escapes_fail_inside_the_sandbox(
         "echo inside > inside.txt",  # normal work in the folder still works
     ]
     chorus.server.script([*(shell(c) for c in commands), text("tried")], lane=body)
+    wrappers = set((chorus.home / "run" / "sandbox").glob(f"{body}-*.sh"))
     events = chorus.ask("try things", "--body", body)
     assert events[-1].state == "succeeded"
     assert (victim / "keep.txt").read_text() == "still here"
@@ -68,7 +85,8 @@ def test_escapes_fail_inside_the_sandbox(
     # The policy file was not readable (its content, not a refusal echoing the command).
     assert 'mode = \\"bypassPermissions' not in seen
     assert (chorus.work / "inside.txt").read_text() == "inside\n"
-    assert list((chorus.home / "run" / "sandbox").glob(f"{body}-*.sh"))  # it ran wrapped
+    # it ran wrapped (a body of its own: a wrapper the module's earlier jobs did not make)
+    assert set((chorus.home / "run" / "sandbox").glob(f"{body}-*.sh")) - wrappers
 
 
 #: the escapes, run as the model's shell tool. ``{v}`` is a folder outside
@@ -97,24 +115,20 @@ ESCAPES = (
     "sudo ls",
     "echo inside > inside.txt",  # normal work in the folder still works
 )
-TOKEN = "gw-token-" + uuid.uuid4().hex
 SECRET = "env-secret-" + uuid.uuid4().hex[:8]
 
 
 @pytest.mark.parametrize("body", ["claude", "codex", "gemini"])
 def test_every_escape_is_denied_or_fails_inside_the_sandbox(
-    daemon_with: Callable[..., Daemon], victim: Path, body: str, tmp_path: Path
+    sandboxed: Daemon, victim: Path, body: str
 ) -> None:
     """bypassPermissions (the policy asks nothing): each escape either meets a hard
     rule of the policy or fails in the sandbox; the files it aims at are untouched
     and no secret reaches the model; work inside the folder still succeeds."""
-    chorus = daemon_with()
-    (chorus.home / "policy.toml").write_text(POLICY)
-    token = chorus.home / "run" / "gateway.token"
-    token.parent.mkdir(parents=True, exist_ok=True)
-    token.write_text(TOKEN)
+    chorus = sandboxed
+    assert (chorus.home / "run" / "gateway.token").read_text() == TOKEN
     (chorus.work / ".env").write_text(f"TOKEN={SECRET}\n")
-    ssh = tmp_path / f"{body}-home" / ".ssh"
+    ssh = chorus.home.parent / f"{body}-home" / ".ssh"
     ssh.mkdir(parents=True, exist_ok=True)
     (ssh / "id_rsa").write_text("PRIVATE-KEY-MATERIAL")
     assert chorus.home.parent == chorus.work.parent  # so that `cd ..` reaches it
