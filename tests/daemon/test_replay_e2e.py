@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,17 +65,17 @@ def test_replay_matches_then_catches_an_altered_codec(chorus: Chorus) -> None:
     assert divergence.got["tool"] == "exec"
 
 
-def _audit(home: Path) -> list[dict[str, Any]]:
+def _audit(home: Path, since: float) -> list[dict[str, Any]]:
+    """The audit log's entries from ``since`` on (the module's daemon: this test's)."""
     lines = (home / "audit" / "audit.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
+    return [e for e in map(json.loads, lines) if e["ts"] >= since]
 
 
-def test_codex_exec_logs_audits_and_replays_every_tool_call(
-    daemon_with: Callable[..., Daemon],
-) -> None:
+def test_codex_exec_logs_audits_and_replays_every_tool_call(shared_daemon: Daemon) -> None:
     """The calls exec leaves out of its stdout (a command its sandbox refused, a patch
     it rejected) are events and audit entries like the others."""
-    chorus = daemon_with()
+    chorus = shared_daemon
+    since = time.time()
     outside = Path("/var/tmp") / f"chorus-replay-{uuid.uuid4().hex[:8]}"
     outside.mkdir()
     try:
@@ -100,7 +100,7 @@ def test_codex_exec_logs_audits_and_replays_every_tool_call(
     assert set(results) == set(calls)
     patch = next(c for c in calls.values() if c.tool == "edit")
     assert results[patch.call_id].is_error
-    audited = [a for a in _audit(chorus.home) if a["kind"] == "tool_call"]
+    audited = [a for a in _audit(chorus.home, since) if a["kind"] == "tool_call"]
     assert {a["data"]["call_id"] for a in audited} == set(calls)
     assert {a["session_id"] for a in audited} == {session}
     replayed = chorus.run("replay", session)
@@ -127,8 +127,8 @@ def _model_of(body: Any, path: str) -> str:
 
 
 @pytest.mark.parametrize("body", sorted(SWITCHED))
-def test_replay_matches_after_a_model_switch(daemon_with: Callable[..., Daemon], body: str) -> None:
-    chorus = daemon_with()
+def test_replay_matches_after_a_model_switch(shared_daemon: Daemon, body: str) -> None:
+    chorus = shared_daemon
     lane, model = SWITCHED[body]
     chorus.server.script([shell("echo one > one.txt"), text("first"), text("second")], lane=lane)
     first = chorus.ask("make one.txt", "--body", body)
