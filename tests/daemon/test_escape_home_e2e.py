@@ -14,13 +14,13 @@ from __future__ import annotations
 import base64
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chorus.daemon import stop_daemon
+from chorus.daemon import DaemonClient, stop_daemon
 from chorus.sandbox import bwrap_path
 from chorus.testing import shell, text
 from tests._repo import git, make_repo
@@ -57,6 +57,67 @@ def shared_tmp_file() -> Iterator[Path]:
 
 def _set_mode(chorus: Daemon, mode: str) -> None:
     (chorus.home / "policy.toml").write_text(f'version = 1\nmode = "{mode}"\n')
+
+
+def _homes(root: Path) -> None:
+    """Under ``root``: the daemon user's home (a key in ``~/.ssh``, a ``~/.bashrc``)
+    and a ``~/.bashrc`` in each body's home."""
+    daemon_home = root / "daemon-home"
+    (daemon_home / ".ssh").mkdir(parents=True, exist_ok=True)
+    (daemon_home / ".ssh" / "id_rsa").write_text(KEY)
+    (daemon_home / ".bashrc").write_text("# daemon rc\n")
+    for body in BODIES:
+        (root / f"{body}-home").mkdir(exist_ok=True)
+        (root / f"{body}-home" / ".bashrc").write_text("# body rc\n")
+
+
+def _start(chorus: Daemon) -> None:
+    """Start ``chorus``'s daemon with HOME the daemon user's home beside its own (the
+    bodies get theirs); it makes SOUL.md and HEARTBEAT.md."""
+    _homes(chorus.home.parent)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("HOME", str(chorus.home.parent / "daemon-home"))
+        assert chorus.run("start").returncode == 0
+
+
+@pytest.fixture(scope="module")
+def attacked(module_daemon: Daemon) -> Daemon:
+    """The module's daemon, started as ``_start`` does."""
+    _start(module_daemon)
+    return module_daemon
+
+
+def _daemon(request: pytest.FixtureRequest, mode: str, own: bool) -> Daemon:
+    """The daemon a cell attacks, its policy in ``mode``: one of its own for a cell that
+    also runs the control (it stops the daemon and turns the sandbox off), else the
+    module's (the policy changed by ``chorus reload``, as a person would)."""
+    if own:
+        chorus: Daemon = request.getfixturevalue("daemon_with")()
+        _set_mode(chorus, mode)
+        # the daemon's HOME for the whole test: the control starts it again
+        home = chorus.home.parent / "daemon-home"
+        request.getfixturevalue("monkeypatch").setenv("HOME", str(home))
+        _start(chorus)
+        return chorus
+    request.getfixturevalue("attacked")
+    chorus = request.getfixturevalue("shared_daemon")
+    policy = chorus.home / "policy.toml"
+    wanted = f'version = 1\nmode = "{mode}"\n'
+    if policy.read_text() != wanted:
+        _set_mode(chorus, mode)
+        status, raw = DaemonClient().request("POST", "/reload")
+        assert status == 200, raw
+        assert policy.read_text() == wanted  # taken, not put aside
+    return chorus
+
+
+#: Where the module's daemon runs the cells (xdist's loadgroup keeps them on one worker).
+SHARED = pytest.mark.xdist_group("daemon-test_escape_home_e2e")
+
+
+def _cells(pairs: Iterable[tuple[str, str]], control: tuple[str, str]) -> list[Any]:
+    """(body, mode) cells; all but the control's on the module's daemon."""
+    return [pytest.param(b, m, marks=[] if (b, m) == control else [SHARED]) for b, m in pairs]
 
 
 def _sandbox_off(chorus: Daemon) -> None:
@@ -105,32 +166,27 @@ def _snapshot(paths: list[Path]) -> dict[Path, str | None]:
     return {p: p.read_text() if p.exists() else None for p in paths}
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("body", BODIES)
+#: The cell whose test also runs the attack with the sandbox off.
+CONTROL = ("claude", "default")
+
+
+@pytest.mark.parametrize(("body", "mode"), _cells(((b, m) for b in BODIES for m in MODES), CONTROL))
 def test_nothing_lands_outside_the_folder_and_the_clis_state(
-    daemon_with: Callable[..., Daemon],
-    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
     escape_tally: Callable[..., None],
     shared_tmp_file: Path,
-    tmp_path: Path,
     body: str,
     mode: str,
 ) -> None:
-    chorus = daemon_with()
-    _set_mode(chorus, mode)
-    home, daemon_home = tmp_path / f"{body}-home", tmp_path / "daemon-home"
-    (daemon_home / ".ssh").mkdir(parents=True)
-    (daemon_home / ".ssh" / "id_rsa").write_text(KEY)
-    (daemon_home / ".bashrc").write_text("# daemon rc\n")
-    (home / ".bashrc").write_text("# body rc\n")
-    monkeypatch.setenv("HOME", str(daemon_home))  # the daemon's; bodies get theirs
-    assert chorus.run("start").returncode == 0  # it makes SOUL.md and HEARTBEAT.md
+    chorus = _daemon(request, mode, own=(body, mode) == CONTROL)
+    home, daemon_home = chorus.home.parent / f"{body}-home", chorus.home.parent / "daemon-home"
     targets = _targets(chorus, home, daemon_home, shared_tmp_file)
     before = _snapshot(targets)
+    transcripts = set(home.glob(TRANSCRIPTS[body]))
     seen = _attack(chorus, body, targets, daemon_home)
     changed = [str(p) for p, was in before.items() if _snapshot([p])[p] != was]
     worked = (chorus.work / "in.txt").read_text() == "inside\n"
-    state = list(home.glob(TRANSCRIPTS[body]))  # the CLI's own state was written
+    state = set(home.glob(TRANSCRIPTS[body])) - transcripts  # the CLI's own state was written
     control = _control(chorus, body, targets, daemon_home) if (body, mode) == CONTROL else None
     escape_tally("home", body, mode, held=not changed and KEY not in seen, control=control)
     assert RAN in seen  # the policy let the script run: the sandbox is what held
@@ -138,10 +194,6 @@ def test_nothing_lands_outside_the_folder_and_the_clis_state(
     assert KEY not in seen
     assert worked
     assert state
-
-
-#: The cell whose test also runs the attack with the sandbox off.
-CONTROL = ("claude", "default")
 
 
 def _control(chorus: Daemon, body: str, targets: list[Path], daemon_home: Path) -> bool:
@@ -184,19 +236,22 @@ def _plant(chorus: Daemon, body: str, mode: str) -> str:
 
 WORKTREE_CELLS = [("claude", "default"), *((b, "bypassPermissions") for b in BODIES)]
 
+#: The cell whose test also plants with the sandbox off.
+WORKTREE_CONTROL = ("claude", "bypassPermissions")
 
-@pytest.mark.parametrize(("body", "mode"), WORKTREE_CELLS)
+
+@pytest.mark.parametrize(("body", "mode"), _cells(WORKTREE_CELLS, WORKTREE_CONTROL))
 def test_a_worktree_job_cannot_plant_hooks_in_the_main_repository(
-    daemon_with: Callable[..., Daemon],
+    request: pytest.FixtureRequest,
     escape_tally: Callable[..., None],
     body: str,
     mode: str,
 ) -> None:
-    chorus = daemon_with()
-    _set_mode(chorus, "default")
+    chorus = _daemon(request, "default", own=(body, mode) == WORKTREE_CONTROL)
     make_repo(chorus.work)
     main = chorus.work / ".git"
     config = (main / "config").read_text()
+    rollouts = _rollouts(chorus)
     seen = _plant(chorus, body, mode)
     committed = git(chorus.work, "log", "--all", "--format=%s").splitlines()
     kept = (main / "config").read_text() == config
@@ -209,15 +264,20 @@ def test_a_worktree_job_cannot_plant_hooks_in_the_main_repository(
     assert "COMMITTED" in seen  # the job's own commit still works
     assert "own-commit" in committed
     if body == "codex":
-        _codex_commits_in_its_own_sandbox(chorus, main)
+        _codex_commits_in_its_own_sandbox(_rollouts(chorus) - rollouts, main)
 
 
-def _codex_commits_in_its_own_sandbox(chorus: Daemon, main: Path) -> None:
+def _rollouts(chorus: Daemon) -> set[Path]:
+    """Codex's rollouts so far (its home is beside CHORUS_HOME)."""
+    return set((chorus.home.parent / "codex-home").glob(TRANSCRIPTS["codex"]))
+
+
+def _codex_commits_in_its_own_sandbox(rollouts: set[Path], main: Path) -> None:
     """Codex runs each command first in its own workspace sandbox (and outside it only
     when it spots a denial in the output, which it may read too early on a loaded
     machine): what a commit writes of the main repository is writable there too, and
     never its config or hooks."""
-    roots = [Path(r) for r in _codex_writable_roots(chorus.work.parent / "codex-home")]
+    roots = [Path(r) for r in _codex_writable_roots(rollouts)]
     common = main.resolve()
     assert {common / "objects", common / "refs", common / "logs"} <= set(roots), roots
     assert any(r.parent == common / "worktrees" for r in roots), roots
@@ -225,19 +285,15 @@ def _codex_commits_in_its_own_sandbox(chorus: Daemon, main: Path) -> None:
         assert not any(kept.is_relative_to(r) for r in roots), (kept, roots)
 
 
-def _codex_writable_roots(codex_home: Path) -> list[str]:
+def _codex_writable_roots(rollouts: set[Path]) -> list[str]:
     """The writable roots of Codex's own sandbox in its turns (from its rollouts)."""
     roots: list[str] = []
-    for rollout in codex_home.glob(TRANSCRIPTS["codex"]):
+    for rollout in rollouts:
         for line in rollout.read_text().splitlines():
             record = json.loads(line)
             if record.get("type") == "turn_context":
                 roots += record["payload"]["sandbox_policy"].get("writable_roots", [])
     return roots
-
-
-#: The cell whose test also plants with the sandbox off.
-WORKTREE_CONTROL = ("claude", "bypassPermissions")
 
 
 def _worktree_control(chorus: Daemon, body: str) -> bool:
