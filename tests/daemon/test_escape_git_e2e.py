@@ -37,12 +37,30 @@ SANDBOX_OFF = ("[sandbox]", 'mode = "off"')
 HOOKS = "pre-commit commit-msg post-commit post-checkout post-merge reference-transaction"
 
 
+#: The module's daemon: the sandbox off (git is the boundary here), a worktree copies
+#: ``.envrc``.
+SHARED_DAEMON_CONFIG = (*SANDBOX_OFF, "[worktree]", 'copy = [".envrc"]')
+
+
 def with_token(chorus: Daemon) -> Path:
     token = chorus.home / "run" / "gateway.token"
     token.parent.mkdir(parents=True, exist_ok=True)
     token.write_text(TOKEN)
     token.chmod(0o600)
     return token
+
+
+@pytest.fixture(scope="module")
+def token_home(module_daemon: Daemon) -> Path:
+    """The module daemon's gateway token, a known one written before it starts."""
+    return with_token(module_daemon)
+
+
+@pytest.fixture
+def planted(token_home: Path, shared_daemon: Daemon) -> Daemon:
+    """The module's daemon for one test (its own work folder, the server reset)."""
+    assert token_home.read_text() == TOKEN
+    return shared_daemon
 
 
 def plant_script(repo: Path, stolen: Path, token: Path, hooks_via: str) -> str:
@@ -108,15 +126,15 @@ WORKTREE_CASES = [
 
 @pytest.mark.parametrize(("body", "mode", "hooks_via"), WORKTREE_CASES)
 def test_a_worktree_job_plants_in_the_main_git_and_chorus_git_runs_none_of_it(
-    daemon_with: Callable[..., Daemon],
+    planted: Daemon,
     escape_tally: Callable[..., None],
     tmp_path: Path,
     body: str,
     mode: str,
     hooks_via: str,
 ) -> None:
-    chorus = daemon_with(*SANDBOX_OFF, "[worktree]", 'copy = [".envrc"]')
-    token = with_token(chorus)
+    chorus = planted
+    token = chorus.home / "run" / "gateway.token"
     make_repo(chorus.work)
     (chorus.work / ".envrc").symlink_to(token)  # planted earlier: a link out of the checkout
     stolen = tmp_path / "stolen"
@@ -191,15 +209,15 @@ def _ask_reflect(chorus: Daemon, body: str, reviewer: str, mode: str) -> dict[st
     [("claude", "codex", "default"), ("gemini", "claude", "bypassPermissions")],
 )
 def test_reflect_diff_runs_no_planted_external_diff_or_fsmonitor(
-    daemon_with: Callable[..., Daemon],
+    planted: Daemon,
     escape_tally: Callable[..., None],
     tmp_path: Path,
     body: str,
     reviewer: str,
     mode: str,
 ) -> None:
-    chorus = daemon_with(*SANDBOX_OFF)
-    token = with_token(chorus)
+    chorus = planted
+    token = chorus.home / "run" / "gateway.token"
     make_repo(chorus.work)
     stolen = tmp_path / "stolen"
     stolen.mkdir()
