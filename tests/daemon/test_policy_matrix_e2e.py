@@ -288,13 +288,30 @@ def logged(events: Sequence[object], attempt: Try) -> bool:
 
 
 def configure_adapters(chorus: Daemon) -> None:
-    """Point the ACP adapters at their lane of the scripted server (``config.toml``)."""
+    """Point the ACP adapters at their lane of the scripted server (``config.toml``),
+    once; their homes beside the bodies' (beside CHORUS_HOME)."""
+    config = chorus.home / "config.toml"
+    if all(f"[agents.{name}.env]" in config.read_text() for name in ADAPTERS):
+        return
     lines = []
     for name, lane in ADAPTERS.items():
-        env = offline_env(lane, chorus.work.parent / f"{name}-home", chorus.server.lane_url(lane))
+        env = offline_env(lane, chorus.home.parent / f"{name}-home", chorus.server.lane_url(lane))
         lines += [f"[agents.{name}.env]", *(f"{k} = {json.dumps(v)}" for k, v in env.items())]
-    with (chorus.home / "config.toml").open("a") as config:
-        config.write("\n".join(lines) + "\n")
+    with config.open("a") as file:
+        file.write("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def adapted(module_daemon: Daemon) -> Daemon:
+    """The module's daemon, the ACP adapters configured before it starts."""
+    configure_adapters(module_daemon)
+    return module_daemon
+
+
+@pytest.fixture
+def matrix_daemon(adapted: Daemon, shared_daemon: Daemon) -> Daemon:
+    """That daemon for one cell (its own work folder, the server reset)."""
+    return shared_daemon
 
 
 def run_cell(
@@ -388,18 +405,17 @@ FAST_CELLS = [
 
 @pytest.mark.parametrize(("body", "mode"), FAST_CELLS)
 def test_a_fast_corner_of_the_matrix(
-    daemon_with: Callable[..., Daemon], victim: Path, body: str, mode: str
+    matrix_daemon: Daemon, victim: Path, body: str, mode: str
 ) -> None:
-    chorus = daemon_with()
-    assert run_cell(chorus, body, mode, victim) == []
+    assert run_cell(matrix_daemon, body, mode, victim) == []
 
 
 def test_a_mode_the_body_cannot_honour_is_downgraded_with_a_visible_notice(
-    daemon_with: Callable[..., Daemon],
+    matrix_daemon: Daemon,
 ) -> None:
     """claude-print cannot ask Chorus; bypassPermissions would need its dangerous flag,
     which policy.toml does not allow: it runs in acceptEdits and the job says so."""
-    chorus = daemon_with()
+    chorus = matrix_daemon
     chorus.server.script([text("hello")], lane="claude")
     events = chorus.ask("hi", "--body", "claude-print", "--permission-mode", "bypassPermissions")
     assert events[-1].state == "succeeded"
