@@ -92,11 +92,13 @@ async def test_over_its_budget_the_job_stops_before_any_body_starts(
     assert "per_job_usd" in notices[0].message
 
 
-async def test_interrupting_a_run_with_no_turn_does_nothing(
+async def test_an_interrupt_before_the_body_is_there_is_kept_for_its_turn(
     sup: Supervisor, tmp_path: Path
 ) -> None:
+    """No session yet (the body still starts): the interrupt is taken and kept, so
+    the job ends as soon as the body is there, before its turn begins."""
     job, _ = await claimed(sup, tmp_path)
     run = JobRun(sup, job)
-    assert await run.interrupt() is False
-    assert run.interrupted is False
+    assert await run.interrupt() is True
+    assert run.interrupted is True
     assert await sup.interrupt(job.id) == "not running (running)"  # no run registered here
