@@ -243,10 +243,12 @@ def test_a_body_flooding_the_dashboard_from_its_sandbox_cannot_take_the_daemon(
     ran = "flood closed 150 of 150" in seen
     assert ran or (body == "codex" and "Operation not permitted" in seen), seen[-1500:]
     assert most > 0 or not ran, "the count of the daemon's connections saw no flood"
-    # At most the cap's 30 held at once (a few more for the moment between a
-    # connection over the cap being accepted and closed), and no runaway in files
-    # (the job's own pipes, logs and sockets come and go beside them).
-    held = slowest < 3.0 and most <= 30 + 5 and files <= before + 30 + 40
+    # The daemon answered every status within the 5 s the uncapped control's flood
+    # never gets an answer in (``_status_s`` says 99 for no answer); at most the
+    # cap's 30 connections held at once (a few more for the moment between one over
+    # the cap being accepted and closed); no runaway in files (the job's own pipes,
+    # logs and sockets come and go beside them).
+    held = slowest < 5.0 and most <= 30 + 5 and files <= before + 30 + 40
     assert held, (slowest, most, files, before)
     escape_tally("doors", body, "bypassPermissions", held=held)
 

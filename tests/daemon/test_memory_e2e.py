@@ -19,6 +19,7 @@ from chorus.events import JobEnded, MemoryChanged, parse_event
 from chorus.policy import AuditLog
 from chorus.store import SqliteStore
 from chorus.testing import ModelServer, offline_env, slow_text, text, tool_call
+from tests._wait import until
 from tests.daemon.conftest import Daemon
 
 pytestmark = pytest.mark.e2e
@@ -211,11 +212,17 @@ def test_extraction_at_job_end_remembers_what_the_job_settled(
     assert hits[0]["item"]["source_kind"] == "extraction"  # type: ignore[index]
     job_request = server.turn_requests(lane="claude")[0]
     assert "# Context from Chorus" in json.dumps(job_request.body)
-    # Each job's end may start an extraction; under load the second job's can reach
-    # the server first: the first job's is the one that carries its words.
-    runs = [json.dumps(r.body) for r in server.turn_requests(lane="codex")]
-    sent = next((run for run in runs if "From now on use pnpm" in run), "")
-    assert "USER: From now on use pnpm, not npm." in sent, runs
+
+    # Each job's end starts an extraction; under load the second job's can reach
+    # the server (and answer) first: the first job's is the one that carries its
+    # words, and may still be on its way.
+    def first_jobs_run() -> str:
+        runs = [json.dumps(r.body) for r in server.turn_requests(lane="codex")]
+        return next((run for run in runs if "From now on use pnpm" in run), "")
+
+    until(lambda: bool(first_jobs_run()), timeout=90)
+    sent = first_jobs_run()
+    assert "USER: From now on use pnpm, not npm." in sent, sent[-2000:]
     assert "ASSISTANT: Sure, pnpm from now on." in sent
     assert "# Context from Chorus" not in sent
 
