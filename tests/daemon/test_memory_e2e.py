@@ -214,10 +214,13 @@ def test_extraction_at_job_end_remembers_what_the_job_settled(
     assert "# Context from Chorus" in json.dumps(job_request.body)
 
     # Each job's end starts an extraction; under load the second job's can reach
-    # the server (and answer) first: the first job's is the one that carries its
-    # words, and may still be on its way.
+    # the server first and take the one scripted answer (the first job's then gets
+    # the "scenario exhausted" text): the first job's is the one that carries its
+    # words, whichever answer it got.
     def first_jobs_run() -> str:
-        runs = [json.dumps(r.body) for r in server.turn_requests(lane="codex")]
+        asked = [*server.requests_of("turn", lane="codex")]
+        asked += server.requests_of("exhausted", lane="codex")
+        runs = [json.dumps(r.body) for r in asked]
         return next((run for run in runs if "From now on use pnpm" in run), "")
 
     until(lambda: bool(first_jobs_run()), timeout=90)
