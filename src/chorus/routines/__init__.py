@@ -9,14 +9,12 @@ by (routine, scheduled time), written in the transaction that queues its job.
 
 from __future__ import annotations
 
-import importlib
+from chorus._lazy import lazy_names
 
 #: ``typing`` is not imported at run time (the names load on first use).
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from chorus.routines._api import routine_routes
     from chorus.routines._errors import RoutineError, UnknownRoutineError
     from chorus.routines._heartbeat import HEARTBEAT, heartbeat_path, unchecked_items
@@ -112,16 +110,4 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """``chorus.routines.<name>``: import its private module on first use, then keep it here."""
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__)

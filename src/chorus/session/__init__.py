@@ -11,14 +11,12 @@ place a hub is.
 
 from __future__ import annotations
 
-import importlib
+from chorus._lazy import lazy_names
 
 #: ``typing`` is not imported at run time (the names load on first use).
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from chorus.session._brains import Asker, Authority, BrainAnswer, settles
     from chorus.session._errors import IllegalTransitionError, SessionError
     from chorus.session._hub import HubLimits, SessionHub, checked_cwd
@@ -118,16 +116,4 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """``chorus.session.<name>``: import its private module on first use, then keep it here."""
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__)

@@ -16,14 +16,12 @@ names that need it (:class:`PostgresStore`, :func:`copy_sqlite_to_postgres`,
 
 from __future__ import annotations
 
-import importlib
+from chorus._lazy import lazy_names
 
 #: ``typing`` is not imported at run time (the names load on first use).
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from chorus.store._audit_anchor import (
         AnchorCell,
         AuditAnchor,
@@ -321,16 +319,4 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """``chorus.store.<name>``: import its private module on first use, then keep it here."""
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, __all__)
