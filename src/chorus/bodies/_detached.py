@@ -43,6 +43,7 @@ from pathlib import Path
 
 from chorus._errors import BodyCrashedError, BodyTimeoutError, LineTooLongError
 from chorus._libc import libc_with
+from chorus._procs import start_time as start_time
 from chorus.bodies._framing import LineFramer
 from chorus.bodies._transport import AgentTransport, ProcessTransport, RawTap, SpawnSpec
 from chorus.bodies._wake import FileWake
@@ -107,16 +108,6 @@ class BodyHandle:
             int(str(data.get("offset", 0))),
             int(str(data.get("skip", 0))),
         )
-
-
-def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (``/proc/<pid>/stat`` field
-    22); ``None`` when there is no such process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 #: Detached bodies this process runs and has neither closed nor left running on

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from chorus._errors import ConfigError
+from chorus._procs import start_time
 from chorus.client._client import DaemonError, chorus_home, is_responding
 
 #: Set in the environment of a daemon that :func:`spawn_daemon` starts: its output is
@@ -174,11 +175,9 @@ def _meter_alive(pid_file: Path) -> bool:
     try:
         data = json.loads(pid_file.read_text())
         pid, started = int(data["pid"]), data["started"]
-        stat = Path(f"/proc/{pid}/stat").read_text()
     except (OSError, ValueError, KeyError, TypeError):
         return False
-    fields = stat.rsplit(")", 1)[1].split()
-    return started is not None and fields[0] != "Z" and int(fields[19]) == started
+    return started is not None and start_time(pid, zombies=False) == started
 
 
 def _end_left() -> int:

@@ -52,6 +52,7 @@ from typing import Any
 
 import uvicorn
 
+from chorus._procs import start_time as process_start
 from chorus.events import Metered
 from chorus.meter._proxy import MeterApp, Receive, Scope, Send
 from chorus.meter._quota import QuotaBook, Window
@@ -77,12 +78,7 @@ def meter_dir(run: Path) -> Path:
 
 def start_time(pid: int) -> int | None:
     """When process ``pid`` started (clock ticks since boot), None when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return int(fields[19]) if fields[0] != "Z" else None
+    return process_start(pid, zombies=False)
 
 
 @functools.lru_cache(maxsize=1024)  # a body sends the same token with every request

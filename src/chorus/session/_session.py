@@ -30,10 +30,10 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from chorus._errors import BodyCrashedError, ChorusError
+from chorus._procs import start_time as start_time
 from chorus.bodies import (
     TERMINAL_TYPES,
     Body,
@@ -722,16 +722,6 @@ def native_ids(record: SessionRecord) -> dict[str, str]:
     if record.native_session_id and record.body not in out:
         out[record.body] = record.native_session_id
     return out
-
-
-def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux), or None."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return int(fields[19]) if len(fields) > 19 else None
 
 
 def _public_state(state: State) -> str:
