@@ -264,7 +264,7 @@ def test_a_worktree_job_cannot_plant_hooks_in_the_main_repository(
     assert "COMMITTED" in seen  # the job's own commit still works
     assert "own-commit" in committed
     if body == "codex":
-        _codex_commits_in_its_own_sandbox(_rollouts(chorus) - rollouts, main)
+        _codex_nests_no_sandbox_of_its_own(_rollouts(chorus) - rollouts, main)
 
 
 def _rollouts(chorus: Daemon) -> set[Path]:
@@ -272,17 +272,25 @@ def _rollouts(chorus: Daemon) -> set[Path]:
     return set((chorus.home.parent / "codex-home").glob(TRANSCRIPTS["codex"]))
 
 
-def _codex_commits_in_its_own_sandbox(rollouts: set[Path], main: Path) -> None:
-    """Codex runs each command first in its own workspace sandbox (and outside it only
-    when it spots a denial in the output, which it may read too early on a loaded
-    machine): what a commit writes of the main repository is writable there too, and
-    never its config or hooks."""
+def _codex_nests_no_sandbox_of_its_own(rollouts: set[Path], main: Path) -> None:
+    """Inside Chorus's sandbox Codex nests no workspace sandbox of its own (``[sandbox]
+    nested``): each turn's own policy is full access, so Chorus's sandbox alone kept
+    the main repository's config and hooks above; and no root of Codex's reaches them."""
+    assert _codex_policies(rollouts) == {"danger-full-access"}
     roots = [Path(r) for r in _codex_writable_roots(rollouts)]
     common = main.resolve()
-    assert {common / "objects", common / "refs", common / "logs"} <= set(roots), roots
-    assert any(r.parent == common / "worktrees" for r in roots), roots
     for kept in (common / "config", common / "hooks" / "post-commit"):
         assert not any(kept.is_relative_to(r) for r in roots), (kept, roots)
+
+
+def _codex_policies(rollouts: set[Path]) -> set[str]:
+    """The kinds of Codex's own sandbox in its turns (from its rollouts)."""
+    return {
+        json.loads(line)["payload"]["sandbox_policy"]["type"]
+        for rollout in rollouts
+        for line in rollout.read_text().splitlines()
+        if json.loads(line).get("type") == "turn_context"
+    }
 
 
 def _codex_writable_roots(rollouts: set[Path]) -> list[str]:

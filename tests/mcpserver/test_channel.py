@@ -161,12 +161,34 @@ async def test_a_body_without_a_session_gets_a_channel_for_none(channel: Channel
         assert mem.get(json.loads(written)["id"]).session_id is None
 
 
-async def test_only_the_most_recent_sessions_keep_a_built_server(chorus_home: Path) -> None:
+async def test_sessions_share_one_server_and_each_call_is_its_tokens_session(
+    channel: Channel,
+) -> None:
+    """One SDK server serves every channel; calls of several sessions at once each
+    act for their own token's session, never a neighbour's."""
+    sessions = await _sessions("claude", "codex", "gemini", "claude")
+    calls = [
+        _call(str(channel_servers(sid)["chorus"].url), [("notify_user", {"message": sid})] * 3)
+        for sid in sessions
+    ]
+    answers = await asyncio.gather(*calls)
+    assert all(a[1].startswith("notified") for a in answers)
+    for sid in sessions:
+        notices = await _log(sid)
+        assert [getattr(e, "message", None) for e in notices] == [f"Chorus: {sid}"] * 3
+    audited = [e for e in AuditLog().entries() if e.kind == "mcp_tool_call"]
+    assert sorted((e.session_id, e.data["input"]["message"]) for e in audited) == sorted(
+        (sid, sid) for sid in sessions for _ in range(3)
+    )
+
+
+async def test_the_server_is_built_once_for_every_session(chorus_home: Path) -> None:
     first, second = await _sessions("claude", "claude")
     key = channel_key()
-    app = ChannelApp(key, AuditLog(), None, max_served=1)
+    app = ChannelApp(key, AuditLog(), None)
     transport = httpx.ASGITransport(app=app)
     base = "http://127.0.0.1:8"  # the SDK checks the Host header (DNS rebinding)
+    served = []
     try:
         async with httpx.AsyncClient(transport=transport, base_url=base) as http:
             for sid in (first, second, first):
@@ -177,7 +199,9 @@ async def test_only_the_most_recent_sessions_keep_a_built_server(chorus_home: Pa
                 )
                 assert resp.status_code == 200, resp.text
                 assert "memory_write" in resp.text
-                assert app.sessions == [sid]
+                served.append(app._served)
+        assert served[0] is not None
+        assert served == [served[0]] * 3
     finally:
         await app.close()
 

@@ -40,6 +40,10 @@ class SandboxConfig(_Strict):
     #: auto: enforce where bubblewrap is available, else off (``chorus doctor`` says
     #: which); enforce: refuse to start a body without it; off: no sandbox.
     mode: Literal["auto", "enforce", "off"] = "auto"
+    #: Also run a CLI's own command sandbox inside this one (Codex's workspace
+    #: sandbox: its commands without network, 80-150 ms more each). Off: this
+    #: sandbox is the boundary for every body, and the CLI still asks Chorus.
+    nested: bool = False
 
 
 class DaemonConfig(_Strict):

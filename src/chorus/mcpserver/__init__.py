@@ -10,7 +10,7 @@ daemon serves each session at its own URL over streamable HTTP, ``_channel``);
 package does not import the MCP SDK (building a server does).
 """
 
-from chorus.mcpserver._channel import MAX_SERVED, ChannelApp, SessionRoute
+from chorus.mcpserver._channel import ChannelApp, SessionRoute
 from chorus.mcpserver._listen import (
     bind_channel,
     channel_port_path,
@@ -39,7 +39,6 @@ from chorus.mcpserver._tools import registered_tools
 
 __all__ = [
     "JOB_ENV",
-    "MAX_SERVED",
     "SERVER_NAME",
     "SESSION_ENV",
     "ChannelApp",

@@ -6,27 +6,32 @@ request, and the only thing served is that session's tools (audited as
 ``mcp_tool_call``). ``/s/<token>/<name>/...`` goes to the route the daemon gave under
 ``name`` (the model-API meter: ``chorus.meter``), with the token's session. Any other
 path, and a token not made with the daemon's key, is a bare 404; a GET (a stream of
-the server's own messages) is a 405: the channel has none to send. The SDK's server
-(stateless, JSON answers: nothing a restart loses) is built per session on its first
-call and kept for the most recent sessions; the SDK itself is imported then, or by
-:meth:`ChannelApp.warm` once the daemon is up.
+the server's own messages) is a 405: the channel has none to send. One SDK server
+(stateless, JSON answers: nothing a restart loses) serves every session: each request
+runs with its token's session in a context variable, which the tools read at each
+call (the SDK's tasks for a request are made inside it, so they inherit it). It is
+built on the first call, or by :meth:`ChannelApp.warm` once the daemon is up, in a
+thread: the SDK takes a second to import, and building the tools' schemas tens of
+milliseconds, which a session's start would otherwise wait for.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import re
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chorus.bodies import NO_SESSION, token_channel
 from chorus.mcpserver._registry import ToolContext
 from chorus.mcpserver._server import build_server
-from chorus.mcpserver._tools import registered_tools
 from chorus.policy import AuditLog
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -38,26 +43,17 @@ SessionRoute = Callable[[str, str, Scope, Receive, Send], Awaitable[None]]
 
 _PATH = re.compile(r"/s/([^/]+)/mcp/?")
 _ROUTE = re.compile(r"/s/([^/]+)/([a-z]+)(/.*)?", re.DOTALL)
-#: Sessions whose server is kept built (an idle one beyond is dropped, rebuilt on use).
-MAX_SERVED = 64
+#: The context of the request being served: its token's session.
+_CALLER: contextvars.ContextVar[ToolContext] = contextvars.ContextVar("chorus_mcp_caller")
 
 
 @dataclass(eq=False)
 class _Served:
-    """One session's SDK server, its HTTP session manager running in ``task``."""
+    """The SDK server, its HTTP session manager running in ``task``."""
 
     handle: Handler
     stop: asyncio.Event
     task: asyncio.Task[None]
-    busy: int = 0
-
-    @contextlib.asynccontextmanager
-    async def using(self) -> AsyncIterator[None]:
-        self.busy += 1
-        try:
-            yield
-        finally:
-            self.busy -= 1
 
     async def close(self) -> None:
         self.stop.set()
@@ -72,9 +68,8 @@ class ChannelApp:
     key: bytes
     audit: AuditLog | None = None
     memory_table: dict[str, Any] | None = None
-    max_served: int = MAX_SERVED
     routes: dict[str, SessionRoute] = field(default_factory=dict)
-    _served: OrderedDict[str, _Served] = field(default_factory=OrderedDict)
+    _served: _Served | None = None
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -89,9 +84,13 @@ class ChannelApp:
         if scope.get("method") == "GET":  # no stream of the server's own messages
             await _answer(send, 405, b"method not allowed", [(b"allow", b"POST")])
             return
-        served = await self._serve(channel)
-        async with served.using():
+        served = await self._serve()
+        session = None if channel == NO_SESSION else channel
+        reset = _CALLER.set(ToolContext(session, None, self.memory_table))
+        try:
             await served.handle(scope, receive, send)
+        finally:
+            _CALLER.reset(reset)
 
     async def _routed(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Serve a request for one of :attr:`routes` (True), if it is one."""
@@ -111,54 +110,35 @@ class ChannelApp:
         match = _PATH.fullmatch(path)
         return token_channel(self.key, match.group(1)) if match else None
 
-    @property
-    def sessions(self) -> list[str]:
-        """The channels whose server is built now, least recently used first."""
-        return list(self._served)
-
     async def warm(self) -> None:
-        """Import the MCP SDK and the tools in a thread (the first channel then need
-        not wait for them)."""
-        await asyncio.to_thread(_warm)
+        """Import the MCP SDK and build the server's tools in a thread (the first
+        channel then need not wait for them)."""
+        async with self._lock:
+            if self._served is None:
+                server = await asyncio.to_thread(build_server, _CALLER.get, self.audit)
+                self._served = await _run(server)
 
     async def close(self) -> None:
         async with self._lock:
-            served = list(self._served.values())
-            self._served.clear()
-        for one in served:
-            await one.close()
+            served, self._served = self._served, None
+        if served is not None:
+            await served.close()
 
-    async def _serve(self, channel: str) -> _Served:
-        async with self._lock:
-            served = self._served.get(channel)
-            if served is None:
-                served = await self._start(channel)
-                self._served[channel] = served
-                await self._trim()
-            self._served.move_to_end(channel)
-            return served
-
-    async def _start(self, channel: str) -> _Served:
-        await self.warm()
-        session = None if channel == NO_SESSION else channel
-        server = build_server(ToolContext(session, None, self.memory_table), self.audit)
-        server.streamable_http_app(stateless_http=True, json_response=True)
-        manager = server.session_manager
-        started, stop = asyncio.Event(), asyncio.Event()
-        task = asyncio.create_task(_hold(manager.run(), started, stop), name=f"mcp-{channel}")
-        await _started(started, task)
-        return _Served(manager.handle_request, stop, task)
-
-    async def _trim(self) -> None:
-        idle = [c for c, s in self._served.items() if s.busy == 0]
-        for channel in idle[: max(0, len(self._served) - self.max_served)]:
-            await self._served.pop(channel).close()
+    async def _serve(self) -> _Served:
+        if self._served is None:
+            await self.warm()
+        assert self._served is not None
+        return self._served
 
 
-def _warm() -> None:
-    import mcp.server.mcpserver  # noqa: F401  the SDK takes a second to import
-
-    registered_tools()
+async def _run(server: MCPServer) -> _Served:
+    """``server``'s stateless HTTP session manager, running in a task of its own."""
+    server.streamable_http_app(stateless_http=True, json_response=True)
+    manager = server.session_manager
+    started, stop = asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(_hold(manager.run(), started, stop), name="mcp-channel")
+    await _started(started, task)
+    return _Served(manager.handle_request, stop, task)
 
 
 async def _hold(

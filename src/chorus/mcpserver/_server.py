@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -23,7 +24,7 @@ from starlette.routing import Route
 
 from chorus.bodies import MCP_SERVER_NAME, McpServer
 from chorus.config import chorus_home, load_config
-from chorus.mcpserver._registry import ToolContext, ToolFn
+from chorus.mcpserver._registry import ToolContext, ToolFn, ToolSpec
 from chorus.mcpserver._tools import registered_tools
 from chorus.policy import AuditLog
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     import httpx
     from mcp.server.mcpserver import MCPServer
 
+#: The context of the call being served (one server serves every session's channel).
+CtxOf = Callable[[], ToolContext]
 SERVER_NAME = MCP_SERVER_NAME
 SESSION_ENV = "CHORUS_SESSION_ID"
 JOB_ENV = "CHORUS_JOB_ID"
@@ -41,36 +44,53 @@ _INSTRUCTIONS = (
 
 
 def build_server(
-    ctx: ToolContext, audit: AuditLog | None = None, *, via_daemon: bool = False
+    ctx: ToolContext | CtxOf, audit: AuditLog | None = None, *, via_daemon: bool = False
 ) -> MCPServer:
-    """The server with every registered tool bound to ``ctx``. ``via_daemon``: each
+    """The server with every registered tool bound to ``ctx``, or to the context
+    ``ctx()`` returns at each call (one server for every session: the SDK builds a
+    tool's schema once, ~10 ms a tool, not once a session). ``via_daemon``: each
     call is run by the daemon (:func:`tool_routes`) instead of in this process."""
     from mcp.server.mcpserver import MCPServer
 
     server: MCPServer = MCPServer(
         SERVER_NAME, instructions=_INSTRUCTIONS, log_level="WARNING", subscriptions=False
     )
+    ctx_of = _fixed(ctx) if isinstance(ctx, ToolContext) else ctx
     for spec in registered_tools():
-        local = spec.factory(ctx)
+        local = spec.factory(ctx) if isinstance(ctx, ToolContext) else _bound(spec, ctx)
         fn = (
-            _proxied(spec.name, local, ctx)
+            _proxied(spec.name, local, ctx_of())
             if via_daemon
-            else _audited(spec.name, local, ctx, audit)
+            else _audited(spec.name, local, ctx_of, audit)
         )
         server.add_tool(fn, name=spec.name, description=spec.description, structured_output=False)
     return server
 
 
-def _audited(name: str, fn: ToolFn, ctx: ToolContext, audit: AuditLog | None) -> ToolFn:
+def _fixed(ctx: ToolContext) -> CtxOf:
+    return lambda: ctx
+
+
+def _bound(spec: ToolSpec, ctx_of: CtxOf) -> ToolFn:
+    """The tool made for the context of each call (its signature: one made for none)."""
+
+    @functools.wraps(spec.factory(ToolContext(None)))
+    async def call(**kwargs: Any) -> str:
+        return await spec.factory(ctx_of())(**kwargs)
+
+    return call
+
+
+def _audited(name: str, fn: ToolFn, ctx_of: CtxOf, audit: AuditLog | None) -> ToolFn:
     @functools.wraps(fn)
     async def call(**kwargs: Any) -> str:
         try:
             out = await fn(**kwargs)
         except Exception as exc:
-            _record(audit, ctx, name, kwargs, ok=False, error=str(exc))
+            _record(audit, ctx_of(), name, kwargs, ok=False, error=str(exc))
             raise
         failed = out.startswith("error:")
-        _record(audit, ctx, name, kwargs, ok=not failed, error=out if failed else None)
+        _record(audit, ctx_of(), name, kwargs, ok=not failed, error=out if failed else None)
         return out
 
     return call
@@ -163,7 +183,7 @@ def tool_routes(audit: AuditLog | None, memory_table: dict[str, Any] | None) -> 
         except (ValueError, TypeError, AttributeError) as exc:
             return JSONResponse({"error": f"bad request: {exc}"}, status_code=400)
         try:
-            text = await _audited(spec.name, spec.factory(ctx), ctx, audit)(**args)
+            text = await _audited(spec.name, spec.factory(ctx), lambda: ctx, audit)(**args)
         except TypeError as exc:  # arguments that do not fit the tool
             return JSONResponse({"error": str(exc)}, status_code=400)
         return JSONResponse({"text": text})

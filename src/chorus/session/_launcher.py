@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chorus._errors import UnknownBodyError
 from chorus.bodies import (
@@ -196,7 +196,7 @@ class BodyLauncher:
             history=launch.history,
             orphan_timeout=self.config.daemon.orphan_timeout_s or None,
             start_timeout=self.config.daemon.body_start_timeout_s,
-            extra={"meter_env": metered.env} if metered.env else {},
+            extra=self._extra(metered.env),
         )
         options = self._native_rules(options, launch.body)  # the CLI's own rules
         # the context, the client's instructions and servers, Chorus's.
@@ -334,6 +334,18 @@ class BodyLauncher:
         from chorus.agents import find_agent
 
         return native_cli(find_agent(CLI_OF[body], self.config)) if body in CLI_OF else None
+
+    def _extra(self, meter_env: dict[str, str]) -> dict[str, Any]:
+        """The body's ``extra``: the meter's variables, and ``os_sandbox`` when the OS
+        sandbox holds the CLI (so its own command sandbox is not nested inside)."""
+        extra: dict[str, Any] = {"meter_env": meter_env} if meter_env else {}
+        if self._contained():
+            extra["os_sandbox"] = True
+        return extra
+
+    def _contained(self) -> bool:
+        sandbox = self.config.sandbox
+        return sandbox_active(sandbox.mode) and tool_path() is not None and not sandbox.nested
 
     def _sandboxed(self, body: str, cwd: Path, env: dict[str, str]) -> Path | None:
         """The body's CLI, wrapped in its OS sandbox when ``[sandbox]`` says so."""

@@ -22,6 +22,7 @@ from chorus.bodies.codex import (
     AutoReply,
     Inbound,
     RpcResponse,
+    mode_policy,
 )
 from chorus.events import (
     ErrorCode,
@@ -756,3 +757,22 @@ def test_a_turn_that_sets_a_mode_keeps_the_policy_s_extra_roots_writable() -> No
     plan = json.loads(codec.turn_start("hi", mode="plan").line)["params"]
     assert plan["sandboxPolicy"] == {"type": "readOnly"}
     assert plan["approvalPolicy"] == "untrusted"  # unknown commands ask Chorus, even in plan
+
+
+def test_inside_chorus_sandbox_codex_nests_no_workspace_sandbox_of_its_own() -> None:
+    """``contained``: Chorus's OS sandbox holds the CLI, so the modes that would run
+    each command in Codex's workspace sandbox run it unsandboxed by Codex (the
+    approval policy is the same: Codex still asks Chorus); plan keeps read-only."""
+    codec = AppServerCodec()
+    codec.contained = True
+    start = json.loads(codec.thread_start(cwd="/w", mode="default").line)["params"]
+    assert (start["sandbox"], start["approvalPolicy"]) == ("danger-full-access", "untrusted")
+    codec.thread_id = "T1"
+    for mode in ("default", "acceptEdits"):
+        turn = json.loads(codec.turn_start("hi", mode=mode).line)["params"]
+        assert turn["sandboxPolicy"] == {"type": "dangerFullAccess"}
+        assert turn["approvalPolicy"] == "untrusted"
+    plan = json.loads(codec.turn_start("hi", mode="plan").line)["params"]
+    assert plan["sandboxPolicy"] == {"type": "readOnly"}
+    assert mode_policy("acceptEdits", contained=True).auto_accept_edits
+    assert mode_policy("default").sandbox == "workspace-write"  # not contained: as before

@@ -134,6 +134,7 @@ class CodexBody(Body):
         self._codec = AppServerCodec()
         # The policy's roots besides cwd: also on argv, from the launcher.
         self._codec.writable_roots = tuple(options.extra.get("allowed_roots", ()))
+        self._codec.contained = bool(options.extra.get("os_sandbox"))
         self._tg: asyncio.TaskGroup | None = None
         self._approvals: set[asyncio.Task[None]] = set()
         self._router = RequestRouter[RpcResponse](self.name)
@@ -165,9 +166,9 @@ class CodexBody(Body):
         return await self._request(request, timeout=self._start_limit(request.method))
 
     def _fresh_wire(self) -> None:
-        writable_roots = self._codec.writable_roots
+        old = self._codec
         self._codec = AppServerCodec()
-        self._codec.writable_roots = writable_roots
+        self._codec.writable_roots, self._codec.contained = old.writable_roots, old.contained
         self._router = RequestRouter[RpcResponse](self.name)
 
     async def _open_thread(self) -> None:
@@ -446,7 +447,9 @@ class CodexExecBody(Body):
             argv.append("--dangerously-bypass-approvals-and-sandbox")
         else:
             # ``exec resume`` has no -s; the config key works for both.
-            argv += ["-c", f'sandbox_mode="{mode_policy(self.permission_mode).sandbox}"']
+            contained = bool(self.options.extra.get("os_sandbox"))
+            sandbox = mode_policy(self.permission_mode, contained=contained).sandbox
+            argv += ["-c", f'sandbox_mode="{sandbox}"']
         if self.model:
             argv += ["-m", self.model]
         argv += [*codex_args(self.options), *self.options.extra_args]

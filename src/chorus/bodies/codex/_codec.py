@@ -224,6 +224,9 @@ class AppServerCodec:
         #: Folders besides the thread's cwd that the workspace sandbox lets Codex write
         #: (the policy's allowed paths), sent with each ``turn/start`` that sets a mode.
         self.writable_roots: tuple[str, ...] = ()
+        #: Chorus's OS sandbox holds the CLI: no workspace sandbox nested in it
+        #: (:func:`mode_policy`'s ``contained``).
+        self.contained = False
         self._turn: _TurnState | None = None
         self._next_id = 1
         self._pending: dict[int, _Pending] = {}
@@ -260,7 +263,7 @@ class AppServerCodec:
 
     def thread_start(self, *, cwd: str, mode: str, model: str | None = None) -> Request:
         """``thread/start`` with the approval policy and sandbox of ``mode``."""
-        policy = mode_policy(mode)
+        policy = mode_policy(mode, contained=self.contained)
         self.permission_mode = mode
         params = s.ThreadStartParams(
             cwd=cwd, model=model, approvalPolicy=policy.approval_policy, sandbox=policy.sandbox
@@ -275,7 +278,7 @@ class AppServerCodec:
         ``excludeTurns`` skips the deprecated full-history hydration (and its
         ``deprecationNotice``); Chorus has the history in its own log.
         """
-        policy = mode_policy(mode)
+        policy = mode_policy(mode, contained=self.contained)
         self.permission_mode = mode
         params = s.ThreadResumeParams(
             threadId=thread_id,
@@ -291,7 +294,7 @@ class AppServerCodec:
         self, thread_id: str, *, cwd: str, mode: str, model: str | None = None
     ) -> Request:
         """``thread/fork``: a new thread that starts with ``thread_id``'s history."""
-        policy = mode_policy(mode)
+        policy = mode_policy(mode, contained=self.contained)
         self.permission_mode = mode
         params = s.ThreadForkParams(
             threadId=thread_id,
@@ -307,7 +310,7 @@ class AppServerCodec:
         self, text: str, *, model: str | None = None, mode: str | None = None
     ) -> Request:
         """``turn/start`` with ``text``; ``model`` / ``mode`` override this and later turns."""
-        policy = mode_policy(mode) if mode is not None else None
+        policy = mode_policy(mode, contained=self.contained) if mode is not None else None
         params = s.TurnStartParams(
             threadId=self._require_thread(),
             input=[s.TextUserInput(type="text", text=text)],

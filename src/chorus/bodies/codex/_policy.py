@@ -10,7 +10,7 @@ wire decision.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -75,9 +75,18 @@ MODE_POLICIES: Mapping[str, ModePolicy] = {
 }
 
 
-def mode_policy(mode: str) -> ModePolicy:
-    """The :class:`ModePolicy` of ``mode``; ``KeyError`` for an unknown mode."""
-    return MODE_POLICIES[mode]
+def mode_policy(mode: str, *, contained: bool = False) -> ModePolicy:
+    """The :class:`ModePolicy` of ``mode``; ``KeyError`` for an unknown mode.
+
+    ``contained``: Chorus's OS sandbox already holds the CLI, so the workspace sandbox
+    is not nested inside it (``danger-full-access``; the approval policy stays, so
+    Chorus is still asked). Codex's own sandbox around each command costs 80-150 ms
+    and takes the command's network, which Claude's and Gemini's commands keep: one
+    boundary, Chorus's, for every body. Plan mode keeps its read-only sandbox."""
+    policy = MODE_POLICIES[mode]
+    if contained and policy.sandbox == "workspace-write":
+        return replace(policy, sandbox="danger-full-access")
+    return policy
 
 
 ApprovalKind = Literal["command", "file_change", "legacy_command", "legacy_patch", "mcp_tool"]
