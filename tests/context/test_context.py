@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,13 @@ def test_system_spec_is_cached_for_a_day(chorus_home: Path) -> None:
     data["tools"] = ["marker-tool"]
     cached.write_text(json.dumps(data))
     assert system_spec(now=1000.0 + 3600)["tools"] == ["marker-tool"]
-    assert system_spec(now=1000.0 + 25 * 3600)["tools"] != ["marker-tool"]
+    later = 1000.0 + 25 * 3600
+    assert system_spec(now=later)["tools"] == ["marker-tool"]  # stale: probed behind
+    deadline = time.monotonic() + 60
+    while system_spec(now=later)["tools"] == ["marker-tool"]:
+        assert time.monotonic() < deadline, "a day-old spec was never probed again"
+        time.sleep(0.05)
+    assert "git" in system_spec(now=later)["tools"]
 
 
 def _allowing(*roots: Path) -> Policy:

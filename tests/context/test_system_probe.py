@@ -54,3 +54,50 @@ def test_a_second_caller_waits_for_the_probe_under_way(
     second.join(60)
     assert _runs(log) == 1
     assert [spec["languages"]["node"] for spec in specs] == ["v99.0.0", "v99.0.0"]
+
+
+def test_a_stale_spec_is_used_at_once_and_probed_again_behind(
+    chorus_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A day-old spec does not hold a session's start: it is returned as it is while a
+    thread probes again, and the next caller gets the new one."""
+    log, release = _node_shim(tmp_path, monkeypatch)
+    release.touch()
+    old = system_spec(now=time.time() - 2 * 86_400)
+    assert old["languages"]["node"] == "v99.0.0"
+    assert _runs(log) == 1
+    release.unlink()  # the next probe's node now waits
+    (tmp_path / "bin" / "node").write_text(
+        SHIM.format(log=log, release=release).replace("v99.0.0", "v100.0.0")
+    )
+    started = time.monotonic()
+    assert system_spec() == old  # the stale one, at once
+    assert time.monotonic() - started < 5
+    release.touch()
+    deadline = time.monotonic() + 60
+    while system_spec()["languages"].get("node") != "v100.0.0":
+        assert time.monotonic() < deadline, "the stale spec was never probed again"
+        time.sleep(0.05)
+    assert _runs(log) == 2
+
+
+def test_the_languages_are_probed_at_once_not_one_after_another(
+    chorus_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each ``--version`` waits for the others' start: run one after the other, the
+    first would wait forever for the second."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, other in (("node", "go"), ("go", "node")):
+        shim = bin_dir / name
+        shim.write_text(
+            f'#!/bin/sh\ntouch "{tmp_path}/{name}-started"\n'
+            f'i=0; while [ ! -e "{tmp_path}/{other}-started" ] && [ $i -lt 100 ]; do '
+            "sleep 0.05; i=$((i+1)); done\n"
+            f'[ -e "{tmp_path}/{other}-started" ] && echo together || echo alone\n'
+        )
+        shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    spec = system_spec()
+    assert spec["languages"]["node"] == "together"
+    assert spec["languages"]["go"] == "together"

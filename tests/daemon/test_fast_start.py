@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -85,25 +87,30 @@ def test_every_public_name_of_a_lazy_package_resolves(package: str) -> None:
         _ = module.nothing_here
 
 
-def test_the_first_job_loads_the_mcp_sdk_once() -> None:
-    """At the first job's start the MCP SDK loads in a thread (the job goes on
-    meanwhile); later jobs start no second load."""
+def test_the_first_job_loads_the_mcp_sdk_and_the_audit_key_once(tmp_path: Path) -> None:
+    """At the first job's start the MCP SDK and the audit chain's key load in a thread
+    (the job goes on meanwhile); later jobs start no second load."""
     code = """
 import asyncio, json, sys
 from chorus.daemon._warmup import first_job_warms_up
+from chorus.policy import AuditLog
 
 async def main():
-    started = first_job_warms_up()
-    before = "mcp" in sys.modules
+    audit = AuditLog(anchor=False)
+    started = first_job_warms_up(audit)
+    before = ["mcp" in sys.modules, audit._key is not None]
     await started(None)
     await started(None)
-    loads = [t for t in asyncio.all_tasks() if t.get_name() == "mcp-import"]
+    loads = [t for t in asyncio.all_tasks() if t.get_name() == "first-job-warm-up"]
     await asyncio.gather(*loads)
-    print(json.dumps([before, len(loads), "mcp.server.mcpserver" in sys.modules]))
+    after = ["mcp.server.mcpserver" in sys.modules, audit._key is not None]
+    print(json.dumps([before, len(loads), after]))
 
 asyncio.run(main())
 """
+    env = {**os.environ, "CHORUS_HOME": str(tmp_path / "home"), "CHORUS_KEYRING": "file"}
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert json.loads(done.stdout) == [False, 1, True]
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True,
+        env=env,
+    )  # fmt: skip
+    assert json.loads(done.stdout) == [[False, False], 1, [True, True]]

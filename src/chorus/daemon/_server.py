@@ -244,7 +244,7 @@ def _hook(sup: Supervisor, config: ChorusConfig, extractions: Extractions) -> No
         sup.outcomes.subscribe(JobFailedOver, notify_failover)
     sup.outcomes.subscribe(JobEnd, lambda end: extractions.hook(end.job, end.ended))
     sup.outcomes.subscribe(JobEnd, _trimming(sup))
-    sup.outcomes.subscribe(JobStarted, first_job_warms_up())
+    sup.outcomes.subscribe(JobStarted, first_job_warms_up(sup.audit))
 
 
 def _trimming(sup: Supervisor) -> Callable[[JobEnd], Awaitable[None]]:

@@ -3,8 +3,10 @@ answers meanwhile (a job that comes first simply finds part of it done; nothing 
 loaded twice: Python imports a module once, the system facts are cached).
 
 * When its first job starts (:func:`first_job_warms_up`): the MCP SDK and the tools
-  its body's channel serves (a second of imports under load), while the body's CLI
-  boots. A daemon no job ever reaches never loads them.
+  its body's channel serves (a second of imports under load), and the audit chain's
+  key (the keyring's discovery: a quarter of a second), while the body's CLI boots,
+  before its first tool call is audited. A daemon no job ever reaches never loads
+  them.
 * Once a daemon started by ``chorus start`` serves (:func:`warm_up`): that too, the
   policy's engine, the routed bodies' code (a codec's schema is hundreds of pydantic
   models) and the context's system facts (a few ``--version`` runs, cached in
@@ -25,6 +27,7 @@ from chorus.config import ChorusConfig
 from chorus.context import system_spec
 from chorus.daemon._outcomes import JobStarted
 from chorus.mcpserver import registered_tools
+from chorus.policy import AuditLog
 
 log = logging.getLogger("chorus.daemon")
 
@@ -60,20 +63,26 @@ def _policy_engine() -> None:
     from chorus.policy import native_flags, native_rules, policy_callback  # noqa: F401
 
 
-def first_job_warms_up() -> Callable[[JobStarted], Awaitable[None]]:
+def first_job_warms_up(audit: AuditLog | None = None) -> Callable[[JobStarted], Awaitable[None]]:
     """A :class:`JobStarted` subscriber that, at the first job, loads the channel's
-    MCP SDK in a thread (not awaited: the job goes on meanwhile)."""
+    MCP SDK and ``audit``'s key in a thread (not awaited: the job goes on meanwhile)."""
     warming: list[asyncio.Task[None]] = []
 
     async def started(_: JobStarted) -> None:
         if not warming:
-            warming.append(asyncio.create_task(_sdk_in_thread(), name="mcp-import"))
+            warming.append(asyncio.create_task(_in_thread(audit), name="first-job-warm-up"))
 
     return started
 
 
-async def _sdk_in_thread() -> None:
+async def _in_thread(audit: AuditLog | None) -> None:
     try:
         await asyncio.to_thread(_channel_sdk)
     except ImportError as exc:  # the channel says so when a body connects
         log.debug("warm-up: MCP SDK not loaded: %s", exc)
+    if audit is None:
+        return
+    try:
+        await asyncio.to_thread(audit.ready)
+    except ChorusError as exc:  # the first append says so itself
+        log.debug("warm-up: audit key not loaded: %s", exc)

@@ -54,6 +54,7 @@ import hashlib
 import hmac
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -177,6 +178,7 @@ class AuditLog:
         self._redactor = redactor
         self._key_source = key
         self._key: bytes | None = None
+        self._key_lock = threading.Lock()  # the warm-up's thread may load it too
         self.anchor = self._keeper(anchor)
 
     def _keeper(self, anchor: AnchorCell | bool) -> AnchorKeeper | None:
@@ -188,9 +190,17 @@ class AuditLog:
     def _mac(self, message: str) -> str:
         """HMAC-SHA256 of ``message`` under the audit key (derived from the vault key)."""
         if self._key is None:
-            master = (self._key_source or default_key_source()).load_or_create()
-            self._key = hmac.new(master, _KEY_LABEL, hashlib.sha256).digest()
+            with self._key_lock:
+                if self._key is None:
+                    master = (self._key_source or default_key_source()).load_or_create()
+                    self._key = hmac.new(master, _KEY_LABEL, hashlib.sha256).digest()
         return hmac.new(self._key, message.encode(), hashlib.sha256).hexdigest()
+
+    def ready(self) -> None:
+        """Load the key and the redactor now, so that the first append need not (the
+        keyring's backend discovery alone takes a quarter of a second)."""
+        self._mac("")
+        _ = self.redactor
 
     @property
     def redactor(self) -> RedactorLike:
