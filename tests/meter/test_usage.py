@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chorus.meter import SseSplitter, UsageReader, read_usage
+from chorus.meter._sse import event_name, parse_event
+from chorus.meter._usage import _SKIP, _no_usage
 from chorus.testing import ModelServer
 from chorus.testing._scenario import Reply, Text, Thinking
 from tests.meter._streams import MODELS, STREAMED
@@ -176,4 +178,94 @@ def test_a_long_stream_of_deltas_is_read_through_to_its_usage() -> None:
 
 
 def _sse(*events: tuple[str, dict[str, object]]) -> bytes:
-    return b"".join(f"event: {n}\ndata: {json.dumps(d)}\n\n".encode() for n, d in events)
+    return b"".join(_sse_event(n, d) for n, d in events)
+
+
+def _sse_event(name: str, data: dict[str, object]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+#: Events of each API around the ones its reader passes over unparsed: names with and
+#: without a space, none at all, a name on a later line, blank lines between, CRLF, and
+#: text that names usage or a usage event without being one.
+_MIXED = {
+    "openai": (
+        b'event: response.created\ndata: {"type":"response.created","response":'
+        b'{"model":"gpt-5.5"}}\n\n'
+        b'event:response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+        b'"delta":"\\"usage\\": response.completed"}\n\n\n'
+        b'event: response.output_text.delta\r\ndata: {"type":"response.output_text.delta",'
+        b'"delta":"event: response.completed"}\r\n\r\n'
+        b'id: 7\nevent: response.in_progress\ndata: {"type":"response.in_progress",'
+        b'"response":{"model":"gpt-5.5-mini"}}\n\n\n\n'
+        b'data: {"type":"response.completed","response":{"usage":{"input_tokens":9,'
+        b'"input_tokens_details":{"cached_tokens":4},"output_tokens":3,'
+        b'"output_tokens_details":{"reasoning_tokens":2}}}}\n\n'
+    ),
+    "anthropic": (
+        b'event: message_start\ndata: {"type":"message_start","message":{"model":"m",'
+        b'"usage":{"input_tokens":5,"cache_read_input_tokens":10}}}\n\n'
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","delta":'
+        b'{"text":"message_delta \\"usage\\":{\\"output_tokens\\":999}"}}\n\n'
+        b'event:ping\r\ndata: {"type":"ping"}\r\n\r\n\n'
+        b'event: pingx\ndata: {"type":"message_delta","usage":{"output_tokens":6}}\n\n'
+        b'data: {"type":"message_delta","usage":{"output_tokens":7}}\n\n'
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    ),
+}
+
+
+def _every_event(api: str, raw: bytes) -> list[tuple[str | None, str]]:
+    """The events a reader must look at: each one, by the exact check of its name."""
+    splitter = SseSplitter()
+    blocks = splitter.blocks(raw)
+    kept = [b for b in blocks if not _no_usage(api, event_name(b))]  # type: ignore[arg-type]
+    return [(e.event, e.data) for b in kept if (e := parse_event(b)) is not None]
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+@settings(deadline=None, max_examples=60)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=25))
+def test_events_passed_over_unparsed_are_only_those_that_never_carry_usage(
+    api: str, cuts: list[int]
+) -> None:
+    raw = _MIXED[api]
+    bounds = [0, *sorted(c % (len(raw) + 1) for c in cuts), len(raw)]
+    splitter = SseSplitter(_SKIP[api])  # type: ignore[index]
+    blocks = [b for a, z in itertools.pairwise(bounds) for b in splitter.blocks(raw[a:z])]
+    kept = [b for b in blocks if not _no_usage(api, event_name(b))]  # type: ignore[arg-type]
+    parsed = [(e.event, e.data) for b in kept if (e := parse_event(b)) is not None]
+    assert parsed == _every_event(api, raw)
+
+
+def test_usage_split_across_chunks_nameless_or_named_in_text_is_read_exactly() -> None:
+    openai = UsageReader("openai", "text/event-stream")
+    raw = _MIXED["openai"]
+    assert [openai.feed(raw[i : i + 7]) for i in range(0, len(raw), 7)].count(True) == 1
+    tally = openai.close()
+    assert (tally.model, tally.input, tally.cached, tally.output, tally.reasoning) == (
+        "gpt-5.5-mini",
+        9,
+        4,
+        3,
+        2,
+    )
+    anthropic = read_usage("anthropic", _MIXED["anthropic"], "text/event-stream")
+    # the delta's text that looks like usage is not read; a nameless delta and one
+    # named otherwise are
+    assert (anthropic.input, anthropic.cached, anthropic.output, anthropic.done) == (
+        15,
+        10,
+        7,
+        True,
+    )
+
+
+def test_a_long_stream_read_in_big_chunks_skips_its_deltas_in_one_search() -> None:
+    delta = b'event: response.output_text.delta\ndata: {"delta":"x"}\n\n' * 2000
+    done = {"type": "response.completed", "response": {"usage": {"output_tokens": 5}}}
+    splitter = SseSplitter(_SKIP["openai"])
+    assert splitter.blocks(delta) == []
+    assert splitter.blocks(delta[:-30]) == []  # an event under way: waits
+    [block] = splitter.blocks(delta[-30:] + _sse_event("response.completed", done))
+    assert event_name(block) == "response.completed"

@@ -21,13 +21,14 @@ output counts every output token (reasoning included, which Gemini reports apart
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chorus.events import Usage
-from chorus.meter._sse import SseSplitter, event_name, parse_event
+from chorus.meter._sse import SseSplitter, event_name, parse_event, skipping
 
 Api = Literal["anthropic", "openai", "gemini"]
 APIS: tuple[Api, ...] = ("anthropic", "openai", "gemini")
@@ -229,7 +230,7 @@ class UsageReader:
     def __post_init__(self) -> None:
         self._decoder = _Decoder(self.encoding)
         if "event-stream" in self.content_type.lower():
-            self._sse = SseSplitter()
+            self._sse = SseSplitter(_SKIP[self.api])
 
     @property
     def streaming(self) -> bool:
@@ -283,6 +284,16 @@ class UsageReader:
 _ANTHROPIC_BULK = frozenset(
     {"content_block_start", "content_block_delta", "content_block_stop", "ping"}
 )
+
+
+#: The same events by their first line, passed over in C (:class:`SseSplitter`'s
+#: ``skip``: a block it matches is one :func:`_no_usage` says so of; any other block
+#: is looked at by name, then parsed).
+_SKIP: dict[Api, re.Pattern[bytes] | None] = {
+    "anthropic": skipping("|".join(sorted(_ANTHROPIC_BULK))),
+    "openai": skipping(r"[^.\n]*\.[^.\n]*\.[^\n]*"),  # two dots or more
+    "gemini": None,  # no names: every chunk may be its last
+}
 
 
 def _no_usage(api: Api, name: str | None) -> bool:
