@@ -119,6 +119,13 @@ class Conn(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             self._fail(f"a malformed answer: {exc}")
             self.close()
+            return
+        if self._chunks:  # once a read, however many chunks of the body it held
+            self._size += len(data)
+            if self._size > _HIGH_WATER and not self._paused and self.transport is not None:
+                self._paused = True
+                self.transport.pause_reading()
+            self._wake()
 
     def eof_received(self) -> bool:
         return False  # close: HTTP/1.1 has no half-closed answers
@@ -152,12 +159,7 @@ class Conn(asyncio.Protocol):
         self._wake()
 
     def on_body(self, body: bytes) -> None:
-        self._chunks.append(body)
-        self._size += len(body)
-        if self._size > _HIGH_WATER and not self._paused and self.transport is not None:
-            self._paused = True
-            self.transport.pause_reading()
-        self._wake()
+        self._chunks.append(body)  # (the reader is woken once the read is parsed)
 
     def on_message_complete(self) -> None:
         if self._head:
