@@ -233,3 +233,34 @@ async def test_a_request_right_after_one_that_reached_the_budget_is_refused(
     assert second.status_code == 400
     assert "per_job_usd" in second.json()["error"]["message"]
     assert len([r for r in server.requests_of() if r.method == "POST"]) == 1
+
+
+async def test_a_client_that_goes_away_closes_the_upstream_request_and_is_recorded(
+    server: ModelServer,
+) -> None:
+    """Through the process's own front: it tells the proxy the client went away."""
+    daemon = Daemonish()
+    host = daemon.host()
+    port = host.open()
+    host.start()
+    server.script([slow_text("x " * 40, chunks=40, delay=0.25)])
+    try:
+        await asyncio.wait_for(host.linked(), 60)
+        async with httpx.AsyncClient(timeout=60) as client:
+            url = _url(port, "s1", server.url) + "/responses"
+            async with client.stream("POST", url, json=BODY) as resp:
+                async for _ in resp.aiter_raw():
+                    break  # the first chunk, then hang up
+        recorded = await asyncio.to_thread(server.wait_for, _finished, 10)
+        await _until(lambda: any(r["kind"] == "metered" for r in daemon.kept))
+    finally:
+        await host.close(keep=False)
+    assert recorded[0].disconnected  # long before its 40 paced deltas
+    [event] = [r["event"] for r in daemon.kept if r["kind"] == "metered"]
+    assert event["complete"] is False
+    assert event["duration_ms"] < 5000
+
+
+def _finished(requests: list[Any]) -> bool:
+    posted = [r for r in requests if r.method == "POST"]
+    return bool(posted) and posted[0].finished
