@@ -238,7 +238,8 @@ async def test_a_request_right_after_one_that_reached_the_budget_is_refused(
 async def test_a_client_that_goes_away_closes_the_upstream_request_and_is_recorded(
     server: ModelServer,
 ) -> None:
-    """Through the process's own front: it tells the proxy the client went away."""
+    """Through the meter's own process, as a CLI reaches it: the CLI hanging up closes
+    the upstream request, and the record says the answer was cut."""
     daemon = Daemonish()
     host = daemon.host()
     port = host.open()
