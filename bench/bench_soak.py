@@ -181,7 +181,7 @@ def _soak(proc, client, work, report, args, folder) -> None:  # type: ignore[no-
                 print(f"        grew: {line}", flush=True)
     idle.append(_settled(proc, folder, args.idle))
     _snapshot(proc, report)
-    _ending(proc, folder, base)
+    _ending(proc, folder, idle[0] if idle else base)  # idle against idle
     _verdict(idle, args.warmup, args.jobs)
 
 
