@@ -12,7 +12,8 @@ of each type. When a file ``trim`` lies there, the probe also calls glibc's
 ``malloc_trim(0)`` and gives the RSS after it: what of the RSS is memory the allocator
 holds but nothing uses (fragmentation), not live objects. When a file ``chain`` there
 names a type, the probe adds what holds its oldest three instances: a chain of
-referrers up to a module or the event loop.
+referrers up to a module or the event loop. Each probe also counts the trims the
+daemon made itself (its :class:`~chorus.daemon._trim.IdleTrim`, once idle after jobs).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import linecache
 import os
 import signal
 import sys
+import time
 import tracemalloc
 import types
 from pathlib import Path
@@ -66,6 +68,7 @@ def _probe(folder: Path) -> None:
         found: dict[str, object] = {"rss_kb": _rss_kb(), "objects": len(objects)}
         found |= {"collected": collected, "types": dict(kinds), **_memory()}
         found["grown"] = _grown_containers(objects, sizes)
+        found["daemon_trims"] = len(_DAEMON_TRIMS)
         wanted = folder / "chain"
         if wanted.exists():
             name = wanted.read_text().strip()
@@ -171,7 +174,31 @@ def _publish(out: Path, text: str) -> None:
     tmp.replace(out)
 
 
+_DAEMON_TRIMS: list[float] = []  # when the daemon trimmed itself (monotonic)
+
+
+def _count_daemon_trims() -> None:
+    """Wrap the daemon's own trim (before its server module binds it) to count it."""
+    from chorus.daemon import _trim
+
+    real = _trim.libc_trim
+
+    def counted() -> _trim.Trim | None:
+        trim = real()
+        if trim is None:
+            return None
+
+        def counting() -> object:
+            _DAEMON_TRIMS.append(time.monotonic())
+            return trim()
+
+        return counting
+
+    _trim.libc_trim = counted
+
+
 def main() -> None:
+    _count_daemon_trims()
     if len(sys.argv) > 1:
         _report(Path(sys.argv[1]))
     _probe(Path(sys.argv[1]).parent if len(sys.argv) > 1 else Path(os.environ["CHORUS_HOME"]))

@@ -8,6 +8,10 @@ rarely returns it. Soaks of 5,000 jobs measured 5.7 to 9 MB of the daemon's RSS 
 :class:`IdleTrim` calls ``malloc_trim(0)`` once, :data:`TRIM_DELAY_S` after the last
 job of a spell ended, if no session is busy then: one walk of the arenas, never while
 jobs run. Without glibc (macOS, musl) it does nothing.
+
+Capping glibc's arenas (``MALLOC_ARENA_MAX=2``: the daemon's 30 threads had 15) was
+measured and not kept: idle after this trim, its RSS at 5,000 jobs was the same with
+two arenas as with glibc's (116.8 and 116.7 MB).
 """
 
 from __future__ import annotations

@@ -405,7 +405,12 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))
+# Keys only in pydantic-core's string cache (process-wide, 16,384 strings): with values
+# too, each event read back kept its ids there, the daemon's memory growing with
+# every job until the cache was full.
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(
+    Event, config=ConfigDict(defer_build=True, cache_strings="keys")
+)
 
 EVENT_TYPES: tuple[type[_EventBase], ...] = (
     SessionStarted,
