@@ -182,6 +182,10 @@ def _module_home(
         env.setenv("CHORUS_HOME", str(home))
         env.setenv("CHORUS_MEMORY_EXTRACTION", "0")
         yield root, home, server
+        # this home's daemon, whatever a test's own monkeypatch left in the
+        # environment (a module fixture a test requested by name is finalized
+        # after that test's monkeypatch was undone)
+        env.setenv("CHORUS_HOME", str(home))
         stop_daemon()
     assert server.errors == []
 
