@@ -183,7 +183,7 @@ def tool_routes(audit: AuditLog | None, memory_table: dict[str, Any] | None) -> 
         except (ValueError, TypeError, AttributeError) as exc:
             return JSONResponse({"error": f"bad request: {exc}"}, status_code=400)
         try:
-            text = await _audited(spec.name, spec.factory(ctx), lambda: ctx, audit)(**args)
+            text = await _audited(spec.name, spec.factory(ctx), _fixed(ctx), audit)(**args)
         except TypeError as exc:  # arguments that do not fit the tool
             return JSONResponse({"error": str(exc)}, status_code=400)
         return JSONResponse({"text": text})
