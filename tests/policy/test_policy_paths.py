@@ -152,3 +152,21 @@ def test_a_job_worktree_under_chorus_home_is_the_users_code(ctx: PathContext) ->
         assert verdict.rule == "filesystem.denied_path", raw
     # ... and other denials still apply inside it.
     assert check(".env", in_tree).rule == "filesystem.denied_path"
+
+
+def test_the_same_pattern_follows_each_context_it_is_checked_in(tmp_path: Path) -> None:
+    """Patterns are expanded once per (pattern, context) and kept: a second context
+    (another session's folder) must get its own expansion, never the first one's."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    for work in (one, two):
+        (work / "secrets").mkdir(parents=True)
+    home = tmp_path / "home"
+
+    def in_ctx(work: Path) -> PathContext:
+        return PathContext(cwd=work, home=home, tmp=tmp_path / "tmp", chorus_home=tmp_path / "ch")
+
+    for work in (one, two, one):
+        own = check("secrets/key.txt", in_ctx(work), denied=["{cwd}/secrets"])
+        other = check(str(two if work == one else one) + "/secrets/key.txt", in_ctx(work))
+        assert (own.ok, own.rule) == (False, "filesystem.denied_path")
+        assert (other.ok, other.rule) == (False, "filesystem.outside_roots")

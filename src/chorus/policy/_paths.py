@@ -13,9 +13,12 @@ dodged by case (allowed roots stay case-sensitive, erring towards denial).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 import tempfile
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,8 +149,32 @@ def _fold(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
 
-def _ancestry(path: Path) -> list[str]:
-    return [str(path), *(str(p) for p in path.parents)]
+@functools.lru_cache(maxsize=4096)
+def _ancestry(path: Path) -> tuple[str, ...]:
+    """``path`` and every folder above it, folded (computed once per path: a check
+    tries every denied pattern on both forms of each path)."""
+    return tuple(_fold(str(p)) for p in (path, *path.parents))
+
+
+@functools.lru_cache(maxsize=1024)
+def _matcher(pattern: str, ctx: PathContext) -> Callable[[tuple[str, ...]], bool]:
+    """Whether a folded ancestry matches ``pattern``, built once per pattern and context."""
+    expanded = ctx.expand(pattern)
+    if not _GLOB_CHARS.intersection(expanded):
+        target = os.path.normpath(expanded)
+        if not os.path.isabs(target):
+            target = os.path.normpath(os.path.join(ctx.cwd, target))
+        folded = _fold(target)
+        return lambda ancestry: folded in ancestry
+    glob = re.compile(fnmatch.translate(_fold(expanded.replace("**", "*"))))
+    return lambda ancestry: any(glob.match(p) for p in ancestry)
+
+
+@functools.lru_cache(maxsize=256)
+def _matchers(
+    patterns: tuple[str, ...], ctx: PathContext
+) -> tuple[tuple[str, Callable[[tuple[str, ...]], bool]], ...]:
+    return tuple((p, _matcher(p, ctx)) for p in patterns)
 
 
 def matches_pattern(path: Path, pattern: str, ctx: PathContext) -> bool:
@@ -156,16 +183,23 @@ def matches_pattern(path: Path, pattern: str, ctx: PathContext) -> bool:
     Without glob characters the pattern names a file or a folder (everything
     under it matches). ``**`` and ``*`` both match across ``/``.
     """
-    expanded = ctx.expand(pattern)
-    if not _GLOB_CHARS.intersection(expanded):
-        target = os.path.normpath(expanded)
-        if not os.path.isabs(target):
-            target = os.path.normpath(os.path.join(ctx.cwd, target))
-        if pattern == "{chorus_home}" and _in_work_folder(path, ctx):
-            return False
-        return _fold(target) in {_fold(p) for p in _ancestry(path)}
-    glob = _fold(expanded.replace("**", "*"))
-    return any(fnmatch.fnmatchcase(_fold(p), glob) for p in _ancestry(path))
+    return _first_denied((path,), (pattern,), ctx) is not None
+
+
+def _first_denied(
+    paths: tuple[Path, ...], patterns: tuple[str, ...], ctx: PathContext
+) -> str | None:
+    """The first of ``patterns`` that one of ``paths`` (or a folder above it) matches."""
+    forms = [(path, _ancestry(path)) for path in paths]
+    for pattern, matches in _matchers(patterns, ctx):
+        if any(matches(up) and not _kept(pattern, path, ctx) for path, up in forms):
+            return pattern
+    return None
+
+
+def _kept(pattern: str, path: Path, ctx: PathContext) -> bool:
+    """``{chorus_home}`` denies Chorus's home, except the work folders inside it."""
+    return pattern == "{chorus_home}" and _in_work_folder(path, ctx)
 
 
 def _in_work_folder(path: Path, ctx: PathContext) -> bool:
@@ -209,16 +243,14 @@ def check_path(
         resolved = resolve_path(raw, ctx)
     except PathSyntaxError as exc:
         return PathVerdict(False, None, str(exc), "filesystem.bad_path")
-    for pattern in denied:
-        if matches_pattern(resolved.lexical, pattern, ctx) or matches_pattern(
-            resolved.real, pattern, ctx
-        ):
-            return PathVerdict(
-                False,
-                resolved,
-                f"{_describe(resolved)} matches the denied path {pattern!r}",
-                "filesystem.denied_path",
-            )
+    pattern = _first_denied((resolved.lexical, resolved.real), tuple(denied), ctx)
+    if pattern is not None:
+        return PathVerdict(
+            False,
+            resolved,
+            f"{_describe(resolved)} matches the denied path {pattern!r}",
+            "filesystem.denied_path",
+        )
     roots = root_paths(allowed if write else allowed + read_only, ctx)
     if any(is_under(resolved.real, root) for root in roots):
         return PathVerdict(True, resolved)

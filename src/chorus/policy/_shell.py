@@ -16,6 +16,7 @@ never as "no commands found".
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -965,6 +966,12 @@ def _norm(text: str, fold: bool) -> str:
     return text.casefold() if fold else text
 
 
+@functools.lru_cache(maxsize=1024)
+def _rule_words(rule: str, fold: bool) -> tuple[str, ...]:
+    """A rule's shell words (split once: every tool call checks every rule)."""
+    return tuple(_norm(w, fold) for w in shlex.split(rule))
+
+
 def rule_matches(rule: str, argv: Sequence[str], *, prefix: bool, fold: bool = False) -> bool:
     """True if command ``rule`` (shell words, each may be a glob) matches ``argv``.
 
@@ -976,7 +983,7 @@ def rule_matches(rule: str, argv: Sequence[str], *, prefix: bool, fold: bool = F
     """
     if not argv:
         return False
-    words = [_norm(w, fold) for w in shlex.split(rule)]
+    words = _rule_words(rule, fold)
     head = _norm(argv[0], fold)
     if not (fnmatchcase(os.path.basename(head), words[0]) or fnmatchcase(head, words[0])):
         return False
