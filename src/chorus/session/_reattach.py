@@ -17,6 +17,7 @@ nothing is handed out twice, however often the daemon died in between.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -94,8 +95,8 @@ async def save_snapshot(store: Store, session_id: str, body: Body) -> None:
     handle = body.handle()
     if handle is None:
         return
-    snap = Snapshot(handle, await store.last_seq(session_id))
-    fresh = await store.get_session(session_id)
+    seq, fresh = await asyncio.gather(store.last_seq(session_id), store.get_session(session_id))
+    snap = Snapshot(handle, seq)
     transport = {**fresh.transport, HANDLE_KEY: snap.as_dict()}
     await store.update_session(session_id, transport=transport)
     body.forget_stored(handle.offset)  # bounded files: the output before it is stored

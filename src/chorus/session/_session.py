@@ -240,13 +240,14 @@ class Session:
 
     async def _note_start(self) -> None:
         pid = getattr(self._body, "pid", None)
-        fresh = await self._store.get_session(self.id)
+        fresh, seq = await asyncio.gather(
+            self._store.get_session(self.id), self._store.last_seq(self.id)
+        )
         transport = dict(fresh.transport)
         if isinstance(pid, int):
             transport.update(pgid=pid, pgid_started=start_time(pid))
         handle = self._body.handle() if self._body is not None else None
         if handle is not None:  # nothing taken from the body yet: position 0
-            seq = await self._store.last_seq(self.id)
             transport[HANDLE_KEY] = Snapshot(handle, seq).as_dict()
         await self._store.update_session(self.id, state="active", transport=transport)
 
