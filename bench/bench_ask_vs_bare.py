@@ -39,13 +39,17 @@ from _common import bench_home
 
 from chorus.agents import find_agent
 from chorus.daemon import DaemonClient
-from chorus.testing import ModelServer, headless_argv, offline_env, shell, text
+from chorus.testing import GEMINI_MODEL, ModelServer, headless_argv, offline_env, shell, text
 
 ANSWER = "bench-answer-7f3a"
 SCENARIO = [shell("echo hi > out.txt"), text(ANSWER)]
 EXTRACTED = text("[]")  # memory extraction's answer: nothing to remember
 CHORUS = str(Path(sys.executable).with_name("chorus"))
 CONFIGS = {"default": "", "spares": "spare_bodies = true"}
+#: The model the bare command line names (``headless_argv``), named to Chorus too, so
+#: that both sides run the same model setting (Gemini's default, "auto", adds a
+#: routing call to every turn).
+MODELS = {"gemini": GEMINI_MODEL}
 
 
 def _timed(argv: list[str], **kw: Any) -> tuple[float, float, str]:
@@ -103,7 +107,8 @@ def _chorus(cli: str, server: ModelServer, work: Path) -> dict[str, float]:
     gets the whole scenario and runs alone, as the bare CLI's does."""
     server.script([*SCENARIO, EXTRACTED] * 2, lane=cli)
     base = [CHORUS, "ask", "make out.txt", "--json"]
-    cold, first, out = _timed([*base, "--body", cli], cwd=work, env=os.environ.copy())
+    model = ["--model", MODELS[cli]] if cli in MODELS else []
+    cold, first, out = _timed([*base, "--body", cli, *model], cwd=work, env=os.environ.copy())
     _await_extraction(server, cli, left=len(SCENARIO) + 1)
     session = json.loads(out.splitlines()[-1])["session_id"]
     warm, _, _ = _timed([*base, "--session", session], cwd=work, env=os.environ.copy())
