@@ -158,6 +158,8 @@ class Session:
         #: A turn to run before anything else (a re-attached body's open turn).
         self._first: Turn | None = None
         self._pending: list[asyncio.Future[Event]] = []
+        #: The terminal event of the turn just handed back, until it is noted.
+        self._end_seen: Event | None = None
         self._enqueue_lock = asyncio.Lock()
         #: Brains attached to the session that take permission asks.
         self.brains = BrainAsks(authority, self._brain_note)
@@ -351,6 +353,20 @@ class Session:
                 self._life.to(State.IDLE)
             self.idle_since = time.monotonic()
             _resolve(turn, final)
+            await self._settle_end()
+
+    async def _note_where(self, event: Event) -> None:
+        """The native session id the CLI confirmed, and where its output stands."""
+        await self._sync_native_id(event)
+        await save_snapshot(self._store, self.id, self.body)
+
+    async def _settle_end(self) -> None:
+        """Note what a turn's terminal event leaves to note, once the turn is handed
+        back: its job ends meanwhile (a re-attach before this skips the events the
+        log already holds, counting from the snapshot before)."""
+        event, self._end_seen = self._end_seen, None
+        if event is not None:
+            await self._note_where(event)
 
     async def _with_recall(self, prompt: str) -> str:
         """``prompt`` with the relevant memory the body has not been given in front
@@ -388,6 +404,7 @@ class Session:
         return text
 
     async def _body_turn(self, turn: Turn, prompt: str) -> Event:
+        await self._settle_end()  # a steer's follow-up turn: the last one's end first
         final: Event | None = None
         try:
             events_of = self.body.follow() if turn.follow else self.body.turn(prompt)
@@ -453,8 +470,10 @@ class Session:
             self._turn_over()
         if isinstance(event, (SessionStarted, *TERMINAL_TYPES)):
             await self._flush()
-            await self._sync_native_id(event)
-            await save_snapshot(self._store, self.id, self.body)
+            if turn is not None and _ends(event, self.body):
+                self._end_seen = event  # noted once the turn is handed back: _settle_end
+            else:
+                await self._note_where(event)
         if turn is not None and turn.on_event is not None:
             await turn.on_event(event)
         if refusal is not None:
