@@ -45,6 +45,7 @@ from chorus._errors import BodyCrashedError, BodyTimeoutError, LineTooLongError
 from chorus._libc import libc_with
 from chorus._procs import start_time as start_time
 from chorus.bodies._framing import LineFramer
+from chorus.bodies._group import signal_members
 from chorus.bodies._transport import AgentTransport, ProcessTransport, RawTap, SpawnSpec
 from chorus.bodies._wake import FileWake
 from chorus.config import body_umask
@@ -491,7 +492,8 @@ class DetachedTransport:
     # -- signals, detach and shutdown ----------------------------------------------------
 
     def signal_group(self, sig: int) -> None:
-        """Send ``sig`` to the body's process group (see :func:`_signal_group`)."""
+        """Send ``sig`` to the body's process group, its sandbox spared (see
+        :func:`_signal_group`)."""
         if self._pid is not None:
             _signal_group(self._pid, self._started, sig)
 
@@ -568,15 +570,13 @@ def _signal_group(pid: int, started: int | None, sig: int) -> bool:
     """Send ``sig`` to the process group of the wrapper ``pid`` started at ``started``:
     while it runs, and after it ended too (to what its CLI left in the group), never
     once ``pid`` is another process's (a group's id stays taken while any member
-    lives, so a reused pid means that our group is empty). True when sent."""
+    lives, so a reused pid means that our group is empty). True when sent. Any signal
+    but SIGKILL spares the wrapper (it traps them) and the sandbox around the CLI
+    (see :func:`~chorus.bodies._group.signal_members`): the CLI's own end ends them."""
     now = start_time(pid)
     if started is None or (now is not None and now != started):
         return False
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+    return signal_members(pid, sig, spare=(pid,))
 
 
 def end_detached(run_dir: Path, grace: float = 3.0) -> bool:
