@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,21 @@ async def test_end_detached_lets_the_cli_finish_its_cleanup(tmp_path: Path) -> N
     await transport.detach()
     assert await asyncio.to_thread(end_detached, tmp_path / "run")
     assert (work / "cleaned").read_text() == str(int(signal.SIGTERM))
+    await transport.close()
+
+
+@needs_bwrap
+async def test_a_body_with_no_owner_lets_its_cli_finish_its_cleanup(tmp_path: Path) -> None:
+    """The wrapper's orphan watch ends a body no process reads (its owner gone) the
+    same way: TERM to the CLI, not to its sandbox."""
+    spec, work = _sandboxed(tmp_path, AGENT)
+    transport = DetachedTransport(replace(spec, orphan_timeout=1), tmp_path / "run")
+    await transport.start()
+    await _ready(transport)
+    (tmp_path / "run" / "owner").write_text("")  # as if its owner were gone
+    assert await transport.wait(20) == 0
+    assert (work / "cleaned").read_text() == str(int(signal.SIGTERM))
+    assert "no owner for 1s" in (tmp_path / "run" / "stderr").read_text()
     await transport.close()
 
 

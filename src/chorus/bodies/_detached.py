@@ -50,16 +50,30 @@ from chorus.bodies._transport import AgentTransport, ProcessTransport, RawTap, S
 from chorus.bodies._wake import FileWake
 from chorus.config import body_umask
 
+#: TERM to the wrapper's group (the orphan watch's first step) as
+#: :func:`~chorus.bodies._group.signal_members` sends it: not to the wrapper, nor to
+#: the sandbox around the CLI (a process running the ``bwrap`` binary; its ``comm``
+#: where its ``exe`` cannot be read), which would die of it and the CLI be killed in
+#: its cleanup. Without ``/proc``: to the whole group.
+_TERM = (
+    'term() { [ -d "/proc/$$" ] || { kill -TERM 0; return; }; bw=$(command -v bwrap); '
+    'for d in /proc/[0-9]*; do p=${d#/proc/}; l=; read -r l <"$d/stat" || continue; '
+    'set -- ${l##*)}; { [ "$3" = "$$" ] && [ "$p" != "$$" ]; } || continue; c=; '
+    'if [ -e "$d/exe" ]; then [ -n "$bw" ] && [ "$d/exe" -ef "$bw" ] && continue; '
+    'else read -r c <"$d/comm"; [ "$c" = bwrap ] && continue; fi; kill -TERM "$p"; '
+    "done; }; "
+)
 #: The orphan watch (a background function of the wrapper, in its group): every
 #: ``$tick`` seconds it checks that the process named in the ``owner`` file (the one
 #: reading the body, our process) lives; after ``$lim`` seconds with none it ends the
-#: body (TERM to the group, KILL 5 s later). It ignores the signals sent to the group.
+#: body (TERM to the CLI, see ``_TERM``; KILL to the group 5 s later). It ignores the
+#: signals sent to the group.
 _WATCH = (
-    'watch() { trap "" TERM INT HUP; left=$lim; while sleep "$tick"; do o=; '
+    f'{_TERM}watch() {{ trap "" TERM INT HUP; left=$lim; while sleep "$tick"; do o=; '
     'read -r o <"$own"; if [ -n "$o" ] && kill -0 "$o"; then left=$lim; '
     "else left=$((left - tick)); fi; if [ $left -le 0 ]; then "
     'echo "chorus: no owner for ${lim}s; the body was ended" >>"$err"; '
-    "kill -TERM 0; sleep 5; kill -KILL 0; fi; done; }; "
+    "term; sleep 5; kill -KILL 0; fi; done; }; "
 )
 #: The wrapper: hold the FIFO open read-write on fd 3, start the orphan watch (when
 #: ``$lim`` > 0), run the CLI with the FIFO as stdin and the files as stdout/stderr,
