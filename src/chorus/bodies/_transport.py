@@ -340,10 +340,10 @@ class ProcessTransport:
         self._pgid = None
 
     def signal_group(self, sig: int) -> None:
-        """Send ``sig`` to the process group (Gemini ignores it on the launcher alone),
-        but for SIGKILL not to the sandbox around the CLI (bubblewrap, the leader of a
-        sandboxed body, would die of it and its group be killed): the CLI's own end
-        ends the sandbox (see :func:`~chorus.bodies._group.signal_members`)."""
+        """Send ``sig`` to the process group (Gemini ignores it on the launcher alone).
+        Any signal but SIGKILL skips the sandbox around the CLI (bubblewrap, a sandboxed
+        body's leader, would die of it, and the group be killed with it): the CLI's own
+        end ends the sandbox (see :func:`~chorus.bodies._group.signal_members`)."""
         if self._proc is None or self._proc.returncode is not None:
             return
         signal_members(self._proc.pid, sig)
