@@ -33,6 +33,7 @@ from chorus.bodies._detached import (
 )
 from chorus.bodies._detached import start_time as process_start_time
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
+from chorus.bodies._group import signal_members
 from chorus.bodies._lifecycle import TRANSITIONS as BODY_TRANSITIONS
 from chorus.bodies._lifecycle import (
     TURN_STATES,
@@ -119,5 +120,6 @@ __all__ = [
     "replay_codecs",
     "rule_callback",
     "session_token",
+    "signal_members",
     "token_channel",
 ]

@@ -45,20 +45,35 @@ from chorus._errors import BodyCrashedError, BodyTimeoutError, LineTooLongError
 from chorus._libc import libc_with
 from chorus._procs import start_time as start_time
 from chorus.bodies._framing import LineFramer
+from chorus.bodies._group import signal_members
 from chorus.bodies._transport import AgentTransport, ProcessTransport, RawTap, SpawnSpec
 from chorus.bodies._wake import FileWake
 from chorus.config import body_umask
 
+#: TERM to the wrapper's group (the orphan watch's first step) as
+#: :func:`~chorus.bodies._group.signal_members` sends it: not to the wrapper, nor to
+#: the sandbox around the CLI (a process running the ``bwrap`` binary; its ``comm``
+#: where its ``exe`` cannot be read), which would die of it and the CLI be killed in
+#: its cleanup. Without ``/proc``: to the whole group.
+_TERM = (
+    'term() { [ -d "/proc/$$" ] || { kill -TERM 0; return; }; bw=$(command -v bwrap); '
+    'for d in /proc/[0-9]*; do p=${d#/proc/}; l=; read -r l <"$d/stat" || continue; '
+    'set -- ${l##*)}; { [ "$3" = "$$" ] && [ "$p" != "$$" ]; } || continue; c=; '
+    'if [ -e "$d/exe" ]; then [ -n "$bw" ] && [ "$d/exe" -ef "$bw" ] && continue; '
+    'else read -r c <"$d/comm"; [ "$c" = bwrap ] && continue; fi; kill -TERM "$p"; '
+    "done; }; "
+)
 #: The orphan watch (a background function of the wrapper, in its group): every
 #: ``$tick`` seconds it checks that the process named in the ``owner`` file (the one
 #: reading the body, our process) lives; after ``$lim`` seconds with none it ends the
-#: body (TERM to the group, KILL 5 s later). It ignores the signals sent to the group.
+#: body (TERM to the CLI, see ``_TERM``; KILL to the group 5 s later). It ignores the
+#: signals sent to the group.
 _WATCH = (
-    'watch() { trap "" TERM INT HUP; left=$lim; while sleep "$tick"; do o=; '
+    f'{_TERM}watch() {{ trap "" TERM INT HUP; left=$lim; while sleep "$tick"; do o=; '
     'read -r o <"$own"; if [ -n "$o" ] && kill -0 "$o"; then left=$lim; '
     "else left=$((left - tick)); fi; if [ $left -le 0 ]; then "
     'echo "chorus: no owner for ${lim}s; the body was ended" >>"$err"; '
-    "kill -TERM 0; sleep 5; kill -KILL 0; fi; done; }; "
+    "term; sleep 5; kill -KILL 0; fi; done; }; "
 )
 #: The wrapper: hold the FIFO open read-write on fd 3, start the orphan watch (when
 #: ``$lim`` > 0), run the CLI with the FIFO as stdin and the files as stdout/stderr,
@@ -491,7 +506,8 @@ class DetachedTransport:
     # -- signals, detach and shutdown ----------------------------------------------------
 
     def signal_group(self, sig: int) -> None:
-        """Send ``sig`` to the body's process group (see :func:`_signal_group`)."""
+        """Send ``sig`` to the body's process group, its sandbox spared (see
+        :func:`_signal_group`)."""
         if self._pid is not None:
             _signal_group(self._pid, self._started, sig)
 
@@ -568,15 +584,13 @@ def _signal_group(pid: int, started: int | None, sig: int) -> bool:
     """Send ``sig`` to the process group of the wrapper ``pid`` started at ``started``:
     while it runs, and after it ended too (to what its CLI left in the group), never
     once ``pid`` is another process's (a group's id stays taken while any member
-    lives, so a reused pid means that our group is empty). True when sent."""
+    lives, so a reused pid means that our group is empty). True when sent. Any signal
+    but SIGKILL spares the wrapper (it traps them) and the sandbox around the CLI
+    (see :func:`~chorus.bodies._group.signal_members`): the CLI's own end ends them."""
     now = start_time(pid)
     if started is None or (now is not None and now != started):
         return False
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
+    return signal_members(pid, sig, spare=(pid,))
 
 
 def end_detached(run_dir: Path, grace: float = 3.0) -> bool:

@@ -5,8 +5,9 @@ never decides what to write (that is the session's). Stdout and stderr are read
 concurrently; stderr is kept as a bounded tail for error messages.
 
 Shutdown is bounded and escalating: close stdin, wait, SIGTERM the process
-group, wait, SIGKILL the group, reap. Every step has a timeout. When the
-leader exits, by itself or not, whatever is left in its group is killed.
+group (but the sandbox around the CLI, which ends with it), wait, SIGKILL the
+group, reap. Every step has a timeout. When the leader exits, by itself or not,
+whatever is left in its group is killed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Protocol
 
 from chorus._errors import BodyCrashedError, LineTooLongError
 from chorus.bodies._framing import MAX_LINE_BYTES, LineFramer
+from chorus.bodies._group import signal_members
 from chorus.config import body_umask
 
 #: Called with ("stdout" | "stderr" | "stdin", line) for every line moved.
@@ -338,11 +340,13 @@ class ProcessTransport:
         self._pgid = None
 
     def signal_group(self, sig: int) -> None:
-        """Send ``sig`` to the process group (Gemini ignores it on the launcher alone)."""
+        """Send ``sig`` to the process group (Gemini ignores it on the launcher alone).
+        Any signal but SIGKILL skips the sandbox around the CLI (bubblewrap, a sandboxed
+        body's leader, would die of it, and the group be killed with it): the CLI's own
+        end ends the sandbox (see :func:`~chorus.bodies._group.signal_members`)."""
         if self._proc is None or self._proc.returncode is not None:
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._proc.pid, sig)
+        signal_members(self._proc.pid, sig)
 
     async def close(self, *, grace: float = 2.0, term_wait: float = 3.0) -> int | None:
         """Close stdin, then SIGTERM, then SIGKILL the group, each after a bounded wait."""

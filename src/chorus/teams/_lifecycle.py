@@ -10,11 +10,10 @@ system reused since is never signalled.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 from abc import ABC, abstractmethod
 
+from chorus.bodies import signal_members
 from chorus.session import start_time
 
 #: (step, seconds to wait for the job to end after it); in order.
@@ -71,10 +70,9 @@ async def _do(port: StopPort, job_id: str, step: str) -> None:
 
 
 def signal_group(pgid: int, started: int | None, sig: signal.Signals) -> bool:
-    """Signal the process group if it is still the one started then; True if sent."""
+    """Signal the process group if it is still the one started then; True if sent.
+    SIGTERM spares the sandbox around the CLI (which would die of it, and its group
+    with it, the CLI SIGKILLed in its cleanup): the CLI's own end ends it."""
     if pgid <= 1 or (started is not None and start_time(pgid) != started):
         return False
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-        return True
-    return False
+    return signal_members(pgid, sig)
