@@ -30,6 +30,7 @@ from chorus.client import DaemonClient, DaemonLostError, NotRunningError
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
     from typing import Any
 
@@ -198,22 +199,37 @@ def follow(client: DaemonClient, job_id: str, printer: Printer) -> None:
         try:
             _print_stream(client, job_id, printer)
             return
-        except (ConnectionResetError, BrokenPipeError) as exc:
+        except _StreamCutError as cut:
             if not left:
+                exc = cut.__cause__
                 raise DaemonLostError(f"lost the daemon: {exc}; the job may go on") from exc
             time.sleep(RECONNECT_PAUSE_S)
+
+
+class _StreamCutError(Exception):
+    """The daemon cut the stream (its cause says how); a closed stdout is not this."""
 
 
 def _print_stream(client: DaemonClient, job_id: str, printer: Printer) -> None:
     """One stream of the job's events, printed until its end or the job's."""
     lines = client.event_lines(job_id, from_seq=printer.last_seq + 1)
     try:
-        for line in lines:
+        for line in _uncut(lines):
             printer.feed(line)
             if printer.ended is not None:
                 return
     finally:
         lines.close()  # the connection too, at once
+
+
+def _uncut(lines: Iterator[str]) -> Iterator[str]:
+    """``lines``, with a reset or broken connection said as :class:`_StreamCutError`
+    (a closed stdout, raised where a line is printed, stays a ``BrokenPipeError``:
+    the command ends quietly with 141, as a piped shell tool does)."""
+    try:
+        yield from lines
+    except (ConnectionResetError, BrokenPipeError) as exc:
+        raise _StreamCutError from exc
 
 
 def _stream_to_end(client: DaemonClient, job_id: str, printer: Printer) -> int:
