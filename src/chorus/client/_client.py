@@ -165,14 +165,18 @@ class DaemonClient:
     def send(self, method: str, path: str, body: Any = None) -> Connection:
         """A request on its way; :meth:`receive` reads its answer (``json`` loads
         meanwhile, while the daemon works on it)."""
+        conn = self._sent(method, path, body)
+        import json  # noqa: F401  (loads now, while the daemon answers; decode uses it)
+
+        return conn
+
+    def _sent(self, method: str, path: str, body: Any = None) -> Connection:
         conn = self._open(self.timeout)
         try:
             conn.request(method, path, None if body is None else dumps(body).encode())
         except OSError as exc:
             conn.close()
             raise DaemonError(f"daemon request failed: {exc}") from exc
-        import json  # noqa: F401  (loads now, while the daemon answers; decode uses it)
-
         return conn
 
     def receive(self, conn: Connection) -> tuple[int, bytes]:
@@ -194,11 +198,13 @@ class DaemonClient:
         conns: list[Connection] = []
         try:
             for method, path in requests:
-                conns.append(self.send(method, path))
+                conns.append(self._sent(method, path))
         except BaseException:
             for conn in conns:
                 conn.close()
             raise
+        import json  # noqa: F401  (loads now, while the daemon answers; decode uses it)
+
         return [decode(*self.receive(conn)) for conn in conns]
 
     # -- jobs ----------------------------------------------------------------------
