@@ -164,6 +164,17 @@ def test_ask_json_sends_before_loading_anything_heavy_and_ends_at_the_job_end(
     assert loaded(tmp_path, NOT_BEFORE_SEND) == []
 
 
+@pytest.mark.parametrize("fmt", ["text", "events"])
+def test_the_other_formats_send_before_loading_their_renderer(
+    fake: list[FakeDaemon], tmp_path: Path, fmt: str
+) -> None:
+    serve(fake, events())
+    code, out, err = ask(tmp_path, "hi", "--format", fmt)
+    assert code == 0, err
+    assert "000001" in out
+    assert loaded(tmp_path, NOT_BEFORE_SEND) == []
+
+
 def test_the_listing_sees_a_module_loaded_before_the_send(
     fake: list[FakeDaemon], tmp_path: Path
 ) -> None:

@@ -312,9 +312,10 @@ def ask(prompt: str, opts: dict[str, Any], fmt: str | None = None, as_json: bool
     from chorus.cli._stdin import job_prompt
 
     prompt = job_prompt(prompt)
-    printer = Printer(pick_format(fmt, as_json))
+    fmt = pick_format(fmt, as_json)  # a bad one is refused before the job is sent
     client = DaemonClient()
     job = submit(prompt, opts)
+    printer = Printer(fmt)  # the renderer loads once the job is on its way
     if printer.fmt == "text":
         note(f"job {job['id'][:12]} queued")
     try:
