@@ -17,6 +17,12 @@ home) to idle``: the same for a daemon a request started (``start_daemon()``, as
 ``chorus ask`` does when none runs), which does not warm up. The machine's load
 (``uptime``) is printed too: wall times on a busy machine say little, CPU times more.
 
+``ask --json: spawn to request`` is the time from spawning ``chorus ask hi --json`` to its
+``POST /jobs`` arriving on the socket, and ``ask --json: end to exit`` the time from the
+job's last event (``job_ended``) being sent to the process's exit; both against a fake
+daemon in this process (a unix socket server that answers the job at once and, like the
+daemon, ends the event stream ``--end-lag-ms`` after the job's end).
+
 Byte code is cached for the runs (in a temporary ``PYTHONPYCACHEPREFIX``), as an
 installed Chorus has it, even where the environment sets ``PYTHONDONTWRITEBYTECODE``
 (then every module is compiled at every start: ``--as-is`` measures that).
@@ -26,13 +32,17 @@ Compare another checkout with ``PYTHONPATH=/that/src python bench/bench_cli.py``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -219,6 +229,103 @@ def read_commands(runs: int, floor: tuple[float, float], base: dict[str, str]) -
     return lines
 
 
+class FakeDaemon:
+    """Answers ``POST /jobs`` with a job and ``GET /jobs/j1/events`` with its events
+    (a chunked SSE stream ended ``lag`` seconds after ``job_ended``), noting when the
+    job's request arrived and when its last event went out."""
+
+    JOB = {"id": "j1", "state": "queued", "session_id": "s1", "prompt": "hi"}
+
+    def __init__(self, path: Path, lag: float) -> None:
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen(16)
+        self.lag = lag
+        self.arrived = self.ended = 0.0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with conn, contextlib.suppress(OSError):  # a client gone at the job's end
+                self._answer(conn)
+
+    def _answer(self, conn: socket.socket) -> None:
+        head = conn.recv(65536)
+        if head.startswith(b"POST /jobs "):
+            self.arrived = time.perf_counter()
+            body = json.dumps(self.JOB).encode()
+            conn.sendall(
+                b"HTTP/1.1 201 Created\r\ncontent-type: application/json\r\n"
+                + f"content-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            return
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        for seq, event in enumerate(
+            (
+                {"type": "job_started"},
+                {"type": "text", "text": "hi"},
+                {"type": "job_ended", "state": "succeeded"},
+            ),
+            1,
+        ):
+            line = f"data: {json.dumps({'seq': seq, 'job_id': 'j1', **event})}\n\n".encode()
+            conn.sendall(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+        self.ended = time.perf_counter()
+        time.sleep(self.lag)
+        conn.sendall(b"0\r\n\r\n")
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def ask_once(env: dict[str, str], fake: FakeDaemon) -> tuple[float, float]:
+    """One ``chorus ask hi --json``: (spawn to request on the socket, end to exit)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        chorus("ask", "hi", "--json"),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    _, status, _ = os.wait4(proc.pid, 0)
+    done = time.perf_counter()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"chorus ask failed: {proc.stderr.read().decode()[-500:]}")
+    return fake.arrived - start, done - fake.ended
+
+
+def ask_figures(
+    runs: int, floor: tuple[float, float], base: dict[str, str], lag: float
+) -> list[str]:
+    """``chorus ask --json`` against :class:`FakeDaemon`: spawn to request, end to exit."""
+    with tempfile.TemporaryDirectory(prefix="chorus-bench-ask-") as tmp:
+        env = {**base, "CHORUS_HOME": str(Path(tmp) / "home")}
+        Path(tmp, "home", "run").mkdir(parents=True)
+        fake = FakeDaemon(Path(tmp, "home", "run", "chorus.sock"), lag)
+        try:
+            ask_once(env, fake)
+            figures = [ask_once(env, fake) for _ in range(runs)]
+        finally:
+            fake.close()
+    to_request = statistics.median(f[0] for f in figures)
+    to_exit = statistics.median(f[1] for f in figures)
+    return [
+        f"{'ask --json: spawn to request':<28} wall {to_request * 1000:7.1f} ms"
+        f" ({to_request / floor[0]:5.1f}x)",
+        f"{'ask --json: end to exit':<28} wall {to_exit * 1000:7.1f} ms"
+        f" (stream ended {lag * 1000:.0f} ms after the job)",
+    ]
+
+
 def bench_env(prefix: Path, as_is: bool) -> dict[str, str]:
     """The commands' environment: with byte code cached (as an installed Chorus has it)
     in a folder of its own, so the tree is not written to, unless ``as_is``."""
@@ -235,6 +342,15 @@ def main() -> None:
     parser.add_argument("--start-runs", type=int, default=5)
     parser.add_argument("--start-only", action="store_true", help="Only start-to-ready.")
     parser.add_argument(
+        "--no-start", action="store_true", help="Leave out the start-to-ready figures."
+    )
+    parser.add_argument(
+        "--end-lag-ms",
+        type=float,
+        default=10.0,
+        help="The fake daemon ends a job's event stream this long after its last event.",
+    )
+    parser.add_argument(
         "--as-is",
         action="store_true",
         help="Keep the environment's PYTHONDONTWRITEBYTECODE (every module compiled at "
@@ -249,7 +365,11 @@ def main() -> None:
         floor = sample(args.runs, lambda: timed([PY, "-c", "pass"], env))
         lines = [row("python -c pass", floor, floor)]
         if not args.start_only:
+            lines += ask_figures(args.runs, floor, env, args.end_lag_ms / 1000)
             lines += read_commands(args.runs, floor, env)
+        if args.no_start:
+            print("\n".join(lines))
+            return
         ready, idle = sample_start(args.start_runs, env)
         lines.append(row("start (fresh home) to ready", ready, floor) + f"  [{RANGES[0]}]")
         lines.append(row("start (fresh home) to idle", idle, floor) + f"  [{RANGES[1]}]")

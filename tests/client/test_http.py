@@ -3,15 +3,18 @@ connection, and a clear error for an answer that is not HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import socket
 import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from chorus.client import DaemonClient, DaemonError
-from chorus.client._http import ProtocolError, Response
+from chorus.client._http import Connection, ProtocolError, Response
 
 
 def response(raw: bytes) -> Response:
@@ -86,3 +89,62 @@ def test_a_socket_that_answers_garbage_is_a_clear_daemon_error(chorus_home: Path
     finally:
         thread.join(timeout=30)
         listener.close()
+
+
+ResponseOf = Callable[[list[bytes]], Response]
+
+
+@pytest.fixture
+def socket_response() -> Iterator[ResponseOf]:
+    """A response read off a real socket, its bytes arriving in pieces."""
+    conns: list[Connection] = []
+
+    def make(pieces: list[bytes]) -> Response:
+        ours, theirs = socket.socketpair()
+        conns.append(Connection("unused", 5))
+        conns[-1].sock = ours
+        ours.settimeout(5)
+        threading.Thread(target=_send, args=(theirs, pieces), daemon=True).start()
+        return conns[-1].getresponse()
+
+    yield make
+    for conn in conns:
+        conn.close()
+
+
+def _send(sock: socket.socket, pieces: list[bytes]) -> None:
+    with sock, contextlib.suppress(OSError):  # the reader may stop early
+        for piece in pieces:
+            sock.sendall(piece)
+            time.sleep(0.005)
+
+
+def test_a_response_off_a_socket_in_small_pieces_reads_whole(socket_response: ResponseOf) -> None:
+    raw = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"7\r\ndata: {\r\n4;ext=1\r\n}\n\n:\r\n6\r\n ping\n\r\n0\r\n\r\n"
+    )
+    resp = socket_response([raw[i : i + 3] for i in range(0, len(raw), 3)])
+    assert resp.status == 200
+    assert [resp.readline() for _ in range(4)] == [b"data: {}\n", b"\n", b": ping\n", b""]
+
+
+def test_a_body_off_a_socket_by_length_leaves_what_follows(socket_response: ResponseOf) -> None:
+    resp = socket_response([b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhel", b"lo, more"])
+    assert resp.read() == b"hello"
+
+
+def test_a_line_off_a_socket_too_long_is_a_protocol_error(socket_response: ResponseOf) -> None:
+    with pytest.raises(ProtocolError, match="header line too long"):
+        socket_response([b"HTTP/1.1 200 OK\r\nX: ", b"y" * 70000, b"\r\n\r\n"])
+
+
+def test_a_silent_socket_times_out() -> None:
+    ours, theirs = socket.socketpair()
+    conn = Connection("unused", 0.05)
+    conn.sock = ours
+    ours.settimeout(0.05)
+    with theirs:
+        with pytest.raises(TimeoutError):
+            conn.getresponse()
+        conn.close()

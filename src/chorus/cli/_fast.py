@@ -10,14 +10,13 @@ the same runner (:data:`RUN`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from chorus._errors import UserError
 
 #: ``typing`` is not imported at run time: it costs the fast path milliseconds.
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 _JOB_OPTIONS = {

@@ -11,28 +11,31 @@ which return the exit code: 0 succeeded, 1 failed, 2 bad input, 3 cancelled.
 event, text streamed as it arrives; the default on a terminal), ``text`` (only
 the final answer on stdout, notes on stderr; the default when piped) and
 ``json`` (the events as JSON lines, also ``--json``).
+
+What a command needs only after its request is sent (``json``, the renderer) loads
+then, while the daemon answers: ``--json`` passes the daemon's event lines through
+as they are, and reads only the job's last one (``job_ended``), to stop there.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
 from chorus._errors import ChorusError, UserError
-from chorus.cli._render import Renderer, plain_writer, rich_writer
-from chorus.cli._stdin import job_prompt
 from chorus.client import DaemonClient, DaemonLostError, NotRunningError
 
 #: ``typing`` is not imported at run time: it costs the fast path milliseconds.
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
     from typing import Any
 
     from chorus.cli._progress import StatusLine
+    from chorus.cli._render import Renderer
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_CANCELLED = 0, 1, 2, 3
 FORMATS = ("text", "events", "json")
@@ -97,11 +100,19 @@ class Printer:
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
         self.ended: dict[str, Any] | None = None
-        self.last_seq = 0
+        self._seq = 0
+        self._unread = ""  # json: the last line passed through, its seq not read yet
         self._answer = Answer()
-        self._notes = Renderer(plain_writer(sys.stderr))
+        self._notes: Renderer | None = None
         self._renderer: Renderer | None = None
         self._status: StatusLine | None = None  # a live line on a terminal
+        if fmt != "json":
+            self._renderers(fmt)
+
+    def _renderers(self, fmt: str) -> None:
+        from chorus.cli._render import Renderer, plain_writer, rich_writer
+
+        self._notes = Renderer(plain_writer(sys.stderr))
         if fmt == "events" and _tty():
             from chorus.cli._progress import StatusLine
 
@@ -111,25 +122,50 @@ class Printer:
         elif fmt == "events":
             self._renderer = Renderer(plain_writer())
 
-    def feed(self, line: str) -> None:
-        event = json.loads(line)
-        self.last_seq = max(self.last_seq, int(event.get("seq") or 0))
+    @property
+    def last_seq(self) -> int:
+        """The highest seq printed (a stream taken up again starts after it)."""
+        if self._unread:
+            self._see(_loads(self._unread))
+            self._unread = ""
+        return self._seq
+
+    @last_seq.setter
+    def last_seq(self, seq: int) -> None:
+        self._seq, self._unread = seq, ""
+
+    def _see(self, event: dict[str, Any]) -> None:
+        self._seq = max(self._seq, int(event.get("seq") or 0))
         if event.get("type") == "job_ended":
             self.ended = event
+
+    def feed(self, line: str) -> None:
         if self.fmt == "json":
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
-        elif self._renderer is not None:
+            self._pass(line)
+            return
+        event = _loads(line)
+        self._see(event)
+        if self._renderer is not None:
             if self._status is not None:
                 self._status.see(event)
             self._renderer.feed(event)
         else:
             self._text(event)
 
+    def _pass(self, line: str) -> None:
+        """``--json``: the daemon's line as it is; read only when it may be the end."""
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        self._unread = line
+        if '"job_ended"' in line:
+            self._see(_loads(line))
+
     def _text(self, event: dict[str, Any]) -> None:
         self._answer.feed(event)
         ended = event.get("type") == "job_ended"
-        if event.get("type") in _NOTES or (ended and event.get("state") != "succeeded"):
+        if self._notes is not None and (
+            event.get("type") in _NOTES or (ended and event.get("state") != "succeeded")
+        ):
             self._notes.feed(event)
 
     def finish(self) -> None:
@@ -144,23 +180,56 @@ class Printer:
                 sys.stdout.flush()
 
 
+def _loads(line: str) -> Any:
+    import json
+
+    return json.loads(line)
+
+
 #: How often a stream the daemon cut by going away is taken up again, and the pause.
 RECONNECTS, RECONNECT_PAUSE_S = 3, 0.5
 
 
 def follow(client: DaemonClient, job_id: str, printer: Printer) -> None:
-    """Print the job's events from the printer's last seq until the job ends. A stream
+    """Print the job's events from the printer's last seq until the job ends: its last
+    event printed, it returns without waiting for the stream's own end. A stream
     cut because the daemon went away (a crash, a restart) is taken up again from the
     last seq printed, on the daemon in its place (started if need be)."""
     for left in range(RECONNECTS, -1, -1):
         try:
-            for line in client.event_lines(job_id, from_seq=printer.last_seq + 1):
-                printer.feed(line)
+            _print_stream(client, job_id, printer)
             return
-        except (ConnectionResetError, BrokenPipeError) as exc:
+        except _StreamCutError as cut:
             if not left:
+                exc = cut.__cause__
                 raise DaemonLostError(f"lost the daemon: {exc}; the job may go on") from exc
             time.sleep(RECONNECT_PAUSE_S)
+
+
+class _StreamCutError(Exception):
+    """The daemon cut the stream (its cause says how); a closed stdout is not this."""
+
+
+def _print_stream(client: DaemonClient, job_id: str, printer: Printer) -> None:
+    """One stream of the job's events, printed until its end or the job's."""
+    lines = client.event_lines(job_id, from_seq=printer.last_seq + 1)
+    try:
+        for line in _uncut(lines):
+            printer.feed(line)
+            if printer.ended is not None:
+                return
+    finally:
+        lines.close()  # the connection too, at once
+
+
+def _uncut(lines: Iterator[str]) -> Iterator[str]:
+    """``lines``, with a reset or broken connection said as :class:`_StreamCutError`
+    (a closed stdout, raised where a line is printed, stays a ``BrokenPipeError``:
+    the command ends quietly with 141, as a piped shell tool does)."""
+    try:
+        yield from lines
+    except (ConnectionResetError, BrokenPipeError) as exc:
+        raise _StreamCutError from exc
 
 
 def _stream_to_end(client: DaemonClient, job_id: str, printer: Printer) -> int:
@@ -171,6 +240,12 @@ def _stream_to_end(client: DaemonClient, job_id: str, printer: Printer) -> int:
     if printer.ended is None:
         note(f"the stream ended before job {job_id} did; follow it with `chorus watch {job_id}`")
     return exit_code(printer.ended)
+
+
+def _dumps(value: Any, **options: Any) -> str:
+    import json
+
+    return json.dumps(value, **options)
 
 
 def note(message: str) -> None:
@@ -234,10 +309,13 @@ def _check_framework(request: dict[str, Any]) -> None:
 
 
 def ask(prompt: str, opts: dict[str, Any], fmt: str | None = None, as_json: bool = False) -> int:
+    from chorus.cli._stdin import job_prompt
+
     prompt = job_prompt(prompt)
-    printer = Printer(pick_format(fmt, as_json))
+    fmt = pick_format(fmt, as_json)  # a bad one is refused before the job is sent
     client = DaemonClient()
     job = submit(prompt, opts)
+    printer = Printer(fmt)  # the renderer loads once the job is on its way
     if printer.fmt == "text":
         note(f"job {job['id'][:12]} queued")
     try:
@@ -248,8 +326,10 @@ def ask(prompt: str, opts: dict[str, Any], fmt: str | None = None, as_json: bool
 
 
 def task(prompt: str, opts: dict[str, Any], as_json: bool = False) -> int:
+    from chorus.cli._stdin import job_prompt
+
     job = submit(job_prompt(prompt), opts)
-    print(json.dumps(job) if as_json else job["id"])
+    print(_dumps(job) if as_json else job["id"])
     return EXIT_OK
 
 
@@ -283,7 +363,7 @@ def steer(job_id: str, text: str, as_json: bool = False) -> int:
             raise UserError(f"unknown job {job_id!r}") from None
         answer = DaemonClient().steer(job_id, text)
     if as_json:
-        print(json.dumps(answer))
+        print(_dumps(answer))
         return EXIT_OK
     how = {
         "native": "steered into the running turn",
@@ -306,7 +386,7 @@ def jobs(state: str | None = None, as_json: bool = False) -> int:
     except NotRunningError:
         rows = _stored_jobs(state)
     if as_json:
-        print(json.dumps(rows))
+        print(_dumps(rows))
         return EXIT_OK
     if not rows:
         print("no jobs" + (f" in state {state}" if state else ""))
@@ -363,7 +443,7 @@ def sessions_list(limit: int = 50, as_json: bool = False) -> int:
     newest 100), else (or for more) from the log itself."""
     rows = _sessions(limit)
     if as_json:
-        print(json.dumps(rows, ensure_ascii=False))
+        print(_dumps(rows, ensure_ascii=False))
         return EXIT_OK
     from chorus.cli._render import session_table
 
@@ -448,7 +528,7 @@ def start(as_json: bool = False) -> int:
     gateway = gateway if isinstance(gateway, dict) else {}
     if as_json:
         tcp = {"gateway_tcp": gateway.get("tcp"), "gateway_tcp_error": gateway.get("tcp_error")}
-        print(json.dumps({"pid": pid, **tcp}))
+        print(_dumps({"pid": pid, **tcp}))
         return EXIT_OK
     print(f"daemon running (pid {pid})")
     if gateway.get("tcp_error"):  # the unix socket works; remote brains cannot connect
@@ -473,7 +553,7 @@ def stop(cancel_jobs: bool = False, keep_bodies: bool = False, as_json: bool = F
     ended = 0 if keep_bodies else end_bodies_left()
     if as_json:
         out = {"stopped": stopped, "left": left, "cancelled": cancelled, "ended_bodies": ended}
-        print(json.dumps({**out, "kept_bodies": keep_bodies and stopped}))
+        print(_dumps({**out, "kept_bodies": keep_bodies and stopped}))
         return EXIT_OK
     print("\n".join(_stop_lines(stopped, keep_bodies, ended, left, cancelled)))
     return EXIT_OK
@@ -537,20 +617,20 @@ def _open_jobs(client: DaemonClient, ids: list[str]) -> list[str]:
 def interrupt(job_id: str, as_json: bool = False) -> int:
     """Interrupt a running job (or cancel a queued one)."""
     answer = DaemonClient().interrupt(job_id)
-    print(json.dumps(answer) if as_json else answer["result"])
+    print(_dumps(answer) if as_json else answer["result"])
     return EXIT_OK
 
 
 def status(as_json: bool = False) -> int:
     client = DaemonClient(autostart=False)
-    try:
-        data = client.status()
+    try:  # both asked at once: one wait for the daemon instead of two
+        data, gateway = client.call_all(("GET", "/status"), ("GET", "/gateway/status"))
     except NotRunningError:
         return _status_from_log(as_json)
     data["daemon"] = "running"
-    data["gateway"] = client.call("GET", "/gateway/status")
+    data["gateway"] = gateway
     if as_json:
-        print(json.dumps(data, indent=2))
+        print(_dumps(data, indent=2))
         return EXIT_OK
     print("\n".join(status_lines(data, time.time())))
     return EXIT_OK
@@ -562,7 +642,7 @@ def _status_from_log(as_json: bool) -> int:
 
     data = offline_status()
     if as_json:
-        print(json.dumps(data, indent=2))
+        print(_dumps(data, indent=2))
         return EXIT_OK
     counts = data["jobs"]
     jobs_line = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "none yet"

@@ -1,8 +1,10 @@
 """The client for the daemon's API: stdlib HTTP over the unix socket.
 
-It imports nothing heavier than ``socket`` and ``json`` (its HTTP is ``_http``) so that the
-everyday commands reach the socket fast; starting a daemon (which loads the
-config, pydantic and the daemon's own modules) happens only when none answers.
+It imports nothing heavier than ``_socket`` (its HTTP is ``_http``) before a request is
+sent, so that the everyday commands reach the socket fast: ``json`` loads while the
+daemon answers, ``pathlib`` and ``urllib`` only for what needs them; starting a daemon
+(which loads the config, pydantic and the daemon's own modules) happens only when
+none answers.
 
 Event streams are read without a read timeout of their own: the daemon writes
 an SSE comment (``: ping``) every few seconds, and a stream that stays silent
@@ -11,20 +13,19 @@ longer than ``stream_idle_s`` is taken as a lost daemon.
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Iterator
-from pathlib import Path
-from urllib.parse import quote, urlencode
 
 from chorus._errors import ChorusError, UserError
 from chorus.client._http import Connection, ProtocolError, Response
+from chorus.client._wire import dumps
 
 #: ``typing`` is not imported at run time: it costs the fast path milliseconds.
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from collections.abc import Generator, Iterator
+    from pathlib import Path
     from typing import Any
 
     from chorus.events import Event
@@ -52,8 +53,15 @@ class NotRunningError(DaemonError):
 def chorus_home() -> Path:
     """``$CHORUS_HOME`` (default ``~/.chorus``), without importing ``chorus.config``
     (which loads pydantic): the same rule as ``chorus.config.chorus_home``."""
+    from pathlib import Path
+
+    return Path(_home())
+
+
+def _home() -> str:
+    """:func:`chorus_home` as text (``pathlib`` costs a command its import)."""
     raw = os.environ.get("CHORUS_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".chorus"
+    return os.path.expanduser(raw) if raw else os.path.join(os.path.expanduser("~"), ".chorus")
 
 
 def socket_path() -> Path:
@@ -70,7 +78,7 @@ def stream_idle_s() -> float:
 
 def _connect(timeout: float | None) -> Connection:
     """A connected client, or :class:`NotRunningError` when nothing listens."""
-    conn = Connection(str(socket_path()), timeout)
+    conn = Connection(os.path.join(_home(), "run", "chorus.sock"), timeout)
     try:
         conn.connect()
     except OSError as exc:
@@ -95,6 +103,8 @@ def is_responding(timeout: float = 1.0) -> bool:
 
 def decode(status: int, raw: bytes) -> Any:
     """JSON body of a success; a typed error otherwise (4xx: the user's, 5xx: ours)."""
+    import json
+
     try:
         data = json.loads(raw) if raw else None
     except ValueError:
@@ -109,11 +119,27 @@ def decode(status: int, raw: bytes) -> Any:
 
 
 def _path(path: str, params: dict[str, str] | None) -> str:
-    return f"{path}?{urlencode(params)}" if params else path
+    if not params:
+        return path
+    return path + "?" + "&".join(f"{_quote(k)}={_quote(v)}" for k, v in params.items())
 
 
 def _job_path(job_id: str, tail: str = "") -> str:
-    return f"/jobs/{quote(job_id, safe='')}{tail}"
+    return f"/jobs/{_quote(job_id)}{tail}"
+
+
+#: What a URL carries as it is (RFC 3986's unreserved characters).
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _quote(text: str) -> str:
+    """``text`` as a path segment or query value: as it is when only unreserved
+    characters (a job id, a number), else quoted by ``urllib`` (loaded for that)."""
+    if _UNRESERVED.issuperset(text):
+        return text
+    from urllib.parse import quote
+
+    return quote(text, safe="")
 
 
 class DaemonClient:
@@ -134,9 +160,28 @@ class DaemonClient:
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
         """One request; returns the status and the raw body."""
+        return self.receive(self.send(method, path, body))
+
+    def send(self, method: str, path: str, body: Any = None) -> Connection:
+        """A request on its way; :meth:`receive` reads its answer (``json`` loads
+        meanwhile, while the daemon works on it)."""
+        conn = self._sent(method, path, body)
+        import json  # noqa: F401  (loads now, while the daemon answers; decode uses it)
+
+        return conn
+
+    def _sent(self, method: str, path: str, body: Any = None) -> Connection:
         conn = self._open(self.timeout)
         try:
-            conn.request(method, path, None if body is None else json.dumps(body).encode())
+            conn.request(method, path, None if body is None else dumps(body).encode())
+        except OSError as exc:
+            conn.close()
+            raise DaemonError(f"daemon request failed: {exc}") from exc
+        return conn
+
+    def receive(self, conn: Connection) -> tuple[int, bytes]:
+        """The status and raw body answering the request sent on ``conn``, which it closes."""
+        try:
             resp = conn.getresponse()
             return resp.status, resp.read()
         except (OSError, ProtocolError) as exc:
@@ -146,6 +191,21 @@ class DaemonClient:
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
         return decode(*self.request(method, path, body))
+
+    def call_all(self, *requests: tuple[str, str]) -> list[Any]:
+        """Several ``(method, path)`` requests sent at once, each on its own
+        connection, then their answers read in order (one wait instead of several)."""
+        conns: list[Connection] = []
+        try:
+            for method, path in requests:
+                conns.append(self._sent(method, path))
+        except BaseException:
+            for conn in conns:
+                conn.close()
+            raise
+        import json  # noqa: F401  (loads now, while the daemon answers; decode uses it)
+
+        return [decode(*self.receive(conn)) for conn in conns]
 
     # -- jobs ----------------------------------------------------------------------
 
@@ -171,7 +231,9 @@ class DaemonClient:
             )
         return dict(decode(status, raw))
 
-    def event_lines(self, job_id: str, *, from_seq: int = 1, follow: bool = True) -> Iterator[str]:
+    def event_lines(
+        self, job_id: str, *, from_seq: int = 1, follow: bool = True
+    ) -> Generator[str, None, None]:
         """The job's events as JSON text, one per item; with ``follow`` until it ends.
 
         No read timeout: a stream silent (no event, no ping) for ``stream_idle_s()``
@@ -181,6 +243,8 @@ class DaemonClient:
         conn = self._open(self.timeout)
         try:
             conn.request("GET", _path(_job_path(job_id, "/events"), params))
+            import json  # noqa: F401  (loads now, while the daemon answers)
+
             wait = max(idle, HEADERS_WAIT_S)  # a stopped daemon sends no headers either
             conn.settimeout(wait)
             resp = _stream_response(conn, wait)
@@ -219,11 +283,11 @@ class DaemonClient:
         return list(self.call("GET", "/sessions"))
 
     def session(self, session_id: str) -> dict[str, Any]:
-        return dict(self.call("GET", f"/sessions/{quote(session_id, safe='')}"))
+        return dict(self.call("GET", f"/sessions/{_quote(session_id)}"))
 
     def pause(self, session_id: str, *, drain_timeout: float = 600.0) -> None:
         """Stop new jobs of the session from starting, then wait until none runs."""
-        self.call("POST", f"/sessions/{quote(session_id, safe='')}/pause")
+        self.call("POST", f"/sessions/{_quote(session_id)}/pause")
         deadline = time.monotonic() + drain_timeout
         while self.session(session_id).get("busy"):
             if time.monotonic() > deadline:
@@ -232,7 +296,7 @@ class DaemonClient:
             time.sleep(0.1)
 
     def resume(self, session_id: str) -> None:
-        self.call("POST", f"/sessions/{quote(session_id, safe='')}/resume")
+        self.call("POST", f"/sessions/{_quote(session_id)}/resume")
 
     def status(self) -> dict[str, Any]:
         return dict(self.call("GET", "/status"))

@@ -4,17 +4,28 @@
 milliseconds on every ``chorus status``); the daemon's answers need much less: a
 status line, headers, and a body sized by ``Content-Length``, sent in chunks, or
 ended by the closed connection (every request says ``Connection: close``).
+
+It speaks through ``_socket`` itself and reads through its own small buffer:
+``socket`` would load ``enum`` and ``selectors`` before the request is sent.
 """
 
 from __future__ import annotations
 
-import socket
+import _socket
 
 #: ``typing`` is not imported at run time: it costs the fast path milliseconds.
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from io import BufferedReader as BinaryIO
+    from typing import Protocol
+
+    class BinaryIO(Protocol):
+        """What is read of the connection (an ``io.BufferedReader`` does too)."""
+
+        def readline(self, limit: int = -1, /) -> bytes: ...
+        def read(self, size: int = -1, /) -> bytes: ...
+        def read1(self, size: int = -1, /) -> bytes: ...
+
 
 #: The longest status or header line accepted, and the most header lines.
 MAX_LINE = 65536
@@ -31,10 +42,10 @@ class Connection:
     def __init__(self, path: str, timeout: float | None) -> None:
         self.path = path
         self.timeout = timeout
-        self.sock: socket.socket | None = None
+        self.sock: _socket.socket | None = None
 
     def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
             sock.connect(self.path)
@@ -54,17 +65,56 @@ class Connection:
         self._socket().settimeout(timeout)
 
     def getresponse(self) -> Response:
-        return Response(self._socket().makefile("rb"))
+        return Response(SocketReader(self._socket()))
 
     def close(self) -> None:
         if self.sock is not None:
             self.sock.close()
             self.sock = None
 
-    def _socket(self) -> socket.socket:
+    def _socket(self) -> _socket.socket:
         if self.sock is None:
             raise ProtocolError("not connected")
         return self.sock
+
+
+class SocketReader:
+    """What :class:`Response` reads of a connected socket: lines, and a length or
+    whatever has arrived, through one buffer (the read timeout is the socket's)."""
+
+    def __init__(self, sock: _socket.socket) -> None:
+        self._sock = sock
+        self._buffer = b""
+
+    def readline(self, limit: int = -1, /) -> bytes:
+        """Up to and with the next ``\\n`` (at most ``limit`` bytes; less at the end)."""
+        start = 0
+        while (end := self._buffer.find(b"\n", start)) < 0:
+            start = len(self._buffer)
+            if 0 <= limit <= start or not self._fill():
+                return self._take(limit if limit >= 0 else start)
+        return self._take(end + 1 if limit < 0 else min(end + 1, limit))
+
+    def read(self, size: int = -1, /) -> bytes:
+        """``size`` bytes (fewer only at the end); all until the end when negative."""
+        while (size < 0 or len(self._buffer) < size) and self._fill():
+            pass
+        return self._take(len(self._buffer) if size < 0 else size)
+
+    def read1(self, size: int = 65536, /) -> bytes:
+        """What is buffered or arrives in one receive, at most ``size`` bytes."""
+        if not self._buffer:
+            self._fill()
+        return self._take(size)
+
+    def _fill(self) -> bool:
+        data = self._sock.recv(65536)
+        self._buffer += data
+        return bool(data)
+
+    def _take(self, size: int) -> bytes:
+        out, self._buffer = self._buffer[:size], self._buffer[size:]
+        return out
 
 
 class Response:
