@@ -24,10 +24,17 @@ except ImportError:  # pragma: no cover - CPython has it; other interpreters may
 
 def dumps(value: Any) -> str:
     """``json.dumps(value)``, byte for byte."""
-    if make_encoder is None:  # pragma: no cover
-        import json
+    if make_encoder is not None:
+        try:
+            return _c_dumps(value)
+        except TypeError:  # a value JSON has no form for, or another C encoder's signature
+            pass
+    import json
 
-        return json.dumps(value)
+    return json.dumps(value)
+
+
+def _c_dumps(value: Any) -> str:
     # json.dumps's defaults: circular check, no indent, ": " and ", ", unsorted, NaN allowed
     encode = make_encoder({}, _unknown, encode_basestring_ascii, None, ": ", ", ", *_FLAGS)
     return "".join(encode(value, 0))
