@@ -4,8 +4,10 @@ FIFO, the exit status from the wrapper, re-attach by offset from a new transport
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -351,3 +353,24 @@ async def test_a_cli_that_ends_between_the_check_and_the_write_is_a_crash(
     assert info.value.exit_code == 3
     assert "boom: gone" in info.value.stderr_tail
     await transport.close()
+
+
+def test_a_line_goes_into_a_pipe_with_room_at_once_and_never_blocks_on_a_full_one() -> None:
+    """The writer's fast path: a short line is written on the spot when the pipe has a
+    free page; into a full pipe nothing is written (the thread path waits instead)."""
+    from chorus.bodies._detached import _written_now
+
+    read, write = os.pipe()
+    try:
+        assert _written_now(write, b'{"type":"user"}\n')
+        assert os.read(read, 100) == b'{"type":"user"}\n'
+        os.set_blocking(write, False)
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                os.write(write, b"x" * 4096)
+        os.set_blocking(write, True)
+        assert not _written_now(write, b"more\n")  # returns at once: the pipe is full
+        assert not _written_now(write, b"y" * (select.PIPE_BUF + 1))  # too long for one write
+    finally:
+        os.close(read)
+        os.close(write)

@@ -32,6 +32,7 @@ import contextlib
 import ctypes
 import json
 import os
+import select
 import shutil
 import signal
 import time
@@ -482,8 +483,10 @@ class DetachedTransport:
             self._emit("stdin", line)
             self._log_sent(line)
             self._quiet = 0  # an answer is due: look often again
+            data = line.encode("utf-8") + b"\n"
             try:
-                await asyncio.to_thread(_write_all, fd, line.encode("utf-8") + b"\n")
+                if not _written_now(fd, data):  # a full pipe: wait for room in a thread
+                    await asyncio.to_thread(_write_all, fd, data)
             except (BrokenPipeError, ConnectionResetError) as exc:
                 raise self._gone(f"agent stdin closed: {exc}") from exc
 
@@ -642,6 +645,20 @@ def _tail(path: Path, size: int = 4096) -> str:
             return file.read().decode("utf-8", errors="replace").strip()
     except OSError:
         return ""
+
+
+def _written_now(fd: int, data: bytes) -> bool:
+    """Write ``data`` at once when the pipe has room for all of it: a write of at most
+    ``PIPE_BUF`` bytes is whole, and with a free page in the pipe never blocks (most
+    lines: a user message, a permission's answer). False when it was not written."""
+    if len(data) > select.PIPE_BUF:
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    if not poller.poll(0):
+        return False
+    _write_all(fd, data)
+    return True
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -124,7 +124,7 @@ class JobRun:
         session = await self.sup.store.get_session(self.job.session_id or "")
         body = active_body(session)
         run = Attempts(body=body, original=body, plan=plan)
-        run.prompt = await self._with_untold_denials(session.id, prompt)
+        run.prompt = await self._with_untold_denials(session, prompt)
         while True:
             if (over := await self._over_budget(run.body)) is not None:
                 return over
@@ -210,15 +210,14 @@ class JobRun:
             session.id, transport={**fresh.transport, "untold_denials": waiting}
         )
 
-    async def _with_untold_denials(self, session_id: str, prompt: str) -> str:
-        """Prefix ``prompt`` with denial reasons the model has not been told yet."""
-        store = self.sup.store
-        session = await store.get_session(session_id)
+    async def _with_untold_denials(self, session: SessionRecord, prompt: str) -> str:
+        """Prefix ``prompt`` with denial reasons the model has not been told yet
+        (``session`` as just read)."""
         waiting = session.transport.get("untold_denials")
         if not waiting:
             return prompt
-        await store.update_session(
-            session_id, transport={**session.transport, "untold_denials": []}
+        await self.sup.store.update_session(
+            session.id, transport={**session.transport, "untold_denials": []}
         )
         return f"{denial_notice(waiting)}\n\n{prompt}"
 
