@@ -14,6 +14,7 @@ from chorus.context._extras import (
     with_body_extras,
 )
 from chorus.context._project import ProjectContext, load_project, project_root
+from chorus.context._recall import Recall
 from chorus.context._system import DEFAULT_SOUL, soul, system_spec
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "Brief",
     "Context",
     "ProjectContext",
+    "Recall",
     "Section",
     "add_body_extras",
     "assemble",

@@ -23,7 +23,7 @@ from typing import Any
 from chorus.bodies import BodyOptions, McpServer, channel_servers
 from chorus.config import ChorusConfig, load_config
 from chorus.context._assemble import assemble
-from chorus.memory import Memory, MemorySettings, item_line, memory_settings
+from chorus.memory import Hit, Memory, MemorySettings, item_line, memory_settings
 
 log = logging.getLogger("chorus.context")
 
@@ -158,16 +158,28 @@ def context_items(text: str | None) -> set[str]:
 
 
 def recall_block(
-    prompt: str, known: Collection[str], settings: MemorySettings, limit: int = RECALL_LIMIT
+    prompt: str,
+    known: Collection[str],
+    settings: MemorySettings,
+    limit: int = RECALL_LIMIT,
+    *,
+    memory: Memory | None = None,
 ) -> tuple[str, list[str]]:
     """The "relevant memory" block for a turn on ``prompt`` (empty when nothing new is
     relevant) and the ids it names: the best items the prompt finds, among the top
-    ``limit``, that are not in ``known`` (the body's context and earlier blocks)."""
+    ``limit``, that are not in ``known`` (the body's context and earlier blocks).
+    ``memory``: an open memory to search (its thread's); else one is opened for this."""
     count = min(limit, settings.top_n)
     if count <= 0 or not prompt.strip():
         return "", []
-    with Memory(settings=settings) as mem:
-        hits = [h for h in mem.search(prompt, limit=count * 2) if h.item is not None][:count]
+    if memory is None:
+        with Memory(settings=settings) as mem:
+            return _block(mem.search(prompt, limit=count * 2), count, known)
+    return _block(memory.search(prompt, limit=count * 2), count, known)
+
+
+def _block(found: list[Hit], count: int, known: Collection[str]) -> tuple[str, list[str]]:
+    hits = [h for h in found if h.item is not None][:count]
     fresh = [h.item for h in hits if h.item is not None and h.item.id not in known]
     if not fresh:
         return "", []

@@ -128,6 +128,7 @@ class SessionHub:
                 self._ready.clear()
                 await self._close_all()
                 await self.spares.close()
+                self.launcher.close()
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[SessionHub]:

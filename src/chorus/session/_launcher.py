@@ -12,7 +12,6 @@ permission callback (the session's trampoline to the current turn's gate).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import os
@@ -34,7 +33,7 @@ from chorus.bodies import (
     create_body,
 )
 from chorus.config import ChorusConfig, chorus_home, run_dir
-from chorus.context import Brief, add_body_extras, recall_block
+from chorus.context import Brief, Recall, add_body_extras
 from chorus.events import Event, Notice, Text, TurnCompleted, TurnFailed
 from chorus.memory import memory_settings
 from chorus.meter import point_body
@@ -156,6 +155,7 @@ class BodyLauncher:
         #: (session, job, notice) logged, the latest :data:`_NOTICED_KEPT` (a job's
         #: notices come together at its start; the set must not grow for ever)
         self._noticed: dict[tuple[str, str, str], None] = {}
+        self._recall = Recall()
 
     def create(self, record: SessionRecord, launch: Launch) -> Body:
         """A new, unstarted body for ``record`` (the caller starts and owns it)."""
@@ -234,8 +234,11 @@ class BodyLauncher:
 
     async def recall(self, prompt: str, known: set[str]) -> tuple[str, list[str]]:
         """The "relevant memory" block for a warm body's turn (``chorus.context``)."""
-        settings = memory_settings(self.config.memory)
-        return await asyncio.to_thread(recall_block, prompt, known, settings)
+        return await self._recall.block(prompt, known, memory_settings(self.config.memory))
+
+    def close(self) -> None:
+        """Close what the launcher keeps open between starts (the recall's memory)."""
+        self._recall.close()
 
     def replaces_system_prompt(self, body: str) -> bool:
         """Whether ``body`` takes a client's system prompt in place of its CLI's own."""
