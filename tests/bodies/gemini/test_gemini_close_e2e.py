@@ -60,14 +60,25 @@ async def _close_once_locked(body: GeminiAcpBody, lock: Path) -> bool:
 
 
 async def _held(lock: Path) -> bool:
-    """``lock`` exists, and still does :data:`SETTLE` later: Gemini has taken it
-    (proper-lockfile knows its lock, and removes it as the process ends, only once
-    its ``mkdir`` has returned; a signal in between leaves it whatever we do)."""
+    """``lock`` exists, and the same one (not the next of Gemini's takes) still does
+    :data:`SETTLE` later: Gemini has taken it (proper-lockfile knows its lock, and
+    removes it as the process ends, only once its ``mkdir`` has returned; a signal in
+    between leaves it whatever we do)."""
     await asyncio.sleep(0.001)
-    if not lock.exists():
+    first = _identity(lock)
+    if first is None:
         return False
     await asyncio.sleep(SETTLE)
-    return lock.exists()
+    return _identity(lock) == first
+
+
+def _identity(lock: Path) -> tuple[int, int] | None:
+    """Which take of the lock this is (its folder's inode and change time), or None."""
+    try:
+        found = lock.stat()
+    except FileNotFoundError:
+        return None
+    return found.st_ino, found.st_ctime_ns
 
 
 async def test_a_gemini_closed_while_it_holds_its_lock_leaves_no_lock(
