@@ -32,9 +32,7 @@ Compare another checkout with ``PYTHONPATH=/that/src python bench/bench_cli.py``
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
-import json
 import os
 import signal
 import socket
@@ -42,10 +40,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from chorus.testing import SocketStub, send_created, send_event, send_stream_head
 
 PY = sys.executable
 
@@ -229,61 +228,35 @@ def read_commands(runs: int, floor: tuple[float, float], base: dict[str, str]) -
     return lines
 
 
-class FakeDaemon:
+class FakeDaemon(SocketStub):
     """Answers ``POST /jobs`` with a job and ``GET /jobs/j1/events`` with its events
     (a chunked SSE stream ended ``lag`` seconds after ``job_ended``), noting when the
     job's request arrived and when its last event went out."""
 
     JOB = {"id": "j1", "state": "queued", "session_id": "s1", "prompt": "hi"}
+    EVENTS = (
+        {"type": "job_started"},
+        {"type": "text", "text": "hi"},
+        {"type": "job_ended", "state": "succeeded"},
+    )
 
     def __init__(self, path: Path, lag: float) -> None:
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(str(path))
-        self.listener.listen(16)
         self.lag = lag
         self.arrived = self.ended = 0.0
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__(path)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            with conn, contextlib.suppress(OSError):  # a client gone at the job's end
-                self._answer(conn)
-
-    def _answer(self, conn: socket.socket) -> None:
+    def answer(self, conn: socket.socket) -> None:
         head = conn.recv(65536)
         if head.startswith(b"POST /jobs "):
             self.arrived = time.perf_counter()
-            body = json.dumps(self.JOB).encode()
-            conn.sendall(
-                b"HTTP/1.1 201 Created\r\ncontent-type: application/json\r\n"
-                + f"content-length: {len(body)}\r\n\r\n".encode()
-                + body
-            )
+            send_created(conn, self.JOB)
             return
-        conn.sendall(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\n\r\n"
-        )
-        for seq, event in enumerate(
-            (
-                {"type": "job_started"},
-                {"type": "text", "text": "hi"},
-                {"type": "job_ended", "state": "succeeded"},
-            ),
-            1,
-        ):
-            line = f"data: {json.dumps({'seq': seq, 'job_id': 'j1', **event})}\n\n".encode()
-            conn.sendall(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+        send_stream_head(conn)
+        for seq, event in enumerate(self.EVENTS, 1):
+            send_event(conn, {"seq": seq, "job_id": "j1", **event})
         self.ended = time.perf_counter()
         time.sleep(self.lag)
         conn.sendall(b"0\r\n\r\n")
-
-    def close(self) -> None:
-        self.listener.close()
 
 
 def ask_once(env: dict[str, str], fake: FakeDaemon) -> tuple[float, float]:

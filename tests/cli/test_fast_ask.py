@@ -11,13 +11,13 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from chorus.client import socket_path
+from chorus.testing import SocketStub, send_created, send_event, send_stream_head
 
 #: Runs the CLI on argv[2:]; the names of the modules loaded when its first request
 #: went out are written to argv[1] (plain text: ``json`` is not to be loaded for it).
@@ -49,54 +49,36 @@ NOT_BEFORE_SEND = (
 NEVER = ("typer", "rich", "pydantic", "asyncio", "chorus.events", "chorus.config", "socket")
 
 
-class FakeDaemon:
+class FakeDaemon(SocketStub):
     """Answers ``POST /jobs`` with job ``j1`` and its event stream with ``events``,
     then keeps that stream open (no end chunk) until :meth:`close`."""
 
     def __init__(self, path: Path, events: list[dict[str, object]]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(str(path))
-        self.listener.listen(8)
         self.events = events
         self.requests: list[bytes] = []
         self.held: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__(path, backlog=8)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            try:
-                self._answer(conn)
-            except OSError:  # the client went away (as it does at the job's end)
-                conn.close()
+    def take(self, conn: socket.socket) -> None:
+        try:
+            self.answer(conn)
+        except OSError:  # the client went away (as it does at the job's end)
+            conn.close()
 
-    def _answer(self, conn: socket.socket) -> None:
+    def answer(self, conn: socket.socket) -> None:
         head = conn.recv(65536)
         self.requests.append(head.split(b"\r\n", 1)[0])
         if head.startswith(b"POST /jobs "):
-            body = json.dumps({"id": "j1", "state": "queued"}).encode()
-            conn.sendall(
-                b"HTTP/1.1 201 Created\r\ncontent-type: application/json\r\n"
-                + f"content-length: {len(body)}\r\n\r\n".encode()
-                + body
-            )
+            send_created(conn, {"id": "j1", "state": "queued"})
             conn.close()
             return
-        conn.sendall(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            b"transfer-encoding: chunked\r\n\r\n"
-        )
+        send_stream_head(conn)
         for event in self.events:
-            line = f"data: {json.dumps(event)}\n\n".encode()
-            conn.sendall(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+            send_event(conn, event)
         self.held.append(conn)  # never ended: the client must stop at job_ended
 
     def close(self) -> None:
-        self.listener.close()
+        super().close()
         for conn in self.held:
             conn.close()
 

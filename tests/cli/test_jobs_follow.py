@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,35 +16,26 @@ import pytest
 from chorus.cli import _jobs
 from chorus.cli._jobs import Printer, follow
 from chorus.client import DaemonClient, DaemonLostError, socket_path
+from chorus.testing import SocketStub
 
 
 def _event(seq: int, kind: str, **data: object) -> bytes:
     return f"data: {json.dumps({'seq': seq, 'type': kind, **data})}\n\n".encode()
 
 
-class CuttingDaemon:
+class CuttingDaemon(SocketStub):
     """Cuts the first ``cuts`` streams with a reset; then serves seq 2 and the end."""
 
     def __init__(self, path: Path, cuts: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(str(path))
-        self.listener.listen(8)
         self.cuts = cuts
         self.requests: list[str] = []
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__(path, backlog=8)
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            with conn:
-                self._answer(conn)
+    def take(self, conn: socket.socket) -> None:
+        with conn:
+            self.answer(conn)
 
-    def _answer(self, conn: socket.socket) -> None:
+    def answer(self, conn: socket.socket) -> None:
         head = conn.recv(65536, socket.MSG_PEEK)  # the request is there, unread
         self.requests.append(head.split(b"\r\n", 1)[0].decode())
         if len(self.requests) <= self.cuts:
@@ -54,9 +44,6 @@ class CuttingDaemon:
         conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
         conn.sendall(_event(2, "text_delta", text="after"))
         conn.sendall(_event(3, "job_ended", state="succeeded", result="after"))
-
-    def close(self) -> None:
-        self.listener.close()
 
 
 @pytest.fixture

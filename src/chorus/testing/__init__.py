@@ -56,6 +56,7 @@ from chorus.testing._scenario import (
     write_file,
 )
 from chorus.testing._server import DEFAULT_LANE, EXHAUSTED_TEXT, ModelServer
+from chorus.testing._stub import SocketStub, send_created, send_event, send_stream_head
 from chorus.testing._wire import Api, SseMessage, ToolResult, parse_sse
 
 __all__ = [
@@ -83,6 +84,7 @@ __all__ = [
     "Scenario",
     "ScenarioLike",
     "Shell",
+    "SocketStub",
     "SseMessage",
     "Text",
     "Thinking",
@@ -103,6 +105,9 @@ __all__ = [
     "parse_sse",
     "prepare_cli",
     "run_headless",
+    "send_created",
+    "send_event",
+    "send_stream_head",
     "shell",
     "slow_text",
     "text",
