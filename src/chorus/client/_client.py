@@ -65,7 +65,20 @@ def _home() -> str:
 
 
 def socket_path() -> Path:
-    return chorus_home() / "run" / "chorus.sock"
+    from pathlib import Path
+
+    return Path(_socket_file())
+
+
+def _socket_file() -> str:
+    """:func:`socket_path` as text."""
+    return os.path.join(_home(), "run", "chorus.sock")
+
+
+def _meanwhile() -> None:
+    """Load ``json`` (its regexes take milliseconds to compile) once a request is on
+    its way, while the daemon works on it: :func:`decode` and the readers use it."""
+    import json  # noqa: F401
 
 
 def stream_idle_s() -> float:
@@ -78,7 +91,7 @@ def stream_idle_s() -> float:
 
 def _connect(timeout: float | None) -> Connection:
     """A connected client, or :class:`NotRunningError` when nothing listens."""
-    conn = Connection(os.path.join(_home(), "run", "chorus.sock"), timeout)
+    conn = Connection(_socket_file(), timeout)
     try:
         conn.connect()
     except OSError as exc:
@@ -166,8 +179,7 @@ class DaemonClient:
         """A request on its way; :meth:`receive` reads its answer (``json`` loads
         meanwhile, while the daemon works on it)."""
         conn = self._sent(method, path, body)
-        import json  # noqa: F401  (loads now, while the daemon answers; decode uses it)
-
+        _meanwhile()
         return conn
 
     def _sent(self, method: str, path: str, body: Any = None) -> Connection:
@@ -203,8 +215,7 @@ class DaemonClient:
             for conn in conns:
                 conn.close()
             raise
-        import json  # noqa: F401  (loads now, while the daemon answers; decode uses it)
-
+        _meanwhile()
         return [decode(*self.receive(conn)) for conn in conns]
 
     # -- jobs ----------------------------------------------------------------------
@@ -243,8 +254,7 @@ class DaemonClient:
         conn = self._open(self.timeout)
         try:
             conn.request("GET", _path(_job_path(job_id, "/events"), params))
-            import json  # noqa: F401  (loads now, while the daemon answers)
-
+            _meanwhile()
             wait = max(idle, HEADERS_WAIT_S)  # a stopped daemon sends no headers either
             conn.settimeout(wait)
             resp = _stream_response(conn, wait)
