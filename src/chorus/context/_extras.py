@@ -12,6 +12,7 @@ the items the turn's prompt finds that the body was not given yet.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import re
@@ -172,10 +173,9 @@ def recall_block(
     count = min(limit, settings.top_n)
     if count <= 0 or not prompt.strip():
         return "", []
-    if memory is None:
-        with Memory(settings=settings) as mem:
-            return _block(mem.search(prompt, limit=count * 2), count, known)
-    return _block(memory.search(prompt, limit=count * 2), count, known)
+    opened = Memory(settings=settings) if memory is None else contextlib.nullcontext(memory)
+    with opened as mem:
+        return _block(mem.search(prompt, limit=count * 2), count, known)
 
 
 def _block(found: list[Hit], count: int, known: Collection[str]) -> tuple[str, list[str]]:
