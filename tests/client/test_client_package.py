@@ -3,8 +3,10 @@ the daemon's public names still lead to the same objects."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import chorus.client
 import chorus.daemon
@@ -36,3 +38,20 @@ def test_a_prompt_over_the_limit_is_named_with_its_size() -> None:
     assert problem is not None
     assert "4 bytes" in problem
     assert "max_prompt_bytes" in problem
+
+
+def test_an_empty_prompt_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """With no daemon running, ``chorus ask ""`` is refused by the client itself:
+    exit 2, the reason, and no daemon started (no CHORUS_HOME made)."""
+    assert chorus.client.prompt_problem(" \n", 100) == "the prompt is empty"
+    home = tmp_path / "home"
+    env = {**os.environ, "CHORUS_HOME": str(home)}
+    out = subprocess.run(
+        [sys.executable, "-m", "chorus", "ask", " ", "--body", "claude"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (out.returncode, out.stderr.strip()) == (2, "error: the prompt is empty")
+    assert not home.exists()
