@@ -125,6 +125,25 @@ def test_claude_takes_the_channel_as_an_http_server(tmp_path: Path) -> None:
     assert json.loads(args[1]) == {"mcpServers": {"chorus": {"type": "http", "url": URL}}}
 
 
+async def _echo(message: dict[str, object]) -> dict[str, object] | None:
+    return message
+
+
+def test_a_live_claude_takes_an_in_band_server_on_its_stdio_and_others_by_url(
+    tmp_path: Path,
+) -> None:
+    inband = McpServer(url=URL, required=True, inband=_echo)
+    mine = BodyOptions(cwd=tmp_path, mcp_servers={"chorus": inband, "theirs": CHANNEL})
+    live = json.loads(claude_args(mine, inband=True)[1])["mcpServers"]
+    assert live == {
+        "chorus": {"type": "sdk", "name": "chorus"},
+        "theirs": {"type": "http", "url": URL},
+    }
+    # One-shot Claude (no control protocol) reaches the same server by its URL.
+    once = json.loads(claude_args(mine)[1])["mcpServers"]
+    assert once == {"chorus": {"type": "http", "url": URL}, "theirs": {"type": "http", "url": URL}}
+
+
 def test_codex_takes_the_channel_by_url(tmp_path: Path) -> None:
     (_, value) = codex_args(_http(tmp_path))
     assert tomllib.loads(value) == {"mcp_servers": {"chorus": {"url": URL, "required": True}}}

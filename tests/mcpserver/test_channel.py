@@ -16,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from subprocess import PIPE
+from typing import Any
 
 import httpx
 import pytest
@@ -300,3 +301,83 @@ def test_the_channel_listens_on_loopback_only(chorus_home: Path) -> None:
         assert sock.getsockname()[0] == "127.0.0.1"
     finally:
         sock.close()
+
+
+# -- in-band: a CLI that carries MCP on its own stdio (Claude's mcp_message) ----------------
+
+_HELLO: dict[str, Any] = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "claude-code", "version": "2"},
+}
+_INIT: dict[str, Any] = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": _HELLO}
+_SEARCH = {"name": "memory_search", "arguments": {"query": "x"}}
+
+
+async def test_in_band_messages_are_answered_by_the_same_server_for_the_bound_session(
+    channel: Channel,
+) -> None:
+    mine, other = await _sessions("claude", "claude")
+    answer = channel_servers(mine)["chorus"].inband
+    assert answer is not None
+    init = await answer(_INIT)
+    assert init is not None
+    assert init["id"] == 0
+    assert init["result"]["serverInfo"]["name"] == "chorus"
+    assert await answer({"jsonrpc": "2.0", "method": "notifications/initialized"}) is None
+    listed = await answer({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert listed is not None
+    assert {"memory_write", "notify_user"} <= {t["name"] for t in listed["result"]["tools"]}
+    # The session is the one the answer was made for: never one the message names.
+    args = {"message": "hello", "session_id": other}
+    call = {"name": "notify_user", "arguments": args, "_meta": {"session_id": other}}
+    done = await answer({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+    assert done is not None
+    assert done["result"]["isError"] is False
+    assert [e.type for e in await _log(mine)] == ["notice"]
+    assert await _log(other) == []
+    audited = [e for e in AuditLog().entries() if e.kind == "mcp_tool_call"]
+    assert [(e.data["tool"], e.session_id) for e in audited] == [("notify_user", mine)]
+
+
+async def test_in_band_bad_messages_get_json_rpc_errors(channel: Channel) -> None:
+    answer = channel_servers(None)["chorus"].inband
+    assert answer is not None
+    unknown = await answer({"jsonrpc": "2.0", "id": 5, "method": "no/such"})
+    assert unknown is not None
+    assert unknown["id"] == 5
+    assert unknown["error"]["code"] == -32601
+    malformed = await answer({"jsonrpc": "2.0", "id": 6, "method": 42})
+    assert malformed is not None
+    assert "error" in malformed
+    assert "result" not in malformed
+
+
+async def test_the_same_handshake_is_answered_once_by_the_sdk_then_from_its_answer(
+    chorus_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = ChannelApp(channel_key(), AuditLog(), None)
+    asked: list[str] = []
+    handle = app._handle
+
+    async def counted(channel: str, *rest: Any) -> None:
+        asked.append(channel)
+        await handle(channel, *rest)
+
+    monkeypatch.setattr(app, "_handle", counted)
+    try:
+        first = await app.answer("a", _INIT)
+        again = await app.answer("b", {**_INIT, "id": 7})
+        older = {**_HELLO, "protocolVersion": "2025-03-26"}
+        other_version = await app.answer("b", {**_INIT, "params": older})
+        call = {"jsonrpc": "2.0", "method": "tools/call", "params": _SEARCH}
+        calls = [await app.answer("a", {**call, "id": n}) for n in (1, 2)]
+    finally:
+        await app.close()
+    assert first is not None
+    assert again is not None
+    assert other_version is not None
+    assert again == {**first, "id": 7}
+    assert other_version["result"]["protocolVersion"] == "2025-03-26"
+    assert all(c is not None and "result" in c for c in calls)
+    assert asked == ["a", "b", "a", "a"]  # the repeated initialize did not reach the SDK

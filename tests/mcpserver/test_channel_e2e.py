@@ -1,6 +1,7 @@
 """A session's channel outlives its daemon: a warm Claude body (detached, in its
-sandbox) left running when the daemon is killed keeps the URL it was started with,
-and the next daemon (same key, same port) serves its tool calls."""
+sandbox) carries Chorus's MCP server on its own stdio (no URL, no token in its
+command line); left running when the daemon is killed, its tool calls are answered
+by the next daemon, which re-attaches to it."""
 
 from __future__ import annotations
 
@@ -71,6 +72,19 @@ def _state(pid: int) -> str:
         return "zombie"
 
 
+def _mcp_config(group: int) -> object:
+    """The ``--mcp-config`` servers of the Claude CLI in process group ``group``."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            argv = (stat.parent / "cmdline").read_bytes().decode().split("\0")
+        except OSError:
+            continue
+        if int(fields[2]) == group and "--mcp-config" in argv:
+            return json.loads(argv[argv.index("--mcp-config") + 1])["mcpServers"]
+    raise AssertionError(f"no CLI with --mcp-config in process group {group}")
+
+
 def _wrote(server: ModelServer, index: int) -> bool:
     result = server.turn_requests()[index].last_tool_result()
     assert result is not None
@@ -94,13 +108,12 @@ def test_a_body_left_running_reaches_the_next_daemons_channel(
     assert _wrote(server, 1)
     session_id = first[-1].session_id  # type: ignore[attr-defined]
     handle = DaemonClient().session(session_id)["transport"]["body_handle"]
-    port = (chorus_home / "run" / "channel.port").read_text()
+    assert _mcp_config(int(handle["pid"])) == {"chorus": {"type": "sdk", "name": "chorus"}}
     _kill_daemon()
     assert process_start_time(int(handle["pid"])) == handle["started"]  # it outlived
     _ask(work, "remember the day", "--session", session_id)  # a new daemon starts
-    assert (chorus_home / "run" / "channel.port").read_text() == port
     now = DaemonClient().session(session_id)["transport"]["body_handle"]
     assert (now["pid"], now["started"]) == (handle["pid"], handle["started"])  # same CLI
-    assert _wrote(server, 3)  # through the URL it was started with
+    assert _wrote(server, 3)  # answered by the new daemon, on the same stdio
     audited = [e for e in AuditLog().entries() if e.kind == "mcp_tool_call"]
     assert [(e.data["tool"], e.session_id) for e in audited] == [("memory_write", session_id)] * 2

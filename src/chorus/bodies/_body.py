@@ -71,10 +71,17 @@ class StuckStartError(BodyTimeoutError):
     """A start step got no answer in time while the CLI ran."""
 
 
+#: Answers one JSON-RPC message for an MCP server (None for a notification).
+McpAnswer = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
+
+
 @dataclass(frozen=True, slots=True)
 class McpServer:
     """An MCP server the body's CLI uses for the session: a program it starts (stdio,
-    ``command``) or one it reaches over streamable HTTP (``url``, with ``headers``)."""
+    ``command``) or one it reaches over streamable HTTP (``url``, with ``headers``).
+    With ``inband``, a CLI that carries MCP on its own stdio (Claude's ``mcp_message``)
+    is given it that way instead, and ``inband`` answers its messages; the others
+    still use ``url``."""
 
     command: str = ""
     args: tuple[str, ...] = ()
@@ -84,6 +91,7 @@ class McpServer:
     required: bool = False
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    inband: McpAnswer | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,19 +11,24 @@ sandbox). It outlives the daemon, and so do the tokens: a body left running when
 the daemon stopped still reaches the next one (which listens on the same port, see
 ``chorus.mcpserver``). This module is light (standard library only): it mints and
 checks tokens; the daemon, which serves the channel, says where it listens with
-:func:`open_channel`.
+:func:`open_channel`. A body whose CLI carries MCP on its own stdio (a live Claude)
+is given the server in-band instead (``McpServer.inband``, bound to its session
+here): its pipe is the session's own, and no URL or token is in its command line.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
 import re
 import secrets
 import sys
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from chorus._errors import ConfigError
 from chorus.bodies._body import McpServer
@@ -91,13 +96,20 @@ def _mac(key: bytes, channel_id: str) -> str:
     return digest.hexdigest()[:_MAC_CHARS]
 
 
+#: Answers one JSON-RPC message of a channel (its id first) in this process.
+ChannelAnswer = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any] | None]]
+
+
 @dataclass(frozen=True, slots=True)
 class Channel:
-    """Where this process serves the channel: loopback ``host:port``, with ``key``."""
+    """Where this process serves the channel: loopback ``host:port``, with ``key``;
+    ``answer`` serves a channel's messages in this process, for a CLI that carries
+    MCP on its own stdio (no HTTP, no token: the pipe is the session's own)."""
 
     host: str
     port: int
     key: bytes
+    answer: ChannelAnswer | None = field(default=None, compare=False)
 
     def url(self, session_id: str | None) -> str:
         token = session_token(self.key, session_id or NO_SESSION)
@@ -105,7 +117,10 @@ class Channel:
 
     def server(self, session_id: str | None) -> McpServer:
         """Chorus's MCP server for ``session_id``, as a body's CLI is given it."""
-        return McpServer(url=self.url(session_id), required=True)
+        inband = None
+        if self.answer is not None:
+            inband = functools.partial(self.answer, session_id or NO_SESSION)
+        return McpServer(url=self.url(session_id), required=True, inband=inband)
 
 
 _OPEN: list[Channel] = []

@@ -6,7 +6,8 @@
 | CLI | context | MCP servers |
 |---|---|---|
 | Claude Code | ``--append-system-prompt`` | ``--mcp-config`` (JSON; ``"type": "http"``) |
-|  | (a client's own: ``--system-prompt``) |  |
+|  | (a client's own: ``--system-prompt``) | (a live session: Chorus's own is |
+|  |  | ``"type": "sdk"``, its messages on the CLI's stdio) |
 | Codex | ``-c developer_instructions=…`` | ``-c mcp_servers.<name>={url = …}`` |
 | Gemini headless | before the first prompt | a system-defaults settings file |
 |  |  | (``GEMINI_CLI_SYSTEM_DEFAULTS_PATH``; ``mcpServers`` merge with the user's; |
@@ -16,7 +17,9 @@
 |  |  | else a stdio relay to the same URL, ``chorus.bodies._relay``) |
 
 Chorus's own server is an HTTP one (its session's channel, ``chorus.bodies._channel``):
-no body starts a program for it.
+no body starts a program for it. A live Claude session has it in-band instead, on
+the control protocol it already speaks (``mcp_message``): the CLI reaches its first
+model call about 20 ms sooner than with an HTTP server configured.
 """
 
 from __future__ import annotations
@@ -36,19 +39,23 @@ from chorus.bodies._channel import relay_server
 GEMINI_URL_ENV = "CHORUS_MCP_URL"
 
 
-def claude_args(options: BodyOptions) -> list[str]:
+def claude_args(options: BodyOptions, *, inband: bool = False) -> list[str]:
+    """``inband``: the CLI's MCP messages for servers that answer in-band come over
+    its stdio (the control protocol's ``mcp_message``), which the body answers."""
     args: list[str] = []
     if options.system_prompt:
         args += ["--system-prompt", options.system_prompt]
     if options.system_prompt_append:
         args += ["--append-system-prompt", options.system_prompt_append]
     if options.mcp_servers:
-        servers = {name: _claude(s) for name, s in options.mcp_servers.items()}
+        servers = {name: _claude(name, s, inband) for name, s in options.mcp_servers.items()}
         args += ["--mcp-config", json.dumps({"mcpServers": servers})]
     return args
 
 
-def _claude(server: McpServer) -> dict[str, Any]:
+def _claude(name: str, server: McpServer, inband: bool) -> dict[str, Any]:
+    if inband and server.inband is not None:
+        return {"type": "sdk", "name": name}
     if server.url is None:
         return _stdio(server)
     return {"type": "http", "url": server.url, **_headers(server)}

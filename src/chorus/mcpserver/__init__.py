@@ -5,7 +5,8 @@ above declare theirs with :func:`tool` and the daemon registers them at start-up
 (:func:`register_tools`; see :mod:`chorus.mcpserver._registry`).
 
 A body reaches them through its session's channel (:func:`channel_running`: the
-daemon serves each session at its own URL over streamable HTTP, ``_channel``);
+daemon serves each session at its own URL over streamable HTTP, or in-band on the
+stdio of a CLI that carries MCP there, ``_channel``);
 ``chorus mcp`` serves them on stdio for a person who runs it by hand. Importing this
 package does not import the MCP SDK (building a server does).
 """

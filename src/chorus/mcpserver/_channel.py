@@ -13,6 +13,13 @@ call (the SDK's tasks for a request are made inside it, so they inherit it). It 
 built on the first call, or by :meth:`ChannelApp.warm` once the daemon is up, in a
 thread: the SDK takes a second to import, and building the tools' schemas tens of
 milliseconds, which a session's start would otherwise wait for.
+
+A CLI that carries MCP on its own stdio (a live Claude: ``mcp_message`` control
+requests) is answered by :meth:`ChannelApp.answer`, bound to its session when the
+body is started: the same server, fed each message as an in-process POST. The
+answers to the handshake's requests (``initialize``, ``tools/list``...), the same
+for every session, are kept once the SDK gave them: a session's start waits for
+them, three round trips in a row.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -37,11 +45,17 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 Handler = Callable[[Scope, Receive, Send], Awaitable[None]]
+JsonDict = dict[str, Any]
 #: A route beside the MCP endpoint: called with the token's channel id and the path
 #: after ``/s/<token>/<name>``.
 SessionRoute = Callable[[str, str, Scope, Receive, Send], Awaitable[None]]
 
 _PATH = re.compile(r"/s/([^/]+)/mcp/?")
+#: Requests the one stateless server answers the same for every session, its tools
+#: being fixed once it is built: a session's start asks them again and again, and
+#: the SDK takes milliseconds to answer each one while the CLI waits.
+_FIXED = frozenset({"initialize", "tools/list", "prompts/list", "resources/list"})
+_KNOWN_MAX = 64  # distinct such requests kept (a CLI names its own in `initialize`)
 _ROUTE = re.compile(r"/s/([^/]+)/([a-z]+)(/.*)?", re.DOTALL)
 #: The context of the request being served: its token's session.
 _CALLER: contextvars.ContextVar[ToolContext] = contextvars.ContextVar("chorus_mcp_caller")
@@ -71,6 +85,9 @@ class ChannelApp:
     routes: dict[str, SessionRoute] = field(default_factory=dict)
     _served: _Served | None = None
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: The SDK's answers to requests whose answer is the request's alone (see
+    #: :data:`_FIXED`), kept while the server they came from serves.
+    _known: dict[str, JsonDict] = field(default_factory=dict)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -84,6 +101,30 @@ class ChannelApp:
         if scope.get("method") == "GET":  # no stream of the server's own messages
             await _answer(send, 405, b"method not allowed", [(b"allow", b"POST")])
             return
+        await self._handle(channel, scope, receive, send)
+
+    async def answer(self, channel: str, message: JsonDict) -> JsonDict | None:
+        """One JSON-RPC message of ``channel``'s session, from a body that carries MCP
+        on its own stdio (Claude's ``mcp_message``), answered by the same SDK server as
+        an HTTP request: the reply, or None for a notification."""
+        if "id" not in message:
+            return None  # a notification: the stateless server keeps nothing of it
+        key = _fixed_key(message)
+        if key is not None and (known := self._known.get(key)) is not None:
+            return {**known, "id": message["id"]}
+        body = json.dumps(message).encode()
+        exchange = _Exchange(body)
+        await self._handle(channel, _post_scope(len(body)), exchange.receive, exchange.send)
+        reply = exchange.reply()
+        if key is not None and reply is not None:
+            self._keep(key, reply)
+        return reply
+
+    def _keep(self, key: str, reply: JsonDict) -> None:
+        if "result" in reply and len(self._known) < _KNOWN_MAX:
+            self._known[key] = reply
+
+    async def _handle(self, channel: str, scope: Scope, receive: Receive, send: Send) -> None:
         served = await self._serve()
         session = None if channel == NO_SESSION else channel
         reset = _CALLER.set(ToolContext(session, None, self.memory_table))
@@ -121,6 +162,7 @@ class ChannelApp:
     async def close(self) -> None:
         async with self._lock:
             served, self._served = self._served, None
+            self._known.clear()
         if served is not None:
             await served.close()
 
@@ -168,3 +210,73 @@ async def _answer(
     head = [(b"content-type", b"text/plain"), (b"content-length", str(len(text)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": head + (headers or [])})
     await send({"type": "http.response.body", "body": text})
+
+
+def _fixed_key(message: JsonDict) -> str | None:
+    """What an answer to ``message`` is kept under, if it is one of :data:`_FIXED`."""
+    if message.get("method") not in _FIXED:
+        return None
+    return json.dumps([message["method"], message.get("params")], sort_keys=True)
+
+
+def _post_scope(length: int) -> Scope:
+    """The ASGI scope of a JSON POST to the endpoint, as a CLI's own HTTP one has it."""
+    headers = [
+        (b"host", b"127.0.0.1:0"),  # the SDK allows loopback hosts only
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"content-length", str(length).encode()),
+    ]
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+        "client": ("127.0.0.1", 0),
+        "server": ("127.0.0.1", 0),
+    }
+
+
+@dataclass(eq=False)
+class _Exchange:
+    """One in-process request to the SDK's handler: its body in, its answer out."""
+
+    body: bytes
+    status: int = 0
+    chunks: list[bytes] = field(default_factory=list)
+    _asked: bool = False
+    _done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def receive(self) -> MutableMapping[str, Any]:
+        if not self._asked:
+            self._asked = True
+            return {"type": "http.request", "body": self.body, "more_body": False}
+        await self._done.wait()  # asked again: the client leaves once answered
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            self.status = int(message["status"])
+        elif message["type"] == "http.response.body":
+            self.chunks.append(bytes(message.get("body", b"")))
+            if not message.get("more_body"):
+                self._done.set()
+
+    def reply(self) -> JsonDict | None:
+        text = b"".join(self.chunks)
+        if self.status == 202 or (self.status < 300 and not text):
+            return None  # a notification, accepted
+        try:
+            reply = json.loads(text)
+        except ValueError:
+            reply = None
+        if isinstance(reply, dict):
+            return reply
+        detail = text.decode(errors="replace")[:200]
+        return {"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": detail}}

@@ -55,8 +55,9 @@ async def channel_running(
     With ``warm`` the MCP SDK is imported in the background at once (the daemon
     instead does so when its first job starts: ``chorus.daemon._warmup``)."""
     sock = bind_channel()
-    channel = Channel(HOST, int(sock.getsockname()[1]), channel_key())
-    app = ChannelApp(channel.key, audit, memory_table, routes=dict(routes or {}))
+    key = channel_key()
+    app = ChannelApp(key, audit, memory_table, routes=dict(routes or {}))
+    channel = Channel(HOST, int(sock.getsockname()[1]), key, app.answer)
     server = _EmbeddedServer(_config(app))
     task = asyncio.create_task(server.serve(sockets=[sock]), name="mcp-channel")
     warming = asyncio.create_task(app.warm(), name="mcp-import") if warm else None

@@ -24,7 +24,7 @@ from chorus._errors import (
     UnsupportedControlError,
     UserError,
 )
-from chorus.bodies._body import READER_WAIT, Body, BodyOptions, join_task
+from chorus.bodies._body import READER_WAIT, Body, BodyOptions, McpAnswer, join_task
 from chorus.bodies._capabilities import Capabilities, Support
 from chorus.bodies._control import RequestRouter
 from chorus.bodies._detached import BodyHandle, stdout_before
@@ -32,7 +32,13 @@ from chorus.bodies._inject import claude_args
 from chorus.bodies._lifecycle import BodyState
 from chorus.bodies._permissions import PermissionAnswer
 from chorus.bodies._transport import AgentTransport, SpawnSpec
-from chorus.bodies.claude._codec import BODY_NAME, CANCEL_SUBTYPE, ClaudeCodec, StdinLine
+from chorus.bodies.claude._codec import (
+    BODY_NAME,
+    CANCEL_SUBTYPE,
+    MCP_SUBTYPE,
+    ClaudeCodec,
+    StdinLine,
+)
 from chorus.bodies.claude._errors import control_payload
 from chorus.bodies.claude._spawn import BIDI_FLAGS, executable, session_flags, spawn_spec
 from chorus.events import (
@@ -96,6 +102,7 @@ class ClaudeBody(Body):
         self._router = _Router(self.name)
         self._tg: asyncio.TaskGroup | None = None
         self._asks: dict[str, asyncio.Task[None]] = {}
+        self._mcp_calls: set[asyncio.Task[None]] = set()  # in-band MCP messages in answer
         self._interrupt_lock = asyncio.Lock()
         #: Why Chorus stops the running turn when not asked to (its deadline passed).
         self._stop: ErrorInfo | None = None
@@ -170,7 +177,7 @@ class ClaudeBody(Body):
         argv += session_flags(
             model=self.options.model, permission_mode=self.permission_mode, resume=resume
         )
-        argv += [*claude_args(self.options), *self.options.extra_args]
+        argv += [*claude_args(self.options, inband=True), *self.options.extra_args]
         transport = await self._start_cli(spawn_spec(self.options, argv))
         self._transport = transport
         self._resume_asked = resume
@@ -192,7 +199,7 @@ class ClaudeBody(Body):
                 self._observe(event, self._codec)
 
     def _stop_handlers(self) -> None:
-        for task in list(self._asks.values()):
+        for task in [*self._asks.values(), *self._mcp_calls]:
             task.cancel()
 
     # -- the runner: stdout -> events ---------------------------------------------------
@@ -216,6 +223,11 @@ class ClaudeBody(Body):
             await self._emit(event)
             assert self._tg is not None
             self._asks[event.request_id] = self._tg.create_task(self._ask(event, codec))
+        elif isinstance(event, ControlRequestEvent) and (answer := self._inband(event)):
+            assert self._tg is not None
+            task = self._tg.create_task(self._mcp(event, answer, codec))
+            self._mcp_calls.add(task)
+            task.add_done_callback(self._mcp_calls.discard)
         elif isinstance(event, ControlRequestEvent):
             await self._cli_request(event, codec)
         elif self._resume_asked and codec.is_resume_failure(event):
@@ -253,8 +265,7 @@ class ClaudeBody(Body):
         code = await transport.wait(5.0)
         tail = transport.stderr_tail
         router.fail_all(BodyCrashedError("agent process ended", exit_code=code, stderr_tail=tail))
-        for task in list(self._asks.values()):
-            task.cancel()
+        self._stop_handlers()
         if self._life.state is BodyState.RESPAWNING:
             return  # a refused resume: the start goes on with a new process
         for event in self._end_report(code, tail, _KILLED):
@@ -287,6 +298,27 @@ class ClaudeBody(Body):
         except Exception as exc:  # a policy bug must deny the tool, not kill the session
             return PermissionAnswer.deny(f"permission callback failed: {exc!r}")
 
+    def _inband(self, event: ControlRequestEvent) -> McpAnswer | None:
+        """How to answer an ``mcp_message`` for one of our in-band servers (None for
+        any other request, or a server the CLI names that we did not give it)."""
+        if event.subtype != MCP_SUBTYPE:
+            return None
+        server = self.options.mcp_servers.get(str(event.payload.get("server_name")))
+        return server.inband if server is not None else None
+
+    async def _mcp(self, event: ControlRequestEvent, answer: McpAnswer, codec: ClaudeCodec) -> None:
+        """Answer one MCP message the CLI sent on its stdio. Not an event of the log:
+        the server audits the tools' calls itself."""
+        message = event.payload.get("message")
+        try:
+            if not isinstance(message, dict):
+                raise ValueError("the mcp_message carries no JSON-RPC object")
+            line = codec.mcp_answer(event.request_id, await answer(message))
+        except Exception as exc:  # the CLI gets a failed request, the session goes on
+            line = codec.control_error(event.request_id, f"Chorus's MCP server failed: {exc}")
+        with contextlib.suppress(BodyCrashedError):
+            await self._write(line)
+
     async def _cli_request(self, event: ControlRequestEvent, codec: ClaudeCodec) -> None:
         await self._emit(event)
         if event.subtype == CANCEL_SUBTYPE:
@@ -302,7 +334,7 @@ class ClaudeBody(Body):
                     )
                 )
             return
-        # hook_callback, mcp_message, elicitation...: Chorus registers none of them.
+        # hook_callback, elicitation, an MCP server we did not give...: none of ours.
         message = f"Chorus does not handle control request {event.subtype!r}"
         with contextlib.suppress(BodyCrashedError):
             await self._write(codec.control_error(event.request_id, message))

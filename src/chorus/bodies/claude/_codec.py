@@ -64,6 +64,8 @@ from chorus.events import (
 
 BODY_NAME = "claude"
 CANCEL_SUBTYPE = "control_cancel_request"
+#: A CLI -> host request carrying one MCP message for a server the host answers.
+MCP_SUBTYPE = "mcp_message"
 _INTERRUPT_MARK = "[Request interrupted by user"
 #: Stream events that only frame content the ``assistant`` lines repeat in full.
 _SILENT_STREAM = frozenset(
@@ -500,6 +502,11 @@ class ClaudeCodec:
             body = {"behavior": "deny", "message": answer.reason or "denied"}
         return self._success(request_id, body)
 
+    def mcp_answer(self, request_id: str, reply: JsonDict | None) -> StdinLine:
+        """The answer to an ``mcp_message`` the CLI sent one of the host's servers: the
+        server's JSON-RPC reply (a notification's is an empty result, as the SDK has it)."""
+        return self._success(request_id, {"mcp_response": reply or _NOTED})
+
     def control_error(self, request_id: str, message: str) -> StdinLine:
         """An error answer to a CLI -> host request (unknown subtype, failed handler)."""
         self._asks.pop(request_id, None)
@@ -521,6 +528,9 @@ class ClaudeCodec:
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+#: What the host answers an MCP notification with (the SDKs answer the same).
+_NOTED: JsonDict = {"jsonrpc": "2.0", "result": {}, "id": 0}
 
 
 def _tool_call(block: JsonDict) -> ToolCall:
