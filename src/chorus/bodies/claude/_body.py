@@ -66,6 +66,19 @@ _KILLED = "the CLI did not end the turn after interrupt; process group killed"
 _Router = RequestRouter[ControlResponseEvent]
 
 
+async def _cut_off(message: JsonDict) -> JsonDict | None:
+    """The answer to an MCP message a previous owner of the body read before it died:
+    an error, as an HTTP server's dropped connection would be; never a second run of
+    a tool call it may have made (an answer it gave is kept: the CLI ignores this one)."""
+    if "id" not in message:
+        return None
+    error = {
+        "code": -32603,
+        "message": "Chorus restarted while this call ran; it may or may not have taken effect",
+    }
+    return {"jsonrpc": "2.0", "id": message["id"], "error": error}
+
+
 class ClaudeBody(Body):
     """Claude Code over bidirectional stream-json with the control protocol.
 
@@ -224,6 +237,9 @@ class ClaudeBody(Body):
             assert self._tg is not None
             self._asks[event.request_id] = self._tg.create_task(self._ask(event, codec))
         elif isinstance(event, ControlRequestEvent) and (answer := self._inband(event)):
+            if self.dropping:  # read by a previous owner, who answered it or died doing so
+                answer = _cut_off
+            await self._emit(event)  # in the log as the CLI sent it (the replay checks)
             assert self._tg is not None
             task = self._tg.create_task(self._mcp(event, answer, codec))
             self._mcp_calls.add(task)
@@ -307,8 +323,8 @@ class ClaudeBody(Body):
         return server.inband if server is not None else None
 
     async def _mcp(self, event: ControlRequestEvent, answer: McpAnswer, codec: ClaudeCodec) -> None:
-        """Answer one MCP message the CLI sent on its stdio. Not an event of the log:
-        the server audits the tools' calls itself."""
+        """Answer one MCP message the CLI sent on its stdio (the server audits the
+        tools' calls)."""
         message = event.payload.get("message")
         try:
             if not isinstance(message, dict):
