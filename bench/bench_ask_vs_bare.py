@@ -8,7 +8,7 @@ use:
 
 * cold: `chorus ask` on a new session / the bare CLI's one-shot run
   (`claude -p`, `codex exec`, `gemini -p`, pointed at the same server the same way
-  the tests point them);
+  the tests point them, in the caller's environment as a body of Chorus is);
 * first text: the time from the command's start to the answer's text on its
   stdout, for the same two commands;
 * warm: a follow-up `chorus ask --session S` on the live session / the bare CLI's
@@ -93,7 +93,11 @@ def _resume_argv(cli: str, argv: list[str], native: str) -> list[str]:
 def _bare(cli: str, root: Path, server: ModelServer, work: Path, n: int) -> dict[str, float]:
     """The one-shot run and its own follow-up by native resume."""
     server.script(SCENARIO * 2, lane="bare")
-    env = offline_env(cli, root / f"{cli}-bare-{n}", server.lane_url("bare"))  # type: ignore[arg-type]
+    # The same environment a body of Chorus gets (the caller's, with the CLI's offline
+    # settings over it): a person's shell has it too, and it costs the CLI at its start
+    # (NODE_EXTRA_CA_CERTS, set here, makes Node read a CA bundle: 30 ms).
+    offline = offline_env(cli, root / f"{cli}-bare-{n}", server.lane_url("bare"))  # type: ignore[arg-type]
+    env = {**os.environ, **offline}
     argv = headless_argv(cli, find_agent(cli), "make out.txt")  # type: ignore[arg-type]
     cold, first, out = _timed(argv, cwd=work, env=env)
     warm, _, _ = _timed(_resume_argv(cli, argv, _native_id(cli, out)), cwd=work, env=env)
