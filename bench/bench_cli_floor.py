@@ -1,8 +1,8 @@
 """What each CLI itself costs for what Chorus asks of it, measured on the CLI alone.
 
 No daemon, no sandbox, no `chorus` client: the pinned CLI, driven by this script
-against the scripted model server, each variant side by side in one run (medians of
-``--rounds``, the variants interleaved):
+against the scripted model server in this process's environment, each variant side
+by side in one run (medians of ``--rounds``, the variants interleaved):
 
 * claude: from the process's start to its first model request, as ``claude -p``
   (the bare one-shot), as a live session (stream-json in, the control protocol's
@@ -14,11 +14,15 @@ against the scripted model server, each variant side by side in one run (medians
   alone, with the flags a daemon gives it (its commands asked for, Codex's own
   sandbox off inside Chorus's), against the bare CLI's own follow-up
   (``codex exec resume``).
+* gemini: a new session's first model request and its answer's text (after a
+  shell command), as ``gemini -p --yolo`` and over ACP (what a live session
+  speaks), its shell command asked for (each ask answered at once) and not
+  (``--yolo``).
 
 What lies between these and ``bench_ask_vs_bare.py`` is Chorus's own: the client,
 the daemon, the policy, the log and the sandbox.
 
-    uv run python bench/bench_cli_floor.py [--rounds N]
+    uv run python bench/bench_cli_floor.py [--rounds N] [--body claude,codex,gemini]
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from typing import Any
 from chorus.agents import find_agent
 from chorus.bodies import BodyOptions
 from chorus.bodies.codex import CodexBody
-from chorus.testing import ModelServer, headless_argv, offline_env, shell, text
+from chorus.testing import GEMINI_MODEL, ModelServer, headless_argv, offline_env, shell, text
 
 LIVE = (
     "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
@@ -56,7 +60,14 @@ USER = {
     "session_id": "default",
 }
 TOOLS = [{"name": "hello", "description": "Say hi.", "inputSchema": {"type": "object"}}]
-SCENARIO = [shell("echo hi > out.txt"), text("done")]
+ANSWER = "floor-answer-5c1e"
+SCENARIO = [shell("echo hi > out.txt"), text(ANSWER)]
+
+
+def caller_env(cli: str, home: Path, url: str) -> dict[str, str]:
+    """This process's environment with ``cli``'s offline settings over it (as both sides
+    of ``bench_ask_vs_bare.py`` run)."""
+    return {**os.environ, **offline_env(cli, home, url)}  # type: ignore[arg-type]
 
 
 def mcp_reply(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -177,7 +188,7 @@ def claude_floor(rounds: int) -> None:
         samples: dict[str, list[float]] = {name: [] for name in variants}
         for n in range(rounds):
             for name, argv in variants.items():
-                env = offline_env("claude", root / f"h{n}", server.lane_url("floor"))
+                env = caller_env("claude", root / f"h{n}", server.lane_url("floor"))
                 samples[name].append(first_request(server, argv, env, root / "w"))
     bare = statistics.median(samples["bare one-shot (claude -p)"])
     print("claude: process start to first model request (the CLI alone)")
@@ -207,7 +218,7 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
 
 def codex_bare_resumes(server: ModelServer, root: Path, rounds: int) -> list[float]:
     exe = str(find_agent("codex"))
-    env = offline_env("codex", root / "bare", server.lane_url("bare"))
+    env = caller_env("codex", root / "bare", server.lane_url("bare"))
     server.script(SCENARIO * (rounds + 1), lane="bare")
     argv = headless_argv("codex", exe, "make out.txt")
     _, out = timed(argv, env, root / "w")
@@ -220,7 +231,7 @@ def codex_floor(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp, ModelServer() as server:
         root = Path(tmp)
         (root / "w").mkdir()
-        env = offline_env("codex", root / "body", server.lane_url("body"))
+        env = caller_env("codex", root / "body", server.lane_url("body"))
         server.script(SCENARIO * (rounds + 2), lane="body")
         opts = BodyOptions(
             cwd=root / "w",
@@ -235,13 +246,136 @@ def codex_floor(rounds: int) -> None:
     print(f"  {'Chorus body alone, warm':30} {body * 1000:6.0f} ms  {body / bare:5.2f}x")
 
 
-FLOORS: dict[str, Callable[[int], None]] = {"claude": claude_floor, "codex": codex_floor}
+def gemini_acp(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
+    """One new ACP session's prompt: its start, answered at once; when its text came."""
+    started = time.time()
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    rpc = _Rpc(proc)
+    rpc.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    session = rpc.call("session/new", {"cwd": str(cwd), "mcpServers": []})["sessionId"]
+    prompt = [{"type": "text", "text": "make out.txt"}]
+    rpc.call("session/prompt", {"sessionId": session, "prompt": prompt})
+    proc.kill()
+    proc.wait()
+    return {"text": rpc.text_at - started}
+
+
+class _Rpc:
+    """A minimal ACP client on ``proc``'s stdio: calls, permission asks allowed at once,
+    the moment the answer's text arrived."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc, self.next_id, self.text_at = proc, 0, 0.0
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        self.send({"id": self.next_id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = json.loads(raw)
+            if line.get("id") == self.next_id and "method" not in line:
+                return dict(line.get("result") or {})
+            self.seen(line)
+        raise RuntimeError(f"gemini ended before answering {method}")
+
+    def seen(self, line: dict[str, Any]) -> None:
+        if line.get("method") == "session/request_permission":
+            option = next(o for o in line["params"]["options"] if o["kind"].startswith("allow"))
+            outcome = {"outcome": "selected", "optionId": option["optionId"]}
+            self.send({"id": line["id"], "result": {"outcome": outcome}})
+        elif not self.text_at and _is_text(line):
+            self.text_at = time.time()
+
+
+def _is_text(line: dict[str, Any]) -> bool:
+    """An ACP update carrying the agent's answer (the scenario's only text)."""
+    update = (
+        line.get("params", {}).get("update", {}) if line.get("method") == "session/update" else {}
+    )
+    return update.get("sessionUpdate") == "agent_message_chunk"
+
+
+def gemini_bare(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
+    started = time.time()
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    text_at = next(time.time() for line in proc.stdout if ANSWER in line)
+    proc.communicate()
+    return {"text": text_at - started}
+
+
+def gemini_floor(rounds: int) -> None:
+    exe = str(find_agent("gemini"))
+    acp = [exe, "--acp", "-m", GEMINI_MODEL]
+    runs: dict[str, Callable[[list[str], dict[str, str], Path], dict[str, float]]] = {
+        "bare one-shot (gemini -p)": gemini_bare,
+        "ACP, its shell command asked": gemini_acp,
+        "ACP, --yolo": gemini_acp,
+    }
+    argvs = {
+        "bare one-shot (gemini -p)": headless_argv("gemini", exe, "make out.txt"),
+        "ACP, its shell command asked": acp,
+        "ACP, --yolo": [*acp, "--yolo"],
+    }
+    samples: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
+    with tempfile.TemporaryDirectory() as tmp, ModelServer() as server:
+        root = Path(tmp)
+        (root / "w").mkdir()
+        for n in range(rounds):
+            for name, run in runs.items():
+                server.script(SCENARIO, lane="floor")
+                before = len(server.turn_requests(lane="floor"))
+                env = caller_env("gemini", root / f"g{n}{len(name)}", server.lane_url("floor"))
+                started = time.time()
+                got = run(argvs[name], env, root / "w")
+                first = server.turn_requests(lane="floor")[before].timestamp - started
+                samples[name].append({**got, "first": first})
+    print("gemini: a new session's first model request and its answer's text (the CLI alone)")
+    bare = {
+        k: statistics.median(r[k] for r in samples["bare one-shot (gemini -p)"])
+        for k in ("first", "text")
+    }
+    for name, rows in samples.items():
+        first = statistics.median(r["first"] for r in rows)
+        text_at = statistics.median(r["text"] for r in rows)
+        print(
+            f"  {name:30} first request {first * 1000:5.0f} ms ({first / bare['first']:4.2f}x)"
+            f"  text {text_at * 1000:5.0f} ms ({text_at / bare['text']:4.2f}x)"
+        )
+
+
+FLOORS: dict[str, Callable[[int], None]] = {
+    "claude": claude_floor,
+    "codex": codex_floor,
+    "gemini": gemini_floor,
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--body", default="claude,codex")
+    parser.add_argument("--body", default="claude,codex,gemini")
     args = parser.parse_args()
     print(f"medians of {args.rounds}; load average {os.getloadavg()[0]:.2f}\n")
     for name in args.body.split(","):
