@@ -349,6 +349,7 @@ async def test_in_band_bad_messages_get_json_rpc_errors(channel: Channel) -> Non
     assert unknown["error"]["code"] == -32601
     malformed = await answer({"jsonrpc": "2.0", "id": 6, "method": 42})
     assert malformed is not None
+    assert malformed["id"] == 6  # the SDK's own error carries none: the CLI could not match it
     assert "error" in malformed
     assert "result" not in malformed
 
@@ -372,6 +373,8 @@ async def test_the_same_handshake_is_answered_once_by_the_sdk_then_from_its_answ
         other_version = await app.answer("b", {**_INIT, "params": older})
         call = {"jsonrpc": "2.0", "method": "tools/call", "params": _SEARCH}
         calls = [await app.answer("a", {**call, "id": n}) for n in (1, 2)]
+        huge = {**_HELLO, "clientInfo": {"name": "x" * 5000, "version": "1"}}
+        bulky = [await app.answer("c", {**_INIT, "params": huge}) for _ in range(2)]
     finally:
         await app.close()
     assert first is not None
@@ -380,4 +383,6 @@ async def test_the_same_handshake_is_answered_once_by_the_sdk_then_from_its_answ
     assert again == {**first, "id": 7}
     assert other_version["result"]["protocolVersion"] == "2025-03-26"
     assert all(c is not None and "result" in c for c in calls)
-    assert asked == ["a", "b", "a", "a"]  # the repeated initialize did not reach the SDK
+    assert all(b is not None and "result" in b for b in bulky)
+    # The repeated initialize did not reach the SDK; a huge one is answered, not kept.
+    assert asked == ["a", "b", "a", "a", "c", "c"]

@@ -56,6 +56,7 @@ _PATH = re.compile(r"/s/([^/]+)/mcp/?")
 #: the SDK takes milliseconds to answer each one while the CLI waits.
 _FIXED = frozenset({"initialize", "tools/list", "prompts/list", "resources/list"})
 _KNOWN_MAX = 64  # distinct such requests kept (a CLI names its own in `initialize`)
+_KEY_MAX = 4096  # characters of a kept request (Claude's `initialize` has about 200)
 _ROUTE = re.compile(r"/s/([^/]+)/([a-z]+)(/.*)?", re.DOTALL)
 #: The context of the request being served: its token's session.
 _CALLER: contextvars.ContextVar[ToolContext] = contextvars.ContextVar("chorus_mcp_caller")
@@ -112,11 +113,14 @@ class ChannelApp:
         key = _fixed_key(message)
         if key is not None and (known := self._known.get(key)) is not None:
             return {**known, "id": message["id"]}
+        served = await self._serve()
         body = json.dumps(message).encode()
         exchange = _Exchange(body)
         await self._handle(channel, _post_scope(len(body)), exchange.receive, exchange.send)
         reply = exchange.reply()
-        if key is not None and reply is not None:
+        if reply is not None and reply.get("id") is None:
+            reply = {**reply, "id": message["id"]}  # the SDK's own errors carry none
+        if key is not None and reply is not None and served is self._served:
             self._keep(key, reply)
         return reply
 
@@ -213,10 +217,12 @@ async def _answer(
 
 
 def _fixed_key(message: JsonDict) -> str | None:
-    """What an answer to ``message`` is kept under, if it is one of :data:`_FIXED`."""
+    """What an answer to ``message`` is kept under, if it is one of :data:`_FIXED` and
+    small (a CLI's handshake is; one a body made huge is answered, not kept)."""
     if message.get("method") not in _FIXED:
         return None
-    return json.dumps([message["method"], message.get("params")], sort_keys=True)
+    key = json.dumps([message["method"], message.get("params")], sort_keys=True)
+    return key if len(key) <= _KEY_MAX else None
 
 
 def _post_scope(length: int) -> Scope:

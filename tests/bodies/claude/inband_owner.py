@@ -1,8 +1,9 @@
 """Helper for test_claude_inband_e2e: own a detached Claude body that carries an MCP
 server in-band, note where its output stood after the start, run a turn whose first
 step calls that server's tool (each call appended to a file), hand out events until
-some of the answer's text, print the early handle and how many counted events were
-handed out after it, then die by SIGKILL (as a daemon killed with -9 would).
+some of the answer's text, print the early handle, how many counted events were
+handed out after it and how many before the tool call's request, then die by
+SIGKILL (as a daemon killed with -9 would).
 Arguments: executable, env JSON file, work dir, run dir, calls file, deltas."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from chorus.bodies import BodyOptions, McpServer
 from chorus.bodies.claude import ClaudeBody
-from chorus.events import TextDelta
+from chorus.events import ControlRequestEvent, TextDelta
 from chorus.store import ORIGIN_CODEC, event_origin
 
 TOOL = {
@@ -56,6 +57,11 @@ def server(calls: Path) -> McpServer:
     return McpServer(url="http://127.0.0.1:9/unused", inband=answer)
 
 
+def _is_call(event: ControlRequestEvent) -> bool:
+    message = event.payload.get("message")
+    return isinstance(message, dict) and message.get("method") == "tools/call"
+
+
 async def main() -> None:
     exe, env_file, work, run_dir, calls, deltas = sys.argv[1:7]
     env = json.loads(Path(env_file).read_text())
@@ -72,14 +78,17 @@ async def main() -> None:
     early = body.handle()  # a snapshot from before the turn, as a session keeps one
     assert early is not None
     texts: list[str] = []
-    handed = 0
+    handed, before_call = 0, -1
     async for event in body.turn("remember the host, then talk slowly"):
+        if isinstance(event, ControlRequestEvent) and _is_call(event):
+            before_call = handed  # the counted events before the tool call's request
         handed += event_origin(event) == ORIGIN_CODEC
         if isinstance(event, TextDelta):
             texts.append(event.text)
             if len(texts) == int(deltas):
                 break
-    report = {"handle": early.as_dict(), "handed": handed, "texts": texts}
+    report = {"handle": early.as_dict(), "handed": handed, "before_call": before_call}
+    report["texts"] = texts
     print(json.dumps(report), flush=True)
     os.kill(os.getpid(), signal.SIGKILL)
 

@@ -15,9 +15,11 @@ import pytest
 
 from chorus import BodyCrashedError, BodyTimeoutError
 from chorus.bodies import (
+    MAX_LINE_BYTES,
     BodyOptions,
     BodyState,
     IllegalBodyTransitionError,
+    McpServer,
     PermissionAnswer,
     PermissionAsk,
 )
@@ -244,3 +246,40 @@ async def test_an_ignored_interrupt_escalates_and_the_process_end_is_final(
         assert _state(body) is BodyState.EXITED  # escalated, then the group was killed
         assert not body.alive
     assert _state(body) is BodyState.CLOSED
+
+
+async def _answer(message: dict[str, Any]) -> dict[str, Any] | None:
+    """An in-band server: ``boom`` fails, ``huge`` answers past the line cap."""
+    if "id" not in message:
+        return None  # a notification
+    if message["method"] == "boom":
+        raise RuntimeError("boom")
+    size = (MAX_LINE_BYTES + 1) if message["method"] == "huge" else 1
+    return {"jsonrpc": "2.0", "id": message["id"], "result": {"echo": "x" * size}}
+
+
+async def test_in_band_mcp_messages_get_an_answer_each_and_the_body_goes_on(
+    tmp_path: Path,
+) -> None:
+    server = McpServer(url="http://127.0.0.1:9/unused", inband=_answer)
+    options = _options(tmp_path, "mcp", mcp_servers={"chorus": server})
+    async with ClaudeBody(options) as body:
+        events = await _collect(body.turn("mcp please"))
+    done = events[-1]
+    assert isinstance(done, TurnCompleted)
+    noted, not_json, elsewhere, failed, too_long, listed = json.loads(done.result or "")
+    assert noted["response"] == {"mcp_response": {"jsonrpc": "2.0", "result": {}, "id": 0}}
+    assert not_json["subtype"] == "error"
+    assert "no JSON-RPC object" in not_json["error"]
+    assert elsewhere["subtype"] == "error"  # a server Chorus did not give the CLI
+    assert failed["subtype"] == "error"
+    assert "boom" in failed["error"]
+    error = too_long["response"]["mcp_response"]
+    assert (error["id"], error["error"]["code"]) == (3, -32603)
+    assert listed["response"]["mcp_response"] == {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "result": {"echo": "x"},
+    }
+    asked = [e.request_id for e in events if isinstance(e, ControlRequestEvent)]
+    assert [a for a in asked if a.startswith("mcp-")] == [f"mcp-{n}" for n in range(6)]

@@ -53,9 +53,13 @@ def _owned(claude: Path, tmp_path: Path, url: str) -> tuple[dict[str, Any], dict
     return json.loads(done.stdout), env
 
 
+@pytest.mark.parametrize("stored", ["all", "up_to_the_call"])
 async def test_a_call_the_dead_owner_answered_is_not_run_again_by_the_next(
-    claude: Path, tmp_path: Path
+    claude: Path, tmp_path: Path, stored: str
 ) -> None:
+    """``all``: the dead owner's events were all stored (the new one skips them);
+    ``up_to_the_call``: it died after answering the call, before storing the call's
+    request or anything after it (the new one hands those out again)."""
     scenario = Scenario.of(
         tool_call("mcp__chorus__remember", {"text": "the host is db-7"}),
         slow_text(WORDS, chunks=24, delay=0.15),
@@ -78,9 +82,9 @@ async def test_a_call_the_dead_owner_answered_is_not_run_again_by_the_next(
             permission_mode="bypassPermissions",
             mcp_servers={"chorus": inband},
         )
-        body = await ClaudeBody.attach(
-            options, handle, turn_open=True, drop=owned["handed"], counted=counted
-        )
+        drop = owned["handed"] if stored == "all" else owned["before_call"]
+        assert drop >= 0
+        body = await ClaudeBody.attach(options, handle, turn_open=True, drop=drop, counted=counted)
         rest: list[Event] = [event async for event in body.follow()]
         await body.close()
         requests = server.turn_requests()
@@ -90,8 +94,13 @@ async def test_a_call_the_dead_owner_answered_is_not_run_again_by_the_next(
     tool_result = requests[1].last_tool_result()
     assert tool_result is not None
     assert "stored-1" in tool_result.content  # the CLI kept the first answer
-    assert not [e for e in rest if isinstance(e, ControlRequestEvent)]  # none handed out twice
+    replayed = [e for e in rest if isinstance(e, ControlRequestEvent)]
     after = [e.text for e in rest if isinstance(e, TextDelta)]
-    assert "".join(owned["texts"] + after) == WORDS
+    if stored == "all":
+        assert not replayed  # nothing handed out twice
+        assert "".join(owned["texts"] + after) == WORDS
+    else:  # the call's request is handed out again, answered with an error the CLI ignores
+        assert [r.payload["message"]["method"] for r in replayed] == ["tools/call"]
+        assert "".join(after) == WORDS
     assert isinstance(rest[-1], TurnCompleted)
     assert len(requests) == 2  # the turn was not run again

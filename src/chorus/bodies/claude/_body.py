@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+from pathlib import Path
 from typing import Any, ClassVar
 
 from chorus._errors import (
     BodyCrashedError,
+    LineTooLongError,
     UnsupportedControlError,
     UserError,
 )
@@ -64,6 +67,25 @@ INITIALIZE_TIMEOUT = 60.0
 _KILLED = "the CLI did not end the turn after interrupt; process group killed"
 
 _Router = RequestRouter[ControlResponseEvent]
+
+
+#: The MCP requests a detached body's owners took, one JSON string a line.
+MCP_TAKEN = "mcp-taken"
+
+
+def _read_taken(path: Path) -> set[str]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return set()
+    return {str(json.loads(line)) for line in lines if line.strip()}
+
+
+def _too_long(message: object) -> JsonDict:
+    """The JSON-RPC error for a request whose answer is over the line cap."""
+    rid = message.get("id") if isinstance(message, dict) else None
+    error = {"code": -32603, "message": "the answer is too long for the CLI's stdin"}
+    return {"jsonrpc": "2.0", "id": rid, "error": error}
 
 
 async def _cut_off(message: JsonDict) -> JsonDict | None:
@@ -116,6 +138,7 @@ class ClaudeBody(Body):
         self._tg: asyncio.TaskGroup | None = None
         self._asks: dict[str, asyncio.Task[None]] = {}
         self._mcp_calls: set[asyncio.Task[None]] = set()  # in-band MCP messages in answer
+        self._mcp_taken: set[str] | None = None  # read from the run directory when needed
         self._interrupt_lock = asyncio.Lock()
         #: Why Chorus stops the running turn when not asked to (its deadline passed).
         self._stop: ErrorInfo | None = None
@@ -237,8 +260,8 @@ class ClaudeBody(Body):
             assert self._tg is not None
             self._asks[event.request_id] = self._tg.create_task(self._ask(event, codec))
         elif isinstance(event, ControlRequestEvent) and (answer := self._inband(event)):
-            if self.dropping:  # read by a previous owner, who answered it or died doing so
-                answer = _cut_off
+            if self.dropping or self._taken_before(event.request_id):
+                answer = _cut_off  # a previous owner answered it, or died doing so
             await self._emit(event)  # in the log as the CLI sent it (the replay checks)
             assert self._tg is not None
             task = self._tg.create_task(self._mcp(event, answer, codec))
@@ -332,8 +355,28 @@ class ClaudeBody(Body):
             line = codec.mcp_answer(event.request_id, await answer(message))
         except Exception as exc:  # the CLI gets a failed request, the session goes on
             line = codec.control_error(event.request_id, f"Chorus's MCP server failed: {exc}")
-        with contextlib.suppress(BodyCrashedError):
-            await self._write(line)
+        with contextlib.suppress(BodyCrashedError, LineTooLongError):
+            try:
+                await self._write(line)
+            except LineTooLongError:  # an answer over the line cap: its request fails
+                await self._write(codec.mcp_answer(event.request_id, _too_long(message)))
+
+    def _taken_before(self, request_id: str) -> bool:
+        """Whether an owner of this detached body already took MCP request
+        ``request_id`` (listed in its run directory, as this one is now): a daemon
+        killed after running a tool call, before its event was stored, has it
+        listed, and the next owner does not run it again."""
+        run_dir = self.options.run_dir
+        if run_dir is None:
+            return False
+        if self._mcp_taken is None:
+            self._mcp_taken = _read_taken(run_dir / MCP_TAKEN)
+        if request_id in self._mcp_taken:
+            return True
+        self._mcp_taken.add(request_id)
+        with (run_dir / MCP_TAKEN).open("a", encoding="utf-8") as taken:
+            taken.write(json.dumps(request_id) + "\n")  # kept when this process dies
+        return False
 
     async def _cli_request(self, event: ControlRequestEvent, codec: ClaudeCodec) -> None:
         await self._emit(event)

@@ -11,6 +11,9 @@ The behaviour on a user message comes from ``FAKE_CLAUDE_MODE``:
   then ends the turn.
 - ``hook``: sends a ``hook_callback`` request, waits for its answer, then ends the
   turn with the answer's subtype as the result text.
+- ``mcp``: sends the ``mcp_message`` requests of :data:`MCP_ASKS` one at a time,
+  each after the last one's answer, then ends the turn with the answers (JSON) as
+  the result text.
 
 ``FAKE_CLAUDE_NO_INIT=1`` leaves ``initialize`` unanswered. Every stdin line is
 appended to ``FAKE_CLAUDE_LOG`` when set.
@@ -96,6 +99,28 @@ def read() -> dict[str, Any] | None:
     return msg
 
 
+#: (server name, message) of each ``mcp_message`` the ``mcp`` mode sends.
+MCP_ASKS: list[tuple[str, Any]] = [
+    ("chorus", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ("chorus", "not an object"),
+    ("elsewhere", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    ("chorus", {"jsonrpc": "2.0", "id": 2, "method": "boom"}),
+    ("chorus", {"jsonrpc": "2.0", "id": 3, "method": "huge"}),
+    ("chorus", {"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+]
+
+
+def ask_mcp(n: int, server: str, message: Any) -> dict[str, Any]:
+    request_id = f"mcp-{n}"
+    request = {"subtype": "mcp_message", "server_name": server, "message": message}
+    out({"type": "control_request", "request_id": request_id, "request": request})
+    while (reply := read()) is not None:
+        response = reply.get("response", {})
+        if reply.get("type") == "control_response" and response.get("request_id") == request_id:
+            return dict(response)
+    return {}
+
+
 def hang_forever() -> None:
     if os.environ.get("FAKE_CLAUDE_IGNORE_TERM") == "1":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -150,6 +175,9 @@ def turn(prompt: str) -> None:
         time.sleep(0.3)
         out({"type": "control_cancel_request", "request_id": "perm-1"})
         time.sleep(0.3)
+    if MODE == "mcp":
+        result(json.dumps([ask_mcp(n, *ask) for n, ask in enumerate(MCP_ASKS)]))
+        return
     if MODE == "hook":
         out(
             {
