@@ -148,3 +148,27 @@ def test_a_silent_socket_times_out() -> None:
         with pytest.raises(TimeoutError):
             conn.getresponse()
         conn.close()
+
+
+def test_a_daemon_that_drops_the_request_unread_says_what_to_do(chorus_home: Path) -> None:
+    """A daemon dying as the request comes (``kill -9`` a moment before) takes the
+    connection and closes it unread: the client is reset, and says so plainly."""
+    (chorus_home / "run").mkdir(parents=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(chorus_home / "run" / "chorus.sock"))
+    listener.listen(1)
+
+    def drop() -> None:
+        conn, _ = listener.accept()
+        time.sleep(0.2)  # the request is in, unread
+        conn.close()
+
+    thread = threading.Thread(target=drop, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(DaemonError, match="dropped it unanswered") as caught:
+            DaemonClient(autostart=False, timeout=30).jobs()
+        assert "chorus jobs" in str(caught.value)
+    finally:
+        thread.join(timeout=30)
+        listener.close()

@@ -188,7 +188,7 @@ class DaemonClient:
             conn.request(method, path, None if body is None else dumps(body).encode())
         except OSError as exc:
             conn.close()
-            raise DaemonError(f"daemon request failed: {exc}") from exc
+            raise _failed(exc) from exc
         return conn
 
     def receive(self, conn: Connection) -> tuple[int, bytes]:
@@ -197,7 +197,7 @@ class DaemonClient:
             resp = conn.getresponse()
             return resp.status, resp.read()
         except (OSError, ProtocolError) as exc:
-            raise DaemonError(f"daemon request failed: {exc}") from exc
+            raise _failed(exc) from exc
         finally:
             conn.close()
 
@@ -313,6 +313,18 @@ class DaemonClient:
 
     def shutdown(self) -> None:
         self.call("POST", "/shutdown")
+
+
+def _failed(exc: BaseException) -> DaemonError:
+    """Why a request got no answer, and what to do: a daemon that dropped it unread was
+    going away (killed, or stopping) as it came."""
+    if isinstance(exc, ConnectionResetError | BrokenPipeError):
+        return DaemonError(
+            "daemon request failed: the daemon dropped it unanswered (it was stopping or "
+            "had died); run the command again, and see `chorus jobs` for a job it may "
+            "have queued"
+        )
+    return DaemonError(f"daemon request failed: {exc}")
 
 
 def _stream_response(conn: Connection, idle: float) -> Response:
