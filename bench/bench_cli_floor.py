@@ -117,20 +117,26 @@ def http_mcp() -> Iterator[str]:
         server.shutdown()
 
 
+def _spawned(argv: list[str], env: dict[str, str], cwd: Path, stdin: int) -> subprocess.Popen[str]:
+    """``argv`` started with its stdout piped (text) and its stderr dropped."""
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
 def first_request(server: ModelServer, argv: list[str], env: dict[str, str], cwd: Path) -> float:
     """Seconds from the CLI's start to its first model request (its turn then ends)."""
     server.script([text("hi")], lane="floor")
     before = len(server.turn_requests(lane="floor"))
     started = time.time()  # the server stamps requests with the wall clock
     live = "--input-format" in argv
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.PIPE if live else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    proc = _spawned(argv, env, cwd, subprocess.PIPE if live else subprocess.DEVNULL)
     if live:
         _drive(proc)
     else:
@@ -249,15 +255,7 @@ def codex_floor(rounds: int) -> None:
 def gemini_acp(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
     """One new ACP session's prompt: its start, answered at once; when its text came."""
     started = time.time()
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    proc = _spawned(argv, env, cwd, subprocess.PIPE)
     rpc = _Rpc(proc)
     rpc.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
     session = rpc.call("session/new", {"cwd": str(cwd), "mcpServers": []})["sessionId"]
@@ -310,45 +308,36 @@ def _is_text(line: dict[str, Any]) -> bool:
 
 def gemini_bare(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
     started = time.time()
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    proc = _spawned(argv, env, cwd, subprocess.DEVNULL)
     assert proc.stdout is not None
     text_at = next(time.time() for line in proc.stdout if ANSWER in line)
     proc.communicate()
     return {"text": text_at - started}
 
 
+#: One way of running Gemini: argv, env, folder -> when things happened.
+GeminiRun = Callable[[list[str], dict[str, str], Path], dict[str, float]]
+
+
 def gemini_floor(rounds: int) -> None:
     exe = str(find_agent("gemini"))
     acp = [exe, "--acp", "-m", GEMINI_MODEL]
-    runs: dict[str, Callable[[list[str], dict[str, str], Path], dict[str, float]]] = {
-        "bare one-shot (gemini -p)": gemini_bare,
-        "ACP, its shell command asked": gemini_acp,
-        "ACP, --yolo": gemini_acp,
-    }
-    argvs = {
-        "bare one-shot (gemini -p)": headless_argv("gemini", exe, "make out.txt"),
-        "ACP, its shell command asked": acp,
-        "ACP, --yolo": [*acp, "--yolo"],
+    runs: dict[str, tuple[GeminiRun, list[str]]] = {
+        "bare one-shot (gemini -p)": (gemini_bare, headless_argv("gemini", exe, "make out.txt")),
+        "ACP, its shell command asked": (gemini_acp, acp),
+        "ACP, --yolo": (gemini_acp, [*acp, "--yolo"]),
     }
     samples: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
     with tempfile.TemporaryDirectory() as tmp, ModelServer() as server:
         root = Path(tmp)
         (root / "w").mkdir()
         for n in range(rounds):
-            for name, run in runs.items():
+            for name, (run, argv) in runs.items():
                 server.script(SCENARIO, lane="floor")
                 before = len(server.turn_requests(lane="floor"))
                 env = caller_env("gemini", root / f"g{n}{len(name)}", server.lane_url("floor"))
                 started = time.time()
-                got = run(argvs[name], env, root / "w")
+                got = run(argv, env, root / "w")
                 first = server.turn_requests(lane="floor")[before].timestamp - started
                 samples[name].append({**got, "first": first})
     print("gemini: a new session's first model request and its answer's text (the CLI alone)")
@@ -377,6 +366,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--body", default="claude,codex,gemini")
     args = parser.parse_args()
+    unknown = [name for name in args.body.split(",") if name not in FLOORS]
+    if unknown:
+        parser.error(f"unknown body {', '.join(unknown)}: pick from {', '.join(FLOORS)}")
     print(f"medians of {args.rounds}; load average {os.getloadavg()[0]:.2f}\n")
     for name in args.body.split(","):
         FLOORS[name](args.rounds)

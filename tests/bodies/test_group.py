@@ -69,7 +69,9 @@ def _sandboxed(tmp_path: Path, code: str) -> tuple[SpawnSpec, Path]:
     return SpawnSpec(argv=[str(wrapper), "-c", code], cwd=work, env=env), work
 
 
-async def _ready(transport: AgentTransport) -> None:
+async def _started(transport: AgentTransport) -> None:
+    """Start the fake agent and wait until it says it is ready."""
+    await transport.start()
     lines = transport.lines()
     assert await asyncio.wait_for(anext(lines), 30) == "ready"
 
@@ -86,8 +88,7 @@ def _cli_pid(pgid: int) -> int:
 async def test_closing_a_detached_body_lets_its_cli_finish_its_cleanup(tmp_path: Path) -> None:
     spec, work = _sandboxed(tmp_path, AGENT)
     transport = DetachedTransport(spec, tmp_path / "run")
-    await transport.start()
-    await _ready(transport)
+    await _started(transport)
     assert await transport.close() == 0  # the CLI's own exit, through bubblewrap
     assert (work / "cleaned").read_text() == str(int(signal.SIGTERM))
 
@@ -96,8 +97,7 @@ async def test_closing_a_detached_body_lets_its_cli_finish_its_cleanup(tmp_path:
 async def test_closing_a_piped_body_lets_its_cli_finish_its_cleanup(tmp_path: Path) -> None:
     spec, work = _sandboxed(tmp_path, AGENT)
     transport = ProcessTransport(spec)
-    await transport.start()
-    await _ready(transport)
+    await _started(transport)
     assert await transport.close(grace=0.1) == 0
     assert (work / "cleaned").read_text() == str(int(signal.SIGTERM))
 
@@ -113,8 +113,7 @@ async def test_the_interrupts_escalation_lets_the_cli_finish_its_cleanup(
     transport: AgentTransport = (
         DetachedTransport(spec, tmp_path / "run") if detached else ProcessTransport(spec)
     )
-    await transport.start()
-    await _ready(transport)
+    await _started(transport)
     done = asyncio.Event()
     ended = asyncio.create_task(transport.wait())
     ended.add_done_callback(lambda _: done.set())
@@ -127,8 +126,7 @@ async def test_the_interrupts_escalation_lets_the_cli_finish_its_cleanup(
 async def test_a_one_shot_interrupt_reaches_the_cli_inside_the_sandbox(tmp_path: Path) -> None:
     spec, work = _sandboxed(tmp_path, AGENT)
     transport = ProcessTransport(spec)
-    await transport.start()
-    await _ready(transport)
+    await _started(transport)
     turn = asyncio.create_task(transport.wait())
     await interrupt_group(turn, transport, 5.0)
     assert turn.result() == 0
@@ -141,8 +139,7 @@ async def test_end_detached_lets_the_cli_finish_its_cleanup(tmp_path: Path) -> N
     """``chorus stop`` with no daemon: the body's group ended from its pid file."""
     spec, work = _sandboxed(tmp_path, AGENT)
     transport = DetachedTransport(spec, tmp_path / "run")
-    await transport.start()
-    await _ready(transport)
+    await _started(transport)
     await transport.detach()
     assert await asyncio.to_thread(end_detached, tmp_path / "run")
     assert (work / "cleaned").read_text() == str(int(signal.SIGTERM))
@@ -155,8 +152,7 @@ async def test_a_body_with_no_owner_lets_its_cli_finish_its_cleanup(tmp_path: Pa
     same way: TERM to the CLI, not to its sandbox."""
     spec, work = _sandboxed(tmp_path, AGENT)
     transport = DetachedTransport(replace(spec, orphan_timeout=1), tmp_path / "run")
-    await transport.start()
-    await _ready(transport)
+    await _started(transport)
     (tmp_path / "run" / "owner").write_text("")  # as if its owner were gone
     assert await transport.wait(20) == 0
     assert (work / "cleaned").read_text() == str(int(signal.SIGTERM))
@@ -171,8 +167,7 @@ async def test_a_cli_that_ignores_term_is_still_killed(tmp_path: Path, detached:
     transport: AgentTransport = (
         DetachedTransport(spec, tmp_path / "run") if detached else ProcessTransport(spec)
     )
-    await transport.start()
-    await _ready(transport)
+    await _started(transport)
     assert transport.pid is not None
     pgid, cli = transport.pid, _cli_pid(transport.pid)
     assert await transport.close(grace=0.1, term_wait=0.5) != 0  # None: the wrapper too
@@ -186,8 +181,7 @@ async def test_only_the_sandbox_and_the_wrapper_are_spared(tmp_path: Path) -> No
     bubblewrap and its namespace's init) and the CLI; only the CLI is signalled."""
     spec, _ = _sandboxed(tmp_path, STUBBORN)
     transport = DetachedTransport(spec, tmp_path / "run")
-    await transport.start()
-    await _ready(transport)
+    await _started(transport)
     assert transport.pid is not None
     pgid = transport.pid
     group = members(pgid) or []

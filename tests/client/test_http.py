@@ -68,12 +68,18 @@ def test_no_answer_at_all_says_so() -> None:
         response(b"")
 
 
-def test_a_socket_that_answers_garbage_is_a_clear_daemon_error(chorus_home: Path) -> None:
-    """Something else listening on the daemon's socket: a message, not a traceback."""
+def _daemon_socket(chorus_home: Path) -> socket.socket:
+    """A listener of our own where the daemon's socket would be."""
     (chorus_home / "run").mkdir(parents=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(chorus_home / "run" / "chorus.sock"))
     listener.listen(1)
+    return listener
+
+
+def test_a_socket_that_answers_garbage_is_a_clear_daemon_error(chorus_home: Path) -> None:
+    """Something else listening on the daemon's socket: a message, not a traceback."""
+    listener = _daemon_socket(chorus_home)
 
     def answer() -> None:
         conn, _ = listener.accept()
@@ -153,10 +159,7 @@ def test_a_silent_socket_times_out() -> None:
 def test_a_daemon_that_drops_the_request_unread_says_what_to_do(chorus_home: Path) -> None:
     """A daemon dying as the request comes (``kill -9`` a moment before) takes the
     connection and closes it unread: the client is reset, and says so plainly."""
-    (chorus_home / "run").mkdir(parents=True)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(chorus_home / "run" / "chorus.sock"))
-    listener.listen(1)
+    listener = _daemon_socket(chorus_home)
 
     def drop() -> None:
         conn, _ = listener.accept()

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from chorus import AgentNotFoundError, BodyCrashedError
-from chorus.agents import find_agent
+from chorus import BodyCrashedError
 from chorus.bodies import BodyOptions
 from chorus.bodies._detached import BodyHandle, start_time
 from chorus.bodies.claude import ClaudeBody
@@ -27,14 +26,6 @@ from chorus.testing import ModelServer, Scenario, claude_env, slow_text
 pytestmark = pytest.mark.e2e
 OWNER = Path(__file__).with_name("detached_owner.py")
 WORDS = " ".join(f"w{i}" for i in range(30))
-
-
-@pytest.fixture
-def claude() -> Path:
-    try:
-        return find_agent("claude")
-    except AgentNotFoundError:
-        pytest.skip("the pinned claude CLI is not installed (chorus agents install)")
 
 
 def _owner(

@@ -11,8 +11,6 @@ from typing import Any, TypeVar
 
 import pytest
 
-from chorus import AgentNotFoundError
-from chorus.agents import find_agent
 from chorus.bodies import BodyOptions, rule_callback
 from chorus.bodies.claude import ClaudeBody, ClaudePrintBody
 from chorus.events import (
@@ -46,14 +44,6 @@ from chorus.testing import (
 pytestmark = pytest.mark.e2e
 T = TypeVar("T")
 SONNET = "claude-sonnet-4-5"
-
-
-@pytest.fixture
-def claude() -> Path:
-    try:
-        return find_agent("claude")
-    except AgentNotFoundError:
-        pytest.skip("the pinned claude CLI is not installed (chorus agents install)")
 
 
 @pytest.fixture

@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-from chorus import AgentNotFoundError
-from chorus.agents import find_agent
 from chorus.bodies import BodyOptions, McpServer
 from chorus.bodies._detached import BodyHandle
 from chorus.bodies.claude import ClaudeBody
@@ -28,14 +26,6 @@ from chorus.testing import ModelServer, Scenario, claude_env, slow_text, tool_ca
 pytestmark = pytest.mark.e2e
 OWNER = Path(__file__).with_name("inband_owner.py")
 WORDS = " ".join(f"w{i}" for i in range(24))
-
-
-@pytest.fixture
-def claude() -> Path:
-    try:
-        return find_agent("claude")
-    except AgentNotFoundError:
-        pytest.skip("the pinned claude CLI is not installed (chorus agents install)")
 
 
 def _owned(claude: Path, tmp_path: Path, url: str) -> tuple[dict[str, Any], dict[str, str]]:

@@ -16,21 +16,12 @@ from pathlib import Path
 import pytest
 
 from chorus import UserError
-from chorus.agents import find_agent
 from chorus.bodies import BodyOptions
 from chorus.bodies.claude import ClaudeBody
 from chorus.events import Event, Steer, TextDelta, ToolCall, TurnCompleted
 from chorus.testing import ModelServer, Scenario, offline_env, shell, slow_text, text
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def claude() -> Path:
-    try:
-        return find_agent("claude")
-    except Exception:
-        pytest.skip("the pinned claude CLI is not installed (chorus agents install)")
 
 
 def _options(tmp_path: Path, claude: Path, url: str) -> BodyOptions:

@@ -69,6 +69,7 @@ _KILLED = "the CLI did not end the turn after interrupt; process group killed"
 _Router = RequestRouter[ControlResponseEvent]
 
 
+_RESTARTED = "Chorus restarted while this call ran; it may or may not have taken effect"
 #: The MCP requests a detached body's owners took, one JSON string a line.
 MCP_TAKEN = "mcp-taken"
 
@@ -81,11 +82,15 @@ def _read_taken(path: Path) -> set[str]:
     return {str(json.loads(line)) for line in lines if line.strip()}
 
 
-def _too_long(message: object) -> JsonDict:
-    """The JSON-RPC error for a request whose answer is over the line cap."""
+def _rpc_error(message: object, text: str) -> JsonDict:
+    """A JSON-RPC internal error answering ``message`` (its id, when it has one)."""
     rid = message.get("id") if isinstance(message, dict) else None
-    error = {"code": -32603, "message": "the answer is too long for the CLI's stdin"}
-    return {"jsonrpc": "2.0", "id": rid, "error": error}
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": text}}
+
+
+def _too_long(message: object) -> JsonDict:
+    """The error for a request whose answer is over the line cap."""
+    return _rpc_error(message, "the answer is too long for the CLI's stdin")
 
 
 async def _cut_off(message: JsonDict) -> JsonDict | None:
@@ -94,11 +99,7 @@ async def _cut_off(message: JsonDict) -> JsonDict | None:
     a tool call it may have made (an answer it gave is kept: the CLI ignores this one)."""
     if "id" not in message:
         return None
-    error = {
-        "code": -32603,
-        "message": "Chorus restarted while this call ran; it may or may not have taken effect",
-    }
-    return {"jsonrpc": "2.0", "id": message["id"], "error": error}
+    return _rpc_error(message, _RESTARTED)
 
 
 class ClaudeBody(Body):
