@@ -284,6 +284,34 @@ def test_a_program_under_tmp_still_runs(tmp_path: Path) -> None:
     assert done.stdout == "ran a\n", done.stderr
 
 
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+def test_a_node_cli_installed_under_tmp_keeps_its_package(tmp_path: Path) -> None:
+    """A checkout under /tmp: the CLI is a ``.bin`` link to a script that loads a file
+    beside it and one of its dependencies, all in the install's ``node_modules``; the
+    rest of /tmp (here a file next to that folder) stays hidden."""
+    work, modules = tmp_path / "work", tmp_path / "install" / "node_modules"
+    work.mkdir()
+    (modules / "cli" / "bundle").mkdir(parents=True)
+    (modules / "dep").mkdir()
+    (modules / "dep" / "index.sh").write_text("echo dep\n")
+    (modules / "cli" / "bundle" / "chunk.sh").write_text("echo chunk\n")
+    main = modules / "cli" / "bundle" / "main.sh"
+    here = 'here=$(dirname "$(readlink -f "$0")")'
+    peek = 'cat "$here/../../../secret" 2>/dev/null || echo hidden'
+    main.write_text(
+        f'#!/bin/sh\n{here}\n. "$here/chunk.sh"\n. "$here/../../dep/index.sh"\n{peek}\n'
+    )
+    main.chmod(0o755)
+    (modules / ".bin").mkdir()
+    (modules / ".bin" / "cli").symlink_to("../cli/bundle/main.sh")
+    (tmp_path / "install" / "secret").write_text("not for the body")
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    box = layout(Policy(), work, env, tmp_path / "ch")
+    wrapper = write_wrapper(tmp_path / "w.sh", str(bwrap_path()), box, modules / ".bin" / "cli")
+    done = subprocess.run([str(wrapper)], capture_output=True, text=True, cwd=work)
+    assert done.stdout == "chunk\ndep\nhidden\n", done.stderr
+
+
 def test_secrets_of_every_home_are_hidden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The body's home (its environment), the daemon's (``Path.home()``) and the
     daemon user's password entry: ``~/.ssh`` and the like hidden in each."""

@@ -95,9 +95,21 @@ def _private_tmp(layout: Layout, command: Sequence[str]) -> list[str]:
         return []
     tmpdir = str(layout.tmp / TMPDIR_NAME)
     out = ["--tmpfs", str(layout.tmp), "--dir", tmpdir, "--setenv", "TMPDIR", tmpdir]
-    program = [Path(command[0])] if command and command[0].startswith("/") else []
+    program = _program(command)
     inside = [p for p in (*layout.visible, *program) if p.is_relative_to(layout.tmp)]
     return out + _binds("--ro-bind", outermost(inside))
+
+
+def _program(command: Sequence[str]) -> list[Path]:
+    """The program, when named by its absolute path, and the outermost ``node_modules``
+    folder its real file lies in: a Node CLI (Gemini, the ACP adapters) loads the
+    files beside it and its dependencies from there, and a checkout under ``/tmp``
+    would otherwise leave it only its entry point."""
+    if not command or not command[0].startswith("/"):
+        return []
+    path = Path(command[0])
+    modules = [p for p in path.resolve().parents if p.name == "node_modules"]
+    return [path, *modules[-1:]]
 
 
 def _stubs(layout: Layout) -> list[str]:
