@@ -36,7 +36,7 @@ from chorus.store import (
     UnknownControlRequestError,
     UnknownSessionError,
 )
-from chorus.store._db import READER_CACHE_KIB
+from chorus.store._db import READER_CACHE_KIB, open_sqlite
 from tests.store.conftest import MakeStore, db_rows
 
 
@@ -226,6 +226,22 @@ async def test_a_reader_keeps_a_bounded_page_cache(sqlite_store: SqliteStore) ->
     assert grown < len(readers) * (READER_CACHE_KIB + 256)  # not the default 2 MB each
     for db in readers:
         assert db.conn.execute("PRAGMA cache_size").fetchone() == (-READER_CACHE_KIB,)
+
+
+def test_opening_waits_for_another_opener_switching_to_wal(tmp_path: Path) -> None:
+    """SQLite refuses the switch to WAL at once, busy timeout or not, while another
+    process holds the file's write lock: two stores opened together on a new file
+    (the daemon and a command) must not fail for it."""
+    path = tmp_path / "new.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.3, other.execute, ("ROLLBACK",)).start()
+    db = open_sqlite(path, writer=True)
+    try:
+        assert db.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    finally:
+        db.close()
+        other.close()
 
 
 async def test_a_newer_schema_is_refused(chorus_home: Path) -> None:

@@ -14,7 +14,9 @@ failure means (:meth:`Db.verdict`: retry the batch, wait out an outage, or fail)
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sqlite3
+import time
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -124,6 +126,24 @@ class SqliteDb(Db):
 READER_CACHE_KIB = 512
 
 
+#: How long opening a store waits for another opener's switch to WAL, seconds.
+WAL_SWITCH_WAIT_S = 30.0
+
+
+def _enter_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, waiting for a concurrent opener: SQLite answers ``locked``
+    at once, without its busy timeout, when two processes switch a new file."""
+    deadline = time.monotonic() + WAL_SWITCH_WAIT_S
+    for attempt in itertools.count():
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(min(0.005 * 2**attempt, 0.2))
+
+
 def open_sqlite(
     path: Any,
     *,
@@ -138,7 +158,7 @@ def open_sqlite(
         if trace is not None:
             conn.set_trace_callback(trace)
         if writer:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _enter_wal(conn)
         conn.execute(f"PRAGMA synchronous={synchronous}")
         conn.execute("PRAGMA foreign_keys=ON")
         if not writer:
