@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -310,6 +311,38 @@ def test_a_node_cli_installed_under_tmp_keeps_its_package(tmp_path: Path) -> Non
     wrapper = write_wrapper(tmp_path / "w.sh", str(bwrap_path()), box, modules / ".bin" / "cli")
     done = subprocess.run([str(wrapper)], capture_output=True, text=True, cwd=work)
     assert done.stdout == "chunk\ndep\nhidden\n", done.stderr
+
+
+@pytest.mark.skipif(bwrap_path() is None, reason="bubblewrap is not installed")
+def test_an_mcp_server_under_tmp_finds_its_venv_and_its_script(tmp_path: Path) -> None:
+    """A stdio MCP server the body is given to start, from a checkout under /tmp: a
+    virtual environment's Python (a package in its site-packages) running a script
+    that imports a module beside it. Both are bound back read-only; a file next to
+    them, and /tmp itself, stay hidden."""
+    venv, server, work = tmp_path / "venv", tmp_path / "server", tmp_path / "work"
+    base = Path(sys.executable).resolve()
+    site = venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    for folder in (venv / "bin", site, server, work):
+        folder.mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text(f"home = {base.parent}\n")
+    (venv / "bin" / "python").symlink_to(base)
+    (site / "from_venv.py").write_text("WHERE = 'venv'\n")
+    (server / "beside.py").write_text("WHERE = 'beside'\n")
+    peek = f"print(open({str(tmp_path / 'secret')!r}).read())"
+    script = server / "serve.py"
+    script.write_text(f"import from_venv, beside\nprint(from_venv.WHERE, beside.WHERE)\n{peek}\n")
+    (tmp_path / "secret").write_text("not for the body")
+    cli = tmp_path / "cli.sh"  # a CLI that starts the server it is given
+    cli.write_text('#!/bin/sh\nexec "$@"\n')
+    cli.chmod(0o755)
+    launch = (str(venv / "bin" / "python"), str(script), "/tmp")
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    box = layout(Policy(), work, env, tmp_path / "ch", launches=[launch])
+    assert Path("/tmp").resolve() not in box.visible
+    wrapper = write_wrapper(tmp_path / "w.sh", str(bwrap_path()), box, cli)
+    done = subprocess.run([str(wrapper), *launch[:2]], capture_output=True, text=True, cwd=work)
+    assert done.stdout == "venv beside\n", done.stderr
+    assert "No such file or directory" in done.stderr
 
 
 def test_secrets_of_every_home_are_hidden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -93,3 +93,35 @@ def test_in_a_worktree_codex_may_write_what_a_commit_writes_of_the_repository(
         assert any(r.parent == common / "worktrees" for r in roots) is wanted
         assert not any((common / "config").is_relative_to(r) for r in roots)
         assert not any((common / "hooks").is_relative_to(r) for r in roots)
+
+
+@pytest.mark.skipif(tool_path() is None, reason="no sandbox tool")
+def test_the_sandbox_keeps_what_the_clients_mcp_servers_run_from(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    """A client's stdio MCP server under /tmp: its script's folder is bound back into
+    the body's private /tmp (the CLI starts it inside the sandbox)."""
+    from chorus.bodies import McpServer
+    from chorus.context import Brief
+
+    script = tmp_path / "servers" / "probe.py"
+    script.parent.mkdir()
+    script.write_text("")
+    server = McpServer(command="/usr/bin/python3", args=(str(script),))
+    config = ChorusConfig.model_validate({"sandbox": {"mode": "auto"}})
+    launcher = BodyLauncher(config, store)
+    job = Launch(
+        body="claude",
+        model=None,
+        resume=None,
+        gate=None,
+        mode=None,
+        permission=allow_all,
+        brief=Brief(mcp_servers={"probe": server}),
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    options = launcher.options_for(str(work), job, lambda *a: None)
+    assert options.executable is not None
+    wrapper = options.executable.read_text()
+    assert f"'--ro-bind' '{script.parent.resolve()}'" in wrapper

@@ -12,13 +12,13 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 from chorus._errors import ConfigError
 from chorus.policy import PathContext, Policy, native_dir
-from chorus.sandbox._bwrap import Layout, argv, outermost
+from chorus.sandbox._bwrap import Layout, argv, outermost, program_paths
 from chorus.sandbox._git import git_paths
 from chorus.sandbox._seatbelt import SANDBOX_EXEC, Expanded, profile, seatbelt_argv, tmp_lines
 from chorus.sandbox._state import state_paths
@@ -91,10 +91,12 @@ def layout(
     chorus_home: Path,
     *,
     cli: str | None = None,
+    launches: Iterable[Sequence[str]] = (),
 ) -> Layout:
     """The sandbox of a body of ``cli`` (the name of its ``[agents.NAME]``; None or
     a CLI not in ``chorus.sandbox._state``: no state folder) working in ``cwd`` with
-    environment ``env``."""
+    environment ``env``; ``launches``: the commands it is given to start (its stdio
+    MCP servers), which must find what they run from."""
     home = Path(env.get("HOME") or Path.home())
     ctx = PathContext(cwd=cwd, home=home, tmp=Path(tempfile.gettempdir()), chorus_home=chorus_home)
     roots = [Path(ctx.expand(p)) for p in policy.filesystem.allowed_paths if "*" not in p]
@@ -107,6 +109,7 @@ def layout(
     shared = _existing([*(chorus_home / s for s in SHARED), *inside])
     kept = _existing(chorus_home / s for s in READ_ONLY_SHARED)
     names = denied_programs(policy)
+    ran_from = _run_from(launches)
     return Layout(
         writable,
         dirs,
@@ -121,8 +124,21 @@ def layout(
         # native_dir is made now: Gemini's rules are written in it later.
         read_only=(native_dir().resolve(), *kept, *state.read_only, *git.read_only),
         tmp=SHARED_TMP.resolve(),
-        visible=tuple(_existing([home, cwd, *git.common, *_path_folders(env)])),
+        visible=tuple(_existing([home, cwd, *git.common, *_path_folders(env), *ran_from])),
     )
+
+
+def _run_from(launches: Iterable[Sequence[str]]) -> list[Path]:
+    """What the commands a body starts run from (each program as a CLI's own, see
+    ``program_paths``) and the paths their arguments name, with a script's folder;
+    never the shared temporary folder itself, which stays private."""
+    out: list[Path] = []
+    for command in launches:
+        out += program_paths(command[0]) if command else []
+        named = [Path(a) for a in command[1:] if a.startswith("/") and Path(a).exists()]
+        out += [*named, *(p.parent for p in named if p.is_file())]
+    tmp = SHARED_TMP.resolve()
+    return [p for p in out if p.resolve() != tmp]
 
 
 def _homes(home: Path) -> list[Path]:

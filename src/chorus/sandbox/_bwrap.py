@@ -101,15 +101,21 @@ def _private_tmp(layout: Layout, command: Sequence[str]) -> list[str]:
 
 
 def _program(command: Sequence[str]) -> list[Path]:
-    """The program, when named by its absolute path, and the outermost ``node_modules``
-    folder its real file lies in: a Node CLI (Gemini, the ACP adapters) loads the
-    files beside it and its dependencies from there, and a checkout under ``/tmp``
-    would otherwise leave it only its entry point."""
-    if not command or not command[0].startswith("/"):
+    return program_paths(command[0]) if command else []
+
+
+def program_paths(program: str) -> list[Path]:
+    """The program, when named by its absolute path, and what it runs from: the
+    outermost ``node_modules`` folder its real file lies in (a Node CLI such as Gemini
+    or an ACP adapter loads the files beside it and its dependencies from there), or
+    the virtual environment its Python is in. A checkout under ``/tmp`` would
+    otherwise leave it only its entry point."""
+    if not program.startswith("/"):
         return []
-    path = Path(command[0])
+    path = Path(program)
     modules = [p for p in path.resolve().parents if p.name == "node_modules"]
-    return [path, *modules[-1:]]
+    venv = [path.parent.parent] if (path.parent.parent / "pyvenv.cfg").is_file() else []
+    return [path, *modules[-1:], *venv]
 
 
 def _stubs(layout: Layout) -> list[str]:

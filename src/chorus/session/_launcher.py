@@ -16,7 +16,7 @@ import hashlib
 import logging
 import os
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -187,7 +187,7 @@ class BodyLauncher:
             model=launch.model,
             permission_mode=native_mode(launch.gate, launch.mode),
             resume=launch.resume,
-            executable=self._sandboxed(launch.body, folder, env),
+            executable=self._executable(launch.body),
             env=env,
             permission_callback=launch.permission,
             permission_args=native.args if native is not None else None,
@@ -204,6 +204,9 @@ class BodyLauncher:
         options = add_body_extras(
             options, session_id, self.config, launch.brief, replaces_system_prompt=replaces
         )
+        launches = [(s.command, *s.args) for s in options.mcp_servers.values() if s.command]
+        boxed = self._sandboxed(launch.body, folder, env, launches)
+        options = replace(options, executable=boxed)
         return detached_options(options, launch.body, session_id, self.config)
 
     async def ask_once(
@@ -350,8 +353,11 @@ class BodyLauncher:
         sandbox = self.config.sandbox
         return sandbox_active(sandbox.mode) and tool_path() is not None and not sandbox.nested
 
-    def _sandboxed(self, body: str, cwd: Path, env: dict[str, str]) -> Path | None:
-        """The body's CLI, wrapped in its OS sandbox when ``[sandbox]`` says so."""
+    def _sandboxed(
+        self, body: str, cwd: Path, env: dict[str, str], launches: Sequence[Sequence[str]] = ()
+    ) -> Path | None:
+        """The body's CLI, wrapped in its OS sandbox when ``[sandbox]`` says so, with
+        what the commands it is given to start (``launches``) run from."""
         exe = self._executable(body)
         tool = tool_path()
         if not sandbox_active(self.config.sandbox.mode) or tool is None:
@@ -359,7 +365,7 @@ class BodyLauncher:
         exe = exe or _acp_executable(body, self.config)
         policy = self.guards.policy if self.guards is not None else Policy()
         cli = state_cli(cli_name(body), exe)  # an ACP agent of the config: its CLI's state
-        box = sandbox_layout(policy, cwd, env, chorus_home(), cli=cli)
+        box = sandbox_layout(policy, cwd, env, chorus_home(), cli=cli, launches=launches)
         digest = hashlib.sha256(repr((body, exe, box)).encode()).hexdigest()[:16]
         return write_wrapper(run_dir() / "sandbox" / f"{body}-{digest}.sh", tool, box, exe)
 
