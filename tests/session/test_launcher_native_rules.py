@@ -125,3 +125,21 @@ def test_the_sandbox_keeps_what_the_clients_mcp_servers_run_from(
     assert options.executable is not None
     wrapper = options.executable.read_text()
     assert f"'--ro-bind' '{script.parent.resolve()}'" in wrapper
+
+
+@pytest.mark.skipif(tool_path() is None, reason="no sandbox tool")
+def test_the_sandbox_keeps_the_script_an_acp_agent_of_the_config_runs(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    """``[agents.NAME]`` with ``command = python`` and a script under /tmp as its
+    argument: the script's folder is bound back, not only the interpreter."""
+    script = tmp_path / "agents" / "agent.py"
+    script.parent.mkdir()
+    script.write_text("")
+    agent = {"command": "/usr/bin/python3", "args": [str(script)], "protocol": "acp"}
+    config = ChorusConfig.model_validate({"sandbox": {"mode": "auto"}, "agents": {"mine": agent}})
+    work = tmp_path / "work"
+    work.mkdir()
+    options = BodyLauncher(config, store).options_for(str(work), launch("mine"), lambda *a: None)
+    assert options.executable is not None
+    assert f"'--ro-bind' '{script.parent.resolve()}'" in options.executable.read_text()

@@ -362,7 +362,9 @@ class BodyLauncher:
         tool = tool_path()
         if not sandbox_active(self.config.sandbox.mode) or tool is None:
             return exe
-        exe = exe or _acp_executable(body, self.config)
+        if exe is None:  # an ACP agent: its arguments may name a script it runs
+            exe, own = _acp_launch(body, self.config)
+            launches = [own, *launches]
         policy = self.guards.policy if self.guards is not None else Policy()
         cli = state_cli(cli_name(body), exe)  # an ACP agent of the config: its CLI's state
         box = sandbox_layout(policy, cwd, env, chorus_home(), cli=cli, launches=launches)
@@ -383,10 +385,13 @@ async def _final_text(events: AsyncIterator[Event]) -> str:
     return "\n".join(texts)
 
 
-def _acp_executable(body: str, config: ChorusConfig) -> Path:
+def _acp_launch(body: str, config: ChorusConfig) -> tuple[Path, tuple[str, ...]]:
+    """An ACP agent's program, and the command it is started with."""
     from chorus.bodies.acp import acp_agent
 
-    return Path(acp_agent(body, config).executable())
+    agent = acp_agent(body, config)
+    exe = Path(agent.executable())
+    return exe, (str(exe), *agent.args)
 
 
 def cli_name(body: str) -> str:
