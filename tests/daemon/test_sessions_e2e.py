@@ -239,3 +239,23 @@ def test_a_new_session_takes_the_spare_body_with_a_fresh_conversation(
     last = chorus.server.turn_requests(lane="claude")[-1]
     assert "grebe" not in json.dumps(last.body)  # the spare carried no conversation
     assert any(e.type == "session_started" for e in second)  # its start is in the new log
+
+
+def test_the_next_spare_starts_after_the_turn_that_took_the_last_one(
+    daemon_with: Callable[..., Daemon],
+) -> None:
+    """A spare's start is a whole CLI booting: beside the turn of the session that just
+    took the last spare, it would slow that turn down. While that turn's tool runs
+    (3 s, far more than a boot), no new spare is made; once it ended, one is."""
+    chorus = daemon_with("spare_bodies = true")
+    script = [text("first"), shell("sleep 3"), text("second"), text("memory: none")]
+    chorus.server.script(script, lane="claude")
+    chorus.ask("one", "--body", "claude")
+    until(lambda: bool(chorus.client.status()["spare_bodies"]))
+    job_id = chorus.run("task", "two", "--body", "claude").stdout.strip()
+    until(lambda: any(isinstance(e, ToolCall) for e in _job_events(chorus, job_id)))
+    while chorus.client.job(job_id)["state"] in ("queued", "running"):
+        still = chorus.client.job(job_id)["state"] == "running"
+        assert not (still and chorus.client.status()["spare_bodies"]), "a spare beside the turn"
+    assert chorus.client.job(job_id)["state"] == "succeeded"
+    until(lambda: bool(chorus.client.status()["spare_bodies"]))

@@ -160,6 +160,8 @@ class Session:
         self._pending: list[asyncio.Future[Event]] = []
         #: The terminal event of the turn just handed back, until it is noted.
         self._end_seen: Event | None = None
+        #: Set once a turn reached its terminal event, or the session ended.
+        self._a_turn_over = asyncio.Event()
         self._enqueue_lock = asyncio.Lock()
         #: Brains attached to the session that take permission asks.
         self.brains = BrainAsks(authority, self._brain_note)
@@ -496,8 +498,16 @@ class Session:
         (whoever sees that event and asks is told so)."""
         if self.state in (State.RUNNING, State.INTERRUPTING):
             self._life.to(State.IDLE)
+        self._a_turn_over.set()
+
+    async def a_turn_over(self, limit: float) -> None:
+        """Until a turn of this session reached its end, or the session did; at most
+        ``limit`` seconds."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._a_turn_over.wait(), limit)
 
     async def _ended(self) -> None:
+        self._a_turn_over.set()
         self._life.end()
         await self._store.update_session(self.id, state="ended")
 
