@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
+import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from chorus.policy import Policy
+from chorus.sandbox import _walk as walk
 from chorus.sandbox import layout
 from chorus.sandbox._stubs import stub_targets
 from chorus.sandbox._walk import is_tree_pattern, tree_matches
@@ -112,3 +118,72 @@ def test_the_denied_programs_are_found_again_when_a_folder_changes(tmp_path: Pat
     program.unlink()
     os.utime(bin_dir, ns=(2, 2))
     assert stub_targets(("frobnicate",), env) == ()
+
+
+def _aged(root: Path, seconds: float = 3600) -> None:
+    """Every folder under ``root`` last changed ``seconds`` ago (not just now)."""
+    when = time.time() - seconds
+    for folder, _, _ in os.walk(root):
+        os.utime(folder, (when, when))
+
+
+def _listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    listed: list[str] = []
+    real = walk._list
+
+    def counted(folder: str, *args: Any) -> Any:
+        listed.append(folder)
+        return real(folder, *args)
+
+    monkeypatch.setattr(walk, "_list", counted)
+    return listed
+
+
+def test_a_walk_again_lists_only_the_folders_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next body start stats the tree and lists again only a folder where a name
+    was added, removed or renamed: what it finds is what a whole walk finds."""
+    root = tmp_path / "work"
+    for rel in ("a/b/c/keep.txt", "a/b/old.pem", "d/e/plain.txt", "gone/f/x.pem"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x")
+    _aged(root)
+    listed = _listings(monkeypatch)
+    names = {p.name for p in tree_matches(PATTERNS, root, 100)}
+    assert names == {"old.pem", "x.pem"}
+    listed.clear()
+    assert {p.name for p in tree_matches(PATTERNS, root, 100)} == names
+    assert listed == []  # nothing changed: only stats
+    (root / "a" / "b" / "c" / ".env").write_text("x")  # added deep down
+    (root / "a" / "b" / "old.pem").rename(root / "a" / "b" / "old.txt")  # renamed away
+    shutil.rmtree(root / "gone")  # a whole folder gone
+    (root / "d" / "e" / "new").mkdir()
+    (root / "d" / "e" / "new" / "id_rsa").write_text("x")  # in a new folder
+    found = tree_matches(PATTERNS, root, 100)
+    assert {p.name for p in found} == {".env", "id_rsa"}
+    assert set(found) == _globbed(root)
+    assert set(listed) == {str(root / p) for p in ("", "a/b/c", "a/b", "d/e", "d/e/new")}
+
+
+def test_a_folder_changed_just_before_its_listing_is_listed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name added in the same tick as the listing may leave the folder's time as
+    it was: such a folder is not trusted, however its time reads next."""
+    root = tmp_path / "work"
+    root.mkdir()
+    _aged(root)
+    (root / "fresh").mkdir()  # root just changed; ``fresh`` was just made
+    listed = _listings(monkeypatch)
+    assert tree_matches(PATTERNS, root, 100) == []
+    stamp = (root / "fresh").stat().st_mtime_ns
+    (root / "fresh" / ".env").write_text("x")
+    os.utime(root / "fresh", ns=(stamp, stamp))  # as if in the same tick
+    assert [p.name for p in tree_matches(PATTERNS, root, 100)] == [".env"]
+    aged = time.time_ns() - 2 * walk.RACY_NS
+    os.utime(root / "fresh", ns=(aged, aged))
+    listed.clear()
+    tree_matches(PATTERNS, root, 100)
+    tree_matches(PATTERNS, root, 100)
+    assert listed.count(str(root / "fresh")) == 1  # listed once more, then trusted
