@@ -120,14 +120,10 @@ def test_the_denied_programs_are_found_again_when_a_folder_changes(tmp_path: Pat
     assert stub_targets(("frobnicate",), env) == ()
 
 
-def _aged(root: Path, seconds: float = 3600) -> None:
-    """Every folder under ``root`` last changed ``seconds`` ago (not just now)."""
-    when = time.time() - seconds
-    for folder, _, _ in os.walk(root):
-        os.utime(folder, (when, when))
-
-
-def _listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _listings(monkeypatch: pytest.MonkeyPatch, racy_s: float = 0.0) -> list[str]:
+    """The folders each walk lists from now; a folder changed within ``racy_s`` of
+    its listing is listed again (a test cannot age a folder's status change time)."""
+    monkeypatch.setattr(walk, "RACY_NS", int(racy_s * 1e9))
     listed: list[str] = []
     real = walk._list
 
@@ -148,7 +144,6 @@ def test_a_walk_again_lists_only_the_folders_that_changed(
     for rel in ("a/b/c/keep.txt", "a/b/old.pem", "d/e/plain.txt", "gone/f/x.pem"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("x")
-    _aged(root)
     listed = _listings(monkeypatch)
     names = {p.name for p in tree_matches(PATTERNS, root, 100)}
     assert names == {"old.pem", "x.pem"}
@@ -166,24 +161,36 @@ def test_a_walk_again_lists_only_the_folders_that_changed(
     assert set(listed) == {str(root / p) for p in ("", "a/b/c", "a/b", "d/e", "d/e/new")}
 
 
+def test_a_folder_whose_time_is_set_back_is_still_listed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A body may write its folder and set the folder's modification time back to
+    what it was, to keep a name from the next walk: the walk goes by the status
+    change time, which no process sets."""
+    root = tmp_path / "work"
+    (root / "cfg").mkdir(parents=True)
+    _listings(monkeypatch)
+    assert tree_matches(PATTERNS, root, 100) == []
+    before = (root / "cfg").stat()
+    (root / "cfg" / ".env").write_text("x")
+    os.utime(root / "cfg", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (root / "cfg").stat().st_mtime_ns == before.st_mtime_ns
+    assert [p.name for p in tree_matches(PATTERNS, root, 100)] == [".env"]
+
+
 def test_a_folder_changed_just_before_its_listing_is_listed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A name added in the same tick as the listing may leave the folder's time as
-    it was: such a folder is not trusted, however its time reads next."""
+    it was: a folder listed that soon after its change is listed again next time,
+    and trusted once its change is older than that."""
     root = tmp_path / "work"
     root.mkdir()
-    _aged(root)
-    (root / "fresh").mkdir()  # root just changed; ``fresh`` was just made
-    listed = _listings(monkeypatch)
-    assert tree_matches(PATTERNS, root, 100) == []
-    stamp = (root / "fresh").stat().st_mtime_ns
-    (root / "fresh" / ".env").write_text("x")
-    os.utime(root / "fresh", ns=(stamp, stamp))  # as if in the same tick
-    assert [p.name for p in tree_matches(PATTERNS, root, 100)] == [".env"]
-    aged = time.time_ns() - 2 * walk.RACY_NS
-    os.utime(root / "fresh", ns=(aged, aged))
-    listed.clear()
-    tree_matches(PATTERNS, root, 100)
-    tree_matches(PATTERNS, root, 100)
-    assert listed.count(str(root / "fresh")) == 1  # listed once more, then trusted
+    listed = _listings(monkeypatch, racy_s=0.5)
+    for _ in range(2):
+        tree_matches(PATTERNS, root, 100)
+    assert listed == [str(root), str(root)]
+    time.sleep(0.6)
+    for _ in range(2):
+        tree_matches(PATTERNS, root, 100)
+    assert listed == [str(root)] * 3

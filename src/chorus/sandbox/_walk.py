@@ -10,9 +10,11 @@ folders are followed (each folder once).
 
 A walk lists every folder of the tree: 52 ms for a folder of 52,000 files, at each
 body start. What each folder gave is kept (its matches, the folders to enter) with
-the folder's change time; the next walk lists again only a folder whose time moved
-(a name in it was added, removed or renamed) or that changed too close to its
-listing for the time to tell (:data:`RACY_NS`), and only stats the rest.
+the folder's status change time; the next walk lists again only a folder whose time
+moved (a name in it was added, removed or renamed) or that changed too close to its
+listing for the time to tell (:data:`RACY_NS`), and only stats the rest. The status
+change time, not the modification time: a body may set a folder's modification time
+back (``touch -d``) to hide a name added to it, but no process can set the other.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ FOLDERS_KEPT = 50_000
 class _Listed:
     """What one folder gave when it was listed."""
 
-    mtime_ns: int
+    ctime_ns: int
     racy: bool
     #: (name, index of the pattern it matched)
     matches: tuple[tuple[str, int], ...]
@@ -129,7 +131,7 @@ def _walk(
 
 
 def _reuse(listed: _Listed | None, info: os.stat_result) -> _Listed | None:
-    if listed is None or listed.racy or listed.mtime_ns != info.st_mtime_ns:
+    if listed is None or listed.racy or listed.ctime_ns != info.st_ctime_ns:
         return None
     return listed
 
@@ -147,8 +149,8 @@ def _list(folder: str, info: os.stat_result, patterns: _Patterns) -> _Listed:
                 matches.append((name, int(str(match.lastgroup)[1:])))
             if not hidden and _is_dir(entry):
                 subdirs.append(entry.path)
-    racy = info.st_mtime_ns >= now - RACY_NS
-    return _Listed(info.st_mtime_ns, racy, tuple(matches), tuple(subdirs))
+    racy = info.st_ctime_ns >= now - RACY_NS
+    return _Listed(info.st_ctime_ns, racy, tuple(matches), tuple(subdirs))
 
 
 def _regex(names: dict[int, str]) -> re.Pattern[str]:
