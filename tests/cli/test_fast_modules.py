@@ -15,6 +15,7 @@ import pytest
 
 from chorus.client import DaemonClient, is_responding
 from chorus.testing import text
+from tests._wait import until
 
 if TYPE_CHECKING:
     from conftest import Chorus
@@ -94,6 +95,8 @@ def test_read_commands_against_a_daemon_load_nothing_heavy(chorus: Chorus, tmp_p
     assert asked.returncode == 0, asked.stderr[-2000:]
     job = json.loads(asked.stdout.splitlines()[-1])["job_id"]
     client = DaemonClient(autostart=False)
+    # the session notes the CLI's session id just after the job ends: wait for it
+    until(lambda: all(s.get("native_session_id") for s in client.sessions()))
     expected = {
         ("jobs", "--json"): client.jobs(),
         ("sessions", "list", "--json"): client.sessions(),

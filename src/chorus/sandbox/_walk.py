@@ -57,9 +57,10 @@ def tree_matches(patterns: Sequence[str], root: Path, limit: int) -> list[Path]:
 #: (the clock's grain; 2 s on some file systems).
 RACY_NS = 3_000_000_000
 #: Trees kept (one per body folder and set of patterns), the least used dropped.
-TREES_KEPT = 16
-#: A tree of more folders than this is walked whole each time rather than kept.
-FOLDERS_KEPT = 50_000
+TREES_KEPT = 8
+#: A tree of more folders than this is walked whole each time rather than kept
+#: (a folder kept is about 250 bytes: 8 trees of 20,000 folders, 40 MB at most).
+FOLDERS_KEPT = 20_000
 
 
 @dataclass(frozen=True, slots=True)
