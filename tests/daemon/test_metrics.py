@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
 from prometheus_client import CollectorRegistry
 
+from chorus.daemon import _metrics as metrics_module
 from chorus.daemon._metrics import DaemonMetrics
 from chorus.events import (
     ErrorCode,
@@ -17,6 +21,8 @@ from chorus.events import (
     TurnCompleted,
     Usage,
 )
+from chorus.store import StoreError
+from tests._wait import until_async
 
 
 def test_each_event_counts_where_it_belongs() -> None:
@@ -60,3 +66,28 @@ def test_a_session_that_ends_is_forgotten_so_thousands_of_them_keep_nothing() ->
     assert (
         registry.get_sample_value("chorus_turns_total", {"body": "codex", "model": "gpt-x"}) == 2000
     )
+
+
+async def test_the_queue_depth_outlives_a_read_the_store_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A shared database away: the poll's read fails; the depth keeps its last value
+    and the poll goes on (it used to end there, and its error surfaced at the
+    daemon's stop as a failed shutdown)."""
+    answers: list[list[str] | StoreError] = [["a"], StoreError("read failed"), ["a", "b"]]
+
+    class Store:
+        async def list_jobs(self, *, state: object) -> list[str]:
+            answer = answers.pop(0) if len(answers) > 1 else answers[0]
+            if isinstance(answer, StoreError):
+                raise answer
+            return answer
+
+    monkeypatch.setattr(metrics_module, "QUEUE_POLL_S", 0.01)
+    registry = CollectorRegistry()
+    metrics = DaemonMetrics(registry)
+    poll = asyncio.create_task(metrics_module._poll_queue(Store(), metrics))  # type: ignore[arg-type]
+    try:
+        await until_async(lambda: registry.get_sample_value("chorus_queue_depth") == 2)
+    finally:
+        poll.cancel()

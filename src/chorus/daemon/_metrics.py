@@ -30,7 +30,7 @@ from chorus.events import (
     TurnCompleted,
     UsageUpdate,
 )
-from chorus.store import JobState, SlowSubscriberError, Store
+from chorus.store import JobState, SlowSubscriberError, Store, StoreError
 
 log = logging.getLogger("chorus.daemon.metrics")
 QUEUE_POLL_S = 2.0
@@ -137,7 +137,13 @@ def _safely(observe: Observer, event: Event) -> None:
 
 
 async def _poll_queue(store: Store, metrics: DaemonMetrics) -> None:
+    """The queue's depth every :data:`QUEUE_POLL_S`; a read the store fails (a shared
+    database away) leaves the last depth and is tried again at the next poll."""
     while True:
-        queued = await store.list_jobs(state=JobState.QUEUED)
-        metrics.queue_depth.set(len(queued))
+        try:
+            queued = await store.list_jobs(state=JobState.QUEUED)
+        except StoreError as exc:
+            log.debug("queue depth not read: %s", exc)
+        else:
+            metrics.queue_depth.set(len(queued))
         await asyncio.sleep(QUEUE_POLL_S)
