@@ -42,6 +42,10 @@ _BAD_COUNTERS = (
 )
 
 
+#: Longest a read waits for a connection to the database, seconds.
+READ_WAIT_S = 5.0
+
+
 class PostgresStore(SharedHealth, SqlStore):
     """The shared store on PostgreSQL at ``url`` (``postgresql://user@host/db``).
 
@@ -108,6 +112,11 @@ class PostgresStore(SharedHealth, SqlStore):
             open=False,
             name="chorus-store",
             check=ConnectionPool.check_connection,  # none left broken by an outage
+            # A reader waits no longer than a connection takes to make (each reader
+            # thread holds at most one, so the pool is never short of them): with the
+            # database away, a read failed only after the pool's default 30 s, and
+            # ``chorus status`` hung that long before the writer noticed the outage.
+            timeout=READ_WAIT_S,
         )
         try:
             await asyncio.to_thread(self._pool.open, wait=True, timeout=CONNECT_TIMEOUT_S)
