@@ -187,7 +187,6 @@ class BodyLauncher:
             model=launch.model,
             permission_mode=native_mode(launch.gate, launch.mode),
             resume=launch.resume,
-            executable=self._executable(launch.body),
             env=env,
             permission_callback=launch.permission,
             permission_args=native.args if native is not None else None,
@@ -204,6 +203,7 @@ class BodyLauncher:
         options = add_body_extras(
             options, session_id, self.config, launch.brief, replaces_system_prompt=replaces
         )
+        # the CLI and its sandbox last: the servers it starts are known now
         launches = [(s.command, *s.args) for s in options.mcp_servers.values() if s.command]
         boxed = self._sandboxed(launch.body, folder, env, launches)
         options = replace(options, executable=boxed)
