@@ -518,14 +518,10 @@ def job_table(rows: list[dict[str, Any]], width: int) -> str:
 def start(as_json: bool = False) -> int:
     """Start the daemon and return once it serves (the daemon checks the config and
     policy itself: a bad one exits 2 naming the key, nothing started)."""
-    from chorus.client._lifecycle import spawn_daemon
+    from chorus.client._lifecycle import spawn_with_facts
 
-    pid = spawn_daemon()
-    try:
-        gateway = DaemonClient(autostart=False).call("GET", "/gateway/status")
-    except ChorusError:
-        gateway = {}
-    gateway = gateway if isinstance(gateway, dict) else {}
+    pid, facts = spawn_with_facts()
+    gateway = facts if facts is not None else _gateway_status()
     if as_json:
         tcp = {"gateway_tcp": gateway.get("tcp"), "gateway_tcp_error": gateway.get("tcp_error")}
         print(_dumps({"pid": pid, **tcp}))
@@ -537,6 +533,15 @@ def start(as_json: bool = False) -> int:
             "change [gateway] port in config.toml (or set tcp = false), then chorus stop\n"
         )
     return EXIT_OK
+
+
+def _gateway_status() -> dict[str, Any]:
+    """The gateway's status from a daemon that was already running ({} if it is gone)."""
+    try:
+        gateway = DaemonClient(autostart=False).call("GET", "/gateway/status")
+    except ChorusError:
+        return {}
+    return gateway if isinstance(gateway, dict) else {}
 
 
 def stop(cancel_jobs: bool = False, keep_bodies: bool = False, as_json: bool = False) -> int:

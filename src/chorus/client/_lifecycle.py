@@ -23,6 +23,12 @@ from chorus._errors import ConfigError
 from chorus._procs import start_time
 from chorus.client._client import DaemonError, chorus_home, is_responding
 
+#: ``typing`` is not imported at run time: it costs the client's fast path milliseconds.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any
+
 #: Set in the environment of a daemon that :func:`spawn_daemon` starts: its output is
 #: a pipe back to the starter until it writes :data:`READY` there (see ``_server``).
 SPAWNED_ENV = "CHORUS_DAEMON_SPAWNED"
@@ -30,6 +36,10 @@ SPAWNED_ENV = "CHORUS_DAEMON_SPAWNED"
 #: way (a job, a read): it skips the warm-up, as that request loads what it needs.
 WARM_UP_ENV = "CHORUS_DAEMON_WARM_UP"
 READY = b"chorus daemon: ready\n"
+#: The line a daemon writes just before :data:`READY`: this prefix, then a JSON object
+#: of what its starter says next (the TCP gateway's address or why it is off), so that
+#: ``chorus start`` need not ask for them once more.
+FACTS = b"chorus daemon: facts "
 
 
 def acquire_lock() -> int | None:
@@ -58,7 +68,16 @@ def read_pid() -> int | None:
 
 
 def spawn_daemon(*, wait: float = 20.0, warm_up: bool = True) -> int:
-    """Start a detached daemon for this ``CHORUS_HOME`` and wait until it answers.
+    """Start a detached daemon for this ``CHORUS_HOME`` and wait until it answers
+    (:func:`spawn_with_facts`); return its pid."""
+    return spawn_with_facts(wait=wait, warm_up=warm_up)[0]
+
+
+def spawn_with_facts(
+    *, wait: float = 20.0, warm_up: bool = True
+) -> tuple[int, dict[str, Any] | None]:
+    """Start a detached daemon for this ``CHORUS_HOME`` and wait until it answers;
+    return its pid and the facts it said with :data:`READY` (None from one already up).
 
     Idempotent: returns the running daemon's pid if one already answers. The daemon
     says it is ready on a pipe (no polling): until then its output comes back here,
@@ -66,7 +85,7 @@ def spawn_daemon(*, wait: float = 20.0, warm_up: bool = True) -> int:
     Once ready it warms up what a first job needs, unless ``warm_up`` is false (a
     request is on its way: the warm-up would only compete with it for the CPU)."""
     if is_responding():
-        return read_pid() or 0
+        return read_pid() or 0, None
     read_end, write_end = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -83,8 +102,18 @@ def spawn_daemon(*, wait: float = 20.0, warm_up: bool = True) -> int:
     deadline = time.monotonic() + wait
     said = _read_until_ready(read_end, deadline)
     if said.endswith(READY):
-        return proc.pid
-    return _not_ready(proc, said.decode(errors="replace").strip(), deadline)
+        return proc.pid, _facts(said)
+    return _not_ready(proc, said.decode(errors="replace").strip(), deadline), None
+
+
+def _facts(said: bytes) -> dict[str, Any] | None:
+    """The JSON object on the daemon's :data:`FACTS` line, if it wrote one."""
+    for line in said.splitlines():
+        if line.startswith(FACTS):
+            with contextlib.suppress(ValueError):
+                found = json.loads(line.removeprefix(FACTS))
+                return found if isinstance(found, dict) else None
+    return None
 
 
 def _read_until_ready(fd: int, deadline: float) -> bytes:

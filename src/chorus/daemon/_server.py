@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -19,7 +20,7 @@ from starlette.routing import BaseRoute
 from chorus._errors import ConfigError
 from chorus.bodies import kill_detached_left, kill_live_groups
 from chorus.client._checks import load_checked_config
-from chorus.client._lifecycle import READY, SPAWNED_ENV, WARM_UP_ENV, acquire_lock
+from chorus.client._lifecycle import FACTS, READY, SPAWNED_ENV, WARM_UP_ENV, acquire_lock
 from chorus.client._paths import log_path, pid_path, socket_path
 from chorus.config import ChorusConfig, private_home, private_umask, tighten_home
 from chorus.context import soul
@@ -150,8 +151,9 @@ async def serve() -> int:
         os.close(lock)
         return 2
     await repair_store(store)
-    app = await _app(store, config, incidents)
-    await _serve_app(app, lock, ready, config if warm else None)
+    app, gateway = await _app(store, config, incidents)
+    ready_line = _Ready(ready, lambda: {"tcp": gateway.tcp_url, "tcp_error": gateway.tcp_error})
+    await _serve_app(app, lock, ready_line, config if warm else None)
     return 0
 
 
@@ -176,13 +178,30 @@ def _warms_up() -> bool:
     return os.environ.pop(WARM_UP_ENV, "1") != "0"
 
 
+class _Ready:
+    """The starter's pipe (None when not started by ``spawn_daemon``), and what to say
+    on it once serving: the facts ``chorus start`` prints, then :data:`READY`."""
+
+    def __init__(self, pipe: int | None, facts: Callable[[], dict[str, Any]]) -> None:
+        self._pipe = pipe
+        self._facts = facts
+
+    def say(self) -> None:
+        """Say it once and close the pipe (a starter that gave up waiting is fine)."""
+        if self._pipe is None:
+            return
+        line = FACTS + json.dumps(self._facts()).encode() + b"\n"
+        with contextlib.suppress(OSError):
+            os.write(self._pipe, line + READY)
+        os.close(self._pipe)
+        self._pipe = None
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, which says on the starter's pipe when it serves, then warms
     up what the first job needs (``_warmup``), given the config to warm up for."""
 
-    def __init__(
-        self, config: uvicorn.Config, ready: int | None, chorus: ChorusConfig | None
-    ) -> None:
+    def __init__(self, config: uvicorn.Config, ready: _Ready, chorus: ChorusConfig | None) -> None:
         super().__init__(config)
         self._ready = ready
         self._chorus = chorus
@@ -192,11 +211,7 @@ class _Server(uvicorn.Server):
         await super().startup(sockets)
         if not self.started:
             return
-        if self._ready is not None:
-            with contextlib.suppress(OSError):  # the starter gave up waiting
-                os.write(self._ready, READY)
-            os.close(self._ready)
-            self._ready = None
+        self._ready.say()
         if self._chorus is not None:
             self._warming = asyncio.create_task(warm_up(self._chorus), name="warm-up")
 
@@ -211,9 +226,12 @@ def _private_process() -> None:
     asyncio.get_running_loop().set_exception_handler(QuietLoopErrors())
 
 
-async def _app(store: Store, config: ChorusConfig, incidents: list[Incident]) -> Starlette:
-    """Everything the daemon runs, wired into one app: the supervisor and its hub, the
-    gateway, the routines' scheduler, memory extraction, flags and their routes."""
+async def _app(
+    store: Store, config: ChorusConfig, incidents: list[Incident]
+) -> tuple[Starlette, Gateway]:
+    """Everything the daemon runs, wired into one app (with its gateway): the supervisor
+    and its hub, the gateway, the routines' scheduler, memory extraction, flags and
+    their routes."""
     install_tools()  # the features' tools on the MCP server
     parts = _policy_parts(store)
     guards = policy_guards(parts["policy"], parts["audit"], parts["secrets"])
@@ -229,7 +247,7 @@ async def _app(store: Store, config: ChorusConfig, incidents: list[Incident]) ->
     sched.heartbeat_hooks.append(lambda: guard_now(parts["audit"], notify))
     desk = flag_desk(sup)
     lifespan = _lifespan(store, sup, gateway, sched, extractions, desk)
-    return build_app(sup, lifespan=lifespan, extra_routes=_routes(sup, gateway, sched))
+    return build_app(sup, lifespan=lifespan, extra_routes=_routes(sup, gateway, sched)), gateway
 
 
 def _hook(sup: Supervisor, config: ChorusConfig, extractions: Extractions) -> None:
@@ -266,9 +284,7 @@ def _routes(sup: Supervisor, gateway: Gateway, sched: Scheduler) -> list[BaseRou
     return routes + login_routes()  # chorus dashboard's one-time login URL
 
 
-async def _serve_app(
-    app: Starlette, lock: int, ready: int | None, warm: ChorusConfig | None
-) -> None:
+async def _serve_app(app: Starlette, lock: int, ready: _Ready, warm: ChorusConfig | None) -> None:
     """Serve ``app`` on the private socket until a signal (warming up for ``warm``
     once serving, if given); then clean up every body left, the socket, the pid file
     and the lock."""

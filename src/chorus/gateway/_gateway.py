@@ -141,6 +141,11 @@ class Gateway:
         """``ws://host:port/ucp`` of the TCP listener while it runs."""
         return self._tcp.url if self._tcp is not None else None
 
+    @property
+    def tcp_error(self) -> str | None:
+        """Why the TCP listener did not start (the unix socket still serves), if so."""
+        return self._tcp_error
+
     # -- running ----------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
@@ -219,7 +224,7 @@ class Gateway:
             "connections": self._connections,
             "bodies": body_names(self.config),
             "tcp": self.tcp_url,
-            "tcp_error": self._tcp_error,
+            "tcp_error": self.tcp_error,
             "brain": self.brain.status(),
         }
         return result
