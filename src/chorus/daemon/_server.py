@@ -61,11 +61,12 @@ def _lifespan(
     sched: Scheduler,
     extractions: Extractions,
     desk: FlagDesk,
+    serving: asyncio.Event,
 ) -> Lifespan:
     """Run the sessions' MCP channel, the session hub, the supervisor, the routines'
-    scheduler and the gateway for the app's life; on the way out stop scheduling
-    (routines first), then the gateway, then close every body, then the channel, await
-    the memory extractions under way, close the store."""
+    scheduler (once ``serving`` is set) and the gateway for the app's life; on the way
+    out stop scheduling (routines first), then the gateway, then close every body, then
+    the channel, await the memory extractions under way, close the store."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -79,7 +80,7 @@ def _lifespan(
                 sup.hub.running(),
             ):
                 task = asyncio.create_task(sup.run(), name="supervisor")
-                routines = asyncio.create_task(_routines(store, sched), name="routines")
+                routines = asyncio.create_task(_routines(store, sched, serving), name="routines")
                 try:
                     metrics = DaemonMetrics(gateway.metrics.registry)
                     observers = (sup.ledger.observe, journal)
@@ -101,9 +102,11 @@ def _lifespan(
     return lifespan
 
 
-async def _routines(store: Store, sched: Scheduler) -> None:
+async def _routines(store: Store, sched: Scheduler, serving: asyncio.Event) -> None:
     """Run the routines' scheduler while this node leads them (on SQLite: always;
-    on a shared store: one node of the cluster, by an advisory lock)."""
+    on a shared store: one node of the cluster, by an advisory lock), from the moment
+    the daemon serves: a start need not wait for it."""
+    await serving.wait()
     lead = RoutineLead(store, sched.run, follow=sched.follow)
     sched.sup.status_hooks.append(lead.status)
     await lead.serve()
@@ -151,8 +154,10 @@ async def serve() -> int:
         os.close(lock)
         return 2
     await repair_store(store)
-    app, gateway = await _app(store, config, incidents)
-    ready_line = _Ready(ready, lambda: {"tcp": gateway.tcp_url, "tcp_error": gateway.tcp_error})
+    serving = asyncio.Event()
+    app, gateway = await _app(store, config, incidents, serving)
+    facts = lambda: {"tcp": gateway.tcp_url, "tcp_error": gateway.tcp_error}  # noqa: E731
+    ready_line = _Ready(ready, facts, serving)
     await _serve_app(app, lock, ready_line, config if warm else None)
     return 0
 
@@ -179,15 +184,21 @@ def _warms_up() -> bool:
 
 
 class _Ready:
-    """The starter's pipe (None when not started by ``spawn_daemon``), and what to say
-    on it once serving: the facts ``chorus start`` prints, then :data:`READY`."""
+    """The moment the daemon serves: what to say then on the starter's pipe (None when
+    not started by ``spawn_daemon``): the facts ``chorus start`` prints, then
+    :data:`READY`; and ``serving`` to set, which the work no request needs at once
+    (the routines, the teams' drop folders) waits for."""
 
-    def __init__(self, pipe: int | None, facts: Callable[[], dict[str, Any]]) -> None:
+    def __init__(
+        self, pipe: int | None, facts: Callable[[], dict[str, Any]], serving: asyncio.Event
+    ) -> None:
         self._pipe = pipe
         self._facts = facts
+        self._serving = serving
 
     def say(self) -> None:
         """Say it once and close the pipe (a starter that gave up waiting is fine)."""
+        self._serving.set()
         if self._pipe is None:
             return
         line = FACTS + json.dumps(self._facts()).encode() + b"\n"
@@ -227,7 +238,7 @@ def _private_process() -> None:
 
 
 async def _app(
-    store: Store, config: ChorusConfig, incidents: list[Incident]
+    store: Store, config: ChorusConfig, incidents: list[Incident], serving: asyncio.Event
 ) -> tuple[Starlette, Gateway]:
     """Everything the daemon runs, wired into one app (with its gateway): the supervisor
     and its hub, the gateway, the routines' scheduler, memory extraction, flags and
@@ -246,8 +257,9 @@ async def _app(
     await report(incidents, parts["audit"], notify)
     sched.heartbeat_hooks.append(lambda: guard_now(parts["audit"], notify))
     desk = flag_desk(sup)
-    lifespan = _lifespan(store, sup, gateway, sched, extractions, desk)
-    return build_app(sup, lifespan=lifespan, extra_routes=_routes(sup, gateway, sched)), gateway
+    lifespan = _lifespan(store, sup, gateway, sched, extractions, desk, serving)
+    routes = _routes(sup, gateway, sched, serving)
+    return build_app(sup, lifespan=lifespan, extra_routes=routes), gateway
 
 
 def _hook(sup: Supervisor, config: ChorusConfig, extractions: Extractions) -> None:
@@ -275,11 +287,14 @@ def _trimming(sup: Supervisor) -> Callable[[JobEnd], Awaitable[None]]:
     return noted
 
 
-def _routes(sup: Supervisor, gateway: Gateway, sched: Scheduler) -> list[BaseRoute]:
-    """The routes beside the daemon's own API."""
+def _routes(
+    sup: Supervisor, gateway: Gateway, sched: Scheduler, serving: asyncio.Event
+) -> list[BaseRoute]:
+    """The routes beside the daemon's own API (the teams' watcher starts once
+    ``serving`` is set)."""
     routes = [*gateway.routes(), *routine_routes(sched)]
     routes += tool_routes(sup.audit, sup.config.memory)  # a `chorus mcp` run by hand
-    routes += team_routes(sup)  # teams and their mailboxes
+    routes += team_routes(sup, serving)  # teams and their mailboxes
     routes += reload_routes(sup)  # chorus reload
     return routes + login_routes()  # chorus dashboard's one-time login URL
 

@@ -115,8 +115,9 @@ def _optional_id(data: dict[str, Any]) -> str | None:
     return value
 
 
-def team_routes(sup: Supervisor) -> list[BaseRoute]:
-    """The routes; also hooks the service onto the supervisor and starts the watcher."""
+def team_routes(sup: Supervisor, after: asyncio.Event | None = None) -> list[BaseRoute]:
+    """The routes; also hooks the service onto the supervisor and starts the watcher
+    (once ``after`` is set, if given: the daemon's start need not wait for it)."""
     service = TeamService(SupervisorJobs(sup))
     service.activate()
 
@@ -126,11 +127,11 @@ def team_routes(sup: Supervisor) -> list[BaseRoute]:
         await service.ended(end.job, ended.state, ended.result, error)
 
     sup.outcomes.subscribe(JobEnd, on_end)
-    _start_background(service)
+    _start_background(service, after)
     return _routes(service)
 
 
-def _start_background(service: TeamService) -> None:
+def _start_background(service: TeamService, after: asyncio.Event | None) -> None:
     async def post(team: str, member: str, message: Dropped) -> None:
         await service.send(
             team,
@@ -142,6 +143,8 @@ def _start_background(service: TeamService) -> None:
         )
 
     async def background() -> None:
+        if after is not None:
+            await after.wait()
         await service.recover()
         while True:
             try:
