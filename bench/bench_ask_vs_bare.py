@@ -1,7 +1,8 @@
 """`chorus ask` against the bare CLI on the same scripted scenario, side by side.
 
 One run measures both configurations, each in a fresh ``CHORUS_HOME`` started with
-``chorus start`` (timed): the default (no spares) and ``[daemon] spare_bodies =
+``chorus start`` (timed: the median of that start and of ``--rounds`` more, each on a
+fresh home of its own): the default (no spares) and ``[daemon] spare_bodies =
 true``. Per body (claude, codex, gemini), each round on the same one-tool scenario
 (a shell command, then an answer), with the daemon already running as in everyday
 use:
@@ -185,11 +186,22 @@ def _config_run(name: str, clis: list[str], rounds: int) -> dict[str, Any]:
     """Everything measured in one fresh home with configuration ``name``."""
     result: dict[str, Any] = {"bodies": {}}
     with bench_home(tuple(clis), extra=CONFIGS[name]) as (server, work, root):
-        result["start"] = _timed([CHORUS, "start"], cwd=work)[0]
+        starts = [_timed([CHORUS, "start"], cwd=work)[0]]
         for cli in clis:
             result["bodies"][cli] = _body_rounds(name, cli, rounds, server, work, root)
         result |= _client_latency(work, max(rounds, 5) * 2)
+    result["start"] = _median(starts + _fresh_starts(name, clis, rounds))
     return result
+
+
+def _fresh_starts(name: str, clis: list[str], n: int) -> list[float]:
+    """Seconds of ``chorus start`` on ``n`` more fresh homes of configuration ``name``
+    (one sample says little: a start is a few hundred ms)."""
+    out = []
+    for _ in range(n):
+        with bench_home(tuple(clis), extra=CONFIGS[name]) as (_, work, _):
+            out.append(_timed([CHORUS, "start"], cwd=work)[0])
+    return out
 
 
 def _body_rounds(
