@@ -89,16 +89,18 @@ def test_nothing_is_written_when_byte_code_is_not_to_be(
 
 
 def test_the_daemon_starts_with_the_kept_code(tmp_path: Path) -> None:
-    """``python -m chorus._classcode`` keeps every method the daemon's modules make:
-    a process that loads them afterwards compiles none."""
+    """``python -m chorus._classcode`` keeps every method the daemon's modules make
+    (a name that is no module is said and passed over): a process that loads them
+    afterwards compiles none."""
     env = {"PYTHONPYCACHEPREFIX": str(tmp_path), "PATH": "/usr/bin:/bin"}
     made = subprocess.run(
-        [sys.executable, "-m", "chorus._classcode", "chorus.daemon._server"],
+        [sys.executable, "-m", "chorus._classcode", "no.such.module", "chorus.daemon._server"],
         env=env,
         capture_output=True,
         text=True,
     )
     assert made.returncode == 0, made.stderr
+    assert "not kept: no.such.module" in made.stderr  # and the others are kept
     probe = (
         "from chorus import _classcode as c; c.install(); import chorus.daemon._server;"
         " import json; print(json.dumps(c.stats()))"

@@ -128,7 +128,10 @@ def main(argv: list[str]) -> int:
 
     install()
     for name in argv:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:  # the others' classes are kept all the same
+            print(f"not kept: {name}: {exc}", file=sys.stderr)
     if not save(force=True) and CACHE.exists():
         CACHE.touch()  # up to date: newer than the sources, as ./run checks
     print(f"{CACHE}: {stats()['kept']} methods")
