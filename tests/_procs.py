@@ -15,7 +15,15 @@ from chorus.bodies import process_start_time
 from chorus.client._lifecycle import read_pid
 from tests._wait import until
 
-__all__ = ["alive", "end_bodies_left", "group", "kill_daemon", "same_process", "started_at"]
+__all__ = [
+    "alive",
+    "end_bodies_left",
+    "ended",
+    "group",
+    "kill_daemon",
+    "same_process",
+    "started_at",
+]
 
 
 def _stat(pid: int) -> list[str] | None:
@@ -59,11 +67,23 @@ def same_process(handle: dict[str, Any]) -> bool:
 
 
 def kill_daemon() -> None:
-    """SIGKILL this CHORUS_HOME's daemon and wait until it is gone."""
+    """SIGKILL this CHORUS_HOME's daemon and wait until it is gone, threads and all."""
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    until(lambda: not alive(pid), 10)
+    until(lambda: ended(pid), 10)
+
+
+def ended(pid: int) -> bool:
+    """No thread of the process is left: it is gone or a zombie whose other threads
+    have ended too. Its first thread turns zombie while the others may still be
+    exiting, and until the last of them has, the process's files stay open: a killed
+    daemon's socket still takes a connection then, and drops it unanswered."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    return threads == [str(pid)] and not alive(pid)
 
 
 def end_bodies_left(home: Path) -> None:

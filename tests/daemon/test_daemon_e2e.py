@@ -14,7 +14,7 @@ import pytest
 from chorus.client._lifecycle import read_pid
 from chorus.events import JobEnded, Notice, TextDelta, parse_event
 from chorus.testing import shell, slow_text, text
-from tests._procs import alive
+from tests._procs import ended
 from tests._wait import until
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def test_daemon_killed_mid_job_loses_nothing_and_the_job_completes(chorus: Choru
     pid = read_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    until(lambda: not alive(pid), 10)
+    until(lambda: ended(pid), 10)  # its threads too: they hold its socket
     watched = chorus.run("watch", job_id)  # autostarts a new daemon
     assert watched.returncode == 0, watched.stdout + watched.stderr
     assert read_pid() != pid

@@ -19,7 +19,7 @@ import pytest
 from chorus.client._lifecycle import read_pid
 from chorus.events import Notice
 from chorus.testing import shell, slow_text, text, tool_call
-from tests._procs import alive
+from tests._procs import ended
 from tests._wait import until
 
 if TYPE_CHECKING:
@@ -301,7 +301,7 @@ def test_a_daemon_killed_mid_turn_loses_no_message_and_posts_the_result_once(
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     run.communicate(timeout=60)  # the run's driver died with the daemon
-    until(lambda: not alive(pid), 10)
+    until(lambda: ended(pid), 10)  # its threads too: they hold its socket
     assert chorus.run("start").returncode == 0
     until(lambda: _states_of(chorus, "crash").get("m") == "succeeded", timeout=120)
     [task] = _json(chorus, "team", "messages", "crash", "m")
