@@ -67,6 +67,19 @@ class Doors(Daemon):
     def open_files(self) -> int:
         return len(os.listdir(f"/proc/{self.pid()}/fd"))
 
+    def settled_files(self, still_s: float = 1.0, timeout: float = 15.0) -> int:
+        """The daemon's open files once their number has held for ``still_s``: what it
+        starts once it serves (the routines, the teams' drop-folder watcher, the
+        warm-up) opens a few files after `chorus start` has returned."""
+        deadline = time.monotonic() + timeout
+        count, since = self.open_files(), time.monotonic()
+        while time.monotonic() - since < still_s and time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = self.open_files()
+            if now != count:
+                count, since = now, time.monotonic()
+        return count
+
     def dashboard_connections(self) -> int:
         """The daemon's open TCP connections on its dashboard port (not the listener)."""
         pid = self.pid()
@@ -173,7 +186,7 @@ def test_idle_connections_to_the_dashboard_cannot_take_the_daemons_files(
     unix API answers at once and the idle ones are closed; without them (CONTROL) the
     same flood leaves the daemon unable to answer."""
     doors.start("max_connections = 40", "header_timeout_s = 1.0", files=256)
-    before = doors.open_files()
+    before = doors.settled_files()
     socks = _flood(doors.port, 400)
     try:
         assert len(socks) == 400
@@ -218,7 +231,7 @@ def test_a_body_flooding_the_dashboard_from_its_sandbox_cannot_take_the_daemon(
     the dashboard port: its 150 idle connections are cut to the cap and closed, and the
     daemon answers throughout."""
     doors.start("max_connections = 30", "header_timeout_s = 1.0", policy=BYPASS)
-    before = doors.open_files()
+    before = doors.settled_files()
     doors.server.script([shell(FLOOD.format(port=doors.port)), text("done")], lane=body)
     ask = subprocess.Popen(
         [sys.executable, "-m", "chorus", "ask", "flood", "--body", body, "--json"],
