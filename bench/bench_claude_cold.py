@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import bench_home
+from _common import bench_home, drive_claude
 from bench_ask_vs_bare import CHORUS, EXTRACTED, SCENARIO, _await_extraction
 
 from chorus.agents import find_agent
@@ -114,36 +114,6 @@ def _mcp_reply(message: dict[str, Any], answers: dict[str, Any]) -> dict[str, An
     return {**reply, "id": message.get("id", 0)}
 
 
-def _drive(proc: subprocess.Popen[str], answers: dict[str, Any]) -> None:
-    """The daemon's protocol: ``initialize``, the prompt on its answer, MCP answered."""
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-
-    def send(line: dict[str, Any]) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(line) + "\n")
-        proc.stdin.flush()
-
-    send(INIT)
-    for raw in proc.stdout:
-        line = json.loads(raw)
-        kind = line.get("type")
-        if kind == "control_response" and line["response"].get("request_id") == "init":
-            send(USER)
-        elif kind == "control_request":
-            request = line["request"]
-            if request.get("subtype") == "mcp_message":
-                body: dict[str, Any] = {"mcp_response": _mcp_reply(request["message"], answers)}
-            else:  # can_use_tool: allowed
-                body = {"behavior": "allow", "updatedInput": request.get("input", {})}
-            answer = {"subtype": "success", "request_id": line["request_id"], "response": body}
-            send({"type": "control_response", "response": answer})
-        elif kind == "result":
-            break
-    proc.stdin.close()
-    proc.wait()
-
-
 def _first(server: ModelServer, lane: str, since: int, start: float) -> float:
     """Ms from ``start`` (wall clock) to the lane's first model request after ``since``."""
     stamps = [r.timestamp for r in server.requests[since:] if r.lane == lane]
@@ -165,7 +135,7 @@ def _replay(
         stderr=subprocess.DEVNULL,
         text=True,
     )
-    _drive(proc, answers)
+    drive_claude(proc, INIT, USER, lambda message: _mcp_reply(message, answers))
     return _first(server, "replay", since, started)
 
 

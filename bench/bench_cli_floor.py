@@ -42,6 +42,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from _common import drive_claude
+
 from chorus.agents import find_agent
 from chorus.bodies import BodyOptions
 from chorus.bodies.codex import CodexBody
@@ -68,6 +70,11 @@ def caller_env(cli: str, home: Path, url: str) -> dict[str, str]:
     """This process's environment with ``cli``'s offline settings over it (as both sides
     of ``bench_ask_vs_bare.py`` run)."""
     return {**os.environ, **offline_env(cli, home, url)}  # type: ignore[arg-type]
+
+
+def _mcp_answer(message: dict[str, Any]) -> dict[str, Any]:
+    """What the in-band server answers: :func:`mcp_reply`'s, or an empty result."""
+    return mcp_reply(message) or {"jsonrpc": "2.0", "result": {}}
 
 
 def mcp_reply(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -138,38 +145,11 @@ def first_request(server: ModelServer, argv: list[str], env: dict[str, str], cwd
     live = "--input-format" in argv
     proc = _spawned(argv, env, cwd, subprocess.PIPE if live else subprocess.DEVNULL)
     if live:
-        _drive(proc)
+        drive_claude(proc, INIT, USER, _mcp_answer)
     else:
         proc.communicate()
     stamps = [r.timestamp for r in server.turn_requests(lane="floor")[before:]]
     return min(stamps) - started
-
-
-def _drive(proc: subprocess.Popen[str]) -> None:
-    """Speak the control protocol: ``initialize`` first, then one message; answer each
-    ``mcp_message`` at once; stop at the turn's result."""
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-
-    def send(line: dict[str, Any]) -> None:
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(line) + "\n")
-        proc.stdin.flush()
-
-    send(INIT)
-    for raw in proc.stdout:
-        line = json.loads(raw)
-        if line.get("type") == "control_response" and line["response"]["request_id"] == "i1":
-            send(USER)
-        elif line.get("type") == "control_request":
-            message = line["request"].get("message", {})
-            response = {"mcp_response": mcp_reply(message) or {"jsonrpc": "2.0", "result": {}}}
-            answer = {"subtype": "success", "request_id": line["request_id"], "response": response}
-            send({"type": "control_response", "response": answer})
-        elif line.get("type") == "result":
-            break
-    proc.stdin.close()
-    proc.wait()
 
 
 def claude_variants(exe: str, url: str) -> dict[str, list[str]]:
