@@ -104,13 +104,14 @@ def save(path: Path = CACHE, *, force: bool = False) -> bool:
     (unless ``force``), nor where this user cannot write. True if written."""
     if not _new or (sys.dont_write_bytecode and not force):
         return False
+    part = path.with_name(f"{path.name}.{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_name(f"{path.name}.{os.getpid()}")
-        part.write_bytes(marshal.dumps(dict(_read(path) | _known)))
+        part.write_bytes(marshal.dumps(_read(path) | _known))  # and what others kept since
         os.chmod(part, 0o644)
         part.replace(path)  # whole, or not at all
     except OSError:
+        part.unlink(missing_ok=True)  # no half-written file left beside the byte code
         return False
     _new.clear()
     return True
